@@ -1,0 +1,147 @@
+//===- CompileOptions.h - fsdp-opt command-line options model -------------===//
+//
+// Everything a user can ask of `fsdp-opt` on its command line (DESIGN.md,
+// "Command line"), as one plain struct with the documented defaults, a parser
+// for one argv element at a time, and the cross-flag rules. It depends only on
+// the C++ standard library so the rules can be unit-tested without MLIR and so
+// the driver can decide, flag by flag, whether an argument is ours or belongs
+// to the mlir-opt-style options (`--pass-pipeline`, `--mlir-print-ir-*`) it
+// forwards to MLIR. Nothing here throws: the project builds with
+// -fno-exceptions, so errors come back as strings naming the flag and the
+// values it accepts.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_COMPILER_PIPELINES_COMPILEOPTIONS_H
+#define FSDP_COMPILER_PIPELINES_COMPILEOPTIONS_H
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fsdp {
+
+/// The pipeline stages `--stop-after` can name, in the order they run.
+enum class Stage { Import, Train, Shard, Checkpoint, Schedule, Memory };
+
+/// "import", "train", ...: the spelling `--stop-after` accepts.
+const char *stageName(Stage stage);
+/// The stage spelled `name`, or nullopt for anything else.
+std::optional<Stage> parseStage(const std::string &name);
+
+enum class Mode { Train, Forward };
+/// `Summary` is an import-level description of the model (parameters, ops,
+/// shapes) for checking what the frontend saw before compiling anything.
+enum class EmitKind { Plan, Mlir, Binary, Report, Trace, Summary };
+/// `Hybrid` shards inside groups of `hybridGroupSize` ranks and all-reduces
+/// across the groups (HSDP).
+enum class ShardKind { Full, GradOp, None, Hybrid };
+enum class WrapKind { Blocks, Size, Regex };
+enum class CkptKind { None, Blocks, Selective, Auto };
+enum class OptimizerKind { AdamW, Sgd };
+/// `Auto` keeps a loss the model already returns; `CrossEntropy` attaches
+/// one to the output named in `--loss=xent:OUTPUT[,LABELS]`.
+enum class LossKind { Auto, CrossEntropy };
+enum class DType { F32, BF16 };
+enum class OffloadKind { None, Cpu };
+/// The device whose cost model drives scheduling and checkpoint choices.
+enum class DeviceKind { H100, A100, Cpu };
+enum class ReportFormat { Text, Json };
+
+/// Every fsdp-opt flag with its default. Defaults are those a user gets by
+/// saying nothing; `explicitlySet` lets rules tell "left at the default" from
+/// "asked for the default", which matters when a mode forbids a flag.
+struct CompileOptions {
+  /// Positional MODEL.onnx|MODEL.mlir and `-o`; both filled by the driver.
+  std::string inputPath;
+  std::string outputPath = "-"; // "-" is stdout.
+
+  Mode mode = Mode::Train;
+  EmitKind emit = EmitKind::Plan;
+  /// Unset runs every stage.
+  std::optional<Stage> stopAfter;
+
+  int64_t worldSize = 1;
+  ShardKind shard = ShardKind::Full;
+  int64_t hybridGroupSize = 0; // G of hybrid:G; 0 for other kinds.
+  WrapKind wrap = WrapKind::Blocks;
+  /// N of size:N: a unit closes once it holds at least this many parameter
+  /// elements (PyTorch's size_based_auto_wrap_policy min_num_params).
+  int64_t wrapMinParams = 0;
+  /// RE of regex:RE, a POSIX extended regex over parameter names.
+  std::string wrapRegex;
+
+  CkptKind ckpt = CkptKind::None;
+  int64_t prefetch = 1;        // units gathered ahead of use; 0 disables.
+  int64_t limitAllGathers = 2; // all-gathers in flight at once.
+
+  OptimizerKind optimizer = OptimizerKind::AdamW;
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  /// Decoupled (AdamW) or L2 (SGD) weight decay; one field for both.
+  double weightDecay = 0.01;
+  double momentum = 0.0;
+  bool nesterov = false;
+
+  LossKind loss = LossKind::Auto;
+  std::string lossOutput; // OUTPUT of xent:OUTPUT[,LABELS].
+  std::string lossLabels; // LABELS, or empty to use the remaining input.
+
+  DType paramDtype = DType::F32;
+  DType reduceDtype = DType::F32;
+  OffloadKind offload = OffloadKind::None;
+  /// Bytes per rank a plan may use; unset means no limit.
+  std::optional<int64_t> memBudget;
+  DeviceKind device = DeviceKind::H100;
+  ReportFormat reportFormat = ReportFormat::Text;
+
+  /// Flags the user gave, by name without dashes ("world-size").
+  std::set<std::string> explicitlySet;
+};
+
+/// Outcome of offering one argv element to parseCompileFlag.
+enum class FlagParse {
+  NotOurs, // not an fsdp-opt flag: the driver passes it on to MLIR.
+  Ok,
+  Error, // ours, but malformed: `error` says why.
+};
+
+/// Parses one argv element such as `--world-size=8` or `--nesterov` (a
+/// single leading dash also works, as in LLVM's cl). On `Ok` the value is
+/// stored and the name added to `explicitlySet`; on `Error` `opts` is left
+/// unchanged. A repeated flag overrides the earlier one. `-o` and the
+/// positional input are the driver's and come back `NotOurs`.
+FlagParse parseCompileFlag(const std::string &arg, CompileOptions &opts,
+                           std::string &error);
+
+/// Checks the rules that involve more than one flag (hybrid group size
+/// against world size, flags only meaningful with a given --emit, optimizer
+/// or mode). Per-value checks already happened in parseCompileFlag.
+bool validateCompileOptions(const CompileOptions &opts, std::string &error);
+
+/// Parses a byte count such as "80GiB", "1.5GB" or "1000". Units are
+/// case-sensitive: B, KB, MB, GB, TB (powers of 1000) and KiB, MiB, GiB, TiB
+/// (powers of 1024). The result must be a whole number of bytes that fits in
+/// int64_t.
+bool parseByteSize(const std::string &text, int64_t &bytes, std::string &why);
+
+/// True if `pattern` compiles as a POSIX extended regex (the dialect
+/// llvm::Regex implements); otherwise `why` holds the compiler's message.
+/// Uses regcomp rather than std::regex, which reports errors by throwing.
+bool isValidRegex(const std::string &pattern, std::string &why);
+
+/// The flags that reproduce `opts`: those set explicitly or away from their
+/// default, in help order, e.g. {"--world-size=8", "--shard=hybrid:4"}. For
+/// reports and plan headers that record how a plan was compiled.
+std::vector<std::string> formatCompileFlags(const CompileOptions &opts);
+
+/// The help text: every flag with its values and default.
+std::string usage();
+
+} // namespace fsdp
+
+#endif // FSDP_COMPILER_PIPELINES_COMPILEOPTIONS_H

@@ -1,0 +1,33 @@
+//===- Pipeline.h - which stages fsdp-opt runs for a set of options -------===//
+//
+// Maps CompileOptions to the stages of DESIGN.md's pipeline and knows which
+// of them exist yet. Flags whose stage has not landed are refused here with
+// "not implemented yet" (never silently ignored); each later issue moves its
+// flags and stages from the refused table to the implemented one.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_COMPILER_PIPELINES_PIPELINE_H
+#define FSDP_COMPILER_PIPELINES_PIPELINE_H
+
+#include "compiler/Pipelines/CompileOptions.h"
+
+#include <optional>
+#include <string>
+
+namespace fsdp {
+
+/// The last stage the options ask for: --stop-after, or the whole pipeline.
+Stage lastRequestedStage(const CompileOptions &opts);
+
+/// The newest stage that exists in this build.
+Stage lastImplementedStage();
+
+/// Nullopt if everything `opts` asks for is implemented; otherwise the
+/// message for the first flag or output that is not, e.g.
+/// "--world-size: not implemented yet (sharding arrives with the FSDP issue)".
+std::optional<std::string> findUnimplemented(const CompileOptions &opts);
+
+} // namespace fsdp
+
+#endif // FSDP_COMPILER_PIPELINES_PIPELINE_H

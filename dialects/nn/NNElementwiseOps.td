@@ -1,0 +1,89 @@
+//===- NNElementwiseOps.td - elementwise nn ops ----------------*- tablegen -*-===//
+//
+// Elementwise ops with ONNX's multidirectional (numpy) broadcasting: binary
+// arithmetic, Where, unary math, Not, Cast. The result shape is the
+// broadcast of the operand shapes; the verifiers recompute it with the same
+// helper the importer uses, so IR from any source obeys one rule.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_NN_ELEMENTWISE_OPS_TD
+#define FSDP_NN_ELEMENTWISE_OPS_TD
+
+include "dialects/nn/NNBase.td"
+
+class NN_BinaryOp<string mnemonic, string onnxName>
+    : NN_Op<mnemonic, [SameOperandsAndResultElementType]> {
+  let summary = "elementwise " # mnemonic # " with numpy broadcasting (ONNX " # onnxName # ")";
+  let description = [{
+    Computes `lhs }] # mnemonic # [{ rhs` elementwise. Operands broadcast as in
+    numpy; the result has the broadcast shape and the operands' element type.
+    Integer division truncates toward zero as ONNX specifies.
+  }];
+  let arguments = (ins NN_NumericTensor:$lhs, NN_NumericTensor:$rhs);
+  let results = (outs NN_NumericTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def NN_AddOp : NN_BinaryOp<"add", "Add">;
+def NN_SubOp : NN_BinaryOp<"sub", "Sub">;
+def NN_MulOp : NN_BinaryOp<"mul", "Mul">;
+def NN_DivOp : NN_BinaryOp<"div", "Div">;
+
+def NN_PowOp : NN_Op<"pow"> {
+  let summary = "elementwise power with numpy broadcasting (ONNX Pow)";
+  let description = [{
+    `base ** exponent`. As in ONNX, the exponent may have a different numeric
+    element type than the base; the result has the base's element type and
+    the broadcast shape.
+  }];
+  let arguments = (ins NN_NumericTensor:$base, NN_NumericTensor:$exponent);
+  let results = (outs NN_NumericTensor:$result);
+  let assemblyFormat = "$base `,` $exponent attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def NN_WhereOp : NN_Op<"where"> {
+  let summary = "select with numpy broadcasting (ONNX Where)";
+  let description = [{
+    `condition ? x : y` elementwise over the broadcast of all three shapes.
+    `x`, `y` and the result share an element type.
+  }];
+  let arguments = (ins NN_BoolTensor:$condition, NN_AnyTensor:$x, NN_AnyTensor:$y);
+  let results = (outs NN_AnyTensor:$result);
+  let assemblyFormat = "$condition `,` $x `,` $y attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+class NN_UnaryOp<string mnemonic, string onnxName, Type operandType>
+    : NN_Op<mnemonic, [AllTypesMatch<["input", "result"]>]> {
+  let summary = "elementwise " # mnemonic # " (ONNX " # onnxName # ")";
+  let arguments = (ins operandType:$input);
+  let results = (outs operandType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def NN_NegOp : NN_UnaryOp<"neg", "Neg", NN_SignedTensor>;
+def NN_ReluOp : NN_UnaryOp<"relu", "Relu", NN_SignedTensor>;
+def NN_ExpOp : NN_UnaryOp<"exp", "Exp", NN_FloatTensor>;
+def NN_LogOp : NN_UnaryOp<"log", "Log", NN_FloatTensor>;
+def NN_SqrtOp : NN_UnaryOp<"sqrt", "Sqrt", NN_FloatTensor>;
+def NN_ErfOp : NN_UnaryOp<"erf", "Erf", NN_FloatTensor>;
+def NN_TanhOp : NN_UnaryOp<"tanh", "Tanh", NN_FloatTensor>;
+def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "Sigmoid", NN_FloatTensor>;
+def NN_NotOp : NN_UnaryOp<"not", "Not", NN_BoolTensor>;
+
+def NN_CastOp : NN_Op<"cast", [SameOperandsAndResultShape]> {
+  let summary = "element type conversion (ONNX Cast)";
+  let description = [{
+    Converts each element to the result's element type: floats round to
+    nearest even, float to integer truncates toward zero, anything to bool is
+    `x != 0`.
+  }];
+  let arguments = (ins NN_AnyTensor:$input);
+  let results = (outs NN_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+}
+
+#endif // FSDP_NN_ELEMENTWISE_OPS_TD

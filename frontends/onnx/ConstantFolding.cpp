@@ -1,0 +1,218 @@
+//===- ConstantFolding.cpp - host evaluation of shape arithmetic ----------===//
+//
+// Index arithmetic over row-major tensors plus integer element read/write.
+// Everything computes in int64 and stores back into the operand dtype, which
+// is exact for the shape-sized values these chains carry.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/onnx/ConstantFolding.h"
+
+#include <cstring>
+
+namespace fsdp::onnx {
+namespace {
+
+Tensor emptyLike(DType dtype, llvm::ArrayRef<int64_t> shape) {
+  Tensor t;
+  t.dtype = dtype;
+  t.dims.assign(shape.begin(), shape.end());
+  t.data.resize(static_cast<size_t>(t.numElements()) * dtypeSize(dtype));
+  return t;
+}
+
+void storeInt(Tensor &t, int64_t i, int64_t v) {
+  size_t size = dtypeSize(t.dtype);
+  if (t.dtype == DType::Bool)
+    v = v != 0;
+  std::memcpy(t.data.data() + i * size, &v, size); // little-endian low bytes
+}
+
+void storeFloat(Tensor &t, int64_t i, double v) {
+  if (t.dtype == DType::Double) {
+    std::memcpy(t.data.data() + i * 8, &v, 8);
+  } else {
+    float f = static_cast<float>(v);
+    std::memcpy(t.data.data() + i * 4, &f, 4);
+  }
+}
+
+std::vector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+/// Flat index into a tensor of shape `from` that broadcasts to `to`, for the
+/// multi-index `index` of `to`.
+int64_t broadcastIndex(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to,
+                       llvm::ArrayRef<int64_t> index) {
+  std::vector<int64_t> strides = stridesOf(from);
+  size_t offset = to.size() - from.size();
+  int64_t flat = 0;
+  for (size_t d = 0; d < from.size(); ++d)
+    flat += (from[d] == 1 ? 0 : index[offset + d]) * strides[d];
+  return flat;
+}
+
+/// Calls `body(flat, index)` for every element of `shape` in row-major order.
+template <typename Body>
+void forEachIndex(llvm::ArrayRef<int64_t> shape, Body body) {
+  int64_t total = 1;
+  for (int64_t d : shape)
+    total *= d;
+  std::vector<int64_t> index(shape.size(), 0);
+  for (int64_t flat = 0; flat < total; ++flat) {
+    body(flat, llvm::ArrayRef<int64_t>(index));
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+} // namespace
+
+bool isFoldableInteger(const Tensor &t) {
+  return t.hasData && t.isInteger() && t.numElements() <= kMaxFoldElements;
+}
+
+std::optional<Tensor> foldBinary(llvm::StringRef opType, const Tensor &lhs,
+                                 const Tensor &rhs, llvm::ArrayRef<int64_t> shape,
+                                 std::string &error) {
+  Tensor out = emptyLike(lhs.dtype, shape);
+  bool ok = true;
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    int64_t a = lhs.intAt(broadcastIndex(lhs.dims, shape, index));
+    int64_t b = rhs.intAt(broadcastIndex(rhs.dims, shape, index));
+    int64_t r = 0;
+    if (opType == "Add")
+      r = a + b;
+    else if (opType == "Sub")
+      r = a - b;
+    else if (opType == "Mul")
+      r = a * b;
+    else if (b == 0)
+      ok = false;
+    else
+      r = a / b;
+    storeInt(out, flat, r);
+  });
+  if (!ok) {
+    error = "integer division by zero in a constant expression";
+    return std::nullopt;
+  }
+  return out;
+}
+
+Tensor foldNeg(const Tensor &input) {
+  Tensor out = emptyLike(input.dtype, input.dims);
+  for (int64_t i = 0, n = input.numElements(); i < n; ++i)
+    storeInt(out, i, -input.intAt(i));
+  return out;
+}
+
+std::optional<Tensor> foldCast(const Tensor &input, DType to) {
+  Tensor out = emptyLike(to, input.dims);
+  bool toFloat = to == DType::Float || to == DType::Double;
+  if (!toFloat && dtypeSize(to) == 0)
+    return std::nullopt;
+  if (!toFloat && (to == DType::Float16 || to == DType::BFloat16))
+    return std::nullopt;
+  for (int64_t i = 0, n = input.numElements(); i < n; ++i) {
+    if (toFloat)
+      storeFloat(out, i, static_cast<double>(input.intAt(i)));
+    else
+      storeInt(out, i, input.intAt(i));
+  }
+  return out;
+}
+
+Tensor foldReshape(const Tensor &input, llvm::ArrayRef<int64_t> shape) {
+  Tensor out = input;
+  out.name.clear();
+  out.dims.assign(shape.begin(), shape.end());
+  return out;
+}
+
+std::optional<Tensor> foldGather(const Tensor &data, const Tensor &indices,
+                                 int64_t axis, llvm::ArrayRef<int64_t> shape,
+                                 std::string &error) {
+  Tensor out = emptyLike(data.dtype, shape);
+  std::vector<int64_t> dataStrides = stridesOf(data.dims);
+  int64_t axisSize = data.dims[axis];
+  size_t indexRank = indices.dims.size();
+  std::vector<int64_t> indexStrides = stridesOf(indices.dims);
+  bool ok = true;
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    int64_t indexFlat = 0;
+    for (size_t d = 0; d < indexRank; ++d)
+      indexFlat += index[axis + d] * indexStrides[d];
+    int64_t k = indices.intAt(indexFlat);
+    if (k < 0)
+      k += axisSize;
+    if (k < 0 || k >= axisSize) {
+      ok = false;
+      return;
+    }
+    int64_t src = 0;
+    for (int64_t d = 0; d < static_cast<int64_t>(data.dims.size()); ++d) {
+      int64_t coordinate = d < axis ? index[d]
+                           : d == axis ? k
+                                       : index[d - 1 + indexRank];
+      src += coordinate * dataStrides[d];
+    }
+    storeInt(out, flat, data.intAt(src));
+  });
+  if (!ok) {
+    error = "gather index out of range in a constant expression";
+    return std::nullopt;
+  }
+  return out;
+}
+
+Tensor foldConcat(llvm::ArrayRef<const Tensor *> inputs, int64_t axis,
+                  llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(inputs[0]->dtype, shape);
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    int64_t position = index[axis];
+    for (const Tensor *input : inputs) {
+      if (position < input->dims[axis]) {
+        std::vector<int64_t> local(index.begin(), index.end());
+        local[axis] = position;
+        std::vector<int64_t> strides = stridesOf(input->dims);
+        int64_t src = 0;
+        for (size_t d = 0; d < local.size(); ++d)
+          src += local[d] * strides[d];
+        storeInt(out, flat, input->intAt(src));
+        return;
+      }
+      position -= input->dims[axis];
+    }
+  });
+  return out;
+}
+
+Tensor foldSlice(const Tensor &input, llvm::ArrayRef<int64_t> starts,
+                 llvm::ArrayRef<int64_t> steps, llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(input.dtype, shape);
+  std::vector<int64_t> strides = stridesOf(input.dims);
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    int64_t src = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      src += (starts[d] + index[d] * steps[d]) * strides[d];
+    storeInt(out, flat, input.intAt(src));
+  });
+  return out;
+}
+
+Tensor makeInt64Tensor(llvm::ArrayRef<int64_t> values) {
+  Tensor t = emptyLike(DType::Int64, {static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i)
+    storeInt(t, i, values[i]);
+  return t;
+}
+
+} // namespace fsdp::onnx

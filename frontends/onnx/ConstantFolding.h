@@ -1,0 +1,62 @@
+//===- ConstantFolding.h - host evaluation of shape arithmetic ------------===//
+//
+// torch.onnx.export computes shapes in the graph (Shape -> Gather -> Add ->
+// Div -> Unsqueeze -> Concat -> Reshape). To give every nn op a static type
+// the importer evaluates those chains on the host. These kernels work on
+// small integer/bool tensors (and int -> float casts); handlers call them
+// when all of a node's inputs are known constants, so the chain leaves no
+// ops behind. Float compute on constants is not folded: it stays in the
+// graph with its exact runtime semantics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_FRONTENDS_ONNX_CONSTANTFOLDING_H
+#define FSDP_FRONTENDS_ONNX_CONSTANTFOLDING_H
+
+#include "frontends/onnx/OnnxModel.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+
+namespace fsdp::onnx {
+
+/// Largest constant (in elements) the importer evaluates on the host.
+inline constexpr int64_t kMaxFoldElements = 1 << 16;
+
+/// True if `t` has data, is integer or bool, and is small enough to fold.
+bool isFoldableInteger(const Tensor &t);
+
+/// Elementwise Add/Sub/Mul/Div with numpy broadcasting to `shape`, in the
+/// operands' integer dtype (Div truncates). nullopt with `error` set on
+/// division by zero.
+std::optional<Tensor> foldBinary(llvm::StringRef opType, const Tensor &lhs,
+                                 const Tensor &rhs, llvm::ArrayRef<int64_t> shape,
+                                 std::string &error);
+Tensor foldNeg(const Tensor &input);
+
+/// Cast to an integer, bool, float or double dtype; nullopt for others.
+std::optional<Tensor> foldCast(const Tensor &input, DType to);
+
+/// Same data, new dims (Reshape, Squeeze, Unsqueeze, Identity).
+Tensor foldReshape(const Tensor &input, llvm::ArrayRef<int64_t> shape);
+
+/// Gather along `axis` (normalized); nullopt with `error` for an index out
+/// of range.
+std::optional<Tensor> foldGather(const Tensor &data, const Tensor &indices,
+                                 int64_t axis, llvm::ArrayRef<int64_t> shape,
+                                 std::string &error);
+Tensor foldConcat(llvm::ArrayRef<const Tensor *> inputs, int64_t axis,
+                  llvm::ArrayRef<int64_t> shape);
+/// Starts/steps per dimension as nn.slice takes them.
+Tensor foldSlice(const Tensor &input, llvm::ArrayRef<int64_t> starts,
+                 llvm::ArrayRef<int64_t> steps, llvm::ArrayRef<int64_t> shape);
+
+/// A 1-D int64 tensor (Shape's result).
+Tensor makeInt64Tensor(llvm::ArrayRef<int64_t> values);
+
+} // namespace fsdp::onnx
+
+#endif // FSDP_FRONTENDS_ONNX_CONSTANTFOLDING_H

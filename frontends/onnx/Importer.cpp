@@ -1,0 +1,256 @@
+//===- Importer.cpp - ONNX model to nn dialect ----------------------------===//
+//
+// Builds `func.func @forward` from a parsed model: parameters and inputs
+// become arguments, nodes are imported in graph order through the op table,
+// and each node's ops are verified as soon as they are built so a shape or
+// type error is reported at the node that caused it, not somewhere in the
+// module. Graph outputs are checked against their declared types.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/onnx/Importer.h"
+
+#include "frontends/onnx/ImportContext.h"
+#include "frontends/onnx/OpHandlers.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+
+#include <set>
+
+using namespace mlir;
+
+namespace fsdp::onnx {
+namespace {
+
+/// Collects the first diagnostic emitted while alive, instead of printing.
+class FirstDiagnostic {
+public:
+  explicit FirstDiagnostic(MLIRContext &context)
+      : handler(&context, [this](Diagnostic &diag) {
+          if (message.empty())
+            message = diag.str();
+          return success();
+        }) {}
+  std::string message;
+
+private:
+  ScopedDiagnosticHandler handler;
+};
+
+class ModelImporter {
+public:
+  ModelImporter(MLIRContext &context, const Model &model,
+                const ImportOptions &options)
+      : context(context), model(model), builder(&context),
+        ctx(builder, model, options.inputValues) {}
+
+  OwningOpRef<ModuleOp> run(std::string &error);
+
+private:
+  LogicalResult declareArguments(SmallVectorImpl<Type> &types,
+                                 SmallVectorImpl<NamedAttribute> &argAttrs);
+  LogicalResult importNode(const Node &node, size_t index);
+  LogicalResult importOutputs(func::FuncOp func);
+  LogicalResult fail(const Twine &message) {
+    if (firstError.empty())
+      firstError = model.path + ": " + message.str();
+    return failure();
+  }
+
+  MLIRContext &context;
+  const Model &model;
+  OpBuilder builder;
+  ImportContext ctx;
+  std::string firstError;
+  /// Argument order: (name, is parameter, type).
+  struct Argument {
+    std::string name;
+    bool isParam;
+    RankedTensorType type;
+  };
+  std::vector<Argument> arguments;
+};
+
+LogicalResult ModelImporter::declareArguments(SmallVectorImpl<Type> &types,
+                                              SmallVectorImpl<NamedAttribute> &) {
+  std::set<std::string> initializerNames;
+  // Float initializers are the trainable parameters; integer and bool ones
+  // (masks, index buffers) are constants.
+  for (const Tensor &init : model.initializers) {
+    if (!initializerNames.insert(init.name).second)
+      return fail("initializer '" + init.name + "' is defined more than once");
+    FailureOr<Type> element = ctx.elementType(init.dtype);
+    if (failed(element))
+      return fail("initializer '" + init.name + "': element type " +
+                  dtypeName(init.dtype) + " is not supported");
+    RankedTensorType type = ctx.tensorType(init.dims, *element);
+    if (init.isFloat()) {
+      arguments.push_back({init.name, true, type});
+      continue;
+    }
+    if (failed(ctx.define(init.name, Slot{nullptr, std::make_shared<Tensor>(init), type})))
+      return fail(ctx.errorMessage());
+  }
+  for (const ValueInfo &input : model.inputs) {
+    if (initializerNames.count(input.name))
+      continue; // IR < 4 lists initializers as inputs too
+    if (!input.isTensor)
+      return fail("input '" + input.name + "' is not a tensor (sequence, map "
+                  "and optional inputs are not supported)");
+    if (!input.hasShape)
+      return fail("input '" + input.name + "' has no shape; export with static shapes");
+    for (size_t d = 0; d < input.dims.size(); ++d)
+      if (input.dims[d] < 0)
+        return fail("input '" + input.name + "': dimension " + Twine(d) +
+                    " is symbolic; export with static shapes (no dynamic_axes)");
+    FailureOr<Type> element = ctx.elementType(input.dtype);
+    if (failed(element))
+      return fail("input '" + input.name + "': element type " +
+                  dtypeName(input.dtype) + " is not supported");
+    arguments.push_back({input.name, false, ctx.tensorType(input.dims, *element)});
+  }
+  // Parameters first, then inputs: train_step(params, opt_state, batch).
+  std::stable_partition(arguments.begin(), arguments.end(),
+                        [](const Argument &a) { return a.isParam; });
+  for (const Argument &arg : arguments)
+    types.push_back(arg.type);
+  return success();
+}
+
+LogicalResult ModelImporter::importNode(const Node &node, size_t index) {
+  auto opset = model.opsets.find(node.domain);
+  int64_t version = opset == model.opsets.end() ? 0 : opset->second;
+  ctx.beginNode(node, index, version);
+  if (opset == model.opsets.end())
+    return ctx.error("unsupported operator (the model imports no opset for "
+                     "this domain)");
+  bool knownOp = false;
+  OpHandler handler = findOpHandler(node.domain, node.opType, version, knownOp);
+  if (!handler)
+    return ctx.error(knownOp ? "unsupported operator at this opset (see "
+                               "fsdp-opt --list-ops)"
+                             : "unsupported operator");
+
+  Block *block = builder.getInsertionBlock();
+  Operation *last = block->empty() ? nullptr : &block->back();
+  {
+    FirstDiagnostic diag(context);
+    if (failed(handler(ctx)) || ctx.failed()) {
+      if (!ctx.failed())
+        (void)ctx.error(diag.message.empty() ? "import failed" : diag.message);
+      return failure();
+    }
+    // Verify what this node built, so errors carry the node's name.
+    Operation *op = last ? last->getNextNode() : (block->empty() ? nullptr : &block->front());
+    for (; op; op = op->getNextNode())
+      if (failed(mlir::verify(op)))
+        return ctx.error(diag.message);
+  }
+  for (size_t i = 0; i < node.outputs.size(); ++i)
+    if (!node.outputs[i].empty() && !ctx.lookup(node.outputs[i]))
+      return ctx.error("output " + Twine(i) + " ('" + node.outputs[i] +
+                       "') is not supported");
+  return success();
+}
+
+LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  for (const ValueInfo &output : model.outputs) {
+    Slot *slot = ctx.lookup(output.name);
+    if (!slot)
+      return fail("graph output '" + output.name + "' is never computed");
+    if (!slot->value) {
+      FailureOr<Value> value = ctx.materialize(*slot->constant);
+      if (failed(value))
+        return fail(ctx.errorMessage());
+      slot->value = *value;
+    }
+    if (output.isTensor && output.dtype != DType::Undefined) {
+      std::optional<DType> actual = dtypeOf(slot->type.getElementType());
+      if (actual != output.dtype)
+        return fail("graph output '" + output.name + "' is declared " +
+                    dtypeName(output.dtype) + " but computes " +
+                    (actual ? dtypeName(*actual) : std::string("another type")));
+    }
+    if (output.isTensor && output.hasShape) {
+      ArrayRef<int64_t> shape = slot->type.getShape();
+      bool matches = output.dims.size() == shape.size();
+      for (size_t d = 0; matches && d < shape.size(); ++d)
+        matches = output.dims[d] < 0 || output.dims[d] == shape[d];
+      if (!matches)
+        return fail("graph output '" + output.name + "' is declared with shape " +
+                    nn::formatShape(output.dims) + " but computes " +
+                    nn::formatShape(shape));
+    }
+    results.push_back(slot->value);
+    resultTypes.push_back(slot->type);
+  }
+  builder.create<func::ReturnOp>(func.getLoc(), results);
+  func.setFunctionType(builder.getFunctionType(func.getArgumentTypes(), resultTypes));
+  for (size_t i = 0; i < model.outputs.size(); ++i)
+    func.setResultAttr(i, nn::kOutputAttr, builder.getStringAttr(model.outputs[i].name));
+  return success();
+}
+
+OwningOpRef<ModuleOp> ModelImporter::run(std::string &error) {
+  context.loadDialect<nn::NNDialect, func::FuncDialect>();
+  Location fileLoc = FileLineColLoc::get(&context, model.path, 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  (*module)->setAttr(nn::kSourceAttr, builder.getStringAttr(model.path));
+  if (!model.producerName.empty())
+    (*module)->setAttr("nn.producer", builder.getStringAttr(
+        model.producerName + (model.producerVersion.empty() ? "" : " " + model.producerVersion)));
+  auto defaultOpset = model.opsets.find("");
+  if (defaultOpset != model.opsets.end())
+    (*module)->setAttr("nn.opset", builder.getI64IntegerAttr(defaultOpset->second));
+
+  SmallVector<Type> argTypes;
+  SmallVector<NamedAttribute> unused;
+  if (failed(declareArguments(argTypes, unused))) {
+    error = firstError;
+    return nullptr;
+  }
+  builder.setInsertionPointToEnd(module->getBody());
+  auto func = builder.create<func::FuncOp>(fileLoc, "forward",
+                                           builder.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const Argument &arg = arguments[i];
+    func.setArgAttr(i, arg.isParam ? nn::kParamAttr : nn::kInputAttr,
+                    builder.getStringAttr(arg.name));
+    if (failed(ctx.define(arg.name, Slot{entry->getArgument(i), nullptr, arg.type}))) {
+      error = ctx.errorMessage();
+      return nullptr;
+    }
+  }
+  builder.setInsertionPointToEnd(entry);
+  for (size_t i = 0; i < model.nodes.size(); ++i) {
+    if (failed(importNode(model.nodes[i], i))) {
+      error = ctx.errorMessage();
+      return nullptr;
+    }
+  }
+  if (failed(importOutputs(func))) {
+    error = firstError.empty() ? ctx.errorMessage() : firstError;
+    return nullptr;
+  }
+  FirstDiagnostic diag(context);
+  if (failed(mlir::verify(*module))) {
+    error = model.path + ": imported module does not verify: " + diag.message;
+    return nullptr;
+  }
+  return module;
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> importModel(MLIRContext &context, const Model &model,
+                                  const ImportOptions &options, std::string &error) {
+  ModelImporter importer(context, model, options);
+  return importer.run(error);
+}
+
+} // namespace fsdp::onnx

@@ -1,0 +1,437 @@
+//===- ModelReader.cpp - parse and validate ONNX files --------------------===//
+//
+// Turns an ONNX protobuf into the plain structs of OnnxModel.h. This is the
+// only file that sees protobuf, and it treats every file as hostile: sizes
+// are bounded before anything is allocated, element counts are checked for
+// overflow and against the bytes present, and external data is read only from
+// regular files inside the model's directory (no absolute paths, no `..`, no
+// symlinks: ONNX CVE-2022-25882 and CVE-2024-27318 came from following such
+// paths). It is compiled with exceptions because the ONNX headers need them;
+// none escape.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/onnx/OnnxModel.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <sys/stat.h>
+
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace fsdp::onnx {
+namespace {
+
+namespace pb = ::onnx;
+
+/// Protobuf cannot parse messages of 2 GiB or more; larger models must use
+/// external data, as torch.onnx.export does by itself.
+constexpr int64_t kMaxProtoBytes = INT_MAX;
+
+struct Failure {
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string &message) { throw Failure{message}; }
+
+std::optional<std::string> readWholeFile(const std::string &path,
+                                         std::string &error) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    error = path + ": cannot open: " + std::strerror(errno);
+    return std::nullopt;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    error = path + ": not a regular file";
+    return std::nullopt;
+  }
+  if (st.st_size >= kMaxProtoBytes) {
+    error = path + ": file is " + std::to_string(st.st_size) +
+            " bytes; protobuf files must be under 2 GiB (store weights as "
+            "external data)";
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot open: " + std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  in.read(bytes.data(), st.st_size);
+  if (in.gcount() != st.st_size) {
+    error = path + ": short read";
+    return std::nullopt;
+  }
+  return bytes;
+}
+
+template <typename Message>
+bool parseMessage(const std::string &bytes, Message &message) {
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(bytes.data()), static_cast<int>(bytes.size()));
+  stream.SetTotalBytesLimit(static_cast<int>(kMaxProtoBytes));
+  // Deeply nested graphs (If/Loop bodies) are legal but a hostile file can
+  // nest without end; protobuf's default depth of 100 bounds the recursion.
+  return message.ParseFromCodedStream(&stream) && stream.ConsumedEntireMessage();
+}
+
+std::string dirName(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+int64_t checkedElementCount(const std::vector<int64_t> &dims,
+                            const std::string &what) {
+  int64_t count = 1;
+  for (int64_t d : dims) {
+    if (d < 0)
+      fail(what + ": negative dimension " + std::to_string(d));
+    if (d != 0 && count > std::numeric_limits<int64_t>::max() / d)
+      fail(what + ": element count overflows");
+    count *= d;
+  }
+  return count;
+}
+
+/// Copies a repeated numeric field into `out`, converting each element to
+/// the tensor's dtype (ONNX stores e.g. int8 and float16 in int32_data).
+template <typename Field>
+void copyTypedField(const Field &field, DType dtype, int64_t count,
+                    std::vector<char> &out, const std::string &what) {
+  if (static_cast<int64_t>(field.size()) != count)
+    fail(what + ": has " + std::to_string(field.size()) + " values for " +
+         std::to_string(count) + " elements");
+  size_t size = dtypeSize(dtype);
+  out.resize(static_cast<size_t>(count) * size);
+  for (int64_t i = 0; i < count; ++i) {
+    char *dst = out.data() + i * size;
+    auto v = field.Get(static_cast<int>(i));
+    switch (dtype) {
+    case DType::Float: { float f = static_cast<float>(v); std::memcpy(dst, &f, 4); break; }
+    case DType::Double: { double d = static_cast<double>(v); std::memcpy(dst, &d, 8); break; }
+    case DType::Bool: { uint8_t b = v != 0; std::memcpy(dst, &b, 1); break; }
+    default: {
+      // Integers and 16-bit floats (stored as their bit pattern): keep the
+      // low `size` bytes of the little-endian value.
+      uint64_t bits = static_cast<uint64_t>(static_cast<int64_t>(v));
+      std::memcpy(dst, &bits, size);
+      break;
+    }
+    }
+  }
+}
+
+/// Reads the external data of `proto` from a regular file inside `baseDir`.
+void readExternalData(const pb::TensorProto &proto, const std::string &baseDir,
+                      int64_t expectedBytes, const ReadOptions &options,
+                      Tensor &tensor, const std::string &what) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto &entry : proto.external_data()) {
+    const std::string &key = entry.key(), &value = entry.value();
+    auto parseInt = [&](const std::string &text) {
+      try {
+        size_t used = 0;
+        long long v = std::stoll(text, &used);
+        if (used != text.size() || v < 0)
+          throw std::invalid_argument("");
+        return static_cast<int64_t>(v);
+      } catch (const std::exception &) {
+        fail(what + ": external data " + key + " '" + text + "' is not a non-negative integer");
+      }
+    };
+    if (key == "location")
+      location = value;
+    else if (key == "offset")
+      offset = parseInt(value);
+    else if (key == "length")
+      length = parseInt(value);
+  }
+  if (location.empty())
+    fail(what + ": external data has no location");
+  if (location[0] == '/' || location.find('\\') != std::string::npos)
+    fail(what + ": external data location '" + location +
+         "' must be a relative path inside the model's directory");
+  std::stringstream parts(location);
+  for (std::string part; std::getline(parts, part, '/');)
+    if (part == "..")
+      fail(what + ": external data location '" + location +
+           "' must not contain '..'");
+  std::string path = baseDir + "/" + location;
+  // Refuse symlinks anywhere below the model directory, and anything that
+  // is not a regular file.
+  std::string prefix = baseDir;
+  std::stringstream walk(location);
+  for (std::string part; std::getline(walk, part, '/');) {
+    if (part.empty() || part == ".")
+      continue;
+    prefix += "/" + part;
+    struct stat st;
+    if (lstat(prefix.c_str(), &st) != 0) {
+      if (options.allowMissingExternalData) {
+        tensor.hasData = false;
+        return;
+      }
+      fail(what + ": external data file '" + location + "' is missing");
+    }
+    if (S_ISLNK(st.st_mode))
+      fail(what + ": external data location '" + location +
+           "' goes through a symlink; refusing to follow it");
+  }
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    fail(what + ": external data location '" + location + "' is not a regular file");
+  if (length >= 0 && length != expectedBytes)
+    fail(what + ": external data length " + std::to_string(length) +
+         " does not match the " + std::to_string(expectedBytes) +
+         " bytes its shape needs");
+  if (offset > st.st_size || expectedBytes > st.st_size - offset)
+    fail(what + ": external data [" + std::to_string(offset) + ", +" +
+         std::to_string(expectedBytes) + ") lies outside '" + location + "' (" +
+         std::to_string(st.st_size) + " bytes)");
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(offset);
+  tensor.data.resize(static_cast<size_t>(expectedBytes));
+  in.read(tensor.data.data(), expectedBytes);
+  if (!in || in.gcount() != expectedBytes)
+    fail(what + ": short read from external data '" + location + "'");
+}
+
+Tensor convertTensor(const pb::TensorProto &proto, const std::string &baseDir,
+                     const ReadOptions &options, const std::string &context) {
+  Tensor tensor;
+  tensor.name = proto.name();
+  tensor.dtype = static_cast<DType>(proto.data_type());
+  std::string what = context + (proto.name().empty() ? "" : " '" + proto.name() + "'");
+  tensor.dims.assign(proto.dims().begin(), proto.dims().end());
+  int64_t count = checkedElementCount(tensor.dims, what);
+  if (proto.has_segment())
+    fail(what + ": segmented tensors are not supported");
+  size_t size = dtypeSize(tensor.dtype);
+  if (size == 0)
+    fail(what + ": element type " + dtypeName(tensor.dtype) + " is not supported");
+  if (count > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(size))
+    fail(what + ": byte size overflows");
+  int64_t bytes = count * static_cast<int64_t>(size);
+
+  if (proto.data_location() == pb::TensorProto::EXTERNAL) {
+    readExternalData(proto, baseDir, bytes, options, tensor, what);
+    return tensor;
+  }
+  if (proto.has_raw_data()) {
+    if (static_cast<int64_t>(proto.raw_data().size()) != bytes)
+      fail(what + ": raw data has " + std::to_string(proto.raw_data().size()) +
+           " bytes, its shape " + "and type need " + std::to_string(bytes));
+    tensor.data.assign(proto.raw_data().begin(), proto.raw_data().end());
+    return tensor;
+  }
+  switch (tensor.dtype) {
+  case DType::Float:
+    copyTypedField(proto.float_data(), tensor.dtype, count, tensor.data, what);
+    break;
+  case DType::Double:
+    copyTypedField(proto.double_data(), tensor.dtype, count, tensor.data, what);
+    break;
+  case DType::Int64:
+    copyTypedField(proto.int64_data(), tensor.dtype, count, tensor.data, what);
+    break;
+  case DType::UInt32:
+  case DType::UInt64:
+    copyTypedField(proto.uint64_data(), tensor.dtype, count, tensor.data, what);
+    break;
+  default:
+    copyTypedField(proto.int32_data(), tensor.dtype, count, tensor.data, what);
+    break;
+  }
+  return tensor;
+}
+
+ValueInfo convertValueInfo(const pb::ValueInfoProto &proto) {
+  ValueInfo info;
+  info.name = proto.name();
+  if (!proto.has_type() || !proto.type().has_tensor_type())
+    return info;
+  const auto &tensorType = proto.type().tensor_type();
+  info.isTensor = true;
+  info.dtype = static_cast<DType>(tensorType.elem_type());
+  if (tensorType.has_shape()) {
+    info.hasShape = true;
+    for (const auto &dim : tensorType.shape().dim())
+      info.dims.push_back(dim.has_dim_value() && dim.dim_value() >= 0 ? dim.dim_value() : -1);
+  }
+  return info;
+}
+
+Attribute convertAttribute(const pb::AttributeProto &proto,
+                           const std::string &baseDir, const ReadOptions &options,
+                           const std::string &context) {
+  Attribute attr;
+  attr.name = proto.name();
+  switch (proto.type()) {
+  case pb::AttributeProto::FLOAT: attr.kind = Attribute::Kind::Float; attr.f = proto.f(); break;
+  case pb::AttributeProto::INT: attr.kind = Attribute::Kind::Int; attr.i = proto.i(); break;
+  case pb::AttributeProto::STRING: attr.kind = Attribute::Kind::String; attr.s = proto.s(); break;
+  case pb::AttributeProto::TENSOR:
+    attr.kind = Attribute::Kind::Tensor;
+    attr.tensor = std::make_shared<Tensor>(convertTensor(
+        proto.t(), baseDir, options, context + " attribute '" + proto.name() + "'"));
+    break;
+  case pb::AttributeProto::FLOATS:
+    attr.kind = Attribute::Kind::Floats;
+    attr.floats.assign(proto.floats().begin(), proto.floats().end());
+    break;
+  case pb::AttributeProto::INTS:
+    attr.kind = Attribute::Kind::Ints;
+    attr.ints.assign(proto.ints().begin(), proto.ints().end());
+    break;
+  case pb::AttributeProto::STRINGS:
+    attr.kind = Attribute::Kind::Strings;
+    attr.strings.assign(proto.strings().begin(), proto.strings().end());
+    break;
+  default:
+    attr.kind = Attribute::Kind::Other; // graphs, sparse tensors, type protos
+    break;
+  }
+  return attr;
+}
+
+Model convertModel(const pb::ModelProto &proto, const std::string &path,
+                   const ReadOptions &options) {
+  Model model;
+  model.path = path;
+  if (!proto.has_graph())
+    fail(path + ": not an ONNX model (no graph)");
+  if (proto.ir_version() <= 0)
+    fail(path + ": not an ONNX model (missing ir_version)");
+  model.irVersion = proto.ir_version();
+  model.producerName = proto.producer_name();
+  model.producerVersion = proto.producer_version();
+  for (const auto &opset : proto.opset_import()) {
+    std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
+    model.opsets[domain] = opset.version();
+  }
+  if (proto.opset_import().empty())
+    model.opsets[""] = 1; // ONNX: no opset_import means opset 1 (IR < 3)
+  if (proto.functions_size() > 0)
+    fail(path + ": model-local functions are not supported");
+
+  const pb::GraphProto &graph = proto.graph();
+  model.graphName = graph.name();
+  std::string baseDir = dirName(path);
+  if (graph.sparse_initializer_size() > 0)
+    fail(path + ": sparse initializers are not supported");
+  for (const auto &init : graph.initializer()) {
+    if (init.name().empty())
+      fail(path + ": an initializer has no name");
+    model.initializers.push_back(convertTensor(init, baseDir, options, path + ": initializer"));
+  }
+  for (const auto &input : graph.input())
+    model.inputs.push_back(convertValueInfo(input));
+  for (const auto &output : graph.output())
+    model.outputs.push_back(convertValueInfo(output));
+  for (const auto &info : graph.value_info())
+    model.valueInfo.push_back(convertValueInfo(info));
+  for (const auto &nodeProto : graph.node()) {
+    Node node;
+    node.name = nodeProto.name();
+    node.opType = nodeProto.op_type();
+    node.domain = nodeProto.domain() == "ai.onnx" ? "" : nodeProto.domain();
+    node.inputs.assign(nodeProto.input().begin(), nodeProto.input().end());
+    node.outputs.assign(nodeProto.output().begin(), nodeProto.output().end());
+    std::string context = path + ": node '" + node.name + "' (" + node.opType + ")";
+    for (const auto &attr : nodeProto.attribute())
+      node.attributes.push_back(convertAttribute(attr, baseDir, options, context));
+    model.nodes.push_back(std::move(node));
+  }
+  return model;
+}
+
+} // namespace
+
+std::string dtypeName(DType type) {
+  switch (type) {
+  case DType::Float: return "float";
+  case DType::UInt8: return "uint8";
+  case DType::Int8: return "int8";
+  case DType::UInt16: return "uint16";
+  case DType::Int16: return "int16";
+  case DType::Int32: return "int32";
+  case DType::Int64: return "int64";
+  case DType::String: return "string";
+  case DType::Bool: return "bool";
+  case DType::Float16: return "float16";
+  case DType::Double: return "double";
+  case DType::UInt32: return "uint32";
+  case DType::UInt64: return "uint64";
+  case DType::Complex64: return "complex64";
+  case DType::Complex128: return "complex128";
+  case DType::BFloat16: return "bfloat16";
+  case DType::Undefined: return "undefined";
+  }
+  return "type " + std::to_string(static_cast<int32_t>(type));
+}
+
+size_t dtypeSize(DType type) {
+  switch (type) {
+  case DType::UInt8: case DType::Int8: case DType::Bool: return 1;
+  case DType::UInt16: case DType::Int16: case DType::Float16: case DType::BFloat16: return 2;
+  case DType::Float: case DType::Int32: case DType::UInt32: return 4;
+  case DType::Double: case DType::Int64: case DType::UInt64: return 8;
+  default: return 0;
+  }
+}
+
+std::optional<Model> readModel(const std::string &path, const ReadOptions &options,
+                               std::string &error) {
+  std::optional<std::string> bytes = readWholeFile(path, error);
+  if (!bytes)
+    return std::nullopt;
+  if (bytes->empty()) {
+    error = path + ": file is empty";
+    return std::nullopt;
+  }
+  try {
+    pb::ModelProto proto;
+    if (!parseMessage(*bytes, proto)) {
+      error = path + ": not a valid ONNX protobuf (truncated or corrupt)";
+      return std::nullopt;
+    }
+    return convertModel(proto, path, options);
+  } catch (const Failure &f) {
+    error = f.message;
+  } catch (const std::bad_alloc &) {
+    error = path + ": out of memory while reading the model";
+  } catch (const std::exception &e) {
+    error = path + ": " + e.what();
+  }
+  return std::nullopt;
+}
+
+std::optional<Tensor> readTensorFile(const std::string &path, std::string &error) {
+  std::optional<std::string> bytes = readWholeFile(path, error);
+  if (!bytes)
+    return std::nullopt;
+  try {
+    pb::TensorProto proto;
+    if (!parseMessage(*bytes, proto)) {
+      error = path + ": not a valid TensorProto";
+      return std::nullopt;
+    }
+    return convertTensor(proto, dirName(path), ReadOptions(), path + ": tensor");
+  } catch (const Failure &f) {
+    error = f.message;
+  } catch (const std::exception &e) {
+    error = path + ": " + e.what();
+  }
+  return std::nullopt;
+}
+
+} // namespace fsdp::onnx

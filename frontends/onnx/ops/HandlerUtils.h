@@ -1,0 +1,68 @@
+//===- HandlerUtils.h - helpers shared by the op-family handlers ----------===//
+//
+// Small pieces every family uses: typed access to an input's shape, building
+// a result type, and binding an output either as a folded constant or as a
+// new op's result. Private to frontends/onnx/ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_FRONTENDS_ONNX_OPS_HANDLERUTILS_H
+#define FSDP_FRONTENDS_ONNX_OPS_HANDLERUTILS_H
+
+#include "frontends/onnx/ConstantFolding.h"
+#include "frontends/onnx/ImportContext.h"
+
+namespace fsdp::onnx::detail {
+
+/// Shape and element type of input `i`; failure if it is absent/undefined.
+struct InputInfo {
+  mlir::Value value;
+  mlir::RankedTensorType type;
+  llvm::ArrayRef<int64_t> shape() const { return type.getShape(); }
+  mlir::Type element() const { return type.getElementType(); }
+  int64_t rank() const { return type.getRank(); }
+};
+
+inline mlir::FailureOr<InputInfo> getInput(ImportContext &ctx, size_t i) {
+  mlir::FailureOr<mlir::Value> value = ctx.input(i);
+  if (mlir::failed(value))
+    return mlir::failure();
+  return InputInfo{*value, llvm::cast<mlir::RankedTensorType>(value->getType())};
+}
+
+/// Binds output 0 to a reshaped view of input 0: a folded constant if the
+/// input is one, else an nn.reshape (or the input itself if shapes match).
+inline mlir::LogicalResult bindReshape(ImportContext &ctx, llvm::ArrayRef<int64_t> shape) {
+  if (const Tensor *constant = ctx.constantInput(0); constant && constant->hasData)
+    return ctx.setConstantOutput(0, foldReshape(*constant, shape));
+  mlir::FailureOr<InputInfo> input = getInput(ctx, 0);
+  if (mlir::failed(input))
+    return mlir::failure();
+  if (input->shape() == shape)
+    return ctx.setOutput(0, input->value);
+  auto type = ctx.tensorType(shape, input->element());
+  return ctx.setOutput(0, ctx.builder().create<nn::ReshapeOp>(ctx.loc(), type,
+                                                               input->value));
+}
+
+/// Normalizes a list of axes against `rank`; sorted unique result.
+inline mlir::FailureOr<llvm::SmallVector<int64_t>>
+normalizeAxes(ImportContext &ctx, llvm::ArrayRef<int64_t> axes, int64_t rank) {
+  llvm::SmallVector<int64_t> result;
+  for (int64_t axis : axes) {
+    mlir::FailureOr<int64_t> normalized = nn::normalizeAxis(axis, rank, ctx.errorFn());
+    if (mlir::failed(normalized))
+      return mlir::failure();
+    if (llvm::is_contained(result, *normalized)) {
+      (void)ctx.error("axis " + llvm::Twine(axis) + " appears more than once");
+      return mlir::failure();
+    }
+    result.push_back(*normalized);
+  }
+  llvm::sort(result);
+  return result;
+}
+
+} // namespace fsdp::onnx::detail
+
+#endif // FSDP_FRONTENDS_ONNX_OPS_HANDLERUTILS_H

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian package fsdp-opt needs to build and test on a fresh
+# Debian 12 machine. Idempotent: packages already present are skipped, so the
+# README's commands and CI can call it unconditionally. Later issues append
+# their packages to PACKAGES (one list, so nothing is installed by hand).
+set -euo pipefail
+
+PACKAGES=(
+  # Build.
+  cmake ninja-build g++ lld-19
+  # Compiler side: MLIR 19 and its LLVM, lit/FileCheck.
+  llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
+  # ONNX frontend.
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  # Tests: GoogleTest, the ONNX node tests, torch as the oracle that exports
+  # the model families (with OpenBLAS so torch is not 24x slower).
+  libgtest-dev libgmock-dev libonnx-testdata
+  python3-torch python3-onnx python3-numpy libopenblas-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all ${#PACKAGES[@]} packages present"
+fi

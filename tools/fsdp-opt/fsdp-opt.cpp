@@ -1,0 +1,223 @@
+//===- fsdp-opt.cpp - the fsdp-opt compiler driver ------------------------===//
+//
+// Entry point of the compiler. ONNX input is read, imported into the nn
+// dialect, and run through the pipeline stages the options ask for; the
+// result is emitted as MLIR or a model summary (plans, reports and traces
+// arrive with later issues and are refused as not implemented yet). MLIR
+// input with no --emit behaves like mlir-opt (--pass-pipeline,
+// --verify-diagnostics, --split-input-file ...), so every pass and verifier
+// can be tested alone with lit. Every error ends in exit code 1 with a
+// message naming the file and, for model errors, the node.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Analysis/ModelSummary.h"
+#include "compiler/Pipelines/CompileOptions.h"
+#include "compiler/Pipelines/Pipeline.h"
+#include "compiler/RegisterDialects.h"
+#include "frontends/onnx/Importer.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+using namespace mlir;
+
+namespace {
+
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "fsdp-opt: error: " << message << "\n";
+  return 1;
+}
+
+/// The supported-operator table as Markdown (the README embeds this).
+void printSupportedOps(llvm::raw_ostream &os) {
+  os << "| Operator | Opsets | Notes |\n|---|---|---|\n";
+  for (const fsdp::onnx::SupportedOp &op : fsdp::onnx::supportedOps())
+    os << "| " << (op.domain[0] ? std::string(op.domain) + "." : "") << op.opType << " | "
+       << op.minOpset << "-" << op.maxOpset << " | " << op.notes << " |\n";
+}
+
+bool endsWith(llvm::StringRef s, llvm::StringRef suffix) { return s.ends_with(suffix); }
+
+/// Opens `path` for writing ("-" is stdout).
+std::unique_ptr<llvm::ToolOutputFile> openOutput(const std::string &path) {
+  std::string error;
+  auto output = openOutputFile(path, &error);
+  if (!output)
+    fail(path + ": " + error);
+  return output;
+}
+
+/// Imports an ONNX file, runs the implemented stages and emits the result.
+int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
+  std::string error;
+  fsdp::onnx::ReadOptions readOptions;
+  // A summary or IR dump needs shapes only; weights absent from disk (a
+  // 70B model planned on a laptop) are fine until values are needed.
+  readOptions.allowMissingExternalData = true;
+  std::optional<fsdp::onnx::Model> model =
+      fsdp::onnx::readModel(opts.inputPath, readOptions, error);
+  if (!model)
+    return fail(error);
+  MLIRContext context(registry);
+  OwningOpRef<ModuleOp> module =
+      fsdp::onnx::importModel(context, *model, fsdp::onnx::ImportOptions(), error);
+  if (!module)
+    return fail(error);
+
+  auto output = openOutput(opts.outputPath);
+  if (!output)
+    return 1;
+  if (opts.emit == fsdp::EmitKind::Summary) {
+    FailureOr<fsdp::ModelSummary> summary = fsdp::summarizeModel(*module);
+    if (failed(summary))
+      return 1;
+    fsdp::printModelSummary(*summary, output->os());
+  } else {
+    module->print(output->os());
+    output->os() << "\n";
+  }
+  output->keep();
+  return 0;
+}
+
+/// mlir-opt behaviour for .mlir input.
+int runMlirOpt(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
+  std::string error;
+  auto input = openInputFile(opts.inputPath, &error);
+  if (!input)
+    return fail(opts.inputPath + ": " + error);
+  auto output = openOutput(opts.outputPath);
+  if (!output)
+    return 1;
+  // The config carries --pass-pipeline and the other mlir-opt options
+  // registered (once) by MlirOptMainConfig::registerCLOptions.
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  if (failed(MlirOptMain(output->os(), std::move(input), registry, config)))
+    return 1;
+  output->keep();
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  DialectRegistry registry;
+  fsdp::registerFsdpDialects(registry);
+
+  // Our flags are parsed here; everything else goes to MLIR's options
+  // (printing, pass pipeline, diagnostics verification).
+  fsdp::CompileOptions opts;
+  std::vector<const char *> mlirArgs{argv[0]};
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      llvm::outs() << fsdp::usage()
+                   << "\n.mlir input without --emit behaves like mlir-opt; "
+                      "--help-mlir lists those options.\n";
+      return 0;
+    }
+    if (arg == "--help-mlir") {
+      mlirArgs.push_back("--help");
+      continue;
+    }
+    if (arg == "--list-ops") {
+      printSupportedOps(llvm::outs());
+      return 0;
+    }
+    if (arg == "-o") {
+      if (i + 1 >= argc)
+        return fail("-o needs a file name");
+      opts.outputPath = argv[++i];
+      continue;
+    }
+    if (llvm::StringRef(arg).starts_with("-o=")) {
+      opts.outputPath = arg.substr(3);
+      continue;
+    }
+    if (arg.empty() || arg[0] != '-' || arg == "-") {
+      positional.push_back(arg);
+      continue;
+    }
+    std::string error;
+    switch (fsdp::parseCompileFlag(arg, opts, error)) {
+    case fsdp::FlagParse::Ok:
+      continue;
+    case fsdp::FlagParse::Error:
+      return fail(error);
+    case fsdp::FlagParse::NotOurs:
+      mlirArgs.push_back(argv[i]);
+      continue;
+    }
+  }
+
+  MlirOptMainConfig::registerCLOptions(registry);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  if (!llvm::cl::ParseCommandLineOptions(static_cast<int>(mlirArgs.size()), mlirArgs.data(),
+                                         "fsdp-opt: ahead-of-time FSDP compiler\n",
+                                         &llvm::errs()))
+    return 1;
+
+  if (positional.size() != 1)
+    return fail(positional.empty() ? "no input file (usage: fsdp-opt MODEL.onnx|MODEL.mlir -o OUT; --help)"
+                                   : "more than one input file given");
+  opts.inputPath = positional[0];
+
+  bool mlirInput = endsWith(opts.inputPath, ".mlir") || opts.inputPath == "-";
+  // .mlir input without an explicit --emit is mlir-opt style: print IR.
+  if (mlirInput && !opts.explicitlySet.count("emit"))
+    opts.emit = fsdp::EmitKind::Mlir;
+  std::string error;
+  if (!fsdp::validateCompileOptions(opts, error))
+    return fail(error);
+  if (std::optional<std::string> pending = fsdp::findUnimplemented(opts)) {
+    // mlir-opt mode runs only what --pass-pipeline names.
+    if (!(mlirInput && !opts.explicitlySet.count("emit") && !opts.stopAfter &&
+          pending->find("--emit=mlir without --stop-after") == 0))
+      return fail(*pending);
+  }
+  if (mlirInput) {
+    if (opts.emit == fsdp::EmitKind::Summary) {
+      // Parse, then summarize, through the same code as ONNX input.
+      std::string readError;
+      auto input = openInputFile(opts.inputPath, &readError);
+      if (!input)
+        return fail(opts.inputPath + ": " + readError);
+      MLIRContext context(registry);
+      llvm::SourceMgr sourceMgr;
+      sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+      OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+      if (!module)
+        return 1;
+      FailureOr<fsdp::ModelSummary> summary = fsdp::summarizeModel(*module);
+      if (failed(summary))
+        return 1;
+      auto output = openOutput(opts.outputPath);
+      if (!output)
+        return 1;
+      fsdp::printModelSummary(*summary, output->os());
+      output->keep();
+      return 0;
+    }
+    return runMlirOpt(opts, registry);
+  }
+  return compileOnnx(opts, registry);
+}

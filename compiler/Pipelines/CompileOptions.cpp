@@ -1,12 +1,12 @@
 //===- CompileOptions.cpp - fsdp-opt command-line options model -----------===//
 //
 // One table describes every fsdp-opt flag: its name, the syntax of its value,
-// its help line, how to parse a value into CompileOptions and how to render
-// the current value back. Parsing, the help text (with defaults rendered from
-// a default-constructed CompileOptions) and formatCompileFlags all read that
-// table, so a flag's spelling, values and default live in exactly one place.
-// Enumerated values come from one name table per enum; the "valid: a, b"
-// part of every error message is formatted from the same table.
+// its help line, how to parse a value into CompileOptions and how to render a
+// value back. Parsing and the help text (whose defaults are rendered from a
+// default-constructed CompileOptions) both read that table, so a flag's
+// spelling, values and default live in exactly one place. Enumerated values
+// come from one name table per enum; the "valid: a, b" part of every error
+// message is formatted from the same table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,139 +18,118 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <regex.h>
+#include <tuple>
 #include <vector>
 
 using namespace fsdp;
 
 namespace {
 
-template <typename E> struct NamedValue {
-  const char *name;
-  E value;
-};
+// The spellings of each enum, indexed by enumerator. A spelling containing
+// ':' ("hybrid:G") is parametric: a value starting with the text up to and
+// including ':' selects it and the rest is the parameter; the placeholder
+// after ':' is what help and errors show.
+constexpr const char *stageNames[] = {"import",     "train",    "shard",
+                                      "checkpoint", "schedule", "memory"};
+constexpr const char *modeNames[] = {"train", "forward"};
+constexpr const char *emitNames[] = {"plan",   "mlir",  "binary",
+                                     "report", "trace", "summary"};
+constexpr const char *shardNames[] = {"full", "grad-op", "none", "hybrid:G"};
+constexpr const char *wrapNames[] = {"blocks", "size:N", "regex:RE"};
+constexpr const char *ckptNames[] = {"none", "blocks", "selective", "auto"};
+constexpr const char *optimizerNames[] = {"adamw", "sgd"};
+constexpr const char *lossNames[] = {"auto", "xent:OUTPUT[,LABELS]"};
+constexpr const char *dtypeNames[] = {"f32", "bf16"};
+constexpr const char *offloadNames[] = {"none", "cpu"};
+constexpr const char *deviceNames[] = {"h100", "a100", "cpu"};
+constexpr const char *reportFormatNames[] = {"text", "json"};
+static_assert(std::size(stageNames) == size_t(Stage::Memory) + 1 &&
+                  std::size(modeNames) == size_t(Mode::Forward) + 1 &&
+                  std::size(emitNames) == size_t(EmitKind::Summary) + 1 &&
+                  std::size(shardNames) == size_t(ShardKind::Hybrid) + 1 &&
+                  std::size(wrapNames) == size_t(WrapKind::Regex) + 1 &&
+                  std::size(ckptNames) == size_t(CkptKind::Auto) + 1 &&
+                  std::size(optimizerNames) == size_t(OptimizerKind::Sgd) + 1 &&
+                  std::size(lossNames) == size_t(LossKind::CrossEntropy) + 1 &&
+                  std::size(dtypeNames) == size_t(DType::BF16) + 1 &&
+                  std::size(offloadNames) == size_t(OffloadKind::Cpu) + 1 &&
+                  std::size(deviceNames) == size_t(DeviceKind::Cpu) + 1 &&
+                  std::size(reportFormatNames) ==
+                      size_t(ReportFormat::Json) + 1,
+              "every enumerator needs a spelling");
 
-// A spelling containing ':' ("hybrid:G") is parametric: any value starting
-// with the text up to and including ':' selects it, and the rest is the
-// parameter. The placeholder after ':' is what help and errors show.
-constexpr NamedValue<Stage> stageNames[] = {
-    {"import", Stage::Import},     {"train", Stage::Train},
-    {"shard", Stage::Shard},       {"checkpoint", Stage::Checkpoint},
-    {"schedule", Stage::Schedule}, {"memory", Stage::Memory}};
-constexpr NamedValue<Mode> modeNames[] = {{"train", Mode::Train},
-                                          {"forward", Mode::Forward}};
-constexpr NamedValue<EmitKind> emitNames[] = {
-    {"plan", EmitKind::Plan},     {"mlir", EmitKind::Mlir},
-    {"binary", EmitKind::Binary}, {"report", EmitKind::Report},
-    {"trace", EmitKind::Trace},   {"summary", EmitKind::Summary}};
-constexpr NamedValue<ShardKind> shardNames[] = {
-    {"full", ShardKind::Full},
-    {"grad-op", ShardKind::GradOp},
-    {"none", ShardKind::None},
-    {"hybrid:G", ShardKind::Hybrid}};
-constexpr NamedValue<WrapKind> wrapNames[] = {{"blocks", WrapKind::Blocks},
-                                              {"size:N", WrapKind::Size},
-                                              {"regex:RE", WrapKind::Regex}};
-constexpr NamedValue<CkptKind> ckptNames[] = {
-    {"none", CkptKind::None},
-    {"blocks", CkptKind::Blocks},
-    {"selective", CkptKind::Selective},
-    {"auto", CkptKind::Auto}};
-constexpr NamedValue<OptimizerKind> optimizerNames[] = {
-    {"adamw", OptimizerKind::AdamW}, {"sgd", OptimizerKind::Sgd}};
-constexpr NamedValue<LossKind> lossNames[] = {
-    {"auto", LossKind::Auto}, {"xent:OUTPUT[,LABELS]", LossKind::CrossEntropy}};
-constexpr NamedValue<DType> dtypeNames[] = {{"f32", DType::F32},
-                                            {"bf16", DType::BF16}};
-constexpr NamedValue<OffloadKind> offloadNames[] = {{"none", OffloadKind::None},
-                                                    {"cpu", OffloadKind::Cpu}};
-constexpr NamedValue<DeviceKind> deviceNames[] = {{"h100", DeviceKind::H100},
-                                                  {"a100", DeviceKind::A100},
-                                                  {"cpu", DeviceKind::Cpu}};
-constexpr NamedValue<ReportFormat> reportFormatNames[] = {
-    {"text", ReportFormat::Text}, {"json", ReportFormat::Json}};
-constexpr NamedValue<int64_t> sizeUnits[] = {
-    {"B", 1},
-    {"KB", 1000},
-    {"MB", 1000 * 1000},
-    {"GB", 1000 * 1000 * 1000},
-    {"TB", int64_t(1000) * 1000 * 1000 * 1000},
-    {"KiB", int64_t(1) << 10},
-    {"MiB", int64_t(1) << 20},
-    {"GiB", int64_t(1) << 30},
-    {"TiB", int64_t(1) << 40}};
+constexpr const char *sizeUnitNames[] = {"B",   "KB",  "MB",  "GB", "TB",
+                                         "KiB", "MiB", "GiB", "TiB"};
+constexpr int64_t sizeUnitScales[] = {
+    1,       1'000,   1'000'000, 1'000'000'000,   1'000'000'000'000,
+    1 << 10, 1 << 20, 1 << 30,   int64_t(1) << 40};
 
-template <typename E, size_t N>
-const NamedValue<E> *matchName(const NamedValue<E> (&table)[N],
-                               const std::string &text, std::string &param) {
-  for (const NamedValue<E> &entry : table) {
-    std::string name = entry.name;
+/// The index of the name `text` spells, or -1; `param` receives the text
+/// after ':' of a parametric name.
+template <size_t N>
+int matchName(const char *const (&names)[N], const std::string &text,
+              std::string &param) {
+  for (size_t i = 0; i < N; ++i) {
+    std::string name = names[i];
     size_t colon = name.find(':');
-    if (colon == std::string::npos
-            ? text == name
-            : text.compare(0, colon + 1, name, 0, colon + 1) == 0) {
-      param = colon == std::string::npos ? "" : text.substr(colon + 1);
-      return &entry;
+    bool parametric = colon != std::string::npos;
+    if (parametric ? text.compare(0, colon + 1, name, 0, colon + 1) == 0
+                   : text == name) {
+      param = parametric ? text.substr(colon + 1) : "";
+      return int(i);
     }
   }
-  return nullptr;
+  return -1;
 }
 
-template <typename E, size_t N>
-std::string joinNames(const NamedValue<E> (&table)[N], const char *separator) {
+template <size_t N>
+std::string joinNames(const char *const (&names)[N], const char *separator) {
   std::string joined;
-  for (const NamedValue<E> &entry : table)
-    joined += (joined.empty() ? "" : separator) + std::string(entry.name);
+  for (const char *name : names)
+    joined += (joined.empty() ? "" : separator) + std::string(name);
   return joined;
 }
 
-template <typename E, size_t N>
-std::string validList(const NamedValue<E> (&table)[N]) {
-  return "valid: " + joinNames(table, ", ");
+template <size_t N> std::string validList(const char *const (&names)[N]) {
+  return "valid: " + joinNames(names, ", ");
 }
 
-/// The spelling of `value`, with a parametric placeholder replaced by `param`.
+// Overloads that let one enumFlag serve plain and optional (--stop-after)
+// fields; an unset optional renders as "".
+template <typename E> void setIndex(E &field, int index) { field = E(index); }
+template <typename E> void setIndex(std::optional<E> &field, int index) {
+  field = E(index);
+}
 template <typename E, size_t N>
-std::string spell(const NamedValue<E> (&table)[N], E value,
-                  const std::string &param = "") {
-  for (const NamedValue<E> &entry : table) {
-    if (entry.value != value)
-      continue;
-    std::string name = entry.name;
-    size_t colon = name.find(':');
-    return colon == std::string::npos ? name
-                                      : name.substr(0, colon + 1) + param;
-  }
-  return "?";
+std::string nameOf(const char *const (&names)[N], E value) {
+  return names[size_t(value)];
+}
+template <typename E, size_t N>
+std::string nameOf(const char *const (&names)[N],
+                   const std::optional<E> &value) {
+  return value ? names[size_t(*value)] : "";
 }
 
 // strtoll and strtod alone accept leading blanks, '+' and trailing junk;
-// these insist the whole text is the number.
-bool parseInteger(const std::string &text, int64_t &out) {
-  size_t digits = !text.empty() && text[0] == '-' ? 1 : 0;
-  if (digits >= text.size() || !std::isdigit((unsigned char)text[digits]))
-    return false;
-  errno = 0;
-  char *end = nullptr;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  if (errno == ERANGE || *end != '\0')
-    return false;
-  out = value;
-  return true;
-}
-
+// these insist the whole text is the number. `subject` names a parameter
+// ("G" of hybrid:G) in the message.
 bool parseIntAtLeast(const std::string &text, int64_t min,
                      const std::string &subject, int64_t &out,
                      std::string &why) {
   std::string prefix = subject.empty() ? "" : subject + " ";
-  if (!parseInteger(text, out))
+  size_t first = !text.empty() && text[0] == '-' ? 1 : 0;
+  char *end = nullptr;
+  errno = 0;
+  if (first < text.size() && std::isdigit((unsigned char)text[first]))
+    out = std::strtoll(text.c_str(), &end, 10);
+  if (!end || *end != '\0' || errno == ERANGE)
     why = prefix + "must be an integer";
   else if (out < min)
     why = prefix + "must be >= " + std::to_string(min);
-  else
-    return true;
-  return false;
+  return end && why.empty();
 }
 
 bool parseReal(const std::string &text, double &out) {
@@ -163,7 +142,7 @@ bool parseReal(const std::string &text, double &out) {
 }
 
 /// The shortest "%g" rendering that reads back as the same double, so help
-/// shows "0.001" while formatCompileFlags still round-trips exactly.
+/// shows "0.001" rather than "0.0010000000000000000208".
 std::string formatReal(double value) {
   char buffer[32];
   for (int precision : {6, 15, 17}) {
@@ -174,36 +153,43 @@ std::string formatReal(double value) {
   return buffer;
 }
 
-using ParseFn = std::function<bool(const std::string &value,
+/// Parses `value` into `opts`. `why` arrives empty; a parser reports failure
+/// by filling it, and may have written `opts` by then (the caller works on a
+/// copy).
+using ParseFn = std::function<void(const std::string &value,
                                    CompileOptions &opts, std::string &why)>;
+/// Renders a field for "(default: ...)"; "" when unset.
 using ShowFn = std::function<std::string(const CompileOptions &opts)>;
+/// Stores the parameter of a parametric value; the kind is already stored.
+using ParamFn = void (*)(const std::string &param, CompileOptions &opts,
+                         std::string &why);
 
 struct FlagSpec {
   std::string name;
-  std::string
-      syntax; // What follows '='; empty for a switch such as --nesterov.
+  std::string syntax; // What follows '='; empty for a switch (--nesterov).
   std::string help;
-  ParseFn parse; // Writes `opts` only when it succeeds.
-  ShowFn show;   // Empty when the option is unset (no stage, no budget).
+  ParseFn parse;
+  ShowFn show;
 };
 
-template <typename E, size_t N>
-FlagSpec enumFlag(const char *name, const NamedValue<E> (&table)[N],
-                  E CompileOptions::*field, const char *help) {
-  return {name, joinNames(table, "|"), help,
-          [&table, field](const std::string &value, CompileOptions &opts,
-                          std::string &why) {
+template <typename Field, size_t N>
+FlagSpec enumFlag(const char *name, const char *const (&names)[N],
+                  Field CompileOptions::*field, const char *help,
+                  ParamFn parseParam = nullptr) {
+  return {name, joinNames(names, "|"), help,
+          [&names, field, parseParam](const std::string &value,
+                                      CompileOptions &opts, std::string &why) {
             std::string param;
-            const NamedValue<E> *entry = matchName(table, value, param);
-            if (!entry) {
-              why = validList(table);
-              return false;
-            }
-            opts.*field = entry->value;
-            return true;
+            int index = matchName(names, value, param);
+            if (index < 0)
+              why = validList(names);
+            else
+              setIndex(opts.*field, index);
+            if (index >= 0 && parseParam)
+              parseParam(param, opts, why);
           },
-          [&table, field](const CompileOptions &opts) {
-            return spell(table, opts.*field);
+          [&names, field](const CompileOptions &opts) {
+            return nameOf(names, opts.*field);
           }};
 }
 
@@ -213,132 +199,78 @@ FlagSpec intFlag(const char *name, const char *metavar,
   return {name, metavar, help,
           [field, min](const std::string &value, CompileOptions &opts,
                        std::string &why) {
-            return parseIntAtLeast(value, min, "", opts.*field, why);
+            parseIntAtLeast(value, min, "", opts.*field, why);
           },
           [field](const CompileOptions &opts) {
             return std::to_string(opts.*field);
           }};
 }
 
-/// `rule` says in words what `accept` checks, for the error message.
-FlagSpec realFlag(const char *name, double CompileOptions::*field,
-                  bool (*accept)(double), const char *rule, const char *help) {
+/// A real in [min, max), or (min, max) when `minExclusive`; max may be inf.
+FlagSpec realFlag(const char *name, double CompileOptions::*field, double min,
+                  bool minExclusive, double max, const char *help) {
+  std::string rule =
+      std::isinf(max)
+          ? (minExclusive ? "must be > " : "must be >= ") + formatReal(min)
+          : "must be in [" + formatReal(min) + ", " + formatReal(max) + ")";
   return {
       name, "X", help,
       [=](const std::string &value, CompileOptions &opts, std::string &why) {
-        double parsed;
-        if (!parseReal(value, parsed)) {
+        double &out = opts.*field;
+        if (!parseReal(value, out))
           why = "must be a finite number";
-          return false;
-        }
-        if (!accept(parsed)) {
+        else if (out < min || (minExclusive && out == min) || out >= max)
           why = rule;
-          return false;
-        }
-        opts.*field = parsed;
-        return true;
       },
       [field](const CompileOptions &opts) { return formatReal(opts.*field); }};
 }
 
-bool parseShard(const std::string &value, CompileOptions &opts,
-                std::string &why) {
-  std::string param;
-  const NamedValue<ShardKind> *entry = matchName(shardNames, value, param);
-  int64_t group = 0;
-  if (!entry) {
-    why = validList(shardNames);
-    return false;
-  }
-  if (entry->value == ShardKind::Hybrid &&
-      !parseIntAtLeast(param, 1, "G", group, why))
-    return false;
-  opts.shard = entry->value;
-  opts.hybridGroupSize = group;
-  return true;
+void parseShardParam(const std::string &param, CompileOptions &opts,
+                     std::string &why) {
+  opts.hybridGroupSize = 0;
+  if (opts.shard == ShardKind::Hybrid)
+    parseIntAtLeast(param, 1, "G", opts.hybridGroupSize, why);
 }
 
-bool parseWrap(const std::string &value, CompileOptions &opts,
-               std::string &why) {
-  std::string param;
-  const NamedValue<WrapKind> *entry = matchName(wrapNames, value, param);
-  int64_t minParams = 0;
-  if (!entry) {
-    why = validList(wrapNames);
-    return false;
-  }
-  if (entry->value == WrapKind::Size &&
-      !parseIntAtLeast(param, 1, "N", minParams, why))
-    return false;
-  if (entry->value == WrapKind::Regex && !isValidRegex(param, why)) {
+void parseWrapParam(const std::string &param, CompileOptions &opts,
+                    std::string &why) {
+  opts.wrapMinParams = 0;
+  opts.wrapRegex = opts.wrap == WrapKind::Regex ? param : "";
+  if (opts.wrap == WrapKind::Size)
+    parseIntAtLeast(param, 1, "N", opts.wrapMinParams, why);
+  else if (opts.wrap == WrapKind::Regex && !isValidRegex(param, why))
     why = "RE is not a valid regex: " + why;
-    return false;
-  }
-  opts.wrap = entry->value;
-  opts.wrapMinParams = minParams;
-  opts.wrapRegex = entry->value == WrapKind::Regex ? param : "";
-  return true;
 }
 
-bool parseLoss(const std::string &value, CompileOptions &opts,
-               std::string &why) {
-  std::string param;
-  const NamedValue<LossKind> *entry = matchName(lossNames, value, param);
-  if (!entry) {
-    why = validList(lossNames);
-    return false;
-  }
+void parseLossParam(const std::string &param, CompileOptions &opts,
+                    std::string &why) {
   size_t comma = param.find(',');
-  std::string output = param.substr(0, comma);
-  std::string labels =
-      comma == std::string::npos ? "" : param.substr(comma + 1);
-  if (entry->value == LossKind::CrossEntropy &&
-      (output.empty() || (comma != std::string::npos && labels.empty()))) {
+  opts.lossOutput = param.substr(0, comma);
+  opts.lossLabels = comma == std::string::npos ? "" : param.substr(comma + 1);
+  if (opts.loss == LossKind::CrossEntropy &&
+      (opts.lossOutput.empty() ||
+       (comma != std::string::npos && opts.lossLabels.empty())))
     why = "OUTPUT and LABELS must not be empty";
-    return false;
-  }
-  opts.loss = entry->value;
-  opts.lossOutput = output;
-  opts.lossLabels = labels;
-  return true;
 }
 
 const std::vector<FlagSpec> &flagTable() {
+  const double inf = std::numeric_limits<double>::infinity();
   static const std::vector<FlagSpec> table = {
       enumFlag("mode", modeNames, &CompileOptions::mode,
                "the whole training step, or the forward pass only"),
       enumFlag("emit", emitNames, &CompileOptions::emit,
                "plan is what fsdp-run runs; summary describes the import"),
-      {"stop-after", joinNames(stageNames, "|"),
-       "with --emit=mlir: print the IR after this stage (default: all)",
-       [](const std::string &value, CompileOptions &opts, std::string &why) {
-         std::optional<Stage> stage = parseStage(value);
-         if (!stage)
-           why = validList(stageNames);
-         else
-           opts.stopAfter = stage;
-         return stage.has_value();
-       },
-       [](const CompileOptions &opts) -> std::string {
-         return opts.stopAfter ? stageName(*opts.stopAfter) : "";
-       }},
+      enumFlag("stop-after", stageNames, &CompileOptions::stopAfter,
+               "with --emit=mlir: print the IR after this stage (default: "
+               "all)"),
       intFlag("world-size", "N", &CompileOptions::worldSize, 1,
               "ranks the plan is compiled for"),
-      {"shard", joinNames(shardNames, "|"),
-       "hybrid:G shards within groups of G ranks", parseShard,
-       [](const CompileOptions &opts) {
-         return spell(shardNames, opts.shard,
-                      std::to_string(opts.hybridGroupSize));
-       }},
-      {"wrap", joinNames(wrapNames, "|"),
-       "units: model blocks, >= N parameter elements, or names matching RE",
-       parseWrap,
-       [](const CompileOptions &opts) {
-         return spell(wrapNames, opts.wrap,
-                      opts.wrap == WrapKind::Size
-                          ? std::to_string(opts.wrapMinParams)
-                          : opts.wrapRegex);
-       }},
+      enumFlag("shard", shardNames, &CompileOptions::shard,
+               "hybrid:G shards within groups of G ranks", parseShardParam),
+      enumFlag("wrap", wrapNames, &CompileOptions::wrap,
+               "units: model blocks, >= N parameter elements, or names "
+               "matching RE",
+               parseWrapParam),
       enumFlag("ckpt", ckptNames, &CompileOptions::ckpt,
                "activation checkpointing; auto fits --mem-budget"),
       intFlag("prefetch", "K", &CompileOptions::prefetch, 0,
@@ -346,41 +278,24 @@ const std::vector<FlagSpec> &flagTable() {
       intFlag("limit-all-gathers", "K", &CompileOptions::limitAllGathers, 1,
               "all-gathers in flight at once"),
       enumFlag("optimizer", optimizerNames, &CompileOptions::optimizer, ""),
-      realFlag(
-          "lr", &CompileOptions::lr, [](double v) { return v > 0; },
-          "must be > 0", "learning rate"),
-      realFlag(
-          "beta1", &CompileOptions::beta1,
-          [](double v) { return v >= 0 && v < 1; }, "must be in [0, 1)",
-          "AdamW first-moment decay"),
-      realFlag(
-          "beta2", &CompileOptions::beta2,
-          [](double v) { return v >= 0 && v < 1; }, "must be in [0, 1)",
-          "AdamW second-moment decay"),
-      realFlag(
-          "eps", &CompileOptions::eps, [](double v) { return v > 0; },
-          "must be > 0", "AdamW denominator term"),
-      realFlag(
-          "weight-decay", &CompileOptions::weightDecay,
-          [](double v) { return v >= 0; }, "must be >= 0", ""),
-      realFlag(
-          "momentum", &CompileOptions::momentum,
-          [](double v) { return v >= 0; }, "must be >= 0", "SGD momentum"),
+      realFlag("lr", &CompileOptions::lr, 0, true, inf, "learning rate"),
+      realFlag("beta1", &CompileOptions::beta1, 0, false, 1,
+               "AdamW first-moment decay"),
+      realFlag("beta2", &CompileOptions::beta2, 0, false, 1,
+               "AdamW second-moment decay"),
+      realFlag("eps", &CompileOptions::eps, 0, true, inf,
+               "AdamW denominator term"),
+      realFlag("weight-decay", &CompileOptions::weightDecay, 0, false, inf, ""),
+      realFlag("momentum", &CompileOptions::momentum, 0, false, inf,
+               "SGD momentum"),
       {"nesterov", "", "SGD Nesterov momentum",
        [](const std::string &, CompileOptions &opts, std::string &) {
          opts.nesterov = true;
-         return true;
        },
-       [](const CompileOptions &opts) {
-         return std::string(opts.nesterov ? "on" : "");
-       }},
-      {"loss", joinNames(lossNames, "|"),
-       "keep the model's loss, or cross-entropy on OUTPUT", parseLoss,
-       [](const CompileOptions &opts) {
-         return spell(lossNames, opts.loss,
-                      opts.lossOutput + (opts.lossLabels.empty() ? "" : ",") +
-                          opts.lossLabels);
-       }},
+       [](const CompileOptions &) { return std::string(); }},
+      enumFlag("loss", lossNames, &CompileOptions::loss,
+               "keep the model's loss, or cross-entropy on OUTPUT",
+               parseLossParam),
       enumFlag("param-dtype", dtypeNames, &CompileOptions::paramDtype,
                "dtype of gathered parameters (master shards stay f32)"),
       enumFlag("reduce-dtype", dtypeNames, &CompileOptions::reduceDtype,
@@ -391,14 +306,9 @@ const std::vector<FlagSpec> &flagTable() {
        "bytes per rank, e.g. 80GiB or 1.5GB (default: no limit)",
        [](const std::string &value, CompileOptions &opts, std::string &why) {
          int64_t bytes = 0;
-         if (!parseByteSize(value, bytes, why))
-           return false;
-         if (bytes == 0) {
+         if (parseByteSize(value, bytes, why) && bytes == 0)
            why = "must be > 0";
-           return false;
-         }
          opts.memBudget = bytes;
-         return true;
        },
        [](const CompileOptions &opts) {
          return opts.memBudget ? std::to_string(*opts.memBudget) : "";
@@ -411,49 +321,45 @@ const std::vector<FlagSpec> &flagTable() {
   return table;
 }
 
-const FlagSpec *findFlag(const std::string &name) {
-  for (const FlagSpec &spec : flagTable())
-    if (spec.name == name)
-      return &spec;
-  return nullptr;
-}
-
 } // namespace
 
-const char *fsdp::stageName(Stage stage) {
-  for (const NamedValue<Stage> &entry : stageNames)
-    if (entry.value == stage)
-      return entry.name;
-  return "?";
-}
+const char *fsdp::stageName(Stage stage) { return stageNames[size_t(stage)]; }
 
 std::optional<Stage> fsdp::parseStage(const std::string &name) {
   std::string param;
-  const NamedValue<Stage> *entry = matchName(stageNames, name, param);
-  return entry ? std::optional<Stage>(entry->value) : std::nullopt;
+  int index = matchName(stageNames, name, param);
+  return index < 0 ? std::nullopt : std::optional<Stage>(Stage(index));
 }
 
 FlagParse fsdp::parseCompileFlag(const std::string &arg, CompileOptions &opts,
                                  std::string &error) {
+  // LLVM's cl accepts one dash or two; so do we, to read like the MLIR
+  // options fsdp-opt also takes.
   size_t dashes =
       arg.compare(0, 2, "--") == 0 ? 2 : arg.compare(0, 1, "-") == 0;
   size_t equals = arg.find('=');
   std::string name = arg.substr(dashes, equals - dashes);
-  const FlagSpec *spec = dashes ? findFlag(name) : nullptr;
+  const FlagSpec *spec = nullptr;
+  for (const FlagSpec &candidate : flagTable())
+    if (dashes && candidate.name == name)
+      spec = &candidate;
   if (!spec)
     return FlagParse::NotOurs;
 
   bool isSwitch = spec->syntax.empty();
-  if (isSwitch != (equals == std::string::npos)) {
+  bool hasValue = equals != std::string::npos;
+  if (isSwitch == hasValue) {
     error = "--" + name +
             (isSwitch ? ": takes no value"
                       : ": missing value; use --" + name + "=" + spec->syntax);
     return FlagParse::Error;
   }
-  std::string value = isSwitch ? "" : arg.substr(equals + 1);
+  std::string value = hasValue ? arg.substr(equals + 1) : "";
+  // Parsers may write before they fail; a copy keeps `opts` unchanged then.
   std::string why;
   CompileOptions parsed = opts;
-  if (!spec->parse(value, parsed, why)) {
+  spec->parse(value, parsed, why);
+  if (!why.empty()) {
     error = "--" + name + ": invalid value '" + value + "'; " + why;
     return FlagParse::Error;
   }
@@ -464,122 +370,85 @@ FlagParse fsdp::parseCompileFlag(const std::string &arg, CompileOptions &opts,
 
 bool fsdp::validateCompileOptions(const CompileOptions &opts,
                                   std::string &error) {
-  // Flags that mean nothing unless another flag has a given value. Forward
-  // mode comes first: there the flag itself is the mistake, not its partner.
-  struct Requirement {
-    const char *flag;
-    bool (*holds)(const CompileOptions &);
-    const char *requirement;
+  auto given = [&](const std::string &flag) {
+    return opts.explicitlySet.count(flag) != 0;
   };
-  auto train = [](const CompileOptions &o) { return o.mode == Mode::Train; };
-  auto sgd = [](const CompileOptions &o) {
-    return o.optimizer == OptimizerKind::Sgd;
+  auto fail = [&](const std::string &message) {
+    error = message;
+    return false;
   };
-  auto adamw = [](const CompileOptions &o) {
-    return o.optimizer == OptimizerKind::AdamW;
-  };
-  const Requirement requirements[] = {
-      {"shard", train, "--mode=train"},
-      {"wrap", train, "--mode=train"},
-      {"ckpt", train, "--mode=train"},
-      {"prefetch", train, "--mode=train"},
-      {"limit-all-gathers", train, "--mode=train"},
-      {"optimizer", train, "--mode=train"},
-      {"lr", train, "--mode=train"},
-      {"beta1", train, "--mode=train"},
-      {"beta2", train, "--mode=train"},
-      {"eps", train, "--mode=train"},
-      {"weight-decay", train, "--mode=train"},
-      {"momentum", train, "--mode=train"},
-      {"nesterov", train, "--mode=train"},
-      {"loss", train, "--mode=train"},
-      {"reduce-dtype", train, "--mode=train"},
-      {"stop-after",
-       [](const CompileOptions &o) { return o.emit == EmitKind::Mlir; },
-       "--emit=mlir"},
-      {"report-format",
-       [](const CompileOptions &o) { return o.emit == EmitKind::Report; },
-       "--emit=report"},
+  // A forward plan has no backward pass, optimizer or second rank. Checked
+  // first: there the flag itself is the mistake, not its partner flag.
+  if (opts.mode == Mode::Forward) {
+    if (opts.worldSize > 1)
+      return fail("--world-size=" + std::to_string(opts.worldSize) +
+                  " requires --mode=train: forward plans run on one rank");
+    for (const char *flag :
+         {"shard", "wrap", "ckpt", "prefetch", "limit-all-gathers", "optimizer",
+          "lr", "beta1", "beta2", "eps", "weight-decay", "momentum", "nesterov",
+          "loss", "reduce-dtype"})
+      if (given(flag))
+        return fail("--" + std::string(flag) + " requires --mode=train");
+  }
+  // Flags that mean nothing unless another flag has a given value.
+  bool sgd = opts.optimizer == OptimizerKind::Sgd;
+  const std::tuple<const char *, bool, const char *> partners[] = {
+      {"stop-after", opts.emit == EmitKind::Mlir, "--emit=mlir"},
+      {"report-format", opts.emit == EmitKind::Report, "--emit=report"},
       {"momentum", sgd, "--optimizer=sgd"},
       {"nesterov", sgd, "--optimizer=sgd"},
-      {"beta1", adamw, "--optimizer=adamw"},
-      {"beta2", adamw, "--optimizer=adamw"},
-      {"eps", adamw, "--optimizer=adamw"},
-  };
-  if (opts.mode == Mode::Forward && opts.worldSize > 1) {
-    error = "--world-size=" + std::to_string(opts.worldSize) +
-            " requires --mode=train: forward plans run on one rank";
-    return false;
-  }
-  for (const Requirement &rule : requirements) {
-    if (opts.explicitlySet.count(rule.flag) && !rule.holds(opts)) {
-      error = "--" + std::string(rule.flag) + " requires " + rule.requirement;
-      return false;
-    }
-  }
+      {"beta1", !sgd, "--optimizer=adamw"},
+      {"beta2", !sgd, "--optimizer=adamw"},
+      {"eps", !sgd, "--optimizer=adamw"}};
+  for (const auto &[flag, holds, requirement] : partners)
+    if (given(flag) && !holds)
+      return fail("--" + std::string(flag) + " requires " + requirement);
 
+  // G == world size is allowed: one group, the same as --shard=full.
   if (opts.shard == ShardKind::Hybrid) {
-    int64_t group = opts.hybridGroupSize;
-    std::string flag = "--shard=hybrid:" + std::to_string(group) + ": ";
-    std::string world = "--world-size=" + std::to_string(opts.worldSize);
-    std::string why = group < 1                ? "G must be >= 1"
-                      : group > opts.worldSize ? "group size exceeds " + world
-                      : opts.worldSize % group != 0
-                          ? "group size does not divide " + world
+    int64_t group = opts.hybridGroupSize, world = opts.worldSize;
+    std::string worldFlag = "--world-size=" + std::to_string(world);
+    std::string why = group < 1       ? "G must be >= 1"
+                      : group > world ? "group size exceeds " + worldFlag
+                      : world % group
+                          ? "group size does not divide " + worldFlag
                           : "";
-    if (!why.empty()) {
-      error = flag + why;
-      return false;
-    }
+    if (!why.empty())
+      return fail("--shard=hybrid:" + std::to_string(group) + ": " + why);
   }
   // torch.optim.SGD refuses the same: Nesterov without momentum is plain SGD.
-  if (opts.nesterov && opts.momentum <= 0) {
-    error = "--nesterov requires --momentum > 0";
-    return false;
-  }
+  if (opts.nesterov && opts.momentum <= 0)
+    return fail("--nesterov requires --momentum > 0");
   // parseCompileFlag rejects "xent:"; this catches options built in code.
-  if (opts.loss == LossKind::CrossEntropy && opts.lossOutput.empty()) {
-    error = "--loss=xent:OUTPUT needs a non-empty OUTPUT";
-    return false;
-  }
+  if (opts.loss == LossKind::CrossEntropy && opts.lossOutput.empty())
+    return fail("--loss=xent:OUTPUT needs a non-empty OUTPUT");
   return true;
 }
 
 bool fsdp::parseByteSize(const std::string &text, int64_t &bytes,
                          std::string &why) {
-  if (text.empty() || text[0] == '-') {
-    why = text.empty() ? "empty size" : "size must not be negative";
-    return false;
-  }
   size_t unitStart =
       std::min(text.find_first_not_of("0123456789."), text.size());
   std::string number = text.substr(0, unitStart);
-  std::string unit = text.substr(unitStart);
-  size_t dot = number.find('.');
+  std::string unit = text.substr(unitStart), ignored;
+  size_t dot = std::min(number.find('.'), number.size());
   std::string whole = number.substr(0, dot);
-  std::string fraction = dot == std::string::npos ? "" : number.substr(dot + 1);
-  if (whole.empty() ||
-      (dot != std::string::npos &&
-       (fraction.empty() || fraction.find('.') != std::string::npos))) {
-    why = "expected a number and a unit, such as 80GiB or 1.5GB";
-    return false;
-  }
-  int64_t scale = 1;
-  if (!unit.empty()) {
-    std::string param;
-    const NamedValue<int64_t> *entry = matchName(sizeUnits, unit, param);
-    if (!entry) {
-      why = "unknown unit '" + unit + "'; " + validList(sizeUnits);
-      return false;
-    }
-    scale = entry->value;
-  }
+  std::string fraction = number.substr(std::min(dot + 1, number.size()));
   while (!fraction.empty() && fraction.back() == '0')
     fraction.pop_back();
-  // 18 digits keep the fraction's numerator below 10^18; wider input is
-  // never a meaningful byte count.
-  if (fraction.size() > 18) {
-    why = "too many fractional digits";
+  int unitIndex = unit.empty() ? 0 : matchName(sizeUnitNames, unit, ignored);
+  std::string problem;
+  if (text.empty() || text[0] == '-')
+    problem = text.empty() ? "empty size" : "size must not be negative";
+  else if (whole.empty() || dot + 1 == number.size() ||
+           number.find('.', dot + 1) != std::string::npos)
+    problem = "expected a number and a unit, such as 80GiB or 1.5GB";
+  else if (unitIndex < 0)
+    problem = "unknown unit '" + unit + "'; " + validList(sizeUnitNames);
+  else if (fraction.size() > 18) // Keeps the numerator below 10^18.
+    problem = "too many fractional digits";
+  if (!problem.empty()) {
+    why = problem;
     return false;
   }
 
@@ -587,26 +456,23 @@ bool fsdp::parseByteSize(const std::string &text, int64_t &bytes,
   // both fit, so overflow is a comparison rather than a wrapped value.
   __extension__ typedef unsigned __int128 Wide;
   const Wide limit = std::numeric_limits<int64_t>::max();
-  Wide value = 0;
+  const Wide scale = sizeUnitScales[unitIndex];
+  Wide value = 0, numerator = 0, denominator = 1;
   for (char digit : whole)
     if ((value = value * 10 + Wide(digit - '0')) > limit)
       break;
-  Wide numerator = 0, denominator = 1;
   for (char digit : fraction) {
     numerator = numerator * 10 + Wide(digit - '0');
     denominator *= 10;
   }
-  if ((numerator * Wide(scale)) % denominator != 0) {
+  value = value * scale + numerator * scale / denominator;
+  if (numerator * scale % denominator != 0)
     why = "'" + text + "' is not a whole number of bytes";
-    return false;
-  }
-  value = value * Wide(scale) + numerator * Wide(scale) / denominator;
-  if (value > limit) {
+  else if (value > limit)
     why = "too large (the limit is 2^63-1 bytes)";
-    return false;
-  }
-  bytes = int64_t(value);
-  return true;
+  else
+    bytes = int64_t(value);
+  return numerator * scale % denominator == 0 && value <= limit;
 }
 
 bool fsdp::isValidRegex(const std::string &pattern, std::string &why) {
@@ -628,23 +494,9 @@ bool fsdp::isValidRegex(const std::string &pattern, std::string &why) {
   return false;
 }
 
-std::vector<std::string> fsdp::formatCompileFlags(const CompileOptions &opts) {
-  const CompileOptions defaults;
-  std::vector<std::string> flags;
-  for (const FlagSpec &spec : flagTable()) {
-    std::string value = spec.show(opts);
-    if (value.empty() ||
-        (!opts.explicitlySet.count(spec.name) && value == spec.show(defaults)))
-      continue;
-    flags.push_back("--" + spec.name +
-                    (spec.syntax.empty() ? "" : "=" + value));
-  }
-  return flags;
-}
-
 std::string fsdp::usage() {
   const CompileOptions defaults;
-  const size_t column = 34;
+  const size_t column = 34, width = 80 - column;
   std::string text =
       "usage: fsdp-opt MODEL.onnx|MODEL.mlir [-o OUT] [options]\n"
       "  -o OUT                          output file; '-' (default) is "
@@ -661,8 +513,7 @@ std::string fsdp::usage() {
     if (!shown.empty())
       help += (help.empty() ? "" : " ") + ("(default: " + shown + ")");
     // Word-wrap the description at 80 columns, continuing under itself.
-    size_t lineStart = 0, width = 80 - column;
-    while (help.size() - lineStart > width) {
+    for (size_t lineStart = 0; help.size() - lineStart > width;) {
       size_t space = help.rfind(' ', lineStart + width);
       if (space == std::string::npos || space <= lineStart)
         break;
@@ -671,8 +522,7 @@ std::string fsdp::usage() {
     }
     text += left + help + "\n";
   }
-  text += "On .mlir input, mlir-opt options (--pass-pipeline, "
-          "--mlir-print-ir-after-all,\n--verify-diagnostics, "
-          "--split-input-file) also apply.\n";
-  return text;
+  return text + "On .mlir input, mlir-opt options (--pass-pipeline, "
+                "--mlir-print-ir-after-all,\n--verify-diagnostics, "
+                "--split-input-file) also apply.\n";
 }

@@ -19,7 +19,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <vector>
 
 namespace fsdp {
 
@@ -133,11 +132,6 @@ bool parseByteSize(const std::string &text, int64_t &bytes, std::string &why);
 /// llvm::Regex implements); otherwise `why` holds the compiler's message.
 /// Uses regcomp rather than std::regex, which reports errors by throwing.
 bool isValidRegex(const std::string &pattern, std::string &why);
-
-/// The flags that reproduce `opts`: those set explicitly or away from their
-/// default, in help order, e.g. {"--world-size=8", "--shard=hybrid:4"}. For
-/// reports and plan headers that record how a plan was compiled.
-std::vector<std::string> formatCompileFlags(const CompileOptions &opts);
 
 /// The help text: every flag with its values and default.
 std::string usage();

@@ -446,26 +446,6 @@ TEST(CompileOptionsTest, ValidateChecksOptionsBuiltInCode) {
   EXPECT_EQ(error, "--shard=hybrid:0: G must be >= 1");
 }
 
-TEST(CompileOptionsTest, FormatCompileFlagsRoundTrips) {
-  EXPECT_TRUE(formatCompileFlags(CompileOptions()).empty());
-  std::vector<std::string> flags = {
-      "--mode=train",          "--emit=mlir",
-      "--stop-after=schedule", "--world-size=16",
-      "--shard=hybrid:8",      "--wrap=regex:^h\\.[0-9]+",
-      "--optimizer=sgd",       "--lr=0.123456789012345",
-      "--momentum=0.9",        "--nesterov",
-      "--loss=xent:logits,y",  "--mem-budget=1536"};
-  CompileOptions opts = parsed(flags);
-  EXPECT_EQ(formatCompileFlags(opts), flags);
-  // Values away from the default appear even when set in code.
-  opts = CompileOptions();
-  opts.worldSize = 4;
-  opts.wrap = WrapKind::Size;
-  opts.wrapMinParams = 100;
-  EXPECT_EQ(formatCompileFlags(opts),
-            (std::vector<std::string>{"--world-size=4", "--wrap=size:100"}));
-}
-
 TEST(CompileOptionsTest, UsageListsEveryFlagWithValuesAndDefault) {
   std::string text = usage();
   const char *expected[] = {

@@ -114,9 +114,9 @@ std::string nameOf(const char *const (&names)[N],
 }
 
 // strtoll and strtod alone accept leading blanks, '+' and trailing junk;
-// these insist the whole text is the number. `subject` names a parameter
-// ("G" of hybrid:G) in the message.
-bool parseIntAtLeast(const std::string &text, int64_t min,
+// these insist the whole text is the number. Failure fills `why`, in which
+// `subject` names a parameter ("G" of hybrid:G).
+void parseIntAtLeast(const std::string &text, int64_t min,
                      const std::string &subject, int64_t &out,
                      std::string &why) {
   std::string prefix = subject.empty() ? "" : subject + " ";
@@ -129,7 +129,6 @@ bool parseIntAtLeast(const std::string &text, int64_t min,
     why = prefix + "must be an integer";
   else if (out < min)
     why = prefix + "must be >= " + std::to_string(min);
-  return end && why.empty();
 }
 
 bool parseReal(const std::string &text, double &out) {

@@ -101,10 +101,16 @@ LogicalResult ModelImporter::declareArguments(SmallVectorImpl<Type> &types,
                   "and optional inputs are not supported)");
     if (!input.hasShape)
       return fail("input '" + input.name + "' has no shape; export with static shapes");
-    for (size_t d = 0; d < input.dims.size(); ++d)
+    int64_t elements = 1;
+    for (size_t d = 0; d < input.dims.size(); ++d) {
       if (input.dims[d] < 0)
         return fail("input '" + input.name + "': dimension " + Twine(d) +
                     " is symbolic; export with static shapes (no dynamic_axes)");
+      // Bound every static size so later shape arithmetic cannot overflow.
+      if (input.dims[d] != 0 && elements > (int64_t(1) << 48) / input.dims[d])
+        return fail("input '" + input.name + "' has more than 2^48 elements");
+      elements *= input.dims[d];
+    }
     FailureOr<Type> element = ctx.elementType(input.dtype);
     if (failed(element))
       return fail("input '" + input.name + "': element type " +

@@ -39,6 +39,7 @@ LogicalResult importArithmetic(ImportContext &ctx) {
     return failure();
   const Tensor *a = ctx.constantInput(0), *b = ctx.constantInput(1);
   if (a && b && isFoldableInteger(*a) && isFoldableInteger(*b) &&
+      nn::numElements(*shape) <= kMaxFoldElements &&
       a->dtype != DType::Bool) {
     std::string error;
     std::optional<Tensor> folded = foldBinary(ctx.node().opType, *a, *b, *shape, error);

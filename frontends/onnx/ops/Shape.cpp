@@ -209,7 +209,7 @@ LogicalResult importConcat(ImportContext &ctx) {
   FailureOr<nn::Shape> shape = nn::concatShape(shapes, *axis, ctx.errorFn());
   if (failed(shape))
     return failure();
-  if (allConstant)
+  if (allConstant && nn::numElements(*shape) <= kMaxFoldElements)
     return ctx.setConstantOutput(0, foldConcat(constants, *axis, *shape));
   SmallVector<Value> values;
   for (size_t i = 0; i < ctx.numInputs(); ++i) {
@@ -399,7 +399,7 @@ LogicalResult importGather(ImportContext &ctx) {
   if (failed(shape))
     return failure();
   const Tensor *data = ctx.constantInput(0), *indices = ctx.constantInput(1);
-  if (isFoldable(data) && isFoldable(indices)) {
+  if (isFoldable(data) && isFoldable(indices) && nn::numElements(*shape) <= kMaxFoldElements) {
     std::string error;
     std::optional<Tensor> folded = foldGather(*data, *indices, *axis, *shape, error);
     if (!folded)

@@ -453,7 +453,7 @@ bool fsdp::parseByteSize(const std::string &text, int64_t &bytes,
 
   // 128-bit intermediates: whole * scale and the fraction's numerator * scale
   // both fit, so overflow is a comparison rather than a wrapped value.
-  __extension__ typedef unsigned __int128 Wide;
+  __extension__ using Wide = unsigned __int128;
   const Wide limit = std::numeric_limits<int64_t>::max();
   const Wide scale = sizeUnitScales[unitIndex];
   Wide value = 0, numerator = 0, denominator = 1;

@@ -117,9 +117,10 @@ enum class FlagParse {
 FlagParse parseCompileFlag(const std::string &arg, CompileOptions &opts,
                            std::string &error);
 
-/// Checks the rules that involve more than one flag (hybrid group size
-/// against world size, flags only meaningful with a given --emit, optimizer
-/// or mode). Per-value checks already happened in parseCompileFlag.
+/// Checks the rules that involve more than one flag: hybrid group size
+/// against world size, and flags only meaningful with a given --emit,
+/// --optimizer or --mode (judged by `explicitlySet`, so a default never
+/// conflicts). Per-value checks already happened in parseCompileFlag.
 bool validateCompileOptions(const CompileOptions &opts, std::string &error);
 
 /// Parses a byte count such as "80GiB", "1.5GB" or "1000". Units are

@@ -54,7 +54,8 @@ LogicalResult LayerNormOp::verify() {
   if (shapeOf(getMean()) != ArrayRef<int64_t>(stats) ||
       shapeOf(getInvStdDev()) != ArrayRef<int64_t>(stats))
     return emitOpError("mean and inv_std_dev must have shape ") << formatShape(stats);
-  if (getEpsilon().convertToDouble() <= 0.0)
+  // Written as !(> 0) so that NaN is rejected too.
+  if (!(getEpsilon().convertToDouble() > 0.0))
     return emitOpError("epsilon must be positive");
   return success();
 }

@@ -13,6 +13,8 @@
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <limits>
+
 using namespace mlir;
 using llvm::ArrayRef;
 
@@ -191,6 +193,11 @@ void clampSliceBounds(int64_t dim, int64_t step, int64_t &start, int64_t &end) {
   if (step > 0) {
     start = std::clamp<int64_t>(start, 0, dim);
     end = std::clamp<int64_t>(end, 0, dim);
+  } else if (dim == 0) {
+    // [0, dim - 1] is empty; std::clamp must not see lo > hi. (0, -1) is
+    // the canonical empty backward slice that sliceShape accepts.
+    start = 0;
+    end = -1;
   } else {
     start = std::clamp<int64_t>(start, 0, dim - 1);
     end = std::clamp<int64_t>(end, -1, dim - 1);
@@ -212,15 +219,22 @@ FailureOr<Shape> sliceShape(ArrayRef<int64_t> input, ArrayRef<int64_t> starts,
     bool inRange = step > 0 ? (start >= 0 && start <= dim && end >= 0 && end <= dim)
                             : (start >= 0 && start <= std::max<int64_t>(dim - 1, 0) &&
                                end >= -1 && end <= dim - 1);
-    if (step == 0 || !inRange) {
+    if (step == 0 || step == std::numeric_limits<int64_t>::min() || !inRange) {
       error("dimension " + llvm::Twine(i) + " (size " + llvm::Twine(dim) +
             "): start " + llvm::Twine(start) + ", end " + llvm::Twine(end) +
             ", step " + llvm::Twine(step) + " are not a clamped slice");
       return failure();
     }
+    // ceil(span / |step|), written so that neither `-step` (step = INT64_MIN)
+    // nor `span + stride - 1` (huge steps) can overflow. A zero-sized
+    // dimension is empty whatever the bounds (backward: start 0, end -1).
     int64_t span = step > 0 ? end - start : start - end;
-    int64_t stride = step > 0 ? step : -step;
-    result.push_back(span <= 0 ? 0 : (span + stride - 1) / stride);
+    uint64_t stride = step > 0 ? static_cast<uint64_t>(step)
+                               : 0 - static_cast<uint64_t>(step);
+    result.push_back(dim == 0 || span <= 0
+                         ? 0
+                         : static_cast<int64_t>(
+                               (static_cast<uint64_t>(span) - 1) / stride + 1));
   }
   return result;
 }

@@ -182,6 +182,13 @@ int main(int argc, char **argv) {
   opts.inputPath = positional[0];
 
   bool mlirInput = endsWith(opts.inputPath, ".mlir") || opts.inputPath == "-";
+  // ONNX input runs our pipeline, not a user pass pipeline: mlir-opt options
+  // other than IR printing (--mlir-*) would be silently ignored, so refuse.
+  if (!mlirInput)
+    for (size_t i = 1; i < mlirArgs.size(); ++i)
+      if (!llvm::StringRef(mlirArgs[i]).starts_with("--mlir-") &&
+          llvm::StringRef(mlirArgs[i]) != "--help")
+        return fail(llvm::Twine(mlirArgs[i]) + ": applies to .mlir input only");
   // .mlir input without an explicit --emit is mlir-opt style: print IR.
   if (mlirInput && !opts.explicitlySet.count("emit"))
     opts.emit = fsdp::EmitKind::Mlir;

@@ -117,7 +117,7 @@ LogicalResult importSigmoid(ImportContext &ctx) { return importUnary<nn::Sigmoid
 LogicalResult importNot(ImportContext &ctx) { return importUnary<nn::NotOp>(ctx); }
 
 LogicalResult importCast(ImportContext &ctx) {
-  if (failed(ctx.checkAttributes({"to", "saturate"})))
+  if (failed(ctx.checkAttributes({"to"})))
     return failure();
   if (!ctx.attribute("to"))
     return ctx.error("attribute 'to' is required");

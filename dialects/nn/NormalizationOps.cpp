@@ -54,6 +54,10 @@ LogicalResult LayerNormOp::verify() {
   if (shapeOf(getMean()) != ArrayRef<int64_t>(stats) ||
       shapeOf(getInvStdDev()) != ArrayRef<int64_t>(stats))
     return emitOpError("mean and inv_std_dev must have shape ") << formatShape(stats);
+  // Their element type may differ from the input's (ONNX's stash_type), but
+  // ONNX gives both the one type U.
+  if (elementTypeOf(getMean()) != elementTypeOf(getInvStdDev()))
+    return emitOpError("mean and inv_std_dev must have the same element type");
   // Written as !(> 0) so that NaN is rejected too.
   if (!(getEpsilon().convertToDouble() > 0.0))
     return emitOpError("epsilon must be positive");

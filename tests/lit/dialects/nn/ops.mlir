@@ -538,6 +538,17 @@ func.func @reshape(%a: tensor<2x3x4xf32>, %b: tensor<1x1xi64>, %c: tensor<i1>, %
 
 // -----
 
+// A zero-sized dimension makes the element count 0 however large the other
+// dimensions are (no overflow is reported for them).
+// CHECK-LABEL: func @reshape_zero_sized_huge
+// CHECK: nn.reshape %arg0 : tensor<0x4294967296x4294967296xf32> to tensor<0xf32>
+func.func @reshape_zero_sized_huge(%a: tensor<0x4294967296x4294967296xf32>) -> tensor<0xf32> {
+  %0 = nn.reshape %a : tensor<0x4294967296x4294967296xf32> to tensor<0xf32>
+  return %0 : tensor<0xf32>
+}
+
+// -----
+
 // transpose: result dimension i is input dimension perm[i]; also the
 // identity permutation and a rank-0 transpose with an empty perm.
 // CHECK-LABEL: func @transpose
@@ -604,13 +615,13 @@ func.func @slice_reverse(%a: tensor<8x5xi32>) -> tensor<8x2xi32> {
 // -----
 
 // slice with a step larger than the span takes exactly one element, even
-// for the largest step (no overflow in the rounding).
+// for the largest steps of either sign (no overflow in the rounding).
 // CHECK-LABEL: func @slice_huge_step
 // CHECK: nn.slice %arg0 {ends = array<i64: 10>, starts = array<i64: 0>, steps = array<i64: 9223372036854775807>} : tensor<10xf32> to tensor<1xf32>
-// CHECK: nn.slice %arg0 {ends = array<i64: -1>, starts = array<i64: 9>, steps = array<i64: -9223372036854775808>} : tensor<10xf32> to tensor<1xf32>
+// CHECK: nn.slice %arg0 {ends = array<i64: -1>, starts = array<i64: 9>, steps = array<i64: -9223372036854775807>} : tensor<10xf32> to tensor<1xf32>
 func.func @slice_huge_step(%a: tensor<10xf32>) {
   %0 = nn.slice %a {starts = array<i64: 0>, ends = array<i64: 10>, steps = array<i64: 9223372036854775807>} : tensor<10xf32> to tensor<1xf32>
-  %1 = nn.slice %a {starts = array<i64: 9>, ends = array<i64: -1>, steps = array<i64: -9223372036854775808>} : tensor<10xf32> to tensor<1xf32>
+  %1 = nn.slice %a {starts = array<i64: 9>, ends = array<i64: -1>, steps = array<i64: -9223372036854775807>} : tensor<10xf32> to tensor<1xf32>
   return
 }
 

@@ -6,8 +6,8 @@
 # imported signature against torch's own names: every named_parameters()
 # entry is an `nn.param` argument with the same shape, the only other
 # parameters are torch buffers, the graph inputs keep their names and shapes,
-# and the loss output is a scalar. Prints one line per model and a closing
-# "N passed, M failed" line.
+# the loss output is a scalar, and the printed IR parses back. Prints one
+# line per model and a closing "N passed, M failed" line.
 
 import argparse
 import json
@@ -35,6 +35,9 @@ def check_model(fsdp_opt, path, entry):
                          capture_output=True, text=True)
     if out.returncode != 0:
         return "import failed: " + out.stderr.strip()
+    reparse = subprocess.run([fsdp_opt, "-"], input=out.stdout, capture_output=True, text=True)
+    if reparse.returncode != 0:
+        return "printed IR does not parse back: " + reparse.stderr.strip()[:300]
     header = next((line for line in out.stdout.splitlines()
                    if line.lstrip().startswith("func.func @forward")), "")
     params, inputs = {}, {}

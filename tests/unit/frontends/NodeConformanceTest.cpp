@@ -2,7 +2,7 @@
 //
 // Runs every libonnx-testdata node test (not the `_expanded` variants) whose
 // graph is a single operator from the supported table through the reader and
-// importer, and counts how many import and verify. Node tests pass shape
+// importer, and counts how many import, verify and round-trip as text. Node tests pass shape
 // operands (Reshape's shape, Slice's bounds ...) as graph inputs, so the
 // test data's input_N.pb values are offered as bound inputs; the importer
 // only uses them where it needs a compile-time constant. Exclusions are
@@ -16,6 +16,9 @@
 #include "frontends/onnx/Importer.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
 
@@ -85,8 +88,18 @@ std::string importNodeTest(const std::string &dir) {
   mlir::DialectRegistry registry;
   fsdp::registerFsdpDialects(registry);
   mlir::MLIRContext context(registry);
-  if (!importModel(context, *model, options, error))
+  mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, *model, options, error);
+  if (!module)
     return error;
+  // The printed IR must parse back and verify (unsigned and bool constants,
+  // zero-size tensors): it is what lit tests and .mlir users see.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  mlir::OwningOpRef<mlir::ModuleOp> reparsed =
+      mlir::parseSourceString<mlir::ModuleOp>(text, &context);
+  if (!reparsed || mlir::failed(mlir::verify(*reparsed)))
+    return "printed IR does not parse back";
   return "";
 }
 

@@ -14,7 +14,11 @@ using namespace fsdp::nn;
 using namespace fsdp::nn::detail;
 
 LogicalResult ReshapeOp::verify() {
-  if (numElements(shapeOf(getInput())) != numElements(shapeOf(getResult())))
+  std::optional<int64_t> in = checkedNumElements(shapeOf(getInput()));
+  std::optional<int64_t> out = checkedNumElements(shapeOf(getResult()));
+  if (!in || !out)
+    return emitOpError("element count overflows int64");
+  if (*in != *out)
     return emitOpError("cannot reshape ")
            << formatShape(shapeOf(getInput())) << " to "
            << formatShape(shapeOf(getResult()))

@@ -85,8 +85,11 @@ mlir::FailureOr<Shape> classificationLossShape(
     std::optional<llvm::ArrayRef<int64_t>> weights, llvm::StringRef reduction,
     ErrorFn error);
 
-/// Number of elements of a static shape.
+/// Number of elements of a static shape (callers bound their shapes).
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
+/// Number of elements, or nullopt if the product overflows int64 (for
+/// verifiers, which see IR from any source).
+std::optional<int64_t> checkedNumElements(llvm::ArrayRef<int64_t> shape);
 
 } // namespace fsdp::nn
 

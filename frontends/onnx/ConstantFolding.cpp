@@ -87,15 +87,23 @@ std::optional<Tensor> foldBinary(llvm::StringRef opType, const Tensor &lhs,
   forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
     int64_t a = lhs.intAt(broadcastIndex(lhs.dims, shape, index));
     int64_t b = rhs.intAt(broadcastIndex(rhs.dims, shape, index));
+    // Two's-complement wrap-around like the runtime's integer kernels, in
+    // unsigned arithmetic: signed overflow (and INT64_MIN / -1, which traps
+    // on x86) must not be reachable from a model's constants.
+    uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
     int64_t r = 0;
     if (opType == "Add")
-      r = a + b;
+      r = static_cast<int64_t>(ua + ub);
     else if (opType == "Sub")
-      r = a - b;
+      r = static_cast<int64_t>(ua - ub);
     else if (opType == "Mul")
-      r = a * b;
+      r = static_cast<int64_t>(ua * ub);
     else if (b == 0)
       ok = false;
+    else if (lhs.dtype == DType::UInt64)
+      r = static_cast<int64_t>(ua / ub);
+    else if (b == -1)
+      r = static_cast<int64_t>(0 - ua);
     else
       r = a / b;
     storeInt(out, flat, r);
@@ -110,7 +118,7 @@ std::optional<Tensor> foldBinary(llvm::StringRef opType, const Tensor &lhs,
 Tensor foldNeg(const Tensor &input) {
   Tensor out = emptyLike(input.dtype, input.dims);
   for (int64_t i = 0, n = input.numElements(); i < n; ++i)
-    storeInt(out, i, -input.intAt(i));
+    storeInt(out, i, static_cast<int64_t>(0 - static_cast<uint64_t>(input.intAt(i))));
   return out;
 }
 

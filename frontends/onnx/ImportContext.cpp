@@ -37,7 +37,7 @@ std::string ImportContext::nodeDescription() const {
   std::string name = node_->name.empty() ? "#" + std::to_string(nodeIndex_) : node_->name;
   return model_.path + ": node '" + name + "' (" + node_->opType + ", domain " +
          (node_->domain.empty() ? "ai.onnx" : node_->domain) + ", opset " +
-         std::to_string(opset_) + ")";
+         (opset_ > 0 ? std::to_string(opset_) : std::string("none")) + ")";
 }
 
 LogicalResult ImportContext::error(const llvm::Twine &message) {
@@ -128,7 +128,14 @@ FailureOr<const Tensor *> ImportContext::requireConstantInput(size_t i,
     tensor = boundInput(*this, lookup(node_->inputs[i]), node_->inputs[i], inputValues_);
   if (failed())
     return failure();
-  if (!tensor || !tensor->hasData) {
+  if (tensor && !tensor->hasData) {
+    // A constant after all, but read with allowMissingExternalData.
+    (void)error(what + " '" + node_->inputs[i] +
+                "' is an initializer whose external data file is absent; its "
+                "value is needed at import time");
+    return failure();
+  }
+  if (!tensor) {
     (void)error(what + " '" + node_->inputs[i] +
           "' must be a compile-time constant (static shapes only)");
     return failure();

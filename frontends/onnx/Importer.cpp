@@ -52,6 +52,7 @@ private:
   LogicalResult declareArguments(SmallVectorImpl<Type> &types,
                                  SmallVectorImpl<NamedAttribute> &argAttrs);
   LogicalResult importNode(const Node &node, size_t index);
+  LogicalResult checkNodeOutputs(const Node &node);
   LogicalResult importOutputs(func::FuncOp func);
   LogicalResult fail(const Twine &message) {
     if (firstError.empty())
@@ -141,23 +142,45 @@ LogicalResult ModelImporter::importNode(const Node &node, size_t index) {
 
   Block *block = builder.getInsertionBlock();
   Operation *last = block->empty() ? nullptr : &block->back();
-  {
-    FirstDiagnostic diag(context);
-    if (failed(handler(ctx)) || ctx.failed()) {
-      if (!ctx.failed())
-        (void)ctx.error(diag.message.empty() ? "import failed" : diag.message);
-      return failure();
-    }
-    // Verify what this node built, so errors carry the node's name.
-    Operation *op = last ? last->getNextNode() : (block->empty() ? nullptr : &block->front());
-    for (; op; op = op->getNextNode())
-      if (failed(mlir::verify(op)))
-        return ctx.error(diag.message);
+  FirstDiagnostic diag(context);
+  if (failed(handler(ctx)) || ctx.failed()) {
+    if (!ctx.failed())
+      (void)ctx.error(diag.message.empty() ? "import failed" : diag.message);
+    return failure();
   }
-  for (size_t i = 0; i < node.outputs.size(); ++i)
-    if (!node.outputs[i].empty() && !ctx.lookup(node.outputs[i]))
+  if (failed(checkNodeOutputs(node)))
+    return failure();
+  // Verify what this node built, so errors carry the node's name.
+  Operation *op = last ? last->getNextNode() : (block->empty() ? nullptr : &block->front());
+  for (; op; op = op->getNextNode())
+    if (failed(mlir::verify(op)))
+      return ctx.error(diag.message);
+  return success();
+}
+
+LogicalResult ModelImporter::checkNodeOutputs(const Node &node) {
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i].empty())
+      continue;
+    Slot *slot = ctx.lookup(node.outputs[i]);
+    if (!slot)
       return ctx.error("output " + Twine(i) + " ('" + node.outputs[i] +
                        "') is not supported");
+    // Reshape and Expand take their sizes from the model's constants; bound
+    // them as the inputs are bounded, so no later size or stride product
+    // can overflow. Zero-sized dimensions count as 1 here: strides still
+    // multiply the others. Checked before verification so the message
+    // names the output rather than an overflowed element count.
+    int64_t elements = 1;
+    for (int64_t d : slot->type.getShape()) {
+      int64_t factor = std::max<int64_t>(d, 1);
+      if (elements > (int64_t(1) << 48) / factor)
+        return ctx.error("output " + Twine(i) + " ('" + node.outputs[i] + "') has shape " +
+                         nn::formatShape(slot->type.getShape()) +
+                         ", more than 2^48 elements");
+      elements *= factor;
+    }
+  }
   return success();
 }
 
@@ -169,9 +192,16 @@ LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
     if (!slot)
       return fail("graph output '" + output.name + "' is never computed");
     if (!slot->value) {
+      // Checked here so the message names the output, not the last node
+      // imported (which is what ctx.materialize would report).
+      if (!slot->constant->hasData)
+        return fail("graph output '" + output.name + "' is a constant whose "
+                    "external data file is absent");
       FailureOr<Value> value = ctx.materialize(*slot->constant);
-      if (failed(value))
-        return fail(ctx.errorMessage());
+      if (failed(value)) {
+        firstError = ctx.errorMessage(); // already starts with the path
+        return failure();
+      }
       slot->value = *value;
     }
     if (output.isTensor && output.dtype != DType::Undefined) {

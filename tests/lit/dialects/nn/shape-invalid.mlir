@@ -601,3 +601,12 @@ func.func @trilu_result_type(%a: tensor<4x4xf32>) {
   %0 = "nn.trilu"(%a) {upper = true} : (tensor<4x4xf32>) -> tensor<4x4xf16>
   return
 }
+
+// -----
+
+// Element counts are compared without wrap-around: 2^32 x 2^32 is not 0.
+func.func @reshape_count_overflow(%arg0: tensor<4294967296x4294967296xi8>) -> tensor<0xi8> {
+  // expected-error @+1 {{element count overflows int64}}
+  %0 = nn.reshape %arg0 : tensor<4294967296x4294967296xi8> to tensor<0xi8>
+  return %0 : tensor<0xi8>
+}

@@ -153,8 +153,8 @@ def case_shape_chain11(out):
 
 def case_shape_arith(out):
     """Integer Add/Sub/Mul/Div/Neg/Cast on shape values fold to one constant
-    graph output: Shape(x) = [6, 4]; (s + [2, 0]) / [4, 2] - 1 = [1, 1];
-    Neg -> [-1, -1]; Cast to float -> [-1.0, -1.0]."""
+    graph output: s = Shape(x) = [6, 4]; (s + [2, 0]) / [4, 2] - 1 = [1, 1];
+    times s = [6, 4]; Neg -> [-6, -4]; Cast to float -> [-6.0, -4.0]."""
     nodes = [
         helper.make_node("Shape", ["x"], ["s"], name="shape"),
         const("a", [2, 0]), const("d", [4, 2]), const("one", 1),
@@ -241,6 +241,25 @@ def case_expand(out):
     nodes = [const("shape", [2, 1, 4]),
              helper.make_node("Expand", ["x", "shape"], ["y"], name="expand")]
     return model(nodes, [vi("x", F, [3, 1])], [vi("y", F, [2, 3, 4])], opset=13)
+
+
+def case_fold_wrap(out):
+    """Folding int64 arithmetic wraps around like the runtime's kernels
+    instead of trapping: INT64_MIN / -1, INT64_MIN * -1, 2^62 * 4, -INT64_MIN."""
+    nodes = [const("a", [-2 ** 63, 2 ** 62]), const("b", [-1, 4]),
+             helper.make_node("Div", ["a", "b"], ["q"], name="div"),
+             helper.make_node("Mul", ["a", "b"], ["p"], name="mul"),
+             helper.make_node("Neg", ["a"], ["n"], name="neg")]
+    return model(nodes, [], [vi("q", I64, [2]), vi("p", I64, [2]), vi("n", I64, [2])])
+
+
+def case_fold_limit(out):
+    """A broadcast of two small constants whose result is too big to fold
+    ([512, 1] + [1, 512] = 262144 elements) stays an nn.add."""
+    nodes = [const("a", np.arange(512).reshape(512, 1)),
+             const("b", np.arange(512).reshape(1, 512)),
+             helper.make_node("Add", ["a", "b"], ["y"], name="add")]
+    return model(nodes, [], [vi("y", I64, [512, 512])])
 
 
 # --- legacy-opsets -----------------------------------------------------------
@@ -471,6 +490,25 @@ def case_err_gather_range(out):
     return model(nodes, [vi("x", F, [4, 2])], [vi("y", I64, [1])], opset=11)
 
 
+def case_err_reshape_overflow(out):
+    """Reshape of an empty tensor to [2^32, 2^32]: the element counts only
+    agree modulo 2^64."""
+    nodes = [const("shape", [2 ** 32, 2 ** 32]),
+             helper.make_node("Reshape", ["x", "shape"], ["y"], name="/Reshape_big")]
+    return model(nodes, [vi("x", F, [0])], [vi("y", F, [2 ** 32, 2 ** 32])])
+
+
+def case_err_expand_huge(out):
+    nodes = [const("shape", [2 ** 62, 2 ** 62]),
+             helper.make_node("Expand", ["x", "shape"], ["y"], name="/Expand_big")]
+    return model(nodes, [vi("x", F, [1])], [vi("y", F, [2 ** 62, 2 ** 62])])
+
+
+def case_err_huge_input(out):
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return model(nodes, [vi("x", F, [2 ** 31, 2 ** 31])], [vi("y", F, [2 ** 31, 2 ** 31])])
+
+
 # --- hostile files -----------------------------------------------------------
 
 
@@ -590,6 +628,17 @@ def hostile_ext_missing_int(out):
     shape = external(init("target_shape", [3, 4], np.int64), "missing_shape.bin")
     nodes = [helper.make_node("Reshape", ["x", "target_shape"], ["y"], name="/Reshape")]
     return model(nodes, [vi("x", F, [2, 6])], [vi("y", F, [3, 4])], [shape])
+
+
+def hostile_ext_missing_output(out):
+    """An int64 initializer with absent external data that is itself a graph
+    output: the output cannot be materialized."""
+    path = data_path(out, "missing_out.bin")
+    if os.path.exists(path):
+        os.remove(path)
+    ids = external(init("token_ids", [3, 4], np.int64), "missing_out.bin")
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return model(nodes, [vi("x", F, [2])], [vi("y", F, [2]), vi("token_ids", I64, [2])], [ids])
 
 
 def hostile_ext_directory(out):

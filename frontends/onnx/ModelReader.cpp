@@ -17,7 +17,9 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <climits>
 #include <cstring>
@@ -39,6 +41,24 @@ struct Failure {
 };
 
 [[noreturn]] void fail(const std::string &message) { throw Failure{message}; }
+
+/// Owns a POSIX file descriptor (closed on every exit, including failures).
+struct FileDescriptor {
+  int fd = -1;
+  FileDescriptor() = default;
+  explicit FileDescriptor(int fd) : fd(fd) {}
+  FileDescriptor(FileDescriptor &&other) noexcept : fd(other.fd) { other.fd = -1; }
+  FileDescriptor &operator=(FileDescriptor &&other) noexcept {
+    std::swap(fd, other.fd);
+    return *this;
+  }
+  FileDescriptor(const FileDescriptor &) = delete;
+  FileDescriptor &operator=(const FileDescriptor &) = delete;
+  ~FileDescriptor() {
+    if (fd >= 0)
+      close(fd);
+  }
+};
 
 std::optional<std::string> readWholeFile(const std::string &path,
                                          std::string &error) {
@@ -165,29 +185,51 @@ void readExternalData(const pb::TensorProto &proto, const std::string &baseDir,
     if (part == "..")
       fail(what + ": external data location '" + location +
            "' must not contain '..'");
-  std::string path = baseDir + "/" + location;
-  // Refuse symlinks anywhere below the model directory, and anything that
-  // is not a regular file.
-  std::string prefix = baseDir;
+  // Open component by component with O_NOFOLLOW from the model directory:
+  // a symlink anywhere below it is refused, and because every check is made
+  // on the opened descriptor, nothing can be swapped in between a check and
+  // the read.
+  FileDescriptor dir(open(baseDir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.fd < 0)
+    fail(what + ": cannot open the model directory '" + baseDir + "'");
+  std::vector<std::string> components;
   std::stringstream walk(location);
-  for (std::string part; std::getline(walk, part, '/');) {
-    if (part.empty() || part == ".")
-      continue;
-    prefix += "/" + part;
-    struct stat st;
-    if (lstat(prefix.c_str(), &st) != 0) {
-      if (options.allowMissingExternalData) {
+  for (std::string part; std::getline(walk, part, '/');)
+    if (!part.empty() && part != ".")
+      components.push_back(part);
+  if (components.empty())
+    fail(what + ": external data location '" + location + "' names no file");
+  FileDescriptor file;
+  for (size_t i = 0; i < components.size(); ++i) {
+    bool last = i + 1 == components.size();
+    int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? O_NONBLOCK : O_DIRECTORY);
+    FileDescriptor next(openat(dir.fd, components[i].c_str(), flags));
+    if (next.fd < 0) {
+      int openError = errno;
+      if (openError == ENOENT && options.allowMissingExternalData) {
         tensor.hasData = false;
         return;
       }
-      fail(what + ": external data file '" + location + "' is missing");
+      if (openError == ENOENT)
+        fail(what + ": external data file '" + location + "' is missing");
+      struct stat link;
+      // O_NOFOLLOW | O_DIRECTORY reports a symlinked directory as ENOTDIR;
+      // look (without following) only to word the message.
+      bool isLink = fstatat(dir.fd, components[i].c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISLNK(link.st_mode);
+      if (openError == ELOOP || isLink)
+        fail(what + ": external data location '" + location +
+             "' goes through a symlink; refusing to follow it");
+      if (openError == ENOTDIR)
+        fail(what + ": external data location '" + location +
+             "' goes through something that is not a directory");
+      fail(what + ": cannot open external data '" + location + "': " +
+           std::strerror(openError));
     }
-    if (S_ISLNK(st.st_mode))
-      fail(what + ": external data location '" + location +
-           "' goes through a symlink; refusing to follow it");
+    (last ? file : dir) = std::move(next);
   }
   struct stat st;
-  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+  if (fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode))
     fail(what + ": external data location '" + location + "' is not a regular file");
   if (length >= 0 && length != expectedBytes)
     fail(what + ": external data length " + std::to_string(length) +
@@ -197,12 +239,15 @@ void readExternalData(const pb::TensorProto &proto, const std::string &baseDir,
     fail(what + ": external data [" + std::to_string(offset) + ", +" +
          std::to_string(expectedBytes) + ") lies outside '" + location + "' (" +
          std::to_string(st.st_size) + " bytes)");
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(offset);
   tensor.data.resize(static_cast<size_t>(expectedBytes));
-  in.read(tensor.data.data(), expectedBytes);
-  if (!in || in.gcount() != expectedBytes)
-    fail(what + ": short read from external data '" + location + "'");
+  int64_t done = 0;
+  while (done < expectedBytes) {
+    ssize_t n = pread(file.fd, tensor.data.data() + done,
+                      static_cast<size_t>(expectedBytes - done), offset + done);
+    if (n <= 0)
+      fail(what + ": short read from external data '" + location + "'");
+    done += n;
+  }
 }
 
 Tensor convertTensor(const pb::TensorProto &proto, const std::string &baseDir,

@@ -30,6 +30,24 @@ inline mlir::FailureOr<InputInfo> getInput(ImportContext &ctx, size_t i) {
   return InputInfo{*value, llvm::cast<mlir::RankedTensorType>(value->getType())};
 }
 
+/// Input 0 and the node's `axis` attribute normalized against its rank;
+/// the prologue of every op that works along one axis.
+struct AxisInput {
+  InputInfo input;
+  int64_t axis;
+};
+
+inline mlir::FailureOr<AxisInput> getInputAndAxis(ImportContext &ctx, int64_t defaultAxis) {
+  int64_t axisAttr = ctx.intAttr("axis", defaultAxis);
+  mlir::FailureOr<InputInfo> input = getInput(ctx, 0);
+  if (mlir::failed(input) || ctx.failed())
+    return mlir::failure();
+  mlir::FailureOr<int64_t> axis = nn::normalizeAxis(axisAttr, input->rank(), ctx.errorFn());
+  if (mlir::failed(axis))
+    return mlir::failure();
+  return AxisInput{*input, *axis};
+}
+
 /// Binds output 0 to a reshaped view of input 0: a folded constant if the
 /// input is one, else an nn.reshape (or the input itself if shapes match).
 inline mlir::LogicalResult bindReshape(ImportContext &ctx, llvm::ArrayRef<int64_t> shape) {

@@ -21,24 +21,21 @@ LogicalResult importSoftmaxLike(ImportContext &ctx) {
   if (failed(ctx.checkAttributes({"axis"})))
     return failure();
   bool legacy = ctx.opset() < 13;
-  int64_t axisAttr = ctx.intAttr("axis", legacy ? 1 : -1);
-  FailureOr<InputInfo> input = getInput(ctx, 0);
-  if (failed(input) || ctx.failed())
+  FailureOr<AxisInput> in = getInputAndAxis(ctx, legacy ? 1 : -1);
+  if (failed(in))
     return failure();
-  FailureOr<int64_t> axis = nn::normalizeAxis(axisAttr, input->rank(), ctx.errorFn());
-  if (failed(axis))
-    return failure();
+  const auto &[input, axis] = *in;
   OpBuilder &b = ctx.builder();
   // Over the last axis both definitions agree, so no reshape is needed.
-  if (!legacy || *axis == input->rank() - 1)
-    return ctx.setOutput(0, b.create<OpTy>(ctx.loc(), input->type, input->value,
-                                           b.getI64IntegerAttr(*axis)));
-  int64_t outer = nn::numElements(input->shape().take_front(*axis));
-  int64_t inner = nn::numElements(input->shape().drop_front(*axis));
-  auto flatType = ctx.tensorType({outer, inner}, input->element());
-  Value flat = b.create<nn::ReshapeOp>(ctx.loc(), flatType, input->value);
+  if (!legacy || axis == input.rank() - 1)
+    return ctx.setOutput(0, b.create<OpTy>(ctx.loc(), input.type, input.value,
+                                           b.getI64IntegerAttr(axis)));
+  int64_t outer = nn::numElements(input.shape().take_front(axis));
+  int64_t inner = nn::numElements(input.shape().drop_front(axis));
+  auto flatType = ctx.tensorType({outer, inner}, input.element());
+  Value flat = b.create<nn::ReshapeOp>(ctx.loc(), flatType, input.value);
   Value normalized = b.create<OpTy>(ctx.loc(), flatType, flat, b.getI64IntegerAttr(1));
-  return ctx.setOutput(0, b.create<nn::ReshapeOp>(ctx.loc(), input->type, normalized));
+  return ctx.setOutput(0, b.create<nn::ReshapeOp>(ctx.loc(), input.type, normalized));
 }
 
 } // namespace

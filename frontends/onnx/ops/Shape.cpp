@@ -37,6 +37,19 @@ readAxes(ImportContext &ctx, int64_t inputSince, size_t index) {
   return std::optional<std::vector<int64_t>>(*axes);
 }
 
+/// Squeeze and Unsqueeze: the axes (attribute before opset 13, input
+/// after) and the data's type.
+FailureOr<std::optional<std::vector<int64_t>>>
+readSqueezeAxes(ImportContext &ctx, FailureOr<RankedTensorType> &type) {
+  if (failed(ctx.checkAttributes({"axes"})))
+    return failure();
+  FailureOr<std::optional<std::vector<int64_t>>> axes = readAxes(ctx, 13, 1);
+  type = ctx.inputType(0);
+  if (failed(axes) || failed(type) || ctx.failed())
+    return failure();
+  return axes;
+}
+
 bool isFoldable(const Tensor *t) { return t && isFoldableInteger(*t); }
 
 } // namespace
@@ -106,11 +119,9 @@ LogicalResult importReshape(ImportContext &ctx) {
 }
 
 LogicalResult importUnsqueeze(ImportContext &ctx) {
-  if (failed(ctx.checkAttributes({"axes"})))
-    return failure();
-  FailureOr<std::optional<std::vector<int64_t>>> axes = readAxes(ctx, 13, 1);
-  FailureOr<RankedTensorType> type = ctx.inputType(0);
-  if (failed(axes) || failed(type) || ctx.failed())
+  FailureOr<RankedTensorType> type;
+  FailureOr<std::optional<std::vector<int64_t>>> axes = readSqueezeAxes(ctx, type);
+  if (failed(axes))
     return failure();
   if (!*axes || (*axes)->empty())
     return ctx.error("axes are required");
@@ -126,11 +137,9 @@ LogicalResult importUnsqueeze(ImportContext &ctx) {
 }
 
 LogicalResult importSqueeze(ImportContext &ctx) {
-  if (failed(ctx.checkAttributes({"axes"})))
-    return failure();
-  FailureOr<std::optional<std::vector<int64_t>>> axes = readAxes(ctx, 13, 1);
-  FailureOr<RankedTensorType> type = ctx.inputType(0);
-  if (failed(axes) || failed(type) || ctx.failed())
+  FailureOr<RankedTensorType> type;
+  FailureOr<std::optional<std::vector<int64_t>>> axes = readSqueezeAxes(ctx, type);
+  if (failed(axes))
     return failure();
   ArrayRef<int64_t> input = type->getShape();
   SmallVector<int64_t> drop;
@@ -227,13 +236,10 @@ LogicalResult importConcat(ImportContext &ctx) {
 LogicalResult importSplit(ImportContext &ctx) {
   if (failed(ctx.checkAttributes({"axis", "split"})))
     return failure();
-  int64_t axisAttr = ctx.intAttr("axis", 0);
-  FailureOr<InputInfo> input = getInput(ctx, 0);
-  if (failed(input) || ctx.failed())
+  FailureOr<AxisInput> in = getInputAndAxis(ctx, 0);
+  if (failed(in))
     return failure();
-  FailureOr<int64_t> axis = nn::normalizeAxis(axisAttr, input->rank(), ctx.errorFn());
-  if (failed(axis))
-    return failure();
+  const auto &[input, axis] = *in;
   std::vector<int64_t> sizes;
   if (ctx.opset() < 13) {
     if (std::optional<std::vector<int64_t>> attr = ctx.intsAttr("split"))
@@ -246,7 +252,7 @@ LogicalResult importSplit(ImportContext &ctx) {
       return failure();
     sizes = *values;
   }
-  int64_t dim = input->shape()[*axis];
+  int64_t dim = input.shape()[axis];
   int64_t parts = ctx.numOutputs();
   if (parts == 0)
     return ctx.error("needs at least one output");
@@ -264,16 +270,16 @@ LogicalResult importSplit(ImportContext &ctx) {
   for (int64_t size : sizes) {
     if (size < 0)
       return ctx.error("split sizes must be non-negative");
-    nn::Shape shape(input->shape().begin(), input->shape().end());
-    shape[*axis] = size;
+    nn::Shape shape(input.shape().begin(), input.shape().end());
+    shape[axis] = size;
     total += size;
-    resultTypes.push_back(ctx.tensorType(shape, input->element()));
+    resultTypes.push_back(ctx.tensorType(shape, input.element()));
   }
   if (total != dim)
     return ctx.error("split sizes add up to " + Twine(total) + ", not " + Twine(dim));
   OpBuilder &b = ctx.builder();
-  auto op = b.create<nn::SplitOp>(ctx.loc(), resultTypes, input->value,
-                                  b.getI64IntegerAttr(*axis));
+  auto op = b.create<nn::SplitOp>(ctx.loc(), resultTypes, input.value,
+                                  b.getI64IntegerAttr(axis));
   for (int64_t i = 0; i < parts; ++i)
     if (failed(ctx.setOutput(i, op.getResult(i))))
       return failure();

@@ -130,7 +130,8 @@ int main(int argc, char **argv) {
     if (arg == "-h" || arg == "--help") {
       llvm::outs() << fsdp::usage()
                    << "\n.mlir input without --emit behaves like mlir-opt; "
-                      "--help-mlir lists those options.\n";
+                      "--help-mlir lists those options.\n"
+                      "--list-ops prints the supported ONNX operators.\n";
       return 0;
     }
     if (arg == "--help-mlir") {

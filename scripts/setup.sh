@@ -16,6 +16,8 @@ PACKAGES=(
   # the model families (with OpenBLAS so torch is not 24x slower).
   libgtest-dev libgmock-dev libonnx-testdata
   python3-torch python3-onnx python3-numpy libopenblas-dev
+  # Plans: the FlatBuffers schema compiler and headers.
+  flatbuffers-compiler libflatbuffers-dev
 )
 
 missing=()

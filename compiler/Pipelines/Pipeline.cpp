@@ -41,16 +41,19 @@ const PendingFlag kPendingFlags[] = {
     {"loss", "loss attachment arrives with the training-step issue"},
 };
 
-std::optional<std::string> pendingEmit(EmitKind emit) {
-  switch (emit) {
+std::optional<std::string> pendingEmit(const CompileOptions &opts) {
+  switch (opts.emit) {
   case EmitKind::Plan:
+    if (opts.mode == Mode::Forward)
+      return std::nullopt;
+    return std::string("--emit=plan --mode=train: not implemented yet (the training step "
+                       "arrives with the training-step issue; --mode=forward plans work)");
   case EmitKind::Binary:
-    return std::string("--emit=") + (emit == EmitKind::Plan ? "plan" : "binary") +
-           ": not implemented yet (plans arrive with the plan and runtime issue; "
-           "use --emit=mlir --stop-after=import or --emit=summary)";
+    return std::string("--emit=binary: not implemented yet (step binaries arrive with the "
+                       "training-step issue)");
   case EmitKind::Report:
   case EmitKind::Trace:
-    return std::string("--emit=") + (emit == EmitKind::Report ? "report" : "trace") +
+    return std::string("--emit=") + (opts.emit == EmitKind::Report ? "report" : "trace") +
            ": not implemented yet (reports and traces arrive with the memory issue)";
   case EmitKind::Mlir:
   case EmitKind::Summary:
@@ -62,13 +65,17 @@ std::optional<std::string> pendingEmit(EmitKind emit) {
 } // namespace
 
 Stage lastRequestedStage(const CompileOptions &opts) {
+  // A forward plan is the imported graph placed in memory: there is no
+  // training step to build, shard, checkpoint or schedule yet.
+  if (!opts.stopAfter && opts.mode == Mode::Forward && opts.emit == EmitKind::Plan)
+    return Stage::Import;
   return opts.stopAfter.value_or(Stage::Memory);
 }
 
 Stage lastImplementedStage() { return Stage::Import; }
 
 std::optional<std::string> findUnimplemented(const CompileOptions &opts) {
-  if (std::optional<std::string> emit = pendingEmit(opts.emit))
+  if (std::optional<std::string> emit = pendingEmit(opts))
     return emit;
   for (const PendingFlag &pending : kPendingFlags)
     if (opts.explicitlySet.count(pending.flag))

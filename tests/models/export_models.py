@@ -25,6 +25,7 @@ import tempfile
 import time
 import warnings
 
+import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -338,6 +339,24 @@ def break_symmetry(model):
             seen.append(p.detach().clone())
 
 
+def reference_forward(model, inputs, path, v):
+    """Saves the batch as .npy beside the model and records torch's loss on
+    it, so the runtime's forward pass can be checked against torch on the
+    same weights and inputs. Dropout in training draws torch's own random
+    mask, which no other implementation reproduces: no reference there."""
+    stem = os.path.splitext(path)[0]
+    files = {}
+    for name, tensor in inputs.items():
+        files[name] = os.path.basename(f"{stem}.{name}.npy")
+        numpy.save(f"{stem}.{name}.npy", tensor.numpy())
+    has_random_dropout = v["mode"] == "train" and v["config"].get("dropout", 0.0) > 0
+    loss = None
+    if not has_random_dropout:
+        with torch.no_grad():
+            loss = float(model(*inputs.values()))
+    return {"input_files": files, "torch_loss": loss}
+
+
 def run_variant(v, outdir):
     torch.manual_seed(SEED)  # same weights on every run and for every opset
     model = v["build"]()
@@ -351,6 +370,7 @@ def run_variant(v, outdir):
     entry = {"file": os.path.basename(path), "family": v["family"],
              "opset": v["opset"], "mode": v["mode"], "config": v["config"]}
     entry.update(describe(model, inputs))
+    entry.update(reference_forward(model, inputs, path, v))
     print(f"{entry['file']}: {os.path.getsize(path)} bytes, "
           f"{time.time() - start:.2f}s", flush=True)
     return entry

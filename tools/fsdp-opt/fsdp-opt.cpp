@@ -15,6 +15,8 @@
 #include "compiler/Pipelines/CompileOptions.h"
 #include "compiler/Pipelines/Pipeline.h"
 #include "compiler/RegisterDialects.h"
+#include "compiler/Target/PlanEmitter.h"
+#include "frontends/onnx/HostTensorAdapter.h"
 #include "frontends/onnx/Importer.h"
 
 #include "mlir/IR/AsmState.h"
@@ -31,6 +33,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -62,6 +65,26 @@ std::unique_ptr<llvm::ToolOutputFile> openOutput(const std::string &path) {
   return output;
 }
 
+/// Writes the plan and its weights (the model's initializers) beside it.
+int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module,
+                 const fsdp::onnx::Model &model) {
+  if (opts.outputPath == "-")
+    return fail("--emit=plan writes a plan file and its weights: give -o FILE.plan");
+  std::map<std::string, const fsdp::onnx::Tensor *> initializers;
+  for (const fsdp::onnx::Tensor &init : model.initializers)
+    initializers[init.name] = &init;
+  fsdp::WeightLookup weights = [&](const std::string &name) -> std::optional<fsdp::rt::HostTensor> {
+    auto it = initializers.find(name);
+    return it == initializers.end() ? std::nullopt : fsdp::onnx::toHostTensor(*it->second);
+  };
+  fsdp::PlanEmitOptions options;
+  options.planPath = opts.outputPath;
+  options.mode = opts.mode == fsdp::Mode::Forward ? "forward" : "train";
+  if (failed(fsdp::emitPlan(module, options, weights)))
+    return 1;
+  return 0;
+}
+
 /// Imports an ONNX file, runs the implemented stages and emits the result.
 int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   std::string error;
@@ -79,6 +102,8 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   if (!module)
     return fail(error);
 
+  if (opts.emit == fsdp::EmitKind::Plan)
+    return emitPlanFile(opts, *module, *model);
   auto output = openOutput(opts.outputPath);
   if (!output)
     return 1;

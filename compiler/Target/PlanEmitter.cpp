@@ -1,0 +1,485 @@
+//===- PlanEmitter.cpp - nn module to plan file ---------------------------===//
+//
+// Three steps. Placement: walk the function once, giving arguments and
+// returned values persistent buffers, constants bytes in the constant blob,
+// and op results arena offsets from ArenaAllocator (allocated before the op
+// runs, released after their last use, so an op never writes over its own
+// operands). Lowering: one table-free TypeSwitch maps each nn op to its
+// kernel and the attribute layout plan.fbs documents. Serialization: the
+// FlatBuffer is written with the runtime's writePlanFile, the weights with
+// its safetensors writer, so both sides share one implementation of each
+// format.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Target/PlanEmitter.h"
+
+#include "compiler/Target/ArenaAllocator.h"
+#include "dialects/nn/NNDialect.h"
+#include "fsdp/runtime/PlanFile.h"
+#include "fsdp/runtime/Safetensors.h"
+#include "runtime/schema/plan_generated.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <fstream>
+#include <sstream>
+
+using namespace mlir;
+
+namespace fsdp {
+namespace {
+
+using plan::Kernel;
+
+struct BufferDesc {
+  std::string name;
+  rt::DType dtype;
+  std::vector<int64_t> shape;
+  plan::Region region;
+  uint64_t offset = 0, size = 0;
+};
+
+struct InstructionDesc {
+  Kernel kernel;
+  std::vector<uint32_t> inputs, outputs;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  std::string name;
+};
+
+std::optional<rt::DType> dtypeOf(Type element) {
+  if (element.isF32()) return rt::DType::F32;
+  if (element.isF64()) return rt::DType::F64;
+  if (element.isF16()) return rt::DType::F16;
+  if (element.isBF16()) return rt::DType::BF16;
+  if (auto integer = dyn_cast<IntegerType>(element)) {
+    bool u = integer.isUnsigned();
+    switch (integer.getWidth()) {
+    case 1: return rt::DType::Bool;
+    case 8: return u ? rt::DType::U8 : rt::DType::I8;
+    case 16: return u ? rt::DType::U16 : rt::DType::I16;
+    case 32: return u ? rt::DType::U32 : rt::DType::I32;
+    case 64: return u ? rt::DType::U64 : rt::DType::I64;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string locationName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return (file.getFilename().str() + ":" + std::to_string(file.getLine()));
+  return "";
+}
+
+class Emitter {
+public:
+  Emitter(func::FuncOp func, const PlanEmitOptions &options) : func(func), options(options) {}
+  LogicalResult run(const WeightLookup &weights, EmittedPlan &result);
+
+private:
+  FailureOr<uint32_t> addBuffer(Value value, const std::string &name, plan::Region region);
+  LogicalResult placeConstant(nn::ConstantOp op);
+  LogicalResult lower(Operation *op);
+  LogicalResult writeWeights(const WeightLookup &weights, uint64_t &hash);
+  uint32_t bufferOf(Value v) { return v ? buffers.lookup(v) : rt::kNoBuffer; }
+
+  func::FuncOp func;
+  const PlanEmitOptions &options;
+  llvm::DenseMap<Value, uint32_t> buffers;
+  std::vector<BufferDesc> descs;
+  std::vector<InstructionDesc> instructions;
+  std::vector<uint8_t> constantData;
+  uint64_t persistentTop = 0;
+  ArenaAllocator arena;
+  std::vector<std::pair<std::string, uint32_t>> inputs, outputs, params;
+};
+
+FailureOr<uint32_t> Emitter::addBuffer(Value value, const std::string &name,
+                                       plan::Region region) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  std::optional<rt::DType> dtype = type ? dtypeOf(type.getElementType()) : std::nullopt;
+  if (!dtype || !type.hasStaticShape() || type.getRank() > rt::kMaxRank) {
+    emitError(value.getLoc()) << "value of type " << value.getType()
+                              << " has no plan buffer type (static shape, rank <= "
+                              << rt::kMaxRank << ", nn element type)";
+    return failure();
+  }
+  BufferDesc desc{name, *dtype, {type.getShape().begin(), type.getShape().end()}, region};
+  desc.size = static_cast<uint64_t>(type.getNumElements()) * rt::dtypeSize(*dtype);
+  if (region == plan::Region::Persistent) {
+    desc.offset = persistentTop;
+    persistentTop += ArenaAllocator::align(std::max<uint64_t>(desc.size, 1));
+  } else if (region == plan::Region::Arena) {
+    desc.offset = arena.allocate(desc.size);
+  }
+  uint32_t index = descs.size();
+  descs.push_back(std::move(desc));
+  buffers[value] = index;
+  return index;
+}
+
+LogicalResult Emitter::placeConstant(nn::ConstantOp op) {
+  auto attr = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!attr)
+    return op.emitOpError("only dense constants can be emitted into a plan");
+  FailureOr<uint32_t> index = addBuffer(op.getResult(), "constant", plan::Region::Constant);
+  if (failed(index))
+    return failure();
+  BufferDesc &desc = descs[*index];
+  constantData.resize(ArenaAllocator::align(constantData.size()), 0);
+  desc.offset = constantData.size();
+  constantData.resize(desc.offset + desc.size, 0);
+  uint8_t *dst = constantData.data() + desc.offset;
+  int64_t count = attr.getNumElements();
+  size_t elementBytes = rt::dtypeSize(desc.dtype);
+  if (desc.dtype == rt::DType::Bool) {
+    int64_t i = 0;
+    for (bool b : attr.getValues<bool>())
+      dst[i++] = b;
+  } else {
+    // Splats store one element; other dense data is already packed
+    // little-endian at the element size.
+    ArrayRef<char> raw = attr.getRawData();
+    for (int64_t i = 0; i < count; ++i)
+      std::memcpy(dst + i * elementBytes, raw.data() + (attr.isSplat() ? 0 : i * elementBytes),
+                  elementBytes);
+  }
+  return success();
+}
+
+/// The kernel code of ReduceKind/SCE reductions as plan.fbs lays them out.
+int64_t reductionCode(StringRef reduction) {
+  return reduction == "none" ? 0 : reduction == "sum" ? 1 : 2;
+}
+
+LogicalResult Emitter::lower(Operation *op) {
+  InstructionDesc inst;
+  inst.name = locationName(op->getLoc());
+  for (Value operand : op->getOperands())
+    inst.inputs.push_back(bufferOf(operand));
+  for (Value result : op->getResults())
+    inst.outputs.push_back(bufferOf(result));
+  auto lossAttrs = [&](StringRef reduction, std::optional<int64_t> ignore) {
+    inst.ints = {reductionCode(reduction), ignore.has_value(), ignore.value_or(0)};
+  };
+  bool known =
+      llvm::TypeSwitch<Operation *, bool>(op)
+          .Case([&](nn::AddOp) { return inst.kernel = Kernel::Add, true; })
+          .Case([&](nn::SubOp) { return inst.kernel = Kernel::Sub, true; })
+          .Case([&](nn::MulOp) { return inst.kernel = Kernel::Mul, true; })
+          .Case([&](nn::DivOp) { return inst.kernel = Kernel::Div, true; })
+          .Case([&](nn::PowOp) { return inst.kernel = Kernel::Pow, true; })
+          .Case([&](nn::WhereOp) { return inst.kernel = Kernel::Where, true; })
+          .Case([&](nn::NegOp) { return inst.kernel = Kernel::Neg, true; })
+          .Case([&](nn::ReluOp) { return inst.kernel = Kernel::Relu, true; })
+          .Case([&](nn::ExpOp) { return inst.kernel = Kernel::Exp, true; })
+          .Case([&](nn::LogOp) { return inst.kernel = Kernel::Log, true; })
+          .Case([&](nn::SqrtOp) { return inst.kernel = Kernel::Sqrt, true; })
+          .Case([&](nn::ErfOp) { return inst.kernel = Kernel::Erf, true; })
+          .Case([&](nn::TanhOp) { return inst.kernel = Kernel::Tanh, true; })
+          .Case([&](nn::SigmoidOp) { return inst.kernel = Kernel::Sigmoid, true; })
+          .Case([&](nn::NotOp) { return inst.kernel = Kernel::Not, true; })
+          .Case([&](nn::CastOp) { return inst.kernel = Kernel::Cast, true; })
+          .Case([&](nn::MatMulOp) { return inst.kernel = Kernel::MatMul, true; })
+          .Case([&](nn::GemmOp g) {
+            inst.kernel = Kernel::Gemm;
+            if (!g.getC())
+              inst.inputs.push_back(rt::kNoBuffer);
+            inst.ints = {g.getTransA(), g.getTransB()};
+            inst.floats = {g.getAlpha().convertToFloat(), g.getBeta().convertToFloat()};
+            return true;
+          })
+          .Case([&](nn::SoftmaxOp s) {
+            inst.kernel = Kernel::Softmax;
+            inst.ints = {static_cast<int64_t>(s.getAxis())};
+            return true;
+          })
+          .Case([&](nn::LogSoftmaxOp s) {
+            inst.kernel = Kernel::LogSoftmax;
+            inst.ints = {static_cast<int64_t>(s.getAxis())};
+            return true;
+          })
+          .Case([&](nn::LayerNormOp l) {
+            inst.kernel = Kernel::LayerNorm;
+            if (!l.getBias())
+              inst.inputs.push_back(rt::kNoBuffer);
+            inst.ints = {static_cast<int64_t>(l.getAxis())};
+            inst.floats = {l.getEpsilon().convertToFloat()};
+            return true;
+          })
+          .Case([&](nn::ReduceSumOp r) {
+            inst.kernel = Kernel::ReduceSum;
+            inst.ints.assign(r.getAxes().begin(), r.getAxes().end());
+            return true;
+          })
+          .Case([&](nn::ReduceMaxOp r) {
+            inst.kernel = Kernel::ReduceMax;
+            inst.ints.assign(r.getAxes().begin(), r.getAxes().end());
+            return true;
+          })
+          .Case([&](nn::ReduceMeanOp r) {
+            inst.kernel = Kernel::ReduceMean;
+            inst.ints.assign(r.getAxes().begin(), r.getAxes().end());
+            return true;
+          })
+          .Case([&](nn::SoftmaxCrossEntropyOp s) {
+            inst.kernel = Kernel::SoftmaxCrossEntropy;
+            if (!s.getWeights())
+              inst.inputs.push_back(rt::kNoBuffer);
+            lossAttrs(s.getReduction(), s.getIgnoreIndex());
+            return true;
+          })
+          .Case([&](nn::NllLossOp s) {
+            inst.kernel = Kernel::NllLoss;
+            if (!s.getWeight())
+              inst.inputs.push_back(rt::kNoBuffer);
+            lossAttrs(s.getReduction(), s.getIgnoreIndex());
+            return true;
+          })
+          .Case([&](nn::ReshapeOp) { return inst.kernel = Kernel::Copy, true; })
+          .Case([&](nn::TransposeOp t) {
+            inst.kernel = Kernel::Transpose;
+            inst.ints.assign(t.getPerm().begin(), t.getPerm().end());
+            return true;
+          })
+          .Case([&](nn::ConcatOp c) {
+            inst.kernel = Kernel::Concat;
+            inst.ints = {static_cast<int64_t>(c.getAxis())};
+            return true;
+          })
+          .Case([&](nn::SplitOp s) {
+            inst.kernel = Kernel::Split;
+            inst.ints = {static_cast<int64_t>(s.getAxis())};
+            return true;
+          })
+          .Case([&](nn::SliceOp s) {
+            inst.kernel = Kernel::Slice;
+            inst.ints.assign(s.getStarts().begin(), s.getStarts().end());
+            inst.ints.insert(inst.ints.end(), s.getSteps().begin(), s.getSteps().end());
+            return true;
+          })
+          .Case([&](nn::ExpandOp) { return inst.kernel = Kernel::Expand, true; })
+          .Case([&](nn::GatherOp g) {
+            inst.kernel = Kernel::Gather;
+            inst.ints = {static_cast<int64_t>(g.getAxis())};
+            return true;
+          })
+          .Case([&](nn::TriluOp t) {
+            inst.kernel = Kernel::Trilu;
+            inst.ints = {t.getUpper(), static_cast<int64_t>(t.getK())};
+            return true;
+          })
+          .Case([&](nn::DropoutOp d) {
+            inst.kernel = Kernel::Dropout;
+            inst.ints = {d.getTraining(), static_cast<int64_t>(d.getSeed().value_or(0))};
+            inst.floats = {d.getRatio().convertToFloat()};
+            return true;
+          })
+          .Default([](Operation *) { return false; });
+  if (!known)
+    return op->emitOpError("has no runtime kernel");
+  instructions.push_back(std::move(inst));
+  return success();
+}
+
+LogicalResult Emitter::writeWeights(const WeightLookup &weights, uint64_t &hash) {
+  std::vector<rt::HostTensor> values;
+  values.reserve(params.size());
+  std::vector<rt::NamedTensor> named;
+  for (const auto &[name, index] : params) {
+    std::optional<rt::HostTensor> value = weights(name);
+    const BufferDesc &desc = descs[index];
+    if (!value)
+      return func.emitError("parameter '") << name << "' has no initial value in the source model";
+    if (value->dtype != desc.dtype || value->shape != desc.shape)
+      return func.emitError("initial value of parameter '") << name << "' does not match its type";
+    values.push_back(std::move(*value));
+  }
+  for (size_t i = 0; i < params.size(); ++i)
+    named.push_back({params[i].first, values[i].ref()});
+  std::string path = weightsPathFor(options.planPath);
+  rt::Status status = rt::writeSafetensors(path, named, {{"producer", "fsdp-opt"}});
+  if (!status.isOk())
+    return func.emitError(status.message());
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  std::string content = bytes.str();
+  hash = rt::contentHash(content.data(), content.size());
+  return success();
+}
+
+LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
+  Block &body = func.getBody().front();
+  // Arguments: parameters and graph inputs live for the whole run.
+  for (BlockArgument arg : body.getArguments()) {
+    auto param = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kParamAttr);
+    auto input = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kInputAttr);
+    std::string name = param ? param.str() : input ? input.str() : "arg" + std::to_string(arg.getArgNumber());
+    FailureOr<uint32_t> index = addBuffer(arg, name, plan::Region::Persistent);
+    if (failed(index))
+      return failure();
+    (param ? params : inputs).emplace_back(name, *index);
+  }
+  // Returned op results are written straight into persistent output
+  // buffers; anything else returned (an argument, a constant, a value
+  // returned twice) is copied there by an extra instruction.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  llvm::DenseMap<Value, std::string> outputName;
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    auto name = func.getResultAttrOfType<StringAttr>(i, nn::kOutputAttr);
+    std::string n = name ? name.str() : "result" + std::to_string(i);
+    if (value.getDefiningOp() && !isa<nn::ConstantOp>(value.getDefiningOp()) &&
+        !outputName.count(value))
+      outputName[value] = n;
+  }
+  // Last use of every value, in op order.
+  llvm::DenseMap<Value, Operation *> lastUse;
+  for (Operation &op : body.without_terminator())
+    for (Value operand : op.getOperands())
+      lastUse[operand] = &op;
+  for (Operation &op : body.without_terminator()) {
+    if (auto constant = dyn_cast<nn::ConstantOp>(op)) {
+      if (failed(placeConstant(constant)))
+        return failure();
+      continue;
+    }
+    for (Value r : op.getResults()) {
+      auto out = outputName.find(r);
+      FailureOr<uint32_t> index =
+          out != outputName.end()
+              ? addBuffer(r, out->second, plan::Region::Persistent)
+              : addBuffer(r, locationName(op.getLoc()), plan::Region::Arena);
+      if (failed(index))
+        return failure();
+      if (out != outputName.end())
+        outputs.emplace_back(out->second, *index);
+    }
+    if (failed(lower(&op)))
+      return failure();
+    // Release arena buffers whose last use this op was, and results nobody
+    // reads (LayerNorm's statistics in a forward plan).
+    auto releaseIfDead = [&](Value v, bool unused) {
+      auto it = buffers.find(v);
+      if (it == buffers.end() || descs[it->second].region != plan::Region::Arena)
+        return;
+      if (unused || lastUse.lookup(v) == &op)
+        arena.release(descs[it->second].offset);
+    };
+    for (Value operand : op.getOperands())
+      releaseIfDead(operand, false);
+    for (Value r : op.getResults())
+      releaseIfDead(r, !lastUse.count(r) && !outputName.count(r));
+  }
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    auto name = func.getResultAttrOfType<StringAttr>(i, nn::kOutputAttr);
+    std::string n = name ? name.str() : "result" + std::to_string(i);
+    auto it = outputName.find(value);
+    if (it != outputName.end() && it->second == n)
+      continue; // written in place above
+    uint32_t source = bufferOf(value);
+    BufferDesc copy = descs[source];
+    copy.name = n;
+    copy.region = plan::Region::Persistent;
+    copy.offset = persistentTop;
+    persistentTop += ArenaAllocator::align(std::max<uint64_t>(copy.size, 1));
+    descs.push_back(copy);
+    uint32_t target = descs.size() - 1;
+    instructions.push_back({Kernel::Copy, {source}, {target}, {}, {}, n});
+    outputs.emplace_back(n, target);
+  }
+
+  uint64_t weightsHash = 0;
+  if (!params.empty() && failed(writeWeights(weights, weightsHash)))
+    return failure();
+
+  flatbuffers::FlatBufferBuilder fbb(1 << 16);
+  std::vector<flatbuffers::Offset<plan::Buffer>> fbBuffers;
+  for (const BufferDesc &d : descs)
+    fbBuffers.push_back(plan::CreateBuffer(fbb, fbb.CreateString(d.name),
+                                           static_cast<plan::DType>(d.dtype),
+                                           fbb.CreateVector(d.shape), d.region, d.offset, d.size));
+  std::vector<flatbuffers::Offset<plan::Instruction>> fbInstructions;
+  for (const InstructionDesc &i : instructions)
+    fbInstructions.push_back(plan::CreateInstruction(
+        fbb, i.kernel, fbb.CreateVector(i.inputs), fbb.CreateVector(i.outputs),
+        fbb.CreateVector(i.ints), fbb.CreateVector(i.floats), 0, fbb.CreateString(i.name)));
+  // One root unit holds every parameter (sharding arrives with FSDP).
+  std::vector<flatbuffers::Offset<plan::Parameter>> fbParams;
+  uint64_t flatOffset = 0;
+  for (const auto &[name, index] : params) {
+    const BufferDesc &d = descs[index];
+    fbParams.push_back(plan::CreateParameter(fbb, fbb.CreateString(name),
+                                             static_cast<plan::DType>(d.dtype),
+                                             fbb.CreateVector(d.shape), index, 0, flatOffset));
+    flatOffset += d.size / rt::dtypeSize(d.dtype);
+  }
+  std::vector<flatbuffers::Offset<plan::Unit>> fbUnits;
+  if (!params.empty())
+    fbUnits.push_back(plan::CreateUnit(fbb, fbb.CreateString("root"), flatOffset, flatOffset,
+                                       flatOffset));
+  auto bindings = [&](const std::vector<std::pair<std::string, uint32_t>> &list) {
+    std::vector<flatbuffers::Offset<plan::Binding>> out;
+    for (const auto &[name, index] : list)
+      out.push_back(plan::CreateBinding(fbb, fbb.CreateString(name), index));
+    return fbb.CreateVector(out);
+  };
+  auto fbInputs = bindings(inputs), fbOutputs = bindings(outputs);
+  fbb.ForceVectorAlignment(constantData.size(), 1, rt::kBufferAlignment);
+  auto fbConstants = fbb.CreateVector(constantData);
+  auto source = func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(nn::kSourceAttr);
+  std::string weightsName = weightsPathFor(options.planPath);
+  weightsName = weightsName.substr(weightsName.find_last_of('/') + 1);
+  uint64_t arenaBytes = ArenaAllocator::align(arena.peak());
+  auto root = plan::CreatePlan(
+      fbb, rt::kPlanFormatVersion, fbb.CreateString("fsdp-opt"),
+      fbb.CreateString(source ? source.str() : ""), fbb.CreateString(options.mode),
+      options.worldSize, fbb.CreateVector(fbBuffers), fbb.CreateVector(fbInstructions),
+      fbb.CreateVector(fbParams), fbb.CreateVector(fbUnits), fbInputs, fbOutputs, persistentTop,
+      arenaBytes, 1, fbConstants, fbb.CreateString(params.empty() ? "" : weightsName),
+      weightsHash);
+  plan::FinishPlanBuffer(fbb, root);
+  rt::Status status = rt::writePlanFile(options.planPath, fbb.GetBufferPointer(), fbb.GetSize());
+  if (!status.isOk())
+    return func.emitError(status.message());
+
+  result.weightsPath = params.empty() ? "" : weightsPathFor(options.planPath);
+  result.persistentBytes = persistentTop;
+  result.arenaBytes = arenaBytes;
+  result.arenaLowerBound = arena.peakLive();
+  result.constantBytes = constantData.size();
+  result.instructions = instructions.size();
+  result.buffers = descs.size();
+  return success();
+}
+
+} // namespace
+
+std::string weightsPathFor(const std::string &planPath) {
+  const std::string suffix = ".plan";
+  if (planPath.size() > suffix.size() &&
+      planPath.compare(planPath.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return planPath.substr(0, planPath.size() - suffix.size()) + ".safetensors";
+  return planPath + ".safetensors";
+}
+
+FailureOr<EmittedPlan> emitPlan(ModuleOp module, const PlanEmitOptions &options,
+                                const WeightLookup &weights) {
+  func::FuncOp func = module.lookupSymbol<func::FuncOp>("forward");
+  if (!func || func.getBody().empty())
+    return module.emitError("no @forward function to emit");
+  if (!func.getBody().hasOneBlock())
+    return func.emitError("plans need a single-block function");
+  EmittedPlan result;
+  Emitter emitter(func, options);
+  if (failed(emitter.run(weights, result)))
+    return failure();
+  return result;
+}
+
+} // namespace fsdp

@@ -1,0 +1,55 @@
+//===- PlanEmitter.h - nn module to plan file -----------------------------===//
+//
+// The translation from the compiler's IR to the runtime's plan
+// (runtime/schema/plan.fbs): every SSA value becomes a buffer with a
+// planned place (parameters, graph inputs and outputs in the persistent
+// region, constants in the plan's constant data, everything else in the
+// arena by lifetime), every op one instruction, and the parameter table
+// lists each parameter under its source name. The parameters' initial
+// values are written beside the plan as safetensors, and the plan records
+// that file's content hash.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_COMPILER_TARGET_PLANEMITTER_H
+#define FSDP_COMPILER_TARGET_PLANEMITTER_H
+
+#include "fsdp/runtime/HostTensor.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace fsdp {
+
+/// Initial value of a parameter by name (ONNX initializers, for instance);
+/// nullopt if the source has none.
+using WeightLookup = std::function<std::optional<rt::HostTensor>(const std::string &)>;
+
+struct PlanEmitOptions {
+  std::string planPath;      // where to write; the weights go beside it
+  std::string mode = "forward";
+  uint32_t worldSize = 1;
+};
+
+/// What was written, for the driver's summary line.
+struct EmittedPlan {
+  std::string weightsPath;
+  uint64_t persistentBytes = 0, arenaBytes = 0, constantBytes = 0;
+  uint64_t arenaLowerBound = 0; // peak of simultaneously live arena bytes
+  size_t instructions = 0, buffers = 0;
+};
+
+/// Emits `@forward` of `module`. Errors are reported as diagnostics on the
+/// offending op (an op without a kernel, a parameter without a value).
+mlir::FailureOr<EmittedPlan> emitPlan(mlir::ModuleOp module, const PlanEmitOptions &options,
+                                      const WeightLookup &weights);
+
+/// Weights file name for a plan path: "m.plan" -> "m.safetensors".
+std::string weightsPathFor(const std::string &planPath);
+
+} // namespace fsdp
+
+#endif // FSDP_COMPILER_TARGET_PLANEMITTER_H

@@ -1,0 +1,131 @@
+//===- CpuDevice.cpp - the CPU backend ------------------------------------===//
+//
+// Host memory, memcpy for transfers, and one switch that maps each plan
+// kernel to its CPU implementation with the attribute layout of plan.fbs.
+// Streams execute in program order on the calling thread (the scheduling
+// issue adds a communication worker); synchronize is therefore immediate.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/runtime/Device.h"
+#include "fsdp/runtime/PlanFile.h"
+#include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/schema/plan_generated.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+namespace fsdp::rt {
+namespace {
+
+using plan::Kernel;
+
+const TensorRef *optionalInput(const Launch &l, int i) {
+  return i < l.numInputs && l.inputs[i].data ? &l.inputs[i] : nullptr;
+}
+
+cpu::Reduction reductionOf(int64_t code) {
+  return code == 0 ? cpu::Reduction::None : code == 1 ? cpu::Reduction::Sum : cpu::Reduction::Mean;
+}
+
+std::optional<int64_t> ignoreIndexOf(const Launch &l) {
+  return l.ints[1] ? std::optional<int64_t>(l.ints[2]) : std::nullopt;
+}
+
+class CpuDevice final : public Device {
+public:
+  const char *name() const override { return "cpu"; }
+
+  Status allocate(size_t bytes, DeviceMemory &out) override {
+    void *p = nullptr;
+    if (posix_memalign(&p, kBufferAlignment, bytes == 0 ? kBufferAlignment : bytes) != 0)
+      return Status::error(cat("cpu: cannot allocate ", bytes, " bytes"));
+    std::memset(p, 0, bytes);
+    out = {p, bytes};
+    return Status::ok();
+  }
+
+  void release(DeviceMemory &memory) override {
+    std::free(memory.base);
+    memory = {};
+  }
+
+  Status copyToDevice(void *dst, const void *src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+    return Status::ok();
+  }
+
+  Status copyToHost(void *dst, const void *src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+    return Status::ok();
+  }
+
+  Status synchronize() override { return Status::ok(); }
+
+  Status execute(const Launch &l, uint64_t step) override {
+    Status status = dispatch(l, step);
+    if (!status.isOk())
+      return Status::error(std::string(l.name) + ": " + status.message());
+    return status;
+  }
+
+private:
+  static Status dispatch(const Launch &l, uint64_t step) {
+    const TensorRef *in = l.inputs, *out = l.outputs;
+    switch (static_cast<Kernel>(l.kernel)) {
+    case Kernel::Add: return cpu::binary(cpu::BinaryKind::Add, in[0], in[1], out[0]);
+    case Kernel::Sub: return cpu::binary(cpu::BinaryKind::Sub, in[0], in[1], out[0]);
+    case Kernel::Mul: return cpu::binary(cpu::BinaryKind::Mul, in[0], in[1], out[0]);
+    case Kernel::Div: return cpu::binary(cpu::BinaryKind::Div, in[0], in[1], out[0]);
+    case Kernel::Pow: return cpu::binary(cpu::BinaryKind::Pow, in[0], in[1], out[0]);
+    case Kernel::Where: return cpu::where(in[0], in[1], in[2], out[0]);
+    case Kernel::Neg: return cpu::unary(cpu::UnaryKind::Neg, in[0], out[0]);
+    case Kernel::Relu: return cpu::unary(cpu::UnaryKind::Relu, in[0], out[0]);
+    case Kernel::Exp: return cpu::unary(cpu::UnaryKind::Exp, in[0], out[0]);
+    case Kernel::Log: return cpu::unary(cpu::UnaryKind::Log, in[0], out[0]);
+    case Kernel::Sqrt: return cpu::unary(cpu::UnaryKind::Sqrt, in[0], out[0]);
+    case Kernel::Erf: return cpu::unary(cpu::UnaryKind::Erf, in[0], out[0]);
+    case Kernel::Tanh: return cpu::unary(cpu::UnaryKind::Tanh, in[0], out[0]);
+    case Kernel::Sigmoid: return cpu::unary(cpu::UnaryKind::Sigmoid, in[0], out[0]);
+    case Kernel::Not: return cpu::unary(cpu::UnaryKind::Not, in[0], out[0]);
+    case Kernel::Cast: return cpu::cast(in[0], out[0]);
+    case Kernel::MatMul: return cpu::matmul(in[0], in[1], out[0]);
+    case Kernel::Gemm:
+      return cpu::gemm(in[0], in[1], optionalInput(l, 2), l.floats[0], l.floats[1], l.ints[0] != 0,
+                       l.ints[1] != 0, out[0]);
+    case Kernel::Softmax: return cpu::softmax(in[0], l.ints[0], false, out[0]);
+    case Kernel::LogSoftmax: return cpu::softmax(in[0], l.ints[0], true, out[0]);
+    case Kernel::LayerNorm:
+      return cpu::layerNorm(in[0], in[1], optionalInput(l, 2), l.ints[0], l.floats[0], out[0], out[1],
+                            out[2]);
+    case Kernel::ReduceSum: return cpu::reduce(cpu::ReduceKind::Sum, in[0], l.ints, l.numInts, out[0]);
+    case Kernel::ReduceMax: return cpu::reduce(cpu::ReduceKind::Max, in[0], l.ints, l.numInts, out[0]);
+    case Kernel::ReduceMean: return cpu::reduce(cpu::ReduceKind::Mean, in[0], l.ints, l.numInts, out[0]);
+    case Kernel::SoftmaxCrossEntropy:
+      return cpu::softmaxCrossEntropy(in[0], in[1], optionalInput(l, 2), reductionOf(l.ints[0]),
+                                      ignoreIndexOf(l), out[0], out[1]);
+    case Kernel::NllLoss:
+      return cpu::nllLoss(in[0], in[1], optionalInput(l, 2), reductionOf(l.ints[0]), ignoreIndexOf(l),
+                          out[0]);
+    case Kernel::Copy: return cpu::copy(in[0], out[0]);
+    case Kernel::Transpose: return cpu::transpose(in[0], l.ints, out[0]);
+    case Kernel::Concat: return cpu::concat(in, l.numInputs, l.ints[0], out[0]);
+    case Kernel::Split: return cpu::split(in[0], l.ints[0], out, l.numOutputs);
+    case Kernel::Slice: return cpu::slice(in[0], l.ints, l.ints + in[0].rank, out[0]);
+    case Kernel::Expand: return cpu::expand(in[0], out[0]);
+    case Kernel::Gather: return cpu::gather(in[0], in[1], l.ints[0], out[0]);
+    case Kernel::Trilu: return cpu::trilu(in[0], l.ints[0] != 0, l.ints[1], out[0]);
+    case Kernel::Dropout:
+      return cpu::dropout(in[0], l.floats[0], l.ints[0] != 0, static_cast<uint64_t>(l.ints[1]), step,
+                          out[0], out[1]);
+    }
+    return Status::error(cat("cpu: kernel ", l.kernel, " is not implemented"));
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Device> createCpuDevice() { return std::make_unique<CpuDevice>(); }
+
+} // namespace fsdp::rt

@@ -1,0 +1,113 @@
+//===- CpuKernels.h - the CPU backend's kernels ---------------------------===//
+//
+// One function per nn op family, operating on TensorRefs whose memory the
+// executor planned. Semantics are the nn dialect's (= ONNX's, static shapes:
+// see dialects/nn/*.td); shapes were verified at compile time, so kernels
+// check only what depends on run-time values (gather indices, labels,
+// integer division by zero) and dtype combinations they do not implement,
+// and report those as a Status, never a crash.
+//
+// Numerics: f16/bf16 load into float, compute in float and round to nearest
+// even on store; f32 computes in float (like torch on CPU); f64 in double;
+// integers in their own type (division truncates toward zero). Loops are
+// contiguous where the layout allows so the compiler vectorizes them; f32
+// and f64 matrix products go to OpenBLAS (cblas). Each family has a naive
+// reference in tests/unit/runtime/ that these are checked against.
+//
+// Kernels allocate nothing on the heap unless they say so (`scratch`
+// arguments are planned buffers).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_RUNTIME_BACKENDS_CPU_CPUKERNELS_H
+#define FSDP_RUNTIME_BACKENDS_CPU_CPUKERNELS_H
+
+#include "fsdp/runtime/Status.h"
+#include "fsdp/runtime/TensorRef.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace fsdp::rt::cpu {
+
+// --- Elementwise (ElementwiseKernels.cpp) -------------------------------------
+enum class BinaryKind : uint8_t { Add, Sub, Mul, Div, Pow };
+enum class UnaryKind : uint8_t { Neg, Relu, Exp, Log, Sqrt, Erf, Tanh, Sigmoid, Not };
+
+/// out = a (op) b with numpy broadcasting to out's shape. a, b, out share a
+/// dtype, except Pow, whose exponent b may have any numeric dtype.
+Status binary(BinaryKind kind, const TensorRef &a, const TensorRef &b, const TensorRef &out);
+/// out = cond ? x : y, broadcasting all three to out's shape.
+Status where(const TensorRef &cond, const TensorRef &x, const TensorRef &y, const TensorRef &out);
+/// Same shape and dtype in and out (Not: bool).
+Status unary(UnaryKind kind, const TensorRef &in, const TensorRef &out);
+/// Any dtype to any dtype: floats round to nearest even, float -> int
+/// truncates toward zero (saturating is not required by ONNX; out-of-range
+/// values are unspecified but must not trap), x -> bool is x != 0.
+Status cast(const TensorRef &in, const TensorRef &out);
+
+// --- Data movement (MovementKernels.cpp) --------------------------------------
+/// Same element count: a row-major copy (reshape). No-op if in.data == out.data.
+Status copy(const TensorRef &in, const TensorRef &out);
+Status transpose(const TensorRef &in, const int64_t *perm, const TensorRef &out);
+Status concat(const TensorRef *inputs, int count, int64_t axis, const TensorRef &out);
+Status split(const TensorRef &in, int64_t axis, const TensorRef *outputs, int count);
+/// Per dimension: out[i] = in[start + i * step] (starts/steps have in.rank
+/// entries, already clamped as nn.slice documents; steps may be negative).
+Status slice(const TensorRef &in, const int64_t *starts, const int64_t *steps, const TensorRef &out);
+/// Broadcast in to out's shape.
+Status expand(const TensorRef &in, const TensorRef &out);
+/// out = data.take(indices, axis); negative indices count from the end;
+/// an index outside [-dim, dim) is an error naming it.
+Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis, const TensorRef &out);
+/// Keep j - i >= k (upper) or j - i <= k (lower) over the last two dims.
+Status trilu(const TensorRef &in, bool upper, int64_t k, const TensorRef &out);
+
+// --- Linear algebra (MatmulKernels.cpp) ---------------------------------------
+/// numpy.matmul with batch broadcasting and 1-D promotion (shapes as the
+/// nn.matmul verifier accepts them).
+Status matmul(const TensorRef &a, const TensorRef &b, const TensorRef &out);
+/// out = alpha * op(a) @ op(b) + beta * c (c optional, broadcast to out).
+Status gemm(const TensorRef &a, const TensorRef &b, const TensorRef *c, float alpha, float beta,
+            bool transA, bool transB, const TensorRef &out);
+
+// --- Normalization (NormKernels.cpp) ------------------------------------------
+/// Softmax (or log-softmax when `log`) along `axis` (max-subtracted).
+Status softmax(const TensorRef &in, int64_t axis, bool log, const TensorRef &out);
+/// LayerNormalization over dims [axis, rank): y, mean and inverse std-dev
+/// (shaped like x with the normalized dims set to 1). Biased variance.
+Status layerNorm(const TensorRef &x, const TensorRef &scale, const TensorRef *bias, int64_t axis,
+                 float epsilon, const TensorRef &y, const TensorRef &mean,
+                 const TensorRef &invStdDev);
+
+// --- Reductions (ReductionKernels.cpp) ----------------------------------------
+enum class ReduceKind : uint8_t { Sum, Max, Mean };
+/// Reduce over the sorted `axes` (count entries); out has the kept shape
+/// (with or without the size-1 dims: only its element order matters).
+Status reduce(ReduceKind kind, const TensorRef &in, const int64_t *axes, int count,
+              const TensorRef &out);
+
+// --- Losses (LossKernels.cpp) ---------------------------------------------------
+enum class Reduction : uint8_t { None, Sum, Mean };
+/// ONNX SoftmaxCrossEntropyLoss: scores [N, C, d...], labels [N, d...]
+/// (i32/i64), optional weights [C]; loss scalar or [N, d...]; log_prob like
+/// scores. A label outside [0, C) that is not ignore_index is an error.
+Status softmaxCrossEntropy(const TensorRef &scores, const TensorRef &labels,
+                           const TensorRef *weights, Reduction reduction,
+                           std::optional<int64_t> ignoreIndex, const TensorRef &loss,
+                           const TensorRef &logProb);
+/// ONNX NegativeLogLikelihoodLoss on log-probabilities `input`.
+Status nllLoss(const TensorRef &input, const TensorRef &target, const TensorRef *weight,
+               Reduction reduction, std::optional<int64_t> ignoreIndex, const TensorRef &loss);
+
+// --- Dropout (DropoutKernels.cpp) -----------------------------------------------
+/// Training with ratio > 0: keeps each element with probability 1 - ratio
+/// (scaled by 1 / (1 - ratio)) using a counter-based generator keyed by
+/// (seed, step, element index), so results do not depend on threads or
+/// sharding. Otherwise out = in and mask is all true.
+Status dropout(const TensorRef &in, float ratio, bool training, uint64_t seed, uint64_t step,
+               const TensorRef &out, const TensorRef &mask);
+
+} // namespace fsdp::rt::cpu
+
+#endif // FSDP_RUNTIME_BACKENDS_CPU_CPUKERNELS_H

@@ -1,0 +1,361 @@
+//===- ElementwiseKernels.cpp - binary, where, unary and cast on the CPU --===//
+//
+// The elementwise op family of CpuKernels.h. Broadcast operands are walked
+// through a coalesced StridedLayout (Dispatch.h): same-shape operands become
+// a single contiguous row, a scalar or a trailing-dims operand ([B,T,C] +
+// [C]) becomes rows whose inner stride is 0 or 1, and those stride
+// combinations get loops with compile-time strides that the compiler
+// vectorizes; anything else takes the general strided row. Signed integer
+// arithmetic wraps (computed in the unsigned type) so overflow, INT_MIN / -1
+// and -INT_MIN are defined, and integer division by zero is reported before
+// anything is written. Float-to-integer conversion saturates (NaN -> 0) as
+// CUDA does, so a GPU backend can match it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "backends/cpu/CpuKernels.h"
+#include "backends/cpu/kernels/Dispatch.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace fsdp::rt::cpu {
+namespace {
+
+// --- Scalar semantics ----------------------------------------------------------
+
+/// The unsigned type integer arithmetic on T wraps in (at least `unsigned`,
+/// so that narrow types do not promote to a signed int that can overflow).
+template <typename T>
+using WrapType = std::make_unsigned_t<std::common_type_t<T, unsigned>>;
+
+/// Float to integer: truncates toward zero, saturates out-of-range values
+/// and maps NaN to 0 (no undefined conversion ever reaches the hardware).
+template <typename I, typename F> I saturatingCast(F v) {
+  using Limits = std::numeric_limits<I>;
+  constexpr F lowest = static_cast<F>(Limits::min()); // 0 or -2^k: exact
+  // 2^digits, the first value past the maximum, built exactly.
+  constexpr F pastMax = static_cast<F>(Limits::max() / 2 + 1) * F(2);
+  if (v != v)
+    return 0;
+  if (v < lowest)
+    return Limits::min();
+  if (v >= pastMax)
+    return Limits::max();
+  return static_cast<I>(v);
+}
+
+/// One element of Cast, storage to storage.
+template <typename To, typename From> To convert(From v) {
+  auto c = toCompute(v);
+  if constexpr (std::is_same_v<To, bool>)
+    return c != 0;
+  else if constexpr (kIsIntStorage<To> && std::is_floating_point_v<decltype(c)>)
+    return saturatingCast<To>(c);
+  else // int/bool -> anything, float -> float: via To's compute type
+    return fromCompute<To>(static_cast<ComputeType<To>>(c));
+}
+
+template <typename C> C addOp(C x, C y) {
+  if constexpr (std::is_integral_v<C>)
+    return static_cast<C>(static_cast<WrapType<C>>(x) + static_cast<WrapType<C>>(y));
+  else
+    return x + y;
+}
+template <typename C> C subOp(C x, C y) {
+  if constexpr (std::is_integral_v<C>)
+    return static_cast<C>(static_cast<WrapType<C>>(x) - static_cast<WrapType<C>>(y));
+  else
+    return x - y;
+}
+template <typename C> C mulOp(C x, C y) {
+  if constexpr (std::is_integral_v<C>)
+    return static_cast<C>(static_cast<WrapType<C>>(x) * static_cast<WrapType<C>>(y));
+  else
+    return x * y;
+}
+template <typename C> C negOp(C x) {
+  if constexpr (std::is_integral_v<C>)
+    return static_cast<C>(WrapType<C>(0) - static_cast<WrapType<C>>(x));
+  else
+    return -x;
+}
+/// Integers: C++ division truncates toward zero like ONNX; the divisor was
+/// checked for zero beforehand and x / -1 is negation (wraps for INT_MIN).
+template <typename C> C divOp(C x, C y) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>)
+    return y == -1 ? negOp(x) : static_cast<C>(x / y);
+  else
+    return static_cast<C>(x / y);
+}
+/// Float bases compute in their own compute type (float or double);
+/// integer bases in double and convert back, as the ONNX reference does.
+template <typename T, typename E> ComputeType<T> powOp(ComputeType<T> x, ComputeType<E> y) {
+  if constexpr (kIsFloatStorage<T>)
+    return std::pow(x, static_cast<ComputeType<T>>(y));
+  else
+    return saturatingCast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+}
+
+// --- Broadcast loops ---------------------------------------------------------------
+
+/// One row with compile-time strides (0 or 1): the vectorizable case. A
+/// stride of 0 makes the load loop-invariant, which the compiler hoists.
+template <int SA, int SB, typename T, typename E, typename Fn>
+void binaryRowFixed(T *out, const T *a, const E *b, int64_t n, Fn fn) {
+  for (int64_t i = 0; i < n; ++i)
+    store(out + i, fn(load(a + SA * i), load(b + SB * i)));
+}
+
+template <typename T, typename E, typename Fn>
+void runBinary(const TensorRef &a, const TensorRef &b, const TensorRef &out, Fn fn) {
+  StridedLayout<3> layout = broadcastLayout<3>(out, {&a, &b});
+  T *po = out.as<T>();
+  const T *pa = a.as<const T>();
+  const E *pb = b.as<const E>();
+  forEachRow(layout, [&](const int64_t *off, int64_t n, const int64_t *s) {
+    T *o = po + off[0];
+    const T *x = pa + off[1];
+    const E *y = pb + off[2];
+    if (s[1] == 1 && s[2] == 1)
+      binaryRowFixed<1, 1>(o, x, y, n, fn);
+    else if (s[1] == 1 && s[2] == 0)
+      binaryRowFixed<1, 0>(o, x, y, n, fn);
+    else if (s[1] == 0 && s[2] == 1)
+      binaryRowFixed<0, 1>(o, x, y, n, fn);
+    else
+      for (int64_t i = 0; i < n; ++i)
+        store(o + i, fn(load(x + i * s[1]), load(y + i * s[2])));
+  });
+}
+
+template <typename T> bool anyZero(const TensorRef &t) {
+  const T *p = t.as<const T>();
+  for (int64_t i = 0, n = t.numElements(); i < n; ++i)
+    if (p[i] == 0)
+      return true;
+  return false;
+}
+
+template <typename T>
+Status binaryTyped(BinaryKind kind, const TensorRef &a, const TensorRef &b, const TensorRef &out) {
+  using C = ComputeType<T>;
+  switch (kind) {
+  case BinaryKind::Add:
+    runBinary<T, T>(a, b, out, addOp<C>);
+    break;
+  case BinaryKind::Sub:
+    runBinary<T, T>(a, b, out, subOp<C>);
+    break;
+  case BinaryKind::Mul:
+    runBinary<T, T>(a, b, out, mulOp<C>);
+    break;
+  case BinaryKind::Div:
+    if constexpr (kIsIntStorage<T>)
+      if (anyZero<T>(b))
+        return Status::error(cat("div: integer division by zero (", dtypeName(b.dtype), ")"));
+    runBinary<T, T>(a, b, out, divOp<C>);
+    break;
+  case BinaryKind::Pow:
+    break; // handled by powTyped (the exponent has its own dtype)
+  }
+  return Status::ok();
+}
+
+template <typename T, typename E>
+void powTyped(const TensorRef &a, const TensorRef &b, const TensorRef &out) {
+  // x ** 2 (variance, squared error) is common: x * x is exact where the
+  // general pow call is slow and does not vectorize.
+  if constexpr (kIsFloatStorage<T> && std::is_same_v<T, E>) {
+    if (b.numElements() == 1 && load(b.as<const E>()) == 2) {
+      runBinary<T, E>(a, b, out, [](ComputeType<T> x, ComputeType<E>) { return x * x; });
+      return;
+    }
+  }
+  runBinary<T, E>(a, b, out, powOp<T, E>);
+}
+
+// --- Where -----------------------------------------------------------------------
+
+/// Condition bytes are tested for nonzero rather than read as bool, so a
+/// mask holding any nonzero byte still selects x.
+template <int SC, int SX, int SY, typename U>
+void whereRowFixed(U *out, const uint8_t *c, const U *x, const U *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = c[SC * i] ? x[SX * i] : y[SY * i];
+}
+
+template <typename U>
+void whereRow(U *o, const uint8_t *c, const U *x, const U *y, int64_t n, const int64_t *s) {
+  // The masking patterns of attention: mask and scores contiguous or
+  // broadcast, the fill value a scalar.
+  auto unit = [](int64_t stride) { return stride == 0 || stride == 1; };
+  if (!unit(s[1]) || !unit(s[2]) || !unit(s[3])) {
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = c[i * s[1]] ? x[i * s[2]] : y[i * s[3]];
+    return;
+  }
+  switch (s[1] * 4 + s[2] * 2 + s[3]) {
+  case 0: whereRowFixed<0, 0, 0>(o, c, x, y, n); break;
+  case 1: whereRowFixed<0, 0, 1>(o, c, x, y, n); break;
+  case 2: whereRowFixed<0, 1, 0>(o, c, x, y, n); break;
+  case 3: whereRowFixed<0, 1, 1>(o, c, x, y, n); break;
+  case 4: whereRowFixed<1, 0, 0>(o, c, x, y, n); break;
+  case 5: whereRowFixed<1, 0, 1>(o, c, x, y, n); break;
+  case 6: whereRowFixed<1, 1, 0>(o, c, x, y, n); break;
+  default: whereRowFixed<1, 1, 1>(o, c, x, y, n); break;
+  }
+}
+
+// --- Unary -------------------------------------------------------------------------
+
+const char *unaryName(UnaryKind kind) {
+  static const char *names[] = {"neg", "relu", "exp", "log", "sqrt", "erf", "tanh", "sigmoid", "not"};
+  return names[static_cast<int>(kind)];
+}
+
+
+template <typename T, typename Fn> void runUnary(const TensorRef &in, const TensorRef &out, Fn fn) {
+  const T *x = in.as<const T>();
+  T *o = out.as<T>();
+  for (int64_t i = 0, n = in.numElements(); i < n; ++i)
+    store(o + i, fn(load(x + i)));
+}
+
+template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, const TensorRef &out) {
+  using C = ComputeType<T>;
+  // Neg and Relu take floats and signed integers; the rest only floats.
+  if constexpr (kIsFloatStorage<T> || std::is_signed_v<C>) {
+    if (kind == UnaryKind::Neg) {
+      runUnary<T>(in, out, negOp<C>);
+      return Status::ok();
+    }
+    if (kind == UnaryKind::Relu) {
+      // `x < 0 ? 0 : x` keeps NaN a NaN, as torch.relu does.
+      runUnary<T>(in, out, [](C x) { return x < C(0) ? C(0) : x; });
+      return Status::ok();
+    }
+  }
+  if constexpr (kIsFloatStorage<T>) {
+    switch (kind) {
+    case UnaryKind::Exp: runUnary<T>(in, out, [](C x) { return std::exp(x); }); break;
+    case UnaryKind::Log: runUnary<T>(in, out, [](C x) { return std::log(x); }); break;
+    case UnaryKind::Sqrt: runUnary<T>(in, out, [](C x) { return std::sqrt(x); }); break;
+    case UnaryKind::Erf: runUnary<T>(in, out, [](C x) { return std::erf(x); }); break;
+    case UnaryKind::Tanh: runUnary<T>(in, out, [](C x) { return std::tanh(x); }); break;
+    case UnaryKind::Sigmoid:
+      // exp(-x) overflowing to inf for very negative x still gives 0.
+      runUnary<T>(in, out, [](C x) { return C(1) / (C(1) + std::exp(-x)); });
+      break;
+    default: return unsupportedDType(unaryName(kind), in.dtype);
+    }
+    return Status::ok();
+  }
+  return unsupportedDType(unaryName(kind), in.dtype);
+}
+
+const char *binaryName(BinaryKind kind) {
+  switch (kind) {
+  case BinaryKind::Add: return "add";
+  case BinaryKind::Sub: return "sub";
+  case BinaryKind::Mul: return "mul";
+  case BinaryKind::Div: return "div";
+  case BinaryKind::Pow: return "pow";
+  }
+  return "binary";
+}
+
+Status requireDType(const char *op, const TensorRef &t, DType expected) {
+  if (t.dtype == expected)
+    return Status::ok();
+  return Status::error(cat(op, ": element type ", dtypeName(t.dtype), " where ",
+                           dtypeName(expected), " was expected"));
+}
+
+} // namespace
+
+Status binary(BinaryKind kind, const TensorRef &a, const TensorRef &b, const TensorRef &out) {
+  const char *op = binaryName(kind);
+  FSDP_RETURN_IF_ERROR(requireDType(op, out, a.dtype));
+  if (kind != BinaryKind::Pow)
+    FSDP_RETURN_IF_ERROR(requireDType(op, b, a.dtype));
+  if (out.numElements() == 0)
+    return Status::ok();
+  return dispatchNumeric(
+      a.dtype,
+      [&](auto base) -> Status {
+        using T = decltype(base);
+        if (kind != BinaryKind::Pow)
+          return binaryTyped<T>(kind, a, b, out);
+        return dispatchNumeric(
+            b.dtype,
+            [&](auto exponent) { powTyped<T, decltype(exponent)>(a, b, out); }, op);
+      },
+      op);
+}
+
+Status where(const TensorRef &cond, const TensorRef &x, const TensorRef &y, const TensorRef &out) {
+  FSDP_RETURN_IF_ERROR(requireDType("where", cond, DType::Bool));
+  FSDP_RETURN_IF_ERROR(requireDType("where", x, out.dtype));
+  FSDP_RETURN_IF_ERROR(requireDType("where", y, out.dtype));
+  if (out.numElements() == 0)
+    return Status::ok();
+  StridedLayout<4> layout = broadcastLayout<4>(out, {&cond, &x, &y});
+  // Selection moves bits, so only the element size matters.
+  return dispatchBySize(
+      out.dtype,
+      [&](auto unit) {
+        using U = decltype(unit);
+        forEachRow(layout, [&](const int64_t *off, int64_t n, const int64_t *s) {
+          whereRow(out.as<U>() + off[0], cond.as<const uint8_t>() + off[1],
+                   x.as<const U>() + off[2], y.as<const U>() + off[3], n, s);
+        });
+      },
+      "where");
+}
+
+Status unary(UnaryKind kind, const TensorRef &in, const TensorRef &out) {
+  const char *op = unaryName(kind);
+  FSDP_RETURN_IF_ERROR(requireDType(op, out, in.dtype));
+  if (kind == UnaryKind::Not) {
+    FSDP_RETURN_IF_ERROR(requireDType(op, in, DType::Bool));
+    const uint8_t *x = in.as<const uint8_t>();
+    bool *o = out.as<bool>();
+    for (int64_t i = 0, n = in.numElements(); i < n; ++i)
+      o[i] = x[i] == 0;
+    return Status::ok();
+  }
+  return dispatch<kFloatTypes | kSignedIntTypes>(
+      in.dtype, [&](auto t) { return unaryTyped<decltype(t)>(kind, in, out); }, op);
+}
+
+Status cast(const TensorRef &in, const TensorRef &out) {
+  int64_t n = in.numElements();
+  if (n == 0)
+    return Status::ok();
+  if (in.dtype == out.dtype) {
+    if (in.data != out.data)
+      std::memmove(out.data, in.data, in.byteSize());
+    return Status::ok();
+  }
+  return dispatchAll(
+      in.dtype,
+      [&](auto from) {
+        using From = decltype(from);
+        return dispatchAll(
+            out.dtype,
+            [&](auto to) {
+              using To = decltype(to);
+              const From *x = in.as<const From>();
+              To *o = out.as<To>();
+              for (int64_t i = 0; i < n; ++i)
+                o[i] = convert<To>(x[i]);
+            },
+            "cast");
+      },
+      "cast");
+}
+
+} // namespace fsdp::rt::cpu

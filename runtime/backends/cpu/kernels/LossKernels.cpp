@@ -1,0 +1,123 @@
+//===- LossKernels.cpp - classification losses on the CPU -----------------===//
+//
+// ONNX NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss, following the
+// ONNX reference implementation term for term: with input [N, C, d...] and
+// labels [N, d...] (flattened here to [N, C, D] and [N, D]), each position
+// contributes loss = -input[n, t, d] * w[t] with t = label[n, d] and w the
+// class weights (1 without them); a label equal to ignore_index contributes
+// 0 with weight 0; "mean" divides the summed loss by the summed weights of
+// the non-ignored positions (so without weights, by their count; 0/0 gives
+// NaN when everything is ignored, as in ONNX and torch). Softmax
+// cross-entropy is log-softmax over the class axis (written to log_prob)
+// followed by the same loss. A label outside [0, C) that is not ignored is
+// reported as an error naming it. Sums run sequentially over positions in
+// row-major order in the compute type.
+//
+//===----------------------------------------------------------------------===//
+
+#include "backends/cpu/CpuKernels.h"
+#include "backends/cpu/kernels/Dispatch.h"
+
+#include <algorithm>
+
+namespace fsdp::rt::cpu {
+namespace {
+
+/// [N, C, D] view of the class-score layout.
+struct LossShape {
+  int64_t n = 0, c = 0, d = 1;
+};
+
+template <typename T, typename L>
+Status nllImpl(const TensorRef &input, const TensorRef &target, const TensorRef *weight,
+               Reduction reduction, std::optional<int64_t> ignoreIndex, const TensorRef &loss,
+               const LossShape &s) {
+  using C = ComputeType<T>;
+  const T *x = input.as<T>();
+  const L *labels = target.as<L>();
+  const T *w = weight ? weight->as<T>() : nullptr;
+  T *lossData = loss.as<T>();
+  C lossSum = 0, weightSum = 0;
+  for (int64_t n = 0; n < s.n; ++n) {
+    for (int64_t d = 0; d < s.d; ++d) {
+      const int64_t position = n * s.d + d;
+      const int64_t label = static_cast<int64_t>(labels[position]);
+      C value = 0, classWeight = 0;
+      if (!ignoreIndex || label != *ignoreIndex) {
+        if (label < 0 || label >= s.c)
+          return Status::error(cat("loss: label ", label, " at position ", position,
+                                   " is outside [0, ", s.c, ")"));
+        classWeight = w ? load(w + label) : C(1);
+        value = -load(x + (n * s.c + label) * s.d + d) * classWeight;
+      }
+      if (reduction == Reduction::None)
+        store(lossData + position, value);
+      lossSum += value;
+      weightSum += classWeight;
+    }
+  }
+  if (reduction == Reduction::Sum)
+    store(lossData, lossSum);
+  else if (reduction == Reduction::Mean)
+    store(lossData, lossSum / weightSum);
+  return Status::ok();
+}
+
+/// Checks dtypes and shapes that the kernels rely on and derives [N, C, D].
+Status lossShape(const TensorRef &input, const TensorRef &target, const TensorRef *weight,
+                 Reduction reduction, const TensorRef &loss, LossShape &s) {
+  if (input.rank < 2)
+    return Status::error("loss: input must be [N, C, d...]");
+  if (loss.dtype != input.dtype || (weight && weight->dtype != input.dtype))
+    return Status::error("loss: loss and weights must have the input's element type");
+  s.n = input.dims[0];
+  s.c = input.dims[1];
+  s.d = 1;
+  for (int i = 2; i < input.rank; ++i)
+    s.d *= input.dims[i];
+  if (target.numElements() != s.n * s.d)
+    return Status::error("loss: labels must be [N, d...]");
+  if (weight && weight->numElements() != s.c)
+    return Status::error("loss: weights must be [C]");
+  if (loss.numElements() != (reduction == Reduction::None ? s.n * s.d : 1))
+    return Status::error("loss: the loss has the wrong number of elements");
+  return Status::ok();
+}
+
+} // namespace
+
+Status nllLoss(const TensorRef &input, const TensorRef &target, const TensorRef *weight,
+               Reduction reduction, std::optional<int64_t> ignoreIndex, const TensorRef &loss) {
+  LossShape s;
+  FSDP_RETURN_IF_ERROR(lossShape(input, target, weight, reduction, loss, s));
+  return dispatchFloat(
+      input.dtype,
+      [&](auto tag) {
+        return dispatchIndex(
+            target.dtype,
+            [&](auto labelTag) {
+              return nllImpl<decltype(tag), decltype(labelTag)>(input, target, weight, reduction,
+                                                                ignoreIndex, loss, s);
+            },
+            "loss labels");
+      },
+      "loss");
+}
+
+Status softmaxCrossEntropy(const TensorRef &scores, const TensorRef &labels,
+                           const TensorRef *weights, Reduction reduction,
+                           std::optional<int64_t> ignoreIndex, const TensorRef &loss,
+                           const TensorRef &logProb) {
+  if (logProb.dtype != scores.dtype || logProb.numElements() != scores.numElements())
+    return Status::error("softmax_cross_entropy: log_prob must have the scores' type");
+  if (scores.rank < 2)
+    return Status::error("softmax_cross_entropy: scores must be [N, C, d...]");
+  // log_prob has the scores' shape; the class axis is 1.
+  TensorRef logProbView = logProb;
+  logProbView.rank = scores.rank;
+  std::copy(scores.dims, scores.dims + scores.rank, logProbView.dims);
+  FSDP_RETURN_IF_ERROR(softmax(scores, 1, /*log=*/true, logProbView));
+  return nllLoss(logProbView, labels, weights, reduction, ignoreIndex, loss);
+}
+
+} // namespace fsdp::rt::cpu

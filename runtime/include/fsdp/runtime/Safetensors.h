@@ -1,0 +1,60 @@
+//===- Safetensors.h - safetensors checkpoint files -----------------------===//
+//
+// safetensors is the checkpoint format shared with the Hugging Face
+// ecosystem: an 8-byte little-endian header size, a JSON header mapping
+// each tensor name to its dtype, shape and [begin, end) byte range in the
+// data buffer that follows, and an optional "__metadata__" string map. It
+// is the runtime's format for named parameter sets (and the only one that
+// holds bf16). Files are written atomically and read as hostile input:
+// every size, offset and JSON token is validated, and errors name the file
+// and the tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_RUNTIME_SAFETENSORS_H
+#define FSDP_RUNTIME_SAFETENSORS_H
+
+#include "fsdp/runtime/HostTensor.h"
+#include "fsdp/runtime/Status.h"
+#include "fsdp/runtime/TensorRef.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fsdp::rt {
+
+struct NamedTensor {
+  std::string name;
+  TensorRef tensor;
+};
+
+/// Writes `tensors` (names unique, not "__metadata__", valid UTF-8) and
+/// `metadata` to `path`. The header lists tensors sorted by name and is
+/// space-padded to a multiple of 8 bytes; the data buffer holds them
+/// back to back, widest element type first, so every tensor is aligned to
+/// its element size without gaps. Atomic: written to `path`.tmp, fsynced,
+/// then renamed over `path`.
+Status writeSafetensors(const std::string &path, const std::vector<NamedTensor> &tensors,
+                        const std::map<std::string, std::string> &metadata);
+
+/// A safetensors file read fully into host memory.
+class SafetensorsFile {
+public:
+  /// Reads and validates `path`; `out` is left untouched on error.
+  static Status open(const std::string &path, SafetensorsFile &out);
+
+  const std::map<std::string, std::string> &metadata() const { return metadata_; }
+  /// Tensor names, sorted.
+  std::vector<std::string> names() const;
+  /// The tensor called `name`, or nullptr if the file has none.
+  const HostTensor *find(const std::string &name) const;
+
+private:
+  std::map<std::string, std::string> metadata_;
+  std::map<std::string, HostTensor> tensors_;
+};
+
+} // namespace fsdp::rt
+
+#endif // FSDP_RUNTIME_SAFETENSORS_H

@@ -1,0 +1,212 @@
+//===- Executor.cpp - runs a loaded plan on a device ----------------------===//
+//
+// All memory is resolved at preparation time: buffer views point at
+// region base + planned offset, so the per-step loop only walks the launch
+// array. Constant buffers point into the loaded plan's constant data (the
+// CPU device reads host memory; device backends will copy constants into
+// their persistent region at preparation instead).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/runtime/Executor.h"
+
+#include "fsdp/runtime/Safetensors.h"
+#include "runtime/schema/plan_generated.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace fsdp::rt {
+namespace {
+
+std::string shapeText(const TensorRef &t) {
+  std::string s = std::string(dtypeName(t.dtype)) + "[";
+  for (int i = 0; i < t.rank; ++i)
+    s += (i ? "," : "") + std::to_string(t.dims[i]);
+  return s + "]";
+}
+
+bool sameType(const TensorRef &a, const TensorRef &b) {
+  if (a.dtype != b.dtype || a.rank != b.rank)
+    return false;
+  for (int i = 0; i < a.rank; ++i)
+    if (a.dims[i] != b.dims[i])
+      return false;
+  return true;
+}
+
+} // namespace
+
+Status Executor::create(const LoadedPlan &plan, Device &device, std::unique_ptr<Executor> &out) {
+  std::unique_ptr<Executor> executor(new Executor(plan, device));
+  FSDP_RETURN_IF_ERROR(device.allocate(plan.plan().persistent_bytes(), executor->persistent_));
+  FSDP_RETURN_IF_ERROR(device.allocate(plan.plan().arena_bytes(), executor->arena_));
+  FSDP_RETURN_IF_ERROR(executor->prepare());
+  out = std::move(executor);
+  return Status::ok();
+}
+
+Executor::~Executor() {
+  device_.release(persistent_);
+  device_.release(arena_);
+}
+
+TensorRef Executor::viewOf(uint32_t index) const {
+  TensorRef ref;
+  if (index == kNoBuffer)
+    return ref; // data == nullptr marks an absent optional operand
+  const plan::Buffer *buffer = plan_.plan().buffers()->Get(index);
+  ref.dtype = static_cast<DType>(buffer->dtype());
+  ref.rank = static_cast<int>(buffer->shape()->size());
+  for (int d = 0; d < ref.rank; ++d)
+    ref.dims[d] = buffer->shape()->Get(d);
+  uint8_t *base = nullptr;
+  switch (buffer->region()) {
+  case plan::Region::Persistent: base = static_cast<uint8_t *>(persistent_.base); break;
+  case plan::Region::Arena: base = static_cast<uint8_t *>(arena_.base); break;
+  case plan::Region::Constant:
+    base = const_cast<uint8_t *>(plan_.plan().constant_data()->data());
+    break;
+  }
+  ref.data = base + buffer->offset();
+  return ref;
+}
+
+Status Executor::prepare() {
+  const plan::Plan &plan = plan_.plan();
+  size_t numInstructions = plan.instructions() ? plan.instructions()->size() : 0;
+  size_t numOperands = 0;
+  for (size_t i = 0; i < numInstructions; ++i) {
+    const plan::Instruction *inst = plan.instructions()->Get(i);
+    numOperands += inst->inputs()->size() + inst->outputs()->size();
+  }
+  // Reserve first: launches keep pointers into these vectors.
+  operands_.reserve(numOperands);
+  ints_.resize(numInstructions);
+  floats_.resize(numInstructions);
+  launches_.resize(numInstructions);
+  for (size_t i = 0; i < numInstructions; ++i) {
+    const plan::Instruction *inst = plan.instructions()->Get(i);
+    Launch &launch = launches_[i];
+    launch.kernel = static_cast<uint16_t>(inst->kernel());
+    launch.inputs = operands_.data() + operands_.size();
+    for (uint32_t b : *inst->inputs())
+      operands_.push_back(viewOf(b));
+    launch.numInputs = static_cast<int>(inst->inputs()->size());
+    launch.outputs = operands_.data() + operands_.size();
+    for (uint32_t b : *inst->outputs())
+      operands_.push_back(viewOf(b));
+    launch.numOutputs = static_cast<int>(inst->outputs()->size());
+    if (inst->ints())
+      ints_[i].assign(inst->ints()->begin(), inst->ints()->end());
+    if (inst->floats())
+      floats_[i].assign(inst->floats()->begin(), inst->floats()->end());
+    launch.ints = ints_[i].data();
+    launch.numInts = static_cast<int>(ints_[i].size());
+    launch.floats = floats_[i].data();
+    launch.numFloats = static_cast<int>(floats_[i].size());
+    launch.stream = inst->stream();
+    launch.name = inst->name() ? inst->name()->c_str() : "";
+  }
+  return Status::ok();
+}
+
+Status Executor::loadWeights(const std::string &path) {
+  const plan::Plan &plan = plan_.plan();
+  std::string file = path;
+  if (file.empty()) {
+    if (!plan.weights_file() || plan.weights_file()->size() == 0) {
+      if (plan.parameters() && plan.parameters()->size() > 0)
+        return Status::error(plan_.path() + ": plan has parameters but names no weights file");
+      return Status::ok();
+    }
+    file = plan_.directory() + "/" + plan.weights_file()->str();
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    std::string content = bytes.str();
+    if (!in && content.empty())
+      return Status::error(file + ": cannot read the plan's weights file");
+    if (contentHash(content.data(), content.size()) != plan.weights_hash())
+      return Status::error(file + ": weights file does not match the plan (content hash differs; "
+                                  "recompile or pass --weights)");
+  }
+  SafetensorsFile weights;
+  FSDP_RETURN_IF_ERROR(SafetensorsFile::open(file, weights));
+  if (!plan.parameters())
+    return Status::ok();
+  for (const plan::Parameter *param : *plan.parameters()) {
+    const HostTensor *tensor = weights.find(param->name()->str());
+    if (!tensor)
+      return Status::error(file + ": has no tensor '" + param->name()->str() + "'");
+    TensorRef target = viewOf(param->buffer());
+    const HostTensor &source = *tensor;
+    if (!sameType(source.ref(), target))
+      return Status::error(file + ": tensor '" + param->name()->str() + "' is " +
+                           shapeText(source.ref()) + ", the plan needs " + shapeText(target));
+    FSDP_RETURN_IF_ERROR(device_.copyToDevice(target.data, source.data.data(), target.byteSize()));
+  }
+  return Status::ok();
+}
+
+Status Executor::bindingBuffer(bool input, const std::string &name, uint32_t &buffer) const {
+  const auto *bindings = input ? plan_.plan().inputs() : plan_.plan().outputs();
+  if (bindings)
+    for (const plan::Binding *binding : *bindings)
+      if (binding->name()->str() == name) {
+        buffer = binding->buffer();
+        return Status::ok();
+      }
+  std::string known;
+  for (const std::string &n : input ? inputNames() : outputNames())
+    known += (known.empty() ? "" : ", ") + n;
+  return Status::error(std::string(input ? "input" : "output") + " '" + name +
+                       "' is not in the plan (it has: " + known + ")");
+}
+
+Status Executor::setInput(const std::string &name, const TensorRef &value) {
+  uint32_t buffer;
+  FSDP_RETURN_IF_ERROR(bindingBuffer(true, name, buffer));
+  TensorRef target = viewOf(buffer);
+  if (!sameType(value, target))
+    return Status::error("input '" + name + "' is " + shapeText(value) + ", the plan needs " +
+                         shapeText(target));
+  return device_.copyToDevice(target.data, value.data, target.byteSize());
+}
+
+Status Executor::run() {
+  for (const Launch &launch : launches_)
+    FSDP_RETURN_IF_ERROR(device_.execute(launch, step_));
+  FSDP_RETURN_IF_ERROR(device_.synchronize());
+  ++step_;
+  return Status::ok();
+}
+
+Status Executor::getOutput(const std::string &name, HostTensor &out) const {
+  uint32_t buffer;
+  FSDP_RETURN_IF_ERROR(bindingBuffer(false, name, buffer));
+  TensorRef source = viewOf(buffer);
+  out.dtype = source.dtype;
+  out.shape.assign(source.dims, source.dims + source.rank);
+  out.data.resize(source.byteSize());
+  return device_.copyToHost(out.data.data(), source.data, source.byteSize());
+}
+
+std::vector<std::string> Executor::inputNames() const {
+  std::vector<std::string> names;
+  if (plan_.plan().inputs())
+    for (const plan::Binding *b : *plan_.plan().inputs())
+      names.push_back(b->name()->str());
+  return names;
+}
+
+std::vector<std::string> Executor::outputNames() const {
+  std::vector<std::string> names;
+  if (plan_.plan().outputs())
+    for (const plan::Binding *b : *plan_.plan().outputs())
+      names.push_back(b->name()->str());
+  return names;
+}
+
+} // namespace fsdp::rt

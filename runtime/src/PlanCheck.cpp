@@ -1,0 +1,187 @@
+//===- PlanCheck.cpp - semantic verification of a plan --------------------===//
+//
+// One table gives each kernel's operand, output and attribute counts (the
+// layout documented in plan.fbs); the checks below apply it. Shapes are not
+// re-derived here: the compiler verified them, and the content hash in the
+// file header guards against corruption in between.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/src/PlanCheck.h"
+
+#include "fsdp/runtime/DType.h"
+#include "fsdp/runtime/PlanFile.h"
+#include "fsdp/runtime/TensorRef.h"
+#include "runtime/schema/plan_generated.h"
+
+#include <limits>
+
+namespace fsdp::rt {
+namespace {
+
+using plan::Kernel;
+
+/// -1 in a count means "any number"; `optionalInput` is the one operand
+/// position that may be kNoBuffer (or -1 for none). Attribute counts of -2
+/// mean "the rank of input 0", -3 "twice that".
+struct KernelShape {
+  const char *name;
+  int minInputs, maxInputs, outputs, ints, floats, optionalInput;
+};
+
+constexpr int kAny = -1, kRank = -2, kTwiceRank = -3;
+
+KernelShape kernelShape(Kernel k) {
+  switch (k) {
+  case Kernel::Add: return {"Add", 2, 2, 1, 0, 0, -1};
+  case Kernel::Sub: return {"Sub", 2, 2, 1, 0, 0, -1};
+  case Kernel::Mul: return {"Mul", 2, 2, 1, 0, 0, -1};
+  case Kernel::Div: return {"Div", 2, 2, 1, 0, 0, -1};
+  case Kernel::Pow: return {"Pow", 2, 2, 1, 0, 0, -1};
+  case Kernel::Where: return {"Where", 3, 3, 1, 0, 0, -1};
+  case Kernel::Neg: return {"Neg", 1, 1, 1, 0, 0, -1};
+  case Kernel::Relu: return {"Relu", 1, 1, 1, 0, 0, -1};
+  case Kernel::Exp: return {"Exp", 1, 1, 1, 0, 0, -1};
+  case Kernel::Log: return {"Log", 1, 1, 1, 0, 0, -1};
+  case Kernel::Sqrt: return {"Sqrt", 1, 1, 1, 0, 0, -1};
+  case Kernel::Erf: return {"Erf", 1, 1, 1, 0, 0, -1};
+  case Kernel::Tanh: return {"Tanh", 1, 1, 1, 0, 0, -1};
+  case Kernel::Sigmoid: return {"Sigmoid", 1, 1, 1, 0, 0, -1};
+  case Kernel::Not: return {"Not", 1, 1, 1, 0, 0, -1};
+  case Kernel::Cast: return {"Cast", 1, 1, 1, 0, 0, -1};
+  case Kernel::MatMul: return {"MatMul", 2, 2, 1, 0, 0, -1};
+  case Kernel::Gemm: return {"Gemm", 3, 3, 1, 2, 2, 2};
+  case Kernel::Softmax: return {"Softmax", 1, 1, 1, 1, 0, -1};
+  case Kernel::LogSoftmax: return {"LogSoftmax", 1, 1, 1, 1, 0, -1};
+  case Kernel::LayerNorm: return {"LayerNorm", 3, 3, 3, 1, 1, 2};
+  case Kernel::ReduceSum: return {"ReduceSum", 1, 1, 1, kAny, 0, -1};
+  case Kernel::ReduceMax: return {"ReduceMax", 1, 1, 1, kAny, 0, -1};
+  case Kernel::ReduceMean: return {"ReduceMean", 1, 1, 1, kAny, 0, -1};
+  case Kernel::SoftmaxCrossEntropy: return {"SoftmaxCrossEntropy", 3, 3, 2, 3, 0, 2};
+  case Kernel::NllLoss: return {"NllLoss", 3, 3, 1, 3, 0, 2};
+  case Kernel::Copy: return {"Copy", 1, 1, 1, 0, 0, -1};
+  case Kernel::Transpose: return {"Transpose", 1, 1, 1, kRank, 0, -1};
+  case Kernel::Concat: return {"Concat", 1, kAny, 1, 1, 0, -1};
+  case Kernel::Split: return {"Split", 1, 1, kAny, 1, 0, -1};
+  case Kernel::Slice: return {"Slice", 1, 1, 1, kTwiceRank, 0, -1};
+  case Kernel::Expand: return {"Expand", 1, 1, 1, 0, 0, -1};
+  case Kernel::Gather: return {"Gather", 2, 2, 1, 1, 0, -1};
+  case Kernel::Trilu: return {"Trilu", 1, 1, 1, 2, 0, -1};
+  case Kernel::Dropout: return {"Dropout", 1, 1, 2, 2, 1, -1};
+  }
+  return {nullptr, 0, 0, 0, 0, 0, -1};
+}
+
+template <typename T> size_t count(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
+
+Status checkBuffer(const plan::Buffer &buffer, size_t index, const plan::Plan &plan,
+                   const std::string &where) {
+  std::string what = cat(where, ": buffer ", index,
+                         buffer.name() ? " ('" + buffer.name()->str() + "')" : std::string());
+  if (static_cast<int>(buffer.dtype()) >= kNumDTypes)
+    return Status::error(what + ": invalid dtype");
+  size_t rank = count(buffer.shape());
+  if (rank > static_cast<size_t>(kMaxRank))
+    return Status::error(cat(what, ": rank ", rank, " exceeds ", kMaxRank));
+  uint64_t elements = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t dim = buffer.shape()->Get(d);
+    if (dim < 0 || (dim > 0 && elements > (uint64_t(1) << 48) / static_cast<uint64_t>(dim)))
+      return Status::error(what + ": invalid shape");
+    elements *= static_cast<uint64_t>(dim);
+  }
+  if (buffer.size() != elements * dtypeSize(static_cast<DType>(buffer.dtype())))
+    return Status::error(what + ": size does not match dtype and shape");
+  uint64_t regionSize = 0;
+  switch (buffer.region()) {
+  case plan::Region::Persistent: regionSize = plan.persistent_bytes(); break;
+  case plan::Region::Arena: regionSize = plan.arena_bytes(); break;
+  case plan::Region::Constant: regionSize = count(plan.constant_data()); break;
+  default: return Status::error(what + ": invalid region");
+  }
+  if (buffer.offset() % kBufferAlignment != 0 || buffer.offset() > regionSize ||
+      buffer.size() > regionSize - buffer.offset())
+    return Status::error(what + ": lies outside its memory region");
+  return Status::ok();
+}
+
+Status checkInstruction(const plan::Instruction &inst, size_t index, const plan::Plan &plan,
+                        const std::string &where) {
+  KernelShape shape = kernelShape(inst.kernel());
+  std::string what = cat(where, ": instruction ", index,
+                         inst.name() ? " ('" + inst.name()->str() + "')" : std::string());
+  if (!shape.name)
+    return Status::error(what + ": unknown kernel");
+  what += std::string(" (") + shape.name + ")";
+  size_t numBuffers = count(plan.buffers());
+  int inputs = static_cast<int>(count(inst.inputs())), outputs = static_cast<int>(count(inst.outputs()));
+  if (inputs < shape.minInputs || (shape.maxInputs != kAny && inputs > shape.maxInputs))
+    return Status::error(cat(what, ": has ", inputs, " operands"));
+  if ((shape.outputs != kAny && outputs != shape.outputs) || outputs < 1)
+    return Status::error(cat(what, ": has ", outputs, " results"));
+  for (int i = 0; i < inputs; ++i) {
+    uint32_t b = inst.inputs()->Get(i);
+    if (b == kNoBuffer && i == shape.optionalInput)
+      continue;
+    if (b >= numBuffers)
+      return Status::error(cat(what, ": operand ", i, " names buffer ", b, " of ", numBuffers));
+  }
+  for (int i = 0; i < outputs; ++i)
+    if (inst.outputs()->Get(i) >= numBuffers)
+      return Status::error(cat(what, ": result ", i, " names a missing buffer"));
+  if (inst.stream() >= plan.num_streams())
+    return Status::error(cat(what, ": stream ", int(inst.stream()), " does not exist"));
+  int rank = static_cast<int>(count(plan.buffers()->Get(inst.inputs()->Get(0))->shape()));
+  int ints = static_cast<int>(count(inst.ints()));
+  int expectedInts = shape.ints == kRank ? rank : shape.ints == kTwiceRank ? 2 * rank : shape.ints;
+  if ((shape.ints != kAny && ints != expectedInts) || (shape.ints == kAny && ints > rank))
+    return Status::error(cat(what, ": has ", ints, " integer attributes"));
+  if (static_cast<int>(count(inst.floats())) != shape.floats)
+    return Status::error(cat(what, ": has ", count(inst.floats()), " float attributes"));
+  return Status::ok();
+}
+
+Status checkBindings(const flatbuffers::Vector<flatbuffers::Offset<plan::Binding>> *bindings,
+                     size_t numBuffers, const std::string &what) {
+  for (size_t i = 0; i < count(bindings); ++i)
+    if (!bindings->Get(i)->name() || bindings->Get(i)->buffer() >= numBuffers)
+      return Status::error(cat(what, " ", i, " is invalid"));
+  return Status::ok();
+}
+
+} // namespace
+
+const char *kernelName(uint16_t kernel) {
+  const char *name = kernelShape(static_cast<Kernel>(kernel)).name;
+  return name ? name : "unknown";
+}
+
+Status checkPlan(const plan::Plan &plan, const std::string &path) {
+  if (plan.format_version() != kPlanFormatVersion)
+    return Status::error(path + ": plan format version mismatch");
+  if (plan.world_size() < 1)
+    return Status::error(path + ": world size must be >= 1");
+  if (plan.num_streams() < 1)
+    return Status::error(path + ": plan has no streams");
+  if (plan.persistent_bytes() % kBufferAlignment || plan.arena_bytes() % kBufferAlignment)
+    return Status::error(path + ": region sizes must be multiples of 64 bytes");
+  size_t numBuffers = count(plan.buffers());
+  for (size_t i = 0; i < numBuffers; ++i)
+    FSDP_RETURN_IF_ERROR(checkBuffer(*plan.buffers()->Get(i), i, plan, path));
+  for (size_t i = 0; i < count(plan.instructions()); ++i)
+    FSDP_RETURN_IF_ERROR(checkInstruction(*plan.instructions()->Get(i), i, plan, path));
+  FSDP_RETURN_IF_ERROR(checkBindings(plan.inputs(), numBuffers, path + ": input binding"));
+  FSDP_RETURN_IF_ERROR(checkBindings(plan.outputs(), numBuffers, path + ": output binding"));
+  for (size_t i = 0; i < count(plan.parameters()); ++i) {
+    const plan::Parameter *param = plan.parameters()->Get(i);
+    if (!param->name() || param->buffer() >= numBuffers)
+      return Status::error(cat(path, ": parameter ", i, " is invalid"));
+    const plan::Buffer *buffer = plan.buffers()->Get(param->buffer());
+    if (buffer->region() != plan::Region::Persistent || buffer->dtype() != param->dtype())
+      return Status::error(cat(path, ": parameter '", param->name()->str(),
+                               "' does not match its buffer"));
+  }
+  return Status::ok();
+}
+
+} // namespace fsdp::rt

@@ -1,0 +1,95 @@
+//===- PlanDump.cpp - a plan as text --------------------------------------===//
+//
+// One line per entry, fields in schema order, so FileCheck patterns stay
+// short and diffs between plans read naturally.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/runtime/PlanDump.h"
+
+#include "fsdp/runtime/DType.h"
+#include "runtime/src/PlanCheck.h"
+#include "runtime/schema/plan_generated.h"
+
+#include <sstream>
+
+namespace fsdp::rt {
+namespace {
+
+const char *regionName(plan::Region region) {
+  switch (region) {
+  case plan::Region::Persistent: return "persistent";
+  case plan::Region::Arena: return "arena";
+  case plan::Region::Constant: return "constant";
+  }
+  return "?";
+}
+
+template <typename T> void list(std::ostream &os, const flatbuffers::Vector<T> *v) {
+  os << "[";
+  for (size_t i = 0; v && i < v->size(); ++i) {
+    os << (i ? ", " : "");
+    if constexpr (std::is_same_v<T, uint32_t>) {
+      if (v->Get(i) == kNoBuffer) {
+        os << "none";
+        continue;
+      }
+      os << "%" << v->Get(i);
+    } else {
+      os << v->Get(i);
+    }
+  }
+  os << "]";
+}
+
+} // namespace
+
+std::string dumpPlan(const LoadedPlan &loaded) {
+  const plan::Plan &p = loaded.plan();
+  std::ostringstream os;
+  os << "plan version=" << p.format_version() << " mode=" << (p.mode() ? p.mode()->str() : "")
+     << " world_size=" << p.world_size() << " hash=" << std::hex << loaded.hash() << std::dec
+     << "\n";
+  os << "memory persistent=" << p.persistent_bytes() << " arena=" << p.arena_bytes()
+     << " constant=" << (p.constant_data() ? p.constant_data()->size() : 0) << "\n";
+  if (p.weights_file() && p.weights_file()->size())
+    os << "weights " << p.weights_file()->str() << " hash=" << std::hex << p.weights_hash()
+       << std::dec << "\n";
+  for (size_t i = 0; p.buffers() && i < p.buffers()->size(); ++i) {
+    const plan::Buffer *b = p.buffers()->Get(i);
+    os << "buffer %" << i << " " << dtypeName(static_cast<DType>(b->dtype()));
+    list(os, b->shape());
+    os << " " << regionName(b->region()) << "+" << b->offset() << " size=" << b->size() << " \""
+       << (b->name() ? b->name()->str() : "") << "\"\n";
+  }
+  for (size_t i = 0; p.instructions() && i < p.instructions()->size(); ++i) {
+    const plan::Instruction *inst = p.instructions()->Get(i);
+    os << "inst " << i << " " << kernelName(static_cast<uint16_t>(inst->kernel())) << " ";
+    list(os, inst->inputs());
+    os << " -> ";
+    list(os, inst->outputs());
+    if (inst->ints() && inst->ints()->size()) {
+      os << " ints=";
+      list(os, inst->ints());
+    }
+    if (inst->floats() && inst->floats()->size()) {
+      os << " floats=";
+      list(os, inst->floats());
+    }
+    os << "\n";
+  }
+  for (size_t i = 0; p.parameters() && i < p.parameters()->size(); ++i) {
+    const plan::Parameter *param = p.parameters()->Get(i);
+    os << "param \"" << param->name()->str() << "\" %" << param->buffer() << " unit="
+       << param->unit() << " flat_offset=" << param->flat_offset() << "\n";
+  }
+  for (size_t i = 0; p.inputs() && i < p.inputs()->size(); ++i)
+    os << "input \"" << p.inputs()->Get(i)->name()->str() << "\" %" << p.inputs()->Get(i)->buffer()
+       << "\n";
+  for (size_t i = 0; p.outputs() && i < p.outputs()->size(); ++i)
+    os << "output \"" << p.outputs()->Get(i)->name()->str() << "\" %"
+       << p.outputs()->Get(i)->buffer() << "\n";
+  return os.str();
+}
+
+} // namespace fsdp::rt

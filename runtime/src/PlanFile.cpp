@@ -1,0 +1,165 @@
+//===- PlanFile.cpp - reading and writing plan files ----------------------===//
+//
+// The header layout (little-endian):
+//   0  char[8]  magic "FSDPPLAN"
+//   8  u32      format version (kPlanFormatVersion)
+//   12 u32      reserved, must be 0
+//   16 u64      content hash of the FlatBuffer
+//   24 u64      FlatBuffer size in bytes
+//   32 ...      the FlatBuffer (root Plan, identifier "FSDP")
+// Checks run cheapest first so each failure gets the most specific message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/runtime/PlanFile.h"
+
+#include "runtime/src/PlanCheck.h"
+#include "runtime/schema/plan_generated.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace fsdp::rt {
+namespace {
+
+constexpr char kMagic[8] = {'F', 'S', 'D', 'P', 'P', 'L', 'A', 'N'};
+constexpr size_t kHeaderSize = 32;
+
+void putU32(uint8_t *p, uint32_t v) { std::memcpy(p, &v, 4); }
+void putU64(uint8_t *p, uint64_t v) { std::memcpy(p, &v, 8); }
+uint32_t getU32(const uint8_t *p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
+uint64_t getU64(const uint8_t *p) { uint64_t v; std::memcpy(&v, p, 8); return v; }
+
+Status writeAll(int fd, const uint8_t *data, size_t size, const std::string &path) {
+  while (size > 0) {
+    ssize_t n = write(fd, data, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return Status::error(path + ": write failed: " + std::strerror(errno));
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+uint64_t contentHash(const void *data, size_t size) {
+  // FNV-1a over 64-bit words (fast on large constant blobs), the tail byte
+  // by byte, then a murmur-style finalizer to spread the bits.
+  const uint8_t *p = static_cast<const uint8_t *>(data);
+  uint64_t h = 0xcbf29ce484222325ull ^ size;
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, p + i, 8);
+    h = (h ^ word) * 0x100000001b3ull;
+  }
+  for (; i < size; ++i)
+    h = (h ^ p[i]) * 0x100000001b3ull;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return h;
+}
+
+Status writePlanFile(const std::string &path, const uint8_t *flatbuffer, size_t size) {
+  uint8_t header[kHeaderSize] = {};
+  std::memcpy(header, kMagic, 8);
+  putU32(header + 8, kPlanFormatVersion);
+  putU64(header + 16, contentHash(flatbuffer, size));
+  putU64(header + 24, size);
+  std::string tmp = path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return Status::error(path + ": cannot create: " + std::strerror(errno));
+  Status status = writeAll(fd, header, kHeaderSize, path);
+  if (status.isOk())
+    status = writeAll(fd, flatbuffer, size, path);
+  if (status.isOk() && fsync(fd) != 0)
+    status = Status::error(path + ": fsync failed: " + std::strerror(errno));
+  close(fd);
+  if (status.isOk() && std::rename(tmp.c_str(), path.c_str()) != 0)
+    status = Status::error(path + ": rename failed: " + std::strerror(errno));
+  if (!status.isOk())
+    std::remove(tmp.c_str());
+  return status;
+}
+
+std::string LoadedPlan::directory() const {
+  size_t slash = path_.find_last_of('/');
+  return slash == std::string::npos ? "." : path_.substr(0, slash);
+}
+
+Status loadPlan(const std::string &path, LoadedPlan &out) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::error(path + ": cannot open: " + std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return Status::error(path + ": not a regular file");
+  }
+  size_t fileSize = static_cast<size_t>(st.st_size);
+  uint8_t header[kHeaderSize];
+  if (fileSize < kHeaderSize || pread(fd, header, kHeaderSize, 0) != kHeaderSize) {
+    close(fd);
+    return Status::error(path + ": not a plan file (too short for the header)");
+  }
+  if (std::memcmp(header, kMagic, 8) != 0 || getU32(header + 12) != 0) {
+    close(fd);
+    return Status::error(path + ": not a plan file (bad magic)");
+  }
+  uint32_t version = getU32(header + 8);
+  if (version != kPlanFormatVersion) {
+    close(fd);
+    return Status::error(cat(path, ": plan format version ", version, "; this runtime reads version ",
+                             kPlanFormatVersion, " (recompile the plan with this fsdp-opt)"));
+  }
+  uint64_t hash = getU64(header + 16), size = getU64(header + 24);
+  if (size != fileSize - kHeaderSize) {
+    close(fd);
+    return Status::error(cat(path, ": plan is truncated or has trailing bytes (header says ", size,
+                             " bytes, file holds ", fileSize - kHeaderSize, ")"));
+  }
+  // 64-byte-aligned storage so constant data is aligned for the kernels.
+  void *raw = nullptr;
+  if (posix_memalign(&raw, kBufferAlignment, size == 0 ? 1 : size) != 0) {
+    close(fd);
+    return Status::error(path + ": out of memory reading the plan");
+  }
+  std::shared_ptr<uint8_t> storage(static_cast<uint8_t *>(raw), [](uint8_t *p) { std::free(p); });
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = pread(fd, storage.get() + done, size - done, kHeaderSize + done);
+    if (n <= 0)
+      break;
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (done != size)
+    return Status::error(path + ": short read");
+  if (contentHash(storage.get(), size) != hash)
+    return Status::error(path + ": plan is corrupted (content hash mismatch)");
+  flatbuffers::Verifier verifier(storage.get(), size);
+  if (!plan::VerifyPlanBuffer(verifier))
+    return Status::error(path + ": plan structure is invalid (FlatBuffers verification failed)");
+  const plan::Plan *root = plan::GetPlan(storage.get());
+  FSDP_RETURN_IF_ERROR(checkPlan(*root, path));
+  out.storage_ = std::move(storage);
+  out.plan_ = root;
+  out.hash_ = hash;
+  out.path_ = path;
+  return Status::ok();
+}
+
+} // namespace fsdp::rt

@@ -7,8 +7,8 @@
 // draws the same mask, and a step's mask can be regenerated for the
 // backward pass from the same three numbers. An element is dropped when the
 // high 32 bits of its draw fall below ratio * 2^32 (probability ratio to
-// within 2^-32); kept ones are scaled by 1 / (1 - ratio) so the expectation
-// is unchanged. Outside training, or with ratio 0, the output is the input
+// within 2^-32); every element is multiplied by its mask times
+// 1 / (1 - ratio), so the expectation is unchanged. Outside training, or with ratio 0, the output is the input
 // and the mask all true. The mask is bool storage (one byte, 0 or 1); a
 // mask whose data is null is not written (the executor may not plan an
 // unused one).
@@ -48,9 +48,11 @@ void dropoutImpl(const T *in, T *out, uint8_t *mask, int64_t count, float ratio,
   const C scale = C(1) / (C(1) - static_cast<C>(ratio));
   for (int64_t i = 0; i < count; ++i) {
     const bool keep = (draw(key, static_cast<uint64_t>(i)) >> 32) >= threshold;
-    store(out + i, keep ? load(in + i) * scale : C(0));
+    // x * 0 rather than 0, as ONNX and torch multiply by the mask (so a
+    // dropped inf or NaN gives NaN); branch-free, as keep is random.
+    store(out + i, load(in + i) * (keep ? scale : C(0)));
     if (mask)
-      mask[i] = keep ? 1 : 0;
+      mask[i] = keep;
   }
 }
 

@@ -142,21 +142,22 @@ template <typename T> bool anyZero(const TensorRef &t) {
 template <typename T>
 Status binaryTyped(BinaryKind kind, const TensorRef &a, const TensorRef &b, const TensorRef &out) {
   using C = ComputeType<T>;
+  // Lambdas, not function pointers, so the row loops inline the operation.
   switch (kind) {
   case BinaryKind::Add:
-    runBinary<T, T>(a, b, out, addOp<C>);
+    runBinary<T, T>(a, b, out, [](C x, C y) { return addOp(x, y); });
     break;
   case BinaryKind::Sub:
-    runBinary<T, T>(a, b, out, subOp<C>);
+    runBinary<T, T>(a, b, out, [](C x, C y) { return subOp(x, y); });
     break;
   case BinaryKind::Mul:
-    runBinary<T, T>(a, b, out, mulOp<C>);
+    runBinary<T, T>(a, b, out, [](C x, C y) { return mulOp(x, y); });
     break;
   case BinaryKind::Div:
     if constexpr (kIsIntStorage<T>)
       if (anyZero<T>(b))
         return Status::error(cat("div: integer division by zero (", dtypeName(b.dtype), ")"));
-    runBinary<T, T>(a, b, out, divOp<C>);
+    runBinary<T, T>(a, b, out, [](C x, C y) { return divOp(x, y); });
     break;
   case BinaryKind::Pow:
     break; // handled by powTyped (the exponent has its own dtype)
@@ -174,17 +175,21 @@ void powTyped(const TensorRef &a, const TensorRef &b, const TensorRef &out) {
       return;
     }
   }
-  runBinary<T, E>(a, b, out, powOp<T, E>);
+  runBinary<T, E>(a, b, out,
+                  [](ComputeType<T> x, ComputeType<E> y) { return powOp<T, E>(x, y); });
 }
 
 // --- Where -----------------------------------------------------------------------
 
 /// Condition bytes are tested for nonzero rather than read as bool, so a
-/// mask holding any nonzero byte still selects x.
+/// mask holding any nonzero byte still selects x. The select is a bit mask
+/// because the compiler does not vectorize `c ? x : y` with a byte-wide c.
 template <int SC, int SX, int SY, typename U>
 void whereRowFixed(U *out, const uint8_t *c, const U *x, const U *y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = c[SC * i] ? x[SX * i] : y[SY * i];
+  for (int64_t i = 0; i < n; ++i) {
+    U mask = static_cast<U>(U(0) - static_cast<U>(c[SC * i] != 0));
+    out[i] = static_cast<U>((x[SX * i] & mask) | (y[SY * i] & static_cast<U>(~mask)));
+  }
 }
 
 template <typename U>
@@ -229,7 +234,7 @@ template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, con
   // Neg and Relu take floats and signed integers; the rest only floats.
   if constexpr (kIsFloatStorage<T> || std::is_signed_v<C>) {
     if (kind == UnaryKind::Neg) {
-      runUnary<T>(in, out, negOp<C>);
+      runUnary<T>(in, out, [](C x) { return negOp(x); });
       return Status::ok();
     }
     if (kind == UnaryKind::Relu) {

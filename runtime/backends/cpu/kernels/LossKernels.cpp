@@ -11,7 +11,7 @@
 // cross-entropy is log-softmax over the class axis (written to log_prob)
 // followed by the same loss. A label outside [0, C) that is not ignored is
 // reported as an error naming it. Sums run sequentially over positions in
-// row-major order in the compute type.
+// row-major order, in double for floating-point types.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +19,7 @@
 #include "backends/cpu/kernels/Dispatch.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace fsdp::rt::cpu {
 namespace {
@@ -37,7 +38,12 @@ Status nllImpl(const TensorRef &input, const TensorRef &target, const TensorRef 
   const L *labels = target.as<L>();
   const T *w = weight ? weight->as<T>() : nullptr;
   T *lossData = loss.as<T>();
-  C lossSum = 0, weightSum = 0;
+  // Floats accumulate in double: a float running sum over thousands of
+  // positions drifts past 1e-5 relative (ONNX's reference and torch both sum
+  // more accurately than that); the order stays fixed, so results stay
+  // deterministic.
+  using Acc = std::conditional_t<std::is_floating_point_v<C>, double, C>;
+  Acc lossSum = 0, weightSum = 0;
   for (int64_t n = 0; n < s.n; ++n) {
     for (int64_t d = 0; d < s.d; ++d) {
       const int64_t position = n * s.d + d;
@@ -57,9 +63,9 @@ Status nllImpl(const TensorRef &input, const TensorRef &target, const TensorRef 
     }
   }
   if (reduction == Reduction::Sum)
-    store(lossData, lossSum);
+    store(lossData, static_cast<C>(lossSum));
   else if (reduction == Reduction::Mean)
-    store(lossData, lossSum / weightSum);
+    store(lossData, static_cast<C>(lossSum / weightSum));
   return Status::ok();
 }
 

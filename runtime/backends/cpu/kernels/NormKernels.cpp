@@ -8,8 +8,12 @@
 // loop (in column chunks that fit a stack buffer, since kernels do not
 // allocate). Layer norm takes two passes (mean, then the biased variance of
 // the centred values), which is more accurate than the one-pass E[x^2] -
-// E[x]^2 form. Sums run sequentially in index order in the compute type, so
-// results do not depend on anything but the inputs.
+// E[x]^2 form. Everything accumulates in the compute type in a fixed order,
+// so results depend on nothing but the inputs: maxima and sums over a
+// contiguous row use kLanes interleaved accumulators (element i into lane
+// i mod kLanes, lanes combined by halving, the order reduce uses for one
+// piece of a run), which the compiler vectorizes; the strided softmax adds
+// down each column in index order (vectorized across columns instead).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,8 +27,34 @@
 namespace fsdp::rt::cpu {
 namespace {
 
-/// Columns of the strided softmax handled per pass (stack statistics).
-constexpr int64_t kSoftmaxColumns = 64;
+/// Columns of the strided softmax handled per pass: its statistics live on
+/// the stack (2 x 1024 compute values), and whole rows of typical hidden
+/// sizes stream contiguously, which measured 2-3x faster than 64 columns.
+constexpr int64_t kSoftmaxColumns = 1024;
+/// Independent accumulators of a contiguous row statistic.
+constexpr int kLanes = 16;
+
+/// Folds value(0 .. n-1) with `op` through kLanes interleaved accumulators
+/// combined by halving: independent chains the compiler can vectorize, in
+/// an order fixed by n alone.
+template <typename C, typename Value, typename Op>
+C laneFold(int64_t n, C init, Value value, Op op) {
+  C lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, init);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lanes[l] = op(lanes[l], value(i + l));
+  for (int l = 0; i + l < n; ++l)
+    lanes[l] = op(lanes[l], value(i + l));
+  for (int width = kLanes / 2; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l)
+      lanes[l] = op(lanes[l], lanes[l + width]);
+  return lanes[0];
+}
+
+template <typename C> C plus(C a, C b) { return a + b; }
+template <typename C> C maximum(C a, C b) { return std::max(a, b); }
 
 /// f32/f64 outputs hold exp(x - max) between the sum and the division, so
 /// each element is exponentiated once; 16-bit outputs would round it, so
@@ -43,24 +73,20 @@ void softmaxContiguous(const T *in, T *out, int64_t rows, int64_t len, bool log)
   for (int64_t r = 0; r < rows; ++r) {
     const T *x = in + r * len;
     T *y = out + r * len;
-    C max = -INFINITY;
-    for (int64_t i = 0; i < len; ++i)
-      max = std::max(max, load(x + i));
-    C sum = 0;
+    const C max = laneFold(len, C(-INFINITY), [&](int64_t i) { return load(x + i); }, maximum<C>);
     if constexpr (kOutputHoldsExp<T>) {
       if (!log) {
-        for (int64_t i = 0; i < len; ++i) {
-          const C e = std::exp(load(x + i) - max);
-          y[i] = e;
-          sum += e;
-        }
+        // Independent exp calls first, then a vectorized sum and division.
+        for (int64_t i = 0; i < len; ++i)
+          y[i] = std::exp(load(x + i) - max);
+        const C sum = laneFold(len, C(0), [&](int64_t i) { return y[i]; }, plus<C>);
         for (int64_t i = 0; i < len; ++i)
           y[i] /= sum;
         continue;
       }
     }
-    for (int64_t i = 0; i < len; ++i)
-      sum += std::exp(load(x + i) - max);
+    const C sum =
+        laneFold(len, C(0), [&](int64_t i) { return std::exp(load(x + i) - max); }, plus<C>);
     for (int64_t i = 0; i < len; ++i)
       store(y + i, softmaxValue(load(x + i), max, sum, log));
   }
@@ -138,15 +164,15 @@ void layerNormImpl(const TensorRef &x, const TensorRef &scale, const TensorRef *
   T *yData = y.as<T>();
   for (int64_t r = 0; r < rows; ++r) {
     const T *xr = xData + r * size;
-    C sum = 0;
-    for (int64_t i = 0; i < size; ++i)
-      sum += load(xr + i);
+    const C sum = laneFold(size, C(0), [&](int64_t i) { return load(xr + i); }, plus<C>);
     const C mu = sum / static_cast<C>(size);
-    C squares = 0;
-    for (int64_t i = 0; i < size; ++i) {
-      const C centred = load(xr + i) - mu;
-      squares += centred * centred;
-    }
+    const C squares = laneFold(
+        size, C(0),
+        [&](int64_t i) {
+          const C centred = load(xr + i) - mu;
+          return centred * centred;
+        },
+        plus<C>);
     const C inv = C(1) / std::sqrt(squares / static_cast<C>(size) + static_cast<C>(epsilon));
     store(mean.as<U>() + r, static_cast<ComputeType<U>>(mu));
     store(invStdDev.as<U>() + r, static_cast<ComputeType<U>>(inv));

@@ -71,7 +71,7 @@ template <ReduceKind Kind, typename T> struct Reducer {
   }
   static Acc combine(Acc acc, Acc value) {
     if constexpr (Kind == ReduceKind::Max)
-      return (value > acc || value != value) ? value : acc; // NaN sticks
+      return ((value > acc) | (value != value)) ? value : acc; // NaN sticks
     else
       return acc + value;
   }

@@ -19,5 +19,5 @@ config.substitutions.append(("%onnx_inputs", os.path.join(config.test_source_roo
 
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
-llvm_config.add_tool_substitutions(["fsdp-opt"], [config.fsdp_tools_dir])
+llvm_config.add_tool_substitutions(["fsdp-opt", "fsdp-run"], [config.fsdp_tools_dir])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

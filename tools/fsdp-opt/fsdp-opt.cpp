@@ -65,23 +65,41 @@ std::unique_ptr<llvm::ToolOutputFile> openOutput(const std::string &path) {
   return output;
 }
 
-/// Writes the plan and its weights (the model's initializers) beside it.
+/// Initial parameter values from a model's initializers.
+fsdp::WeightLookup weightsFrom(std::shared_ptr<const fsdp::onnx::Model> model) {
+  auto initializers = std::make_shared<std::map<std::string, const fsdp::onnx::Tensor *>>();
+  if (model)
+    for (const fsdp::onnx::Tensor &init : model->initializers)
+      (*initializers)[init.name] = &init;
+  return [model, initializers](const std::string &name) -> std::optional<fsdp::rt::HostTensor> {
+    auto it = initializers->find(name);
+    return it == initializers->end() ? std::nullopt : fsdp::onnx::toHostTensor(*it->second);
+  };
+}
+
+/// Writes the plan and, beside it, the parameters' initial values.
 int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module,
-                 const fsdp::onnx::Model &model) {
+                 const fsdp::WeightLookup &weights) {
   if (opts.outputPath == "-")
     return fail("--emit=plan writes a plan file and its weights: give -o FILE.plan");
-  std::map<std::string, const fsdp::onnx::Tensor *> initializers;
-  for (const fsdp::onnx::Tensor &init : model.initializers)
-    initializers[init.name] = &init;
-  fsdp::WeightLookup weights = [&](const std::string &name) -> std::optional<fsdp::rt::HostTensor> {
-    auto it = initializers.find(name);
-    return it == initializers.end() ? std::nullopt : fsdp::onnx::toHostTensor(*it->second);
-  };
   fsdp::PlanEmitOptions options;
   options.planPath = opts.outputPath;
   options.mode = opts.mode == fsdp::Mode::Forward ? "forward" : "train";
   if (failed(fsdp::emitPlan(module, options, weights)))
     return 1;
+  return 0;
+}
+
+/// Prints the summary of `module` to the output file.
+int emitSummary(const fsdp::CompileOptions &opts, ModuleOp module) {
+  FailureOr<fsdp::ModelSummary> summary = fsdp::summarizeModel(module);
+  if (failed(summary))
+    return 1;
+  auto output = openOutput(opts.outputPath);
+  if (!output)
+    return 1;
+  fsdp::printModelSummary(*summary, output->os());
+  output->keep();
   return 0;
 }
 
@@ -103,21 +121,44 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
     return fail(error);
 
   if (opts.emit == fsdp::EmitKind::Plan)
-    return emitPlanFile(opts, *module, *model);
+    return emitPlanFile(opts, *module,
+                        weightsFrom(std::make_shared<fsdp::onnx::Model>(std::move(*model))));
+  if (opts.emit == fsdp::EmitKind::Summary)
+    return emitSummary(opts, *module);
   auto output = openOutput(opts.outputPath);
   if (!output)
     return 1;
-  if (opts.emit == fsdp::EmitKind::Summary) {
-    FailureOr<fsdp::ModelSummary> summary = fsdp::summarizeModel(*module);
-    if (failed(summary))
-      return 1;
-    fsdp::printModelSummary(*summary, output->os());
-  } else {
-    module->print(output->os());
-    output->os() << "\n";
-  }
+  module->print(output->os());
+  output->os() << "\n";
   output->keep();
   return 0;
+}
+
+/// .mlir input compiled like ONNX input (summary, plan). A plan's initial
+/// weights come from the module's `nn.source` model when it names one.
+int compileMlir(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
+  std::string error;
+  auto input = openInputFile(opts.inputPath, &error);
+  if (!input)
+    return fail(opts.inputPath + ": " + error);
+  MLIRContext context(registry);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+  if (opts.emit == fsdp::EmitKind::Summary)
+    return emitSummary(opts, *module);
+  std::shared_ptr<const fsdp::onnx::Model> source;
+  if (auto path = (*module)->getAttrOfType<StringAttr>(fsdp::nn::kSourceAttr)) {
+    std::optional<fsdp::onnx::Model> model =
+        fsdp::onnx::readModel(path.str(), fsdp::onnx::ReadOptions(), error);
+    if (!model)
+      return fail(error);
+    source = std::make_shared<fsdp::onnx::Model>(std::move(*model));
+  }
+  return emitPlanFile(opts, *module, weightsFrom(source));
 }
 
 /// mlir-opt behaviour for .mlir input.
@@ -227,30 +268,9 @@ int main(int argc, char **argv) {
           pending->find("--emit=mlir without --stop-after") == 0))
       return fail(*pending);
   }
-  if (mlirInput) {
-    if (opts.emit == fsdp::EmitKind::Summary) {
-      // Parse, then summarize, through the same code as ONNX input.
-      std::string readError;
-      auto input = openInputFile(opts.inputPath, &readError);
-      if (!input)
-        return fail(opts.inputPath + ": " + readError);
-      MLIRContext context(registry);
-      llvm::SourceMgr sourceMgr;
-      sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-      OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-      if (!module)
-        return 1;
-      FailureOr<fsdp::ModelSummary> summary = fsdp::summarizeModel(*module);
-      if (failed(summary))
-        return 1;
-      auto output = openOutput(opts.outputPath);
-      if (!output)
-        return 1;
-      fsdp::printModelSummary(*summary, output->os());
-      output->keep();
-      return 0;
-    }
+  if (mlirInput && (opts.emit == fsdp::EmitKind::Summary || opts.emit == fsdp::EmitKind::Plan))
+    return compileMlir(opts, registry);
+  if (mlirInput)
     return runMlirOpt(opts, registry);
-  }
   return compileOnnx(opts, registry);
 }

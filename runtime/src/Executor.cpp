@@ -13,6 +13,7 @@
 #include "fsdp/runtime/Safetensors.h"
 #include "runtime/schema/plan_generated.h"
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -175,9 +176,20 @@ Status Executor::setInput(const std::string &name, const TensorRef &value) {
   return device_.copyToDevice(target.data, value.data, target.byteSize());
 }
 
-Status Executor::run() {
-  for (const Launch &launch : launches_)
+Status Executor::run(std::vector<double> *kernelSeconds) {
+  for (const Launch &launch : launches_) {
+    if (!kernelSeconds) {
+      FSDP_RETURN_IF_ERROR(device_.execute(launch, step_));
+      continue;
+    }
+    auto start = std::chrono::steady_clock::now();
     FSDP_RETURN_IF_ERROR(device_.execute(launch, step_));
+    FSDP_RETURN_IF_ERROR(device_.synchronize());
+    if (kernelSeconds->size() <= launch.kernel)
+      kernelSeconds->resize(launch.kernel + 1, 0.0);
+    (*kernelSeconds)[launch.kernel] +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   FSDP_RETURN_IF_ERROR(device_.synchronize());
   ++step_;
   return Status::ok();

@@ -68,6 +68,9 @@ KernelShape kernelShape(Kernel k) {
   case Kernel::Gather: return {"Gather", 2, 2, 1, 1, 0, -1};
   case Kernel::Trilu: return {"Trilu", 1, 1, 1, 2, 0, -1};
   case Kernel::Dropout: return {"Dropout", 1, 1, 2, 2, 1, -1};
+  case Kernel::AllGather: return {"AllGather", 1, 1, 1, kAny, 0, -1};
+  case Kernel::ReduceScatter: return {"ReduceScatter", 1, 1, 1, kAny, 0, -1};
+  case Kernel::AllReduce: return {"AllReduce", 1, 1, 1, kAny, 0, -1};
   }
   return {nullptr, 0, 0, 0, 0, 0, -1};
 }
@@ -131,10 +134,21 @@ Status checkInstruction(const plan::Instruction &inst, size_t index, const plan:
       return Status::error(cat(what, ": result ", i, " names a missing buffer"));
   if (inst.stream() >= plan.num_streams())
     return Status::error(cat(what, ": stream ", int(inst.stream()), " does not exist"));
+  for (size_t i = 0; i < count(inst.wait_events()); ++i)
+    if (inst.wait_events()->Get(i) >= plan.num_events())
+      return Status::error(cat(what, ": waits on event ", inst.wait_events()->Get(i),
+                               " of ", plan.num_events()));
+  if (inst.signal_event() >= static_cast<int64_t>(plan.num_events()) || inst.signal_event() < -1)
+    return Status::error(cat(what, ": signals event ", inst.signal_event(), " of ",
+                             plan.num_events()));
   int rank = static_cast<int>(count(plan.buffers()->Get(inst.inputs()->Get(0))->shape()));
   int ints = static_cast<int>(count(inst.ints()));
   int expectedInts = shape.ints == kRank ? rank : shape.ints == kTwiceRank ? 2 * rank : shape.ints;
-  if ((shape.ints != kAny && ints != expectedInts) || (shape.ints == kAny && ints > rank))
+  bool collective = inst.kernel() == Kernel::AllGather || inst.kernel() == Kernel::ReduceScatter ||
+                    inst.kernel() == Kernel::AllReduce;
+  if (collective && (ints < 1 || ints > static_cast<int>(plan.world_size())))
+    return Status::error(cat(what, ": group of ", ints, " ranks in a world of ", plan.world_size()));
+  if (!collective && ((shape.ints != kAny && ints != expectedInts) || (shape.ints == kAny && ints > rank)))
     return Status::error(cat(what, ": has ", ints, " integer attributes"));
   if (static_cast<int>(count(inst.floats())) != shape.floats)
     return Status::error(cat(what, ": has ", count(inst.floats()), " float attributes"));

@@ -15,9 +15,11 @@
 #include "fsdp/runtime/Npy.h"
 #include "fsdp/runtime/PlanDump.h"
 #include "fsdp/runtime/PlanFile.h"
+#include "runtime/src/PlanCheck.h"
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,7 +36,7 @@ struct RunOptions {
   std::string planPath, outputsDir, weightsPath;
   std::map<std::string, std::string> inputs; // name -> .npy path
   int64_t steps = 1;
-  bool dump = false, timing = false;
+  bool dump = false, timing = false, profile = false;
 };
 
 int fail(const std::string &message) {
@@ -44,13 +46,14 @@ int fail(const std::string &message) {
 
 const char *kUsage =
     "usage: fsdp-run PLAN [--input=NAME=FILE.npy ...] [--outputs=DIR] [--weights=FILE]\n"
-    "                [--steps=K] [--time] [--dump]\n"
+    "                [--steps=K] [--time] [--profile] [--dump]\n"
     "  --input=NAME=FILE.npy  value of graph input NAME (dtype and shape must match)\n"
     "  --outputs=DIR          write each graph output to DIR/<name>.npy\n"
     "  --weights=FILE         parameters from this safetensors file instead of the\n"
     "                         plan's own\n"
     "  --steps=K              run the plan K times (forward plans: for timing)\n"
     "  --time                 print the mean time per run\n"
+    "  --profile              print the time spent in each kernel\n"
     "  --dump                 print the plan as text and exit\n";
 
 /// Flags of DESIGN.md's fsdp-run line whose features arrive later.
@@ -104,6 +107,8 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
       opts.dump = true;
     } else if (arg == "--time") {
       opts.timing = true;
+    } else if (arg == "--profile") {
+      opts.profile = true;
     } else if (!arg.empty() && arg[0] == '-') {
       return fail("unknown option '" + arg + "' (see --help)");
     } else if (opts.planPath.empty()) {
@@ -115,6 +120,21 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
   if (opts.planPath.empty())
     return fail("no plan given (usage: fsdp-run PLAN ...; see --help)");
   return 0;
+}
+
+/// Per-kernel time, largest first, as milliseconds per run and a share.
+void printProfile(const std::vector<double> &kernelSeconds, int64_t runs) {
+  std::vector<std::pair<double, uint16_t>> rows;
+  double total = 0;
+  for (size_t k = 0; k < kernelSeconds.size(); ++k)
+    if (kernelSeconds[k] > 0) {
+      rows.emplace_back(kernelSeconds[k], static_cast<uint16_t>(k));
+      total += kernelSeconds[k];
+    }
+  std::sort(rows.rbegin(), rows.rend());
+  std::printf("%-22s %10s %7s\n", "kernel", "ms/run", "share");
+  for (const auto &[secs, kernel] : rows)
+    std::printf("%-22s %10.3f %6.1f%%\n", kernelName(kernel), secs * 1e3 / runs, 100 * secs / total);
 }
 
 int run(const RunOptions &opts) {
@@ -141,11 +161,14 @@ int run(const RunOptions &opts) {
     if (Status s = executor->setInput(name, value.ref()); !s)
       return fail(path + ": " + s.message());
   }
+  std::vector<double> kernelSeconds;
   auto start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < opts.steps; ++step)
-    if (Status s = executor->run(); !s)
+    if (Status s = executor->run(opts.profile ? &kernelSeconds : nullptr); !s)
       return fail(s.message());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (opts.profile)
+    printProfile(kernelSeconds, opts.steps);
   if (opts.timing)
     std::cout << "time per run: " << seconds / opts.steps * 1e3 << " ms (" << opts.steps
               << " runs, " << executor->allocatedBytes() << " bytes planned)\n";

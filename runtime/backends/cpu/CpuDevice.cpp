@@ -2,8 +2,9 @@
 //
 // Host memory, memcpy for transfers, and one switch that maps each plan
 // kernel to its CPU implementation with the attribute layout of plan.fbs.
-// Streams execute in program order on the calling thread (the scheduling
-// issue adds a communication worker); synchronize is therefore immediate.
+// Streams execute in program order on the calling thread, which satisfies
+// every event wait by construction (the scheduling issue adds a
+// communication worker and real events); synchronize is therefore immediate.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,6 +120,11 @@ private:
     case Kernel::Dropout:
       return cpu::dropout(in[0], l.floats[0], l.ints[0] != 0, static_cast<uint64_t>(l.ints[1]), step,
                           out[0], out[1]);
+    case Kernel::AllGather:
+    case Kernel::ReduceScatter:
+    case Kernel::AllReduce:
+      return Status::error("collectives are not implemented yet (they arrive with the FSDP "
+                           "issue's communicators)");
     }
     return Status::error(cat("cpu: kernel ", l.kernel, " is not implemented"));
   }

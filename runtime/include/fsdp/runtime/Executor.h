@@ -36,8 +36,10 @@ public:
   /// Copies a host tensor into the named graph input; dtype and shape must
   /// match the plan exactly.
   Status setInput(const std::string &name, const TensorRef &value);
-  /// Runs every instruction once (one step).
-  Status run();
+  /// Runs every instruction once (one step). With `kernelSeconds`, also
+  /// adds each instruction's wall time to its kernel's entry (indexed by
+  /// fsdp::plan::Kernel), synchronizing after every launch to measure it.
+  Status run(std::vector<double> *kernelSeconds = nullptr);
   /// Copies the named graph output to the host.
   Status getOutput(const std::string &name, HostTensor &out) const;
 

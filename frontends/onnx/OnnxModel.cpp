@@ -9,6 +9,8 @@
 
 #include "frontends/onnx/OnnxModel.h"
 
+#include "fsdp/runtime/Half.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -51,19 +53,6 @@ static T load(const std::vector<char> &data, int64_t i) {
   return v;
 }
 
-/// IEEE half bits to float (exact: every half is a float).
-static float halfToFloat(uint16_t h) {
-  int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-  float magnitude;
-  if (exponent == 0)
-    magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-  else if (exponent == 31)
-    magnitude = mantissa ? NAN : INFINITY;
-  else
-    magnitude = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
-  return sign ? -magnitude : magnitude;
-}
-
 int64_t Tensor::intAt(int64_t i) const {
   switch (dtype) {
   case DType::Int8: return load<int8_t>(data, i);
@@ -82,13 +71,9 @@ double Tensor::floatAt(int64_t i) const {
   switch (dtype) {
   case DType::Float: return load<float>(data, i);
   case DType::Double: return load<double>(data, i);
-  case DType::Float16: return halfToFloat(load<uint16_t>(data, i));
-  case DType::BFloat16: {
-    uint32_t bits = static_cast<uint32_t>(load<uint16_t>(data, i)) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  }
+  // 16-bit floats decode with the runtime's conversions: one definition.
+  case DType::Float16: return rt::f16ToFloat(load<uint16_t>(data, i));
+  case DType::BFloat16: return rt::bf16ToFloat(load<uint16_t>(data, i));
   default: return static_cast<double>(intAt(i));
   }
 }

@@ -12,6 +12,8 @@
 
 #include "fsdp/runtime/Npy.h"
 
+#include "runtime/src/TextScanner.h"
+
 #include <cstring>
 
 namespace fsdp::rt {
@@ -54,9 +56,9 @@ struct NpyHeader {
 };
 
 /// Parses the header dict; see the file comment for the accepted grammar.
-class HeaderParser {
+class HeaderParser : TextScanner {
 public:
-  explicit HeaderParser(const std::string &text) : text_(text) {}
+  explicit HeaderParser(const std::string &text) : TextScanner(text, "header") {}
 
   Status parse(NpyHeader &out) {
     bool seenDescr = false, seenOrder = false, seenShape = false;
@@ -97,25 +99,6 @@ public:
   }
 
 private:
-  Status malformed(const std::string &what) const {
-    return Status::error(cat("malformed header at byte ", pos_, ": ", what));
-  }
-  void skipSpace() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
-                                   text_[pos_] == '\r' || text_[pos_] == '\n'))
-      ++pos_;
-  }
-  bool consume(char c) {
-    skipSpace();
-    if (pos_ < text_.size() && text_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-  Status expect(char c) {
-    return consume(c) ? Status::ok() : malformed(std::string("expected '") + c + "'");
-  }
   bool consumeWord(const char *word) {
     size_t n = std::strlen(word);
     if (text_.compare(pos_, n, word) != 0)
@@ -192,9 +175,6 @@ private:
     out = negative ? -value : value;
     return Status::ok();
   }
-
-  const std::string &text_;
-  size_t pos_ = 0;
 };
 
 Status readNpyImpl(const std::string &path, HostTensor &out) {

@@ -15,6 +15,8 @@
 
 #include "fsdp/runtime/Safetensors.h"
 
+#include "runtime/src/TextScanner.h"
+
 #include <algorithm>
 #include <set>
 
@@ -103,9 +105,9 @@ void appendJsonString(std::string &out, const std::string &s) {
 }
 
 /// Strict JSON tokens over an in-memory header (see the file comment).
-class JsonReader {
+class JsonReader : TextScanner {
 public:
-  explicit JsonReader(const std::string &text) : text_(text) {}
+  explicit JsonReader(const std::string &text) : TextScanner(text, "JSON header") {}
 
   /// Calls `onMember(key)` with the reader at each member's value;
   /// `keyKind` names the keys in the duplicate-key error.
@@ -220,25 +222,6 @@ public:
 
 private:
   static bool isDigit(char c) { return c >= '0' && c <= '9'; }
-  Status malformed(const std::string &what) const {
-    return Status::error(cat("malformed JSON header at byte ", pos_, ": ", what));
-  }
-  void skipSpace() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
-                                   text_[pos_] == '\n' || text_[pos_] == '\r'))
-      ++pos_;
-  }
-  bool consume(char c) {
-    skipSpace();
-    if (pos_ < text_.size() && text_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-  Status expect(char c) {
-    return consume(c) ? Status::ok() : malformed(std::string("expected '") + c + "'");
-  }
   Status parseHex4(uint32_t &out) {
     out = 0;
     for (int i = 0; i < 4; ++i, ++pos_) {
@@ -251,9 +234,6 @@ private:
     }
     return Status::ok();
   }
-
-  const std::string &text_;
-  size_t pos_ = 0;
 };
 
 struct Entry {

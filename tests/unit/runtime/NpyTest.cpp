@@ -9,19 +9,18 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FormatTestUtil.h"
 #include "fsdp/runtime/Npy.h"
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <unistd.h>
 
 namespace {
 
 using namespace fsdp::rt;
+using namespace fsdp::rt::formattest;
 namespace fs = std::filesystem;
 
 const DType kNpyTypes[] = {DType::F32, DType::F64, DType::F16, DType::I8,  DType::I16,
@@ -29,29 +28,6 @@ const DType kNpyTypes[] = {DType::F32, DType::F64, DType::F16, DType::I8,  DType
                            DType::U64, DType::Bool};
 const std::vector<std::vector<int64_t>> kShapes = {
     {}, {5}, {2, 3}, {2, 1, 3}, {2, 3, 1, 2}, {0}, {3, 0, 2}};
-
-HostTensor makeTensor(DType dtype, std::vector<int64_t> shape, int seed) {
-  HostTensor t{dtype, std::move(shape), {}};
-  t.data.resize(static_cast<size_t>(t.numElements()) * dtypeSize(dtype));
-  for (size_t i = 0; i < t.data.size(); ++i)
-    t.data[i] = static_cast<char>(dtype == DType::Bool ? (i + seed) % 2 : i * 131 + seed * 17u + 7);
-  return t;
-}
-
-std::string readBytes(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-/// Replaces rather than truncates: ext4 flushes a truncated-and-rewritten
-/// file on close, which made the thousands of rewrites here crawl.
-void writeBytes(const std::string &path, const std::string &bytes) {
-  std::remove(path.c_str());
-  std::ofstream(path, std::ios::binary)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 /// A .npy file from its parts, for headers no writer would produce.
 std::string npyBytes(const std::string &header, const std::string &data, int major = 1) {
@@ -61,15 +37,9 @@ std::string npyBytes(const std::string &header, const std::string &data, int maj
   return out + header + data;
 }
 
-class NpyTest : public ::testing::Test {
+class NpyTest : public formattest::FormatTest {
 protected:
-  void SetUp() override {
-    dir = ::testing::TempDir() + "fsdp-npy-" + std::to_string(::getpid()) + "-" +
-          ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::create_directories(dir);
-    path = dir + "/t.npy";
-  }
-  void TearDown() override { fs::remove_all(dir); }
+  NpyTest() : FormatTest("fsdp-npy-", "t.npy") {}
 
   /// Reads `path`, expecting an error that names the file and says `why`.
   void expectReadError(const std::string &why) {
@@ -79,19 +49,6 @@ protected:
     EXPECT_EQ(s.message().rfind("npy file '" + path + "'", 0), 0u) << s.message();
     EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
   }
-
-  bool havePython() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
-  /// Runs a python script with `args`; prints its output when it fails.
-  bool runPython(const std::string &script, const std::string &args) {
-    writeBytes(dir + "/check.py", script);
-    std::string log = dir + "/python.log";
-    int rc = std::system(("/usr/bin/python3 " + dir + "/check.py " + args + " >" + log + " 2>&1").c_str());
-    if (rc != 0)
-      ADD_FAILURE() << "python failed:\n" << readBytes(log);
-    return rc == 0;
-  }
-
-  std::string dir, path;
 };
 
 TEST_F(NpyTest, RoundTripsEveryDTypeAndRank) {

@@ -10,44 +10,19 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FormatTestUtil.h"
 #include "fsdp/runtime/Safetensors.h"
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <regex>
-#include <sstream>
-#include <unistd.h>
 
 namespace {
 
 using namespace fsdp::rt;
+using namespace fsdp::rt::formattest;
 namespace fs = std::filesystem;
-
-HostTensor makeTensor(DType dtype, std::vector<int64_t> shape, int seed) {
-  HostTensor t{dtype, std::move(shape), {}};
-  t.data.resize(static_cast<size_t>(t.numElements()) * dtypeSize(dtype));
-  for (size_t i = 0; i < t.data.size(); ++i)
-    t.data[i] = static_cast<char>(dtype == DType::Bool ? (i + seed) % 2 : i * 131 + seed * 17u + 7);
-  return t;
-}
-
-std::string readBytes(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-/// Replaces rather than truncates: ext4 flushes a truncated-and-rewritten
-/// file on close, which made the thousands of rewrites here crawl.
-void writeBytes(const std::string &path, const std::string &bytes) {
-  std::remove(path.c_str());
-  std::ofstream(path, std::ios::binary)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 /// A safetensors file from a header and a data buffer, unpadded.
 std::string fileBytes(const std::string &header, const std::string &data) {
@@ -75,15 +50,9 @@ std::vector<NamedTensor> named(const std::map<std::string, HostTensor> &tensors)
   return out;
 }
 
-class SafetensorsTest : public ::testing::Test {
+class SafetensorsTest : public formattest::FormatTest {
 protected:
-  void SetUp() override {
-    dir = ::testing::TempDir() + "fsdp-st-" + std::to_string(::getpid()) + "-" +
-          ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::create_directories(dir);
-    path = dir + "/t.safetensors";
-  }
-  void TearDown() override { fs::remove_all(dir); }
+  SafetensorsTest() : FormatTest("fsdp-st-", "t.safetensors") {}
 
   /// Opens `path`, expecting an error that names the file and says `why`.
   void expectOpenError(const std::string &why) {
@@ -106,19 +75,6 @@ protected:
     }
     EXPECT_EQ(f.names(), names);
   }
-
-  bool havePython() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
-  /// Runs a python script with `args`; prints its output when it fails.
-  bool runPython(const std::string &script, const std::string &args) {
-    writeBytes(dir + "/check.py", script);
-    std::string log = dir + "/python.log";
-    int rc = std::system(("/usr/bin/python3 " + dir + "/check.py " + args + " >" + log + " 2>&1").c_str());
-    if (rc != 0)
-      ADD_FAILURE() << "python failed:\n" << readBytes(log);
-    return rc == 0;
-  }
-
-  std::string dir, path;
 };
 
 TEST_F(SafetensorsTest, RoundTripsEveryDTypeAndRankWithMetadata) {

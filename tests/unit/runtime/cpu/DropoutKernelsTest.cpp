@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelTestUtil.h"
 #include "backends/cpu/CpuKernels.h"
 #include "fsdp/runtime/Half.h"
 
@@ -24,14 +25,7 @@ using namespace fsdp::rt::cpu;
 
 namespace {
 
-TensorRef makeRef(DType dtype, int64_t count, void *data) {
-  TensorRef t;
-  t.dtype = dtype;
-  t.rank = 1;
-  t.dims[0] = count;
-  t.data = data;
-  return t;
-}
+using kerneltest::makeRef;
 
 /// Input i + 1 (exactly scalable by 2 in f32), its dropout and the mask.
 struct DropoutRun {
@@ -47,8 +41,8 @@ DropoutRun runDropout(int64_t count, float ratio, bool training, uint64_t seed, 
   r.out.assign(count, -1.0f);
   r.mask.assign(count, 7);
   const Status status =
-      dropout(makeRef(DType::F32, count, r.in.data()), ratio, training, seed, step,
-              makeRef(DType::F32, count, r.out.data()), makeRef(DType::Bool, count, r.mask.data()));
+      dropout(makeRef(DType::F32, {count}, r.in.data()), ratio, training, seed, step,
+              makeRef(DType::F32, {count}, r.out.data()), makeRef(DType::Bool, {count}, r.mask.data()));
   EXPECT_TRUE(status.isOk()) << status.message();
   return r;
 }
@@ -100,9 +94,9 @@ TEST(DropoutKernels, SixteenBitFloats) {
   std::vector<uint8_t> mask(count);
   for (int64_t i = 0; i < count; ++i)
     in[i] = floatToBf16(static_cast<float>(i));
-  ASSERT_TRUE(dropout(makeRef(DType::BF16, count, in.data()), 0.5f, true, 9, 9,
-                      makeRef(DType::BF16, count, out.data()),
-                      makeRef(DType::Bool, count, mask.data()))
+  ASSERT_TRUE(dropout(makeRef(DType::BF16, {count}, in.data()), 0.5f, true, 9, 9,
+                      makeRef(DType::BF16, {count}, out.data()),
+                      makeRef(DType::Bool, {count}, mask.data()))
                   .isOk());
   // The f32 run with the same seed and step draws the same mask.
   const DropoutRun reference = runDropout(count, 0.5f, true, 9, 9);
@@ -113,22 +107,22 @@ TEST(DropoutKernels, SixteenBitFloats) {
 
 TEST(DropoutKernels, NullMaskIsNotWritten) {
   std::vector<float> in(16, 1.0f), out(16);
-  ASSERT_TRUE(dropout(makeRef(DType::F32, 16, in.data()), 0.5f, true, 1, 2,
-                      makeRef(DType::F32, 16, out.data()), makeRef(DType::Bool, 16, nullptr))
+  ASSERT_TRUE(dropout(makeRef(DType::F32, {16}, in.data()), 0.5f, true, 1, 2,
+                      makeRef(DType::F32, {16}, out.data()), makeRef(DType::Bool, {16}, nullptr))
                   .isOk());
 }
 
 TEST(DropoutKernels, Errors) {
   std::vector<float> in(4), out(4);
   std::vector<uint8_t> mask(4);
-  const TensorRef inRef = makeRef(DType::F32, 4, in.data());
-  const TensorRef outRef = makeRef(DType::F32, 4, out.data());
-  const TensorRef maskRef = makeRef(DType::Bool, 4, mask.data());
+  const TensorRef inRef = makeRef(DType::F32, {4}, in.data());
+  const TensorRef outRef = makeRef(DType::F32, {4}, out.data());
+  const TensorRef maskRef = makeRef(DType::Bool, {4}, mask.data());
   EXPECT_FALSE(dropout(inRef, 1.0f, true, 0, 0, outRef, maskRef).isOk());
   EXPECT_FALSE(dropout(inRef, -0.1f, true, 0, 0, outRef, maskRef).isOk());
   EXPECT_FALSE(dropout(inRef, 0.5f, true, 0, 0, outRef, outRef).isOk()); // mask not bool
   std::vector<int32_t> ints(4);
-  const TensorRef intRef = makeRef(DType::I32, 4, ints.data());
+  const TensorRef intRef = makeRef(DType::I32, {4}, ints.data());
   EXPECT_FALSE(dropout(intRef, 0.5f, true, 0, 0, intRef, maskRef).isOk());
 }
 

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelTestUtil.h"
 #include "backends/cpu/CpuKernels.h"
 #include "backends/cpu/kernels/Dispatch.h"
 #include "fsdp/runtime/Half.h"
@@ -29,44 +30,7 @@ using namespace fsdp::rt::cpu;
 
 namespace {
 
-/// An owning tensor whose elements read and write as double.
-struct Tensor {
-  DType dtype;
-  std::vector<int64_t> dims;
-  std::vector<uint64_t> storage; // 8-byte aligned for every dtype
-
-  Tensor(DType t, std::vector<int64_t> shape) : dtype(t), dims(std::move(shape)) {
-    storage.assign(static_cast<size_t>(size()) + 1, 0);
-  }
-  int64_t size() const {
-    int64_t n = 1;
-    for (int64_t d : dims)
-      n *= d;
-    return n;
-  }
-  TensorRef ref() const {
-    TensorRef r;
-    r.dtype = dtype;
-    r.rank = static_cast<int>(dims.size());
-    std::copy(dims.begin(), dims.end(), r.dims);
-    r.data = const_cast<uint64_t *>(storage.data());
-    return r;
-  }
-  double get(int64_t i) const {
-    double v = 0;
-    (void)dispatchAll(dtype, [&](auto t) {
-      using T = decltype(t);
-      v = static_cast<double>(load(reinterpret_cast<const T *>(storage.data()) + i));
-    });
-    return v;
-  }
-  void set(int64_t i, double v) {
-    (void)dispatchAll(dtype, [&](auto t) {
-      using T = decltype(t);
-      store(reinterpret_cast<T *>(storage.data()) + i, static_cast<ComputeType<T>>(v));
-    });
-  }
-};
+using Tensor = kerneltest::TestTensor;
 
 /// Flat index into `in` of the output element at `outFlat` under numpy
 /// broadcasting of `in` to `outDims`.

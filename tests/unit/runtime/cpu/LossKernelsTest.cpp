@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelTestUtil.h"
 #include "backends/cpu/CpuKernels.h"
 
 #include <gtest/gtest.h>
@@ -24,56 +25,10 @@ using namespace fsdp::rt::cpu;
 
 namespace {
 
-using Dims = std::vector<int64_t>;
+using kerneltest::Dims;
+using kerneltest::numElements;
 
-int64_t numElements(const Dims &dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
-}
-
-/// Owns a tensor's bytes and reads/writes its elements as double.
-class Buffer {
-public:
-  Buffer(DType dtype, Dims dims)
-      : dtype_(dtype), dims_(std::move(dims)),
-        words_((numElements(dims_) * dtypeSize(dtype_) + 7) / 8 + 1) {}
-  int64_t size() const { return numElements(dims_); }
-  TensorRef ref() {
-    TensorRef t;
-    t.dtype = dtype_;
-    t.rank = static_cast<int>(dims_.size());
-    std::copy(dims_.begin(), dims_.end(), t.dims);
-    t.data = words_.data();
-    return t;
-  }
-  double get(int64_t i) const {
-    const void *p = words_.data();
-    switch (dtype_) {
-    case DType::F32: return static_cast<const float *>(p)[i];
-    case DType::F64: return static_cast<const double *>(p)[i];
-    case DType::I32: return static_cast<const int32_t *>(p)[i];
-    case DType::I64: return static_cast<double>(static_cast<const int64_t *>(p)[i]);
-    default: ADD_FAILURE() << "unhandled dtype"; return 0;
-    }
-  }
-  void set(int64_t i, double v) {
-    void *p = words_.data();
-    switch (dtype_) {
-    case DType::F32: static_cast<float *>(p)[i] = static_cast<float>(v); break;
-    case DType::F64: static_cast<double *>(p)[i] = v; break;
-    case DType::I32: static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v); break;
-    case DType::I64: static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v); break;
-    default: ADD_FAILURE() << "unhandled dtype";
-    }
-  }
-
-private:
-  DType dtype_;
-  Dims dims_;
-  std::vector<uint64_t> words_;
-};
+using Buffer = kerneltest::TestTensor;
 
 /// Log-softmax over axis 1 of [N, C, D...], in double.
 std::vector<double> refLogSoftmax(const Buffer &scores, int64_t n, int64_t c, int64_t d) {

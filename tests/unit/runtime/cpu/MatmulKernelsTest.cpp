@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelTestUtil.h"
 #include "backends/cpu/CpuKernels.h"
-#include "fsdp/runtime/Half.h"
 
 #include <gtest/gtest.h>
 
@@ -23,79 +23,22 @@ using namespace fsdp::rt::cpu;
 
 namespace {
 
-using Dims = std::vector<int64_t>;
+using kerneltest::Dims;
+using kerneltest::numElements;
 
-int64_t numElements(const Dims &dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
-}
-
-/// Owns a tensor's bytes and reads/writes its elements as double.
-class Buffer {
-public:
-  Buffer(DType dtype, Dims dims)
-      : dtype_(dtype), dims_(std::move(dims)),
-        words_((numElements(dims_) * dtypeSize(dtype_) + 7) / 8 + 1) {}
-  int64_t size() const { return numElements(dims_); }
-  TensorRef ref() {
-    TensorRef t;
-    t.dtype = dtype_;
-    t.rank = static_cast<int>(dims_.size());
-    std::copy(dims_.begin(), dims_.end(), t.dims);
-    t.data = words_.data();
-    return t;
-  }
-  double get(int64_t i) const {
-    const void *p = words_.data();
-    switch (dtype_) {
-    case DType::F32: return static_cast<const float *>(p)[i];
-    case DType::F64: return static_cast<const double *>(p)[i];
-    case DType::F16: return f16ToFloat(static_cast<const uint16_t *>(p)[i]);
-    case DType::BF16: return bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
-    case DType::I8: return static_cast<const int8_t *>(p)[i];
-    case DType::I32: return static_cast<const int32_t *>(p)[i];
-    case DType::I64: return static_cast<double>(static_cast<const int64_t *>(p)[i]);
-    case DType::U8: return static_cast<const uint8_t *>(p)[i];
-    default: ADD_FAILURE() << "unhandled dtype"; return 0;
-    }
-  }
-  void set(int64_t i, double v) {
-    void *p = words_.data();
-    switch (dtype_) {
-    case DType::F32: static_cast<float *>(p)[i] = static_cast<float>(v); break;
-    case DType::F64: static_cast<double *>(p)[i] = v; break;
-    case DType::F16: static_cast<uint16_t *>(p)[i] = floatToF16(static_cast<float>(v)); break;
-    case DType::BF16: static_cast<uint16_t *>(p)[i] = floatToBf16(static_cast<float>(v)); break;
-    case DType::I8: static_cast<int8_t *>(p)[i] = static_cast<int8_t>(static_cast<int64_t>(v)); break;
-    case DType::I32: static_cast<int32_t *>(p)[i] = static_cast<int32_t>(static_cast<int64_t>(v)); break;
-    case DType::I64: static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v); break;
-    case DType::U8: static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
-    default: ADD_FAILURE() << "unhandled dtype";
-    }
-  }
+/// A test tensor with this test's random fill.
+struct Buffer : kerneltest::TestTensor {
+  using TestTensor::TestTensor;
   /// Fills with uniform values in [-1, 1), or small integers (exact in
   /// every dtype here, so integer and 16-bit results are exact sums).
   void fillRandom(uint32_t seed) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<double> real(-1.0, 1.0);
-    std::uniform_int_distribution<int> small(dtype_ == DType::U8 ? 0 : -4, 4);
-    const bool exact = !isFloat(dtype_) || dtype_ == DType::F16 || dtype_ == DType::BF16;
+    std::uniform_int_distribution<int> small(dtype == DType::U8 ? 0 : -4, 4);
+    const bool exact = !isFloat(dtype) || dtype == DType::F16 || dtype == DType::BF16;
     for (int64_t i = 0; i < size(); ++i)
       set(i, exact ? small(rng) : real(rng));
   }
-  std::vector<double> values() const {
-    std::vector<double> v(size());
-    for (int64_t i = 0; i < size(); ++i)
-      v[i] = get(i);
-    return v;
-  }
-
-private:
-  DType dtype_;
-  Dims dims_;
-  std::vector<uint64_t> words_;
 };
 
 /// Relative tolerance of a result stored in `dtype` (one rounding for the

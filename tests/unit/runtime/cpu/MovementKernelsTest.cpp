@@ -11,12 +11,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelTestUtil.h"
 #include "backends/cpu/CpuKernels.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 using namespace fsdp::rt;
@@ -27,43 +27,14 @@ namespace {
 using Shape = std::vector<int64_t>;
 
 /// An owning tensor whose elements read and write as raw bit patterns.
-struct Buffer {
-  DType dtype;
-  Shape dims;
-  std::vector<uint64_t> storage; // 8-byte aligned for every dtype
-
-  Buffer(DType t, Shape shape) : dtype(t), dims(std::move(shape)) {
-    storage.assign(static_cast<size_t>(size()) + 1, 0);
-  }
-  int64_t size() const {
-    int64_t n = 1;
-    for (int64_t d : dims)
-      n *= d;
-    return n;
-  }
-  TensorRef ref() const {
-    TensorRef r;
-    r.dtype = dtype;
-    r.rank = static_cast<int>(dims.size());
-    std::copy(dims.begin(), dims.end(), r.dims);
-    r.data = const_cast<uint64_t *>(storage.data());
-    return r;
-  }
-  uint64_t get(int64_t i) const {
-    uint64_t v = 0;
-    size_t n = dtypeSize(dtype);
-    std::memcpy(&v, reinterpret_cast<const char *>(storage.data()) + i * n, n);
-    return v;
-  }
-  void set(int64_t i, uint64_t v) {
-    size_t n = dtypeSize(dtype);
-    std::memcpy(reinterpret_cast<char *>(storage.data()) + i * n, &v, n);
-  }
+/// A test tensor filled with distinct per-element bit patterns.
+struct Buffer : kerneltest::TestTensor {
+  using TestTensor::TestTensor;
   /// Distinct nonzero patterns (mod the element width; bool holds 0/1).
   void fillPattern(uint64_t seed) {
     for (int64_t i = 0; i < size(); ++i) {
       uint64_t v = (static_cast<uint64_t>(i) + 1) * 0x9e3779b97f4a7c15ull ^ seed;
-      set(i, dtype == DType::Bool ? (i + seed) % 2 : v | 1);
+      setBits(i, dtype == DType::Bool ? (i + seed) % 2 : v | 1);
     }
   }
 };
@@ -87,7 +58,7 @@ int64_t ravel(const Shape &coord, const Shape &dims) {
 /// Expects out[i] == in[source(coords of i)] for every output element.
 template <typename Map> void expectGathered(const Buffer &out, const Buffer &in, Map source) {
   for (int64_t i = 0; i < out.size(); ++i)
-    ASSERT_EQ(out.get(i), in.get(ravel(source(unravel(i, out.dims)), in.dims)))
+    ASSERT_EQ(out.getBits(i), in.getBits(ravel(source(unravel(i, out.dims)), in.dims)))
         << "output element " << i;
 }
 
@@ -99,7 +70,7 @@ TEST(CopyTest, ReshapesAndIgnoresAliasing) {
     in.fillPattern(1);
     ASSERT_TRUE(copy(in.ref(), out.ref()).isOk());
     for (int64_t i = 0; i < 12; ++i)
-      ASSERT_EQ(out.get(i), in.get(i));
+      ASSERT_EQ(out.getBits(i), in.getBits(i));
     ASSERT_TRUE(copy(in.ref(), in.ref()).isOk());
   }
   Buffer empty(DType::F32, {0, 4});
@@ -238,7 +209,7 @@ TEST(ConcatTest, MatchesReference) {
       Buffer out(t, j.whole);
       ASSERT_TRUE(concat(refs.data(), static_cast<int>(refs.size()), c.axis, out.ref()).isOk());
       for (int64_t i = 0; i < out.size(); ++i)
-        ASSERT_EQ(out.get(i), parts[j.origin[i].first].get(j.origin[i].second)) << i;
+        ASSERT_EQ(out.getBits(i), parts[j.origin[i].first].getBits(j.origin[i].second)) << i;
     }
 }
 
@@ -257,7 +228,7 @@ TEST(SplitTest, MatchesReference) {
         refs.push_back(b.ref());
       ASSERT_TRUE(split(in.ref(), c.axis, refs.data(), static_cast<int>(refs.size())).isOk());
       for (int64_t i = 0; i < in.size(); ++i)
-        ASSERT_EQ(parts[j.origin[i].first].get(j.origin[i].second), in.get(i)) << i;
+        ASSERT_EQ(parts[j.origin[i].first].getBits(j.origin[i].second), in.getBits(i)) << i;
     }
 }
 
@@ -284,7 +255,7 @@ TEST(GatherTest, MatchesReferenceWithNegativeIndices) {
         Buffer data(t, c.data), indices(it, c.indexDims), out(t, outDims);
         data.fillPattern(5);
         for (size_t i = 0; i < c.indices.size(); ++i)
-          indices.set(static_cast<int64_t>(i), static_cast<uint64_t>(c.indices[i]));
+          indices.setBits(static_cast<int64_t>(i), static_cast<uint64_t>(c.indices[i]));
         ASSERT_TRUE(gather(data.ref(), indices.ref(), c.axis, out.ref()).isOk());
         size_t indexRank = c.indexDims.size();
         expectGathered(out, data, [&](const Shape &o) {
@@ -301,14 +272,14 @@ TEST(GatherTest, MatchesReferenceWithNegativeIndices) {
 TEST(GatherTest, OutOfRangeIndexIsAnErrorNamingIt) {
   for (int64_t bad : {5, -6, 1000}) {
     Buffer data(DType::F32, {3, 5}), indices(DType::I64, {3}), out(DType::F32, {3, 3});
-    indices.set(0, 1), indices.set(1, static_cast<uint64_t>(bad)), indices.set(2, 0);
+    indices.setBits(0, 1), indices.setBits(1, static_cast<uint64_t>(bad)), indices.setBits(2, 0);
     Status s = gather(data.ref(), indices.ref(), 1, out.ref());
     ASSERT_FALSE(s.isOk());
     EXPECT_NE(s.message().find("index " + std::to_string(bad)), std::string::npos) << s.message();
     EXPECT_NE(s.message().find("dimension 1"), std::string::npos) << s.message();
   }
   Buffer data(DType::F32, {4}), indices(DType::I32, {1}), out(DType::F32, {1});
-  indices.set(0, 4);
+  indices.setBits(0, 4);
   EXPECT_FALSE(gather(data.ref(), indices.ref(), 0, out.ref()).isOk());
   Buffer floatIndices(DType::F32, {1});
   EXPECT_FALSE(gather(data.ref(), floatIndices.ref(), 0, out.ref()).isOk());
@@ -329,7 +300,7 @@ TEST(TriluTest, MatchesReference) {
             Shape coord = unravel(e, dims);
             int64_t i = coord[dims.size() - 2], j = coord[dims.size() - 1];
             bool keep = upper ? j - i >= k : j - i <= k;
-            ASSERT_EQ(out.get(e), keep ? in.get(e) : 0u) << e;
+            ASSERT_EQ(out.getBits(e), keep ? in.getBits(e) : 0u) << e;
           }
         }
 }
@@ -340,9 +311,9 @@ TEST(TriluTest, InPlace) {
   ASSERT_TRUE(trilu(in.ref(), /*upper=*/false, 0, expected.ref()).isOk());
   ASSERT_TRUE(trilu(in.ref(), /*upper=*/false, 0, in.ref()).isOk());
   for (int64_t e = 0; e < 9; ++e)
-    EXPECT_EQ(in.get(e), expected.get(e));
-  EXPECT_EQ(in.get(1), 0u);
-  EXPECT_NE(in.get(3), 0u);
+    EXPECT_EQ(in.getBits(e), expected.getBits(e));
+  EXPECT_EQ(in.getBits(1), 0u);
+  EXPECT_NE(in.getBits(3), 0u);
 }
 
 } // namespace

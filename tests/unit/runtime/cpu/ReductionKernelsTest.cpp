@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelTestUtil.h"
 #include "backends/cpu/CpuKernels.h"
-#include "fsdp/runtime/Half.h"
 
 #include <gtest/gtest.h>
 
@@ -25,70 +25,20 @@ using namespace fsdp::rt::cpu;
 
 namespace {
 
-using Dims = std::vector<int64_t>;
+using kerneltest::Dims;
+using kerneltest::numElements;
 
-int64_t numElements(const Dims &dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
-}
-
-/// Owns a tensor's bytes and reads/writes its elements as double.
-class Buffer {
-public:
-  Buffer(DType dtype, Dims dims)
-      : dtype_(dtype), dims_(std::move(dims)),
-        words_((numElements(dims_) * dtypeSize(dtype_) + 7) / 8 + 1) {}
-  int64_t size() const { return numElements(dims_); }
-  TensorRef ref() {
-    TensorRef t;
-    t.dtype = dtype_;
-    t.rank = static_cast<int>(dims_.size());
-    std::copy(dims_.begin(), dims_.end(), t.dims);
-    t.data = words_.data();
-    return t;
-  }
-  template <typename T> T *as() { return reinterpret_cast<T *>(words_.data()); }
-  double get(int64_t i) const {
-    const void *p = words_.data();
-    switch (dtype_) {
-    case DType::F32: return static_cast<const float *>(p)[i];
-    case DType::F64: return static_cast<const double *>(p)[i];
-    case DType::F16: return f16ToFloat(static_cast<const uint16_t *>(p)[i]);
-    case DType::BF16: return bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
-    case DType::I32: return static_cast<const int32_t *>(p)[i];
-    case DType::I64: return static_cast<double>(static_cast<const int64_t *>(p)[i]);
-    case DType::U8: return static_cast<const uint8_t *>(p)[i];
-    default: ADD_FAILURE() << "unhandled dtype"; return 0;
-    }
-  }
-  void set(int64_t i, double v) {
-    void *p = words_.data();
-    switch (dtype_) {
-    case DType::F32: static_cast<float *>(p)[i] = static_cast<float>(v); break;
-    case DType::F64: static_cast<double *>(p)[i] = v; break;
-    case DType::F16: static_cast<uint16_t *>(p)[i] = floatToF16(static_cast<float>(v)); break;
-    case DType::BF16: static_cast<uint16_t *>(p)[i] = floatToBf16(static_cast<float>(v)); break;
-    case DType::I32: static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v); break;
-    case DType::I64: static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v); break;
-    case DType::U8: static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v); break;
-    default: ADD_FAILURE() << "unhandled dtype";
-    }
-  }
+/// A test tensor with this test's random fill.
+struct Buffer : kerneltest::TestTensor {
+  using TestTensor::TestTensor;
   /// Uniform reals in [-2, 2) for floats, integers in [lo, hi] otherwise.
   void fillRandom(uint32_t seed, int lo = -50, int hi = 50) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<double> real(-2.0, 2.0);
     std::uniform_int_distribution<int> integer(lo, hi);
     for (int64_t i = 0; i < size(); ++i)
-      set(i, isFloat(dtype_) ? real(rng) : integer(rng));
+      set(i, isFloat(dtype) ? real(rng) : integer(rng));
   }
-
-private:
-  DType dtype_;
-  Dims dims_;
-  std::vector<uint64_t> words_;
 };
 
 const char *kindName(ReduceKind kind) {

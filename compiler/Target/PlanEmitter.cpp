@@ -4,8 +4,9 @@
 // returned values persistent buffers, constants bytes in the constant blob,
 // and op results arena offsets from ArenaAllocator (allocated before the op
 // runs, released after their last use, so an op never writes over its own
-// operands). Lowering: one table-free TypeSwitch maps each nn op to its
-// kernel and the attribute layout plan.fbs documents. Serialization: the
+// operands). Lowering: one TypeSwitch maps each nn op to its kernel and the
+// attribute layout plan.fbs documents; the one fusion at this level is a
+// weight transpose read in place by its matmuls. Serialization: the
 // FlatBuffer is written with the runtime's writePlanFile, the weights with
 // its safetensors writer, so both sides share one implementation of each
 // format.
@@ -22,6 +23,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <fstream>
@@ -87,7 +89,12 @@ private:
   LogicalResult lower(Operation *op);
   LogicalResult writeWeights(const WeightLookup &weights, uint64_t &hash);
   uint32_t bufferOf(Value v) { return v ? buffers.lookup(v) : rt::kNoBuffer; }
+  void findFoldedTransposes(Block &body);
 
+  /// Transposes of 2-D parameters/inputs read only as a matmul's rhs: the
+  /// MatMul kernel reads the matrix transposed in place (BLAS trans_b), so
+  /// torch's exported `x @ W.t()` costs no copy of W per step.
+  llvm::DenseSet<Operation *> foldedTransposes;
   func::FuncOp func;
   const PlanEmitOptions &options;
   llvm::DenseMap<Value, uint32_t> buffers;
@@ -157,11 +164,28 @@ int64_t reductionCode(StringRef reduction) {
   return reduction == "none" ? 0 : reduction == "sum" ? 1 : 2;
 }
 
+void Emitter::findFoldedTransposes(Block &body) {
+  for (auto transpose : body.getOps<nn::TransposeOp>()) {
+    bool swap2d = transpose.getPerm() == ArrayRef<int64_t>{1, 0};
+    bool persistent = isa<BlockArgument>(transpose.getInput());
+    bool onlyRhs = !transpose->use_empty() &&
+                   llvm::all_of(transpose->getUses(), [](OpOperand &use) {
+                     return isa<nn::MatMulOp>(use.getOwner()) && use.getOperandNumber() == 1;
+                   });
+    if (swap2d && persistent && onlyRhs)
+      foldedTransposes.insert(transpose);
+  }
+}
+
 LogicalResult Emitter::lower(Operation *op) {
   InstructionDesc inst;
   inst.name = locationName(op->getLoc());
-  for (Value operand : op->getOperands())
-    inst.inputs.push_back(bufferOf(operand));
+  for (Value operand : op->getOperands()) {
+    Operation *def = operand.getDefiningOp();
+    inst.inputs.push_back(def && foldedTransposes.count(def)
+                              ? bufferOf(cast<nn::TransposeOp>(def).getInput())
+                              : bufferOf(operand));
+  }
   for (Value result : op->getResults())
     inst.outputs.push_back(bufferOf(result));
   auto lossAttrs = [&](StringRef reduction, std::optional<int64_t> ignore) {
@@ -185,7 +209,13 @@ LogicalResult Emitter::lower(Operation *op) {
           .Case([&](nn::SigmoidOp) { return inst.kernel = Kernel::Sigmoid, true; })
           .Case([&](nn::NotOp) { return inst.kernel = Kernel::Not, true; })
           .Case([&](nn::CastOp) { return inst.kernel = Kernel::Cast, true; })
-          .Case([&](nn::MatMulOp) { return inst.kernel = Kernel::MatMul, true; })
+          .Case([&](nn::MatMulOp m) {
+            inst.kernel = Kernel::MatMul;
+            Operation *rhs = m.getRhs().getDefiningOp();
+            if (rhs && foldedTransposes.count(rhs))
+              inst.ints = {1}; // trans_b
+            return true;
+          })
           .Case([&](nn::GemmOp g) {
             inst.kernel = Kernel::Gemm;
             if (!g.getC())
@@ -343,7 +373,10 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
   for (Operation &op : body.without_terminator())
     for (Value operand : op.getOperands())
       lastUse[operand] = &op;
+  findFoldedTransposes(body);
   for (Operation &op : body.without_terminator()) {
+    if (foldedTransposes.count(&op))
+      continue; // read in place by its matmuls
     if (auto constant = dyn_cast<nn::ConstantOp>(op)) {
       if (failed(placeConstant(constant)))
         return failure();

@@ -49,7 +49,7 @@ KernelShape kernelShape(Kernel k) {
   case Kernel::Sigmoid: return {"Sigmoid", 1, 1, 1, 0, 0, -1};
   case Kernel::Not: return {"Not", 1, 1, 1, 0, 0, -1};
   case Kernel::Cast: return {"Cast", 1, 1, 1, 0, 0, -1};
-  case Kernel::MatMul: return {"MatMul", 2, 2, 1, 0, 0, -1};
+  case Kernel::MatMul: return {"MatMul", 2, 2, 1, kAny, 0, -1};
   case Kernel::Gemm: return {"Gemm", 3, 3, 1, 2, 2, 2};
   case Kernel::Softmax: return {"Softmax", 1, 1, 1, 1, 0, -1};
   case Kernel::LogSoftmax: return {"LogSoftmax", 1, 1, 1, 1, 0, -1};

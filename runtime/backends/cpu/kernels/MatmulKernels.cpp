@@ -185,16 +185,20 @@ void batchedMatmul(const TensorRef &a, const TensorRef &b, const TensorRef &out,
 
 } // namespace
 
-Status matmul(const TensorRef &a, const TensorRef &b, const TensorRef &out) {
+Status matmul(const TensorRef &a, const TensorRef &b, const TensorRef &out, bool transB) {
   FSDP_RETURN_IF_ERROR(checkSameDType("matmul", a, b, out));
   if (a.rank < 1 || b.rank < 1)
     return Status::error("matmul: operands must have rank >= 1");
+  if (transB && b.rank != 2)
+    return Status::error("matmul: a transposed rhs must be 2-D");
   // 1-D promotion: a vector lhs is one row, a vector rhs one column.
   ProductShape s;
+  s.transB = transB;
   s.m = a.rank == 1 ? 1 : a.dims[a.rank - 2];
   s.k = a.dims[a.rank - 1];
-  s.n = b.rank == 1 ? 1 : b.dims[b.rank - 1];
-  if ((b.rank == 1 ? b.dims[0] : b.dims[b.rank - 2]) != s.k)
+  s.n = transB ? b.dims[0] : b.rank == 1 ? 1 : b.dims[b.rank - 1];
+  const int64_t bK = transB ? b.dims[1] : b.rank == 1 ? b.dims[0] : b.dims[b.rank - 2];
+  if (bK != s.k)
     return Status::error("matmul: contracting dimensions differ");
   const int batchRank = out.rank - (a.rank == 1 ? 0 : 1) - (b.rank == 1 ? 0 : 1);
   if (batchRank < std::max(a.rank - 2, b.rank - 2))

@@ -39,3 +39,4 @@ module {
     return %y, %x : tensor<2x3xf32>, tensor<2x4xf32>
   }
 }
+

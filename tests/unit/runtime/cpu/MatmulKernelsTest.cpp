@@ -161,6 +161,26 @@ TEST(MatmulKernels, IntegersWrapAround) {
   EXPECT_EQ(out.get(0), 32);
 }
 
+TEST(MatmulKernels, TransposedRhsMatchesExplicitTranspose) {
+  // [2, 5, 3] @ W^T with W [4, 3] (a Linear weight), f32 through BLAS and
+  // i32 through the naive loop, against the product with W^T materialized.
+  for (DType dtype : {DType::F32, DType::I32}) {
+    Buffer a(dtype, {2, 5, 3}), w(dtype, {4, 3}), wt(dtype, {3, 4});
+    Buffer out(dtype, {2, 5, 4}), expected(dtype, {2, 5, 4});
+    a.fillRandom(11);
+    w.fillRandom(12);
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t c = 0; c < 3; ++c)
+        wt.set(c * 4 + r, w.get(r * 3 + c));
+    ASSERT_TRUE(matmul(a.ref(), w.ref(), out.ref(), /*transB=*/true).isOk());
+    ASSERT_TRUE(matmul(a.ref(), wt.ref(), expected.ref()).isOk());
+    for (int64_t i = 0; i < out.size(); ++i)
+      EXPECT_NEAR(out.get(i), expected.get(i), 1e-5) << dtypeName(dtype) << " element " << i;
+  }
+  Buffer a(DType::F32, {5, 3}), w(DType::F32, {4, 2}), out(DType::F32, {5, 4});
+  EXPECT_FALSE(matmul(a.ref(), w.ref(), out.ref(), true).isOk()); // k mismatch
+}
+
 TEST(MatmulKernels, EmptyContractionGivesZeros) {
   for (DType dtype : {DType::F32, DType::I32}) {
     Buffer a(dtype, {3, 0}), b(dtype, {0, 4}), out(dtype, {3, 4});

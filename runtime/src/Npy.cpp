@@ -12,6 +12,7 @@
 
 #include "fsdp/runtime/Npy.h"
 
+#include "runtime/src/FileIO.h"
 #include "runtime/src/TextScanner.h"
 
 #include <cstring>

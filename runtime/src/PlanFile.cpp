@@ -13,15 +13,10 @@
 
 #include "fsdp/runtime/PlanFile.h"
 
+#include "runtime/src/FileIO.h"
 #include "runtime/src/PlanCheck.h"
 #include "runtime/schema/plan_generated.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -36,18 +31,6 @@ void putU64(uint8_t *p, uint64_t v) { std::memcpy(p, &v, 8); }
 uint32_t getU32(const uint8_t *p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
 uint64_t getU64(const uint8_t *p) { uint64_t v; std::memcpy(&v, p, 8); return v; }
 
-Status writeAll(int fd, const uint8_t *data, size_t size, const std::string &path) {
-  while (size > 0) {
-    ssize_t n = write(fd, data, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return Status::error(path + ": write failed: " + std::strerror(errno));
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return Status::ok();
-}
 
 } // namespace
 
@@ -78,21 +61,8 @@ Status writePlanFile(const std::string &path, const uint8_t *flatbuffer, size_t 
   putU32(header + 8, kPlanFormatVersion);
   putU64(header + 16, contentHash(flatbuffer, size));
   putU64(header + 24, size);
-  std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return Status::error(path + ": cannot create: " + std::strerror(errno));
-  Status status = writeAll(fd, header, kHeaderSize, path);
-  if (status.isOk())
-    status = writeAll(fd, flatbuffer, size, path);
-  if (status.isOk() && fsync(fd) != 0)
-    status = Status::error(path + ": fsync failed: " + std::strerror(errno));
-  close(fd);
-  if (status.isOk() && std::rename(tmp.c_str(), path.c_str()) != 0)
-    status = Status::error(path + ": rename failed: " + std::strerror(errno));
-  if (!status.isOk())
-    std::remove(tmp.c_str());
-  return status;
+  return detail::withContext(path, detail::writeFileAtomic(path, {{header, kHeaderSize},
+                                                                  {flatbuffer, size}}));
 }
 
 std::string LoadedPlan::directory() const {
@@ -101,53 +71,27 @@ std::string LoadedPlan::directory() const {
 }
 
 Status loadPlan(const std::string &path, LoadedPlan &out) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return Status::error(path + ": cannot open: " + std::strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return Status::error(path + ": not a regular file");
-  }
-  size_t fileSize = static_cast<size_t>(st.st_size);
+  detail::InputFile file;
+  FSDP_RETURN_IF_ERROR(detail::withContext(path, file.open(path)));
   uint8_t header[kHeaderSize];
-  if (fileSize < kHeaderSize || pread(fd, header, kHeaderSize, 0) != kHeaderSize) {
-    close(fd);
+  if (file.size() < kHeaderSize || !file.readAt(0, header, kHeaderSize).isOk())
     return Status::error(path + ": not a plan file (too short for the header)");
-  }
-  if (std::memcmp(header, kMagic, 8) != 0 || getU32(header + 12) != 0) {
-    close(fd);
+  if (std::memcmp(header, kMagic, 8) != 0 || getU32(header + 12) != 0)
     return Status::error(path + ": not a plan file (bad magic)");
-  }
   uint32_t version = getU32(header + 8);
-  if (version != kPlanFormatVersion) {
-    close(fd);
+  if (version != kPlanFormatVersion)
     return Status::error(cat(path, ": plan format version ", version, "; this runtime reads version ",
                              kPlanFormatVersion, " (recompile the plan with this fsdp-opt)"));
-  }
   uint64_t hash = getU64(header + 16), size = getU64(header + 24);
-  if (size != fileSize - kHeaderSize) {
-    close(fd);
+  if (size != file.size() - kHeaderSize)
     return Status::error(cat(path, ": plan is truncated or has trailing bytes (header says ", size,
-                             " bytes, file holds ", fileSize - kHeaderSize, ")"));
-  }
+                             " bytes, file holds ", file.size() - kHeaderSize, ")"));
   // 64-byte-aligned storage so constant data is aligned for the kernels.
   void *raw = nullptr;
-  if (posix_memalign(&raw, kBufferAlignment, size == 0 ? 1 : size) != 0) {
-    close(fd);
+  if (posix_memalign(&raw, kBufferAlignment, size == 0 ? 1 : size) != 0)
     return Status::error(path + ": out of memory reading the plan");
-  }
   std::shared_ptr<uint8_t> storage(static_cast<uint8_t *>(raw), [](uint8_t *p) { std::free(p); });
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = pread(fd, storage.get() + done, size - done, kHeaderSize + done);
-    if (n <= 0)
-      break;
-    done += static_cast<size_t>(n);
-  }
-  close(fd);
-  if (done != size)
-    return Status::error(path + ": short read");
+  FSDP_RETURN_IF_ERROR(detail::withContext(path, file.readAt(kHeaderSize, storage.get(), size)));
   if (contentHash(storage.get(), size) != hash)
     return Status::error(path + ": plan is corrupted (content hash mismatch)");
   flatbuffers::Verifier verifier(storage.get(), size);

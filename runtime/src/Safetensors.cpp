@@ -15,6 +15,7 @@
 
 #include "fsdp/runtime/Safetensors.h"
 
+#include "runtime/src/FileIO.h"
 #include "runtime/src/TextScanner.h"
 
 #include <algorithm>

@@ -26,8 +26,6 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
-#include <fstream>
-#include <sstream>
 
 using namespace mlir;
 
@@ -318,29 +316,21 @@ LogicalResult Emitter::lower(Operation *op) {
 }
 
 LogicalResult Emitter::writeWeights(const WeightLookup &weights, uint64_t &hash) {
-  std::vector<rt::HostTensor> values;
-  values.reserve(params.size());
   std::vector<rt::NamedTensor> named;
   for (const auto &[name, index] : params) {
-    std::optional<rt::HostTensor> value = weights(name);
+    std::optional<rt::TensorRef> value = weights(name);
     const BufferDesc &desc = descs[index];
     if (!value)
       return func.emitError("parameter '") << name << "' has no initial value in the source model";
-    if (value->dtype != desc.dtype || value->shape != desc.shape)
+    if (value->dtype != desc.dtype ||
+        ArrayRef<int64_t>(value->dims, value->rank) != ArrayRef<int64_t>(desc.shape))
       return func.emitError("initial value of parameter '") << name << "' does not match its type";
-    values.push_back(std::move(*value));
+    named.push_back({name, *value});
   }
-  for (size_t i = 0; i < params.size(); ++i)
-    named.push_back({params[i].first, values[i].ref()});
-  std::string path = weightsPathFor(options.planPath);
-  rt::Status status = rt::writeSafetensors(path, named, {{"producer", "fsdp-opt"}});
+  rt::Status status = rt::writeSafetensors(weightsPathFor(options.planPath), named,
+                                           {{"producer", "fsdp-opt"}}, &hash);
   if (!status.isOk())
     return func.emitError(status.message());
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  std::string content = bytes.str();
-  hash = rt::contentHash(content.data(), content.size());
   return success();
 }
 

@@ -14,7 +14,7 @@
 #ifndef FSDP_COMPILER_TARGET_PLANEMITTER_H
 #define FSDP_COMPILER_TARGET_PLANEMITTER_H
 
-#include "fsdp/runtime/HostTensor.h"
+#include "fsdp/runtime/TensorRef.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -24,9 +24,11 @@
 
 namespace fsdp {
 
-/// Initial value of a parameter by name (ONNX initializers, for instance);
-/// nullopt if the source has none.
-using WeightLookup = std::function<std::optional<rt::HostTensor>(const std::string &)>;
+/// A view of a parameter's initial value by name (ONNX initializers, for
+/// instance), valid while the emitter runs; nullopt if the source has none.
+/// Views, not copies: a large model's weights are written out without a
+/// second copy in memory.
+using WeightLookup = std::function<std::optional<rt::TensorRef>(const std::string &)>;
 
 struct PlanEmitOptions {
   std::string planPath;      // where to write; the weights go beside it

@@ -13,6 +13,7 @@
 #include "frontends/onnx/OnnxModel.h"
 #include "fsdp/runtime/HostTensor.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace fsdp::onnx {
@@ -37,14 +38,27 @@ inline std::optional<rt::DType> runtimeDType(DType dtype) {
   }
 }
 
-/// A copy of `tensor` as a HostTensor; nullopt if it has no data or an
-/// unsupported dtype.
-inline std::optional<rt::HostTensor> toHostTensor(const Tensor &tensor) {
+/// A view of `tensor`'s bytes (no copy); nullopt if it has no data, an
+/// unsupported dtype or a rank the runtime does not hold.
+inline std::optional<rt::TensorRef> toTensorRef(const Tensor &tensor) {
   std::optional<rt::DType> dtype = runtimeDType(tensor.dtype);
-  if (!dtype || !tensor.hasData)
+  if (!dtype || !tensor.hasData || tensor.dims.size() > static_cast<size_t>(rt::kMaxRank))
+    return std::nullopt;
+  rt::TensorRef ref;
+  ref.dtype = *dtype;
+  ref.rank = static_cast<int>(tensor.dims.size());
+  std::copy(tensor.dims.begin(), tensor.dims.end(), ref.dims);
+  ref.data = const_cast<char *>(tensor.data.data()); // read-only use
+  return ref;
+}
+
+/// A copy of `tensor` as a HostTensor; nullopt where toTensorRef has none.
+inline std::optional<rt::HostTensor> toHostTensor(const Tensor &tensor) {
+  std::optional<rt::TensorRef> ref = toTensorRef(tensor);
+  if (!ref)
     return std::nullopt;
   rt::HostTensor host;
-  host.dtype = *dtype;
+  host.dtype = ref->dtype;
   host.shape = tensor.dims;
   host.data = tensor.data;
   return host;

@@ -15,8 +15,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace fsdp::rt {
 namespace {
@@ -116,25 +114,20 @@ Status Executor::prepare() {
 Status Executor::loadWeights(const std::string &path) {
   const plan::Plan &plan = plan_.plan();
   std::string file = path;
-  if (file.empty()) {
+  bool ownWeights = file.empty();
+  if (ownWeights) {
     if (!plan.weights_file() || plan.weights_file()->size() == 0) {
       if (plan.parameters() && plan.parameters()->size() > 0)
         return Status::error(plan_.path() + ": plan has parameters but names no weights file");
       return Status::ok();
     }
     file = plan_.directory() + "/" + plan.weights_file()->str();
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    std::string content = bytes.str();
-    if (!in && content.empty())
-      return Status::error(file + ": cannot read the plan's weights file");
-    if (contentHash(content.data(), content.size()) != plan.weights_hash())
-      return Status::error(file + ": weights file does not match the plan (content hash differs; "
-                                  "recompile or pass --weights)");
   }
   SafetensorsFile weights;
   FSDP_RETURN_IF_ERROR(SafetensorsFile::open(file, weights));
+  if (ownWeights && weights.contentHash() != plan.weights_hash())
+    return Status::error(file + ": weights file does not match the plan (content hash differs; "
+                                "recompile or pass --weights)");
   if (!plan.parameters())
     return Status::ok();
   for (const plan::Parameter *param : *plan.parameters()) {

@@ -34,27 +34,6 @@ uint64_t getU64(const uint8_t *p) { uint64_t v; std::memcpy(&v, p, 8); return v;
 
 } // namespace
 
-uint64_t contentHash(const void *data, size_t size) {
-  // FNV-1a over 64-bit words (fast on large constant blobs), the tail byte
-  // by byte, then a murmur-style finalizer to spread the bits.
-  const uint8_t *p = static_cast<const uint8_t *>(data);
-  uint64_t h = 0xcbf29ce484222325ull ^ size;
-  size_t i = 0;
-  for (; i + 8 <= size; i += 8) {
-    uint64_t word;
-    std::memcpy(&word, p + i, 8);
-    h = (h ^ word) * 0x100000001b3ull;
-  }
-  for (; i < size; ++i)
-    h = (h ^ p[i]) * 0x100000001b3ull;
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ull;
-  h ^= h >> 33;
-  return h;
-}
-
 Status writePlanFile(const std::string &path, const uint8_t *flatbuffer, size_t size) {
   uint8_t header[kHeaderSize] = {};
   std::memcpy(header, kMagic, 8);

@@ -15,6 +15,7 @@
 
 #include "fsdp/runtime/Safetensors.h"
 
+#include "fsdp/runtime/ContentHash.h"
 #include "runtime/src/FileIO.h"
 #include "runtime/src/TextScanner.h"
 
@@ -332,7 +333,8 @@ Status checkRanges(std::vector<Entry> &entries, uint64_t bufferSize) {
 }
 
 Status openImpl(const std::string &path, std::map<std::string, std::string> &metadata,
-                std::map<std::string, HostTensor> &tensors) {
+                std::map<std::string, HostTensor> &tensors, uint64_t &hash) {
+  ContentHasher hasher;
   InputFile file;
   FSDP_RETURN_IF_ERROR(file.open(path));
   unsigned char sizeField[8];
@@ -348,11 +350,16 @@ Status openImpl(const std::string &path, std::map<std::string, std::string> &met
                              file.size(), "-byte file"));
   std::string header(headerSize, '\0');
   FSDP_RETURN_IF_ERROR(file.readAt(sizeof(sizeField), header.data(), header.size()));
+  hasher.update(sizeField, sizeof(sizeField));
+  hasher.update(header.data(), header.size());
 
   std::vector<Entry> entries;
   FSDP_RETURN_IF_ERROR(parseHeader(header, entries, metadata));
   uint64_t bufferStart = sizeof(sizeField) + headerSize;
   FSDP_RETURN_IF_ERROR(checkRanges(entries, file.size() - bufferStart));
+  // In file order, so the hash covers the bytes as they lie in the file.
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry &a, const Entry &b) { return a.begin < b.begin; });
   for (Entry &e : entries) {
     HostTensor &t = tensors[e.name];
     t.dtype = e.dtype;
@@ -361,7 +368,9 @@ Status openImpl(const std::string &path, std::map<std::string, std::string> &met
     FSDP_RETURN_IF_ERROR(withContext(
         "tensor '" + e.name + "'",
         file.readAt(bufferStart + static_cast<uint64_t>(e.begin), t.data.data(), e.bytes)));
+    hasher.update(t.data.data(), t.data.size());
   }
+  hash = hasher.finish();
   return Status::ok();
 }
 
@@ -372,7 +381,7 @@ struct Planned {
 };
 
 Status writeImpl(const std::string &path, const std::vector<NamedTensor> &tensors,
-                 const std::map<std::string, std::string> &metadata) {
+                 const std::map<std::string, std::string> &metadata, uint64_t *hash) {
   std::vector<Planned> planned;
   std::set<std::string> names;
   for (const NamedTensor &t : tensors) {
@@ -438,20 +447,28 @@ Status writeImpl(const std::string &path, const std::vector<NamedTensor> &tensor
     sizeField[i] = static_cast<unsigned char>(static_cast<uint64_t>(header.size()) >> (8 * i));
   pieces[0] = {sizeField, sizeof(sizeField)};
   pieces[1] = {header.data(), header.size()};
+  if (hash) {
+    ContentHasher hasher;
+    for (const ByteSpan &piece : pieces)
+      hasher.update(piece.data, piece.size);
+    *hash = hasher.finish();
+  }
   return writeFileAtomic(path, pieces);
 }
 
 } // namespace
 
 Status writeSafetensors(const std::string &path, const std::vector<NamedTensor> &tensors,
-                        const std::map<std::string, std::string> &metadata) {
-  return withContext("safetensors file '" + path + "'", writeImpl(path, tensors, metadata));
+                        const std::map<std::string, std::string> &metadata, uint64_t *contentHash) {
+  return withContext("safetensors file '" + path + "'",
+                     writeImpl(path, tensors, metadata, contentHash));
 }
 
 Status SafetensorsFile::open(const std::string &path, SafetensorsFile &out) {
   SafetensorsFile file;
   FSDP_RETURN_IF_ERROR(withContext("safetensors file '" + path + "'",
-                                   openImpl(path, file.metadata_, file.tensors_)));
+                                   openImpl(path, file.metadata_, file.tensors_,
+                                            file.contentHash_)));
   out = std::move(file);
   return Status::ok();
 }

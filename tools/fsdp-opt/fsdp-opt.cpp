@@ -71,9 +71,9 @@ fsdp::WeightLookup weightsFrom(std::shared_ptr<const fsdp::onnx::Model> model) {
   if (model)
     for (const fsdp::onnx::Tensor &init : model->initializers)
       (*initializers)[init.name] = &init;
-  return [model, initializers](const std::string &name) -> std::optional<fsdp::rt::HostTensor> {
+  return [model, initializers](const std::string &name) -> std::optional<fsdp::rt::TensorRef> {
     auto it = initializers->find(name);
-    return it == initializers->end() ? std::nullopt : fsdp::onnx::toHostTensor(*it->second);
+    return it == initializers->end() ? std::nullopt : fsdp::onnx::toTensorRef(*it->second);
   };
 }
 

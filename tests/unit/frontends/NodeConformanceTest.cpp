@@ -207,7 +207,7 @@ std::string runNodeTest(const std::string &dir, const std::string &planPath) {
     return error;
   fsdp::PlanEmitOptions emitOptions;
   emitOptions.planPath = planPath;
-  auto noWeights = [](const std::string &) { return std::optional<fsdp::rt::HostTensor>(); };
+  auto noWeights = [](const std::string &) { return std::optional<fsdp::rt::TensorRef>(); };
   if (mlir::failed(fsdp::emitPlan(*module, emitOptions, noWeights)))
     return "plan emission failed: " + diagnostics;
   fsdp::rt::LoadedPlan plan;

@@ -17,6 +17,7 @@
 #ifndef FSDP_RUNTIME_PLANFILE_H
 #define FSDP_RUNTIME_PLANFILE_H
 
+#include "fsdp/runtime/ContentHash.h"
 #include "fsdp/runtime/Status.h"
 
 #include <cstddef>
@@ -36,10 +37,6 @@ inline constexpr uint32_t kPlanFormatVersion = 1;
 inline constexpr uint32_t kNoBuffer = 0xFFFFFFFFu;
 /// Every buffer offset and region size is a multiple of this.
 inline constexpr uint64_t kBufferAlignment = 64;
-
-/// 64-bit content hash (FNV-1a over 8-byte words, then mixed): detects
-/// corruption and identifies plans and weight files. Not cryptographic.
-uint64_t contentHash(const void *data, size_t size);
 
 /// Writes header + `flatbuffer` to `path` atomically (temporary file, fsync,
 /// rename), so a crash never leaves a half-written plan under the name.

@@ -34,9 +34,11 @@ struct NamedTensor {
 /// space-padded to a multiple of 8 bytes; the data buffer holds them
 /// back to back, widest element type first, so every tensor is aligned to
 /// its element size without gaps. Atomic: written to `path`.tmp, fsynced,
-/// then renamed over `path`.
+/// then renamed over `path`. With `contentHash`, also returns the
+/// ContentHasher value of the bytes written (the whole file).
 Status writeSafetensors(const std::string &path, const std::vector<NamedTensor> &tensors,
-                        const std::map<std::string, std::string> &metadata);
+                        const std::map<std::string, std::string> &metadata,
+                        uint64_t *contentHash = nullptr);
 
 /// A safetensors file read fully into host memory.
 class SafetensorsFile {
@@ -49,8 +51,13 @@ public:
   std::vector<std::string> names() const;
   /// The tensor called `name`, or nullptr if the file has none.
   const HostTensor *find(const std::string &name) const;
+  /// ContentHasher value of the bytes read: size field, header and tensor
+  /// data in file order. Equals the whole file's hash when the tensors are
+  /// contiguous, as writeSafetensors lays them out.
+  uint64_t contentHash() const { return contentHash_; }
 
 private:
+  uint64_t contentHash_ = 0;
   std::map<std::string, std::string> metadata_;
   std::map<std::string, HostTensor> tensors_;
 };

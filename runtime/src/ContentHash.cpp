@@ -1,0 +1,61 @@
+//===- ContentHash.cpp - 64-bit identity of file contents -----------------===//
+//
+// Whole 8-byte words are mixed as they complete (buffering a partial word
+// across update calls), so the result depends only on the byte sequence.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/runtime/ContentHash.h"
+
+#include <cstring>
+
+namespace fsdp::rt {
+namespace {
+
+constexpr uint64_t kPrime = 0x100000001b3ull;
+
+uint64_t mixWord(uint64_t state, const uint8_t *p) {
+  uint64_t word;
+  std::memcpy(&word, p, 8);
+  return (state ^ word) * kPrime;
+}
+
+} // namespace
+
+void ContentHasher::update(const void *data, size_t size) {
+  const uint8_t *p = static_cast<const uint8_t *>(data);
+  length_ += size;
+  while (pendingBytes_ > 0 && size > 0) { // complete a word begun earlier
+    pending_[pendingBytes_++] = *p++;
+    --size;
+    if (pendingBytes_ == 8) {
+      state_ = mixWord(state_, pending_);
+      pendingBytes_ = 0;
+    }
+  }
+  for (; size >= 8; p += 8, size -= 8)
+    state_ = mixWord(state_, p);
+  std::memcpy(pending_ + pendingBytes_, p, size);
+  pendingBytes_ += size;
+}
+
+uint64_t ContentHasher::finish() const {
+  uint64_t h = state_;
+  for (size_t i = 0; i < pendingBytes_; ++i)
+    h = (h ^ pending_[i]) * kPrime;
+  h = (h ^ length_) * kPrime;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return h;
+}
+
+uint64_t contentHash(const void *data, size_t size) {
+  ContentHasher hasher;
+  hasher.update(data, size);
+  return hasher.finish();
+}
+
+} // namespace fsdp::rt

@@ -49,8 +49,7 @@ public:
   OwningOpRef<ModuleOp> run(std::string &error);
 
 private:
-  LogicalResult declareArguments(SmallVectorImpl<Type> &types,
-                                 SmallVectorImpl<NamedAttribute> &argAttrs);
+  LogicalResult declareArguments(SmallVectorImpl<Type> &types);
   LogicalResult importNode(const Node &node, size_t index);
   LogicalResult checkNodeOutputs(const Node &node);
   LogicalResult importOutputs(func::FuncOp func);
@@ -74,8 +73,7 @@ private:
   std::vector<Argument> arguments;
 };
 
-LogicalResult ModelImporter::declareArguments(SmallVectorImpl<Type> &types,
-                                              SmallVectorImpl<NamedAttribute> &) {
+LogicalResult ModelImporter::declareArguments(SmallVectorImpl<Type> &types) {
   std::set<std::string> initializerNames;
   // Float initializers are the trainable parameters; integer and bool ones
   // (masks, index buffers) are constants.
@@ -244,8 +242,7 @@ OwningOpRef<ModuleOp> ModelImporter::run(std::string &error) {
     (*module)->setAttr("nn.opset", builder.getI64IntegerAttr(defaultOpset->second));
 
   SmallVector<Type> argTypes;
-  SmallVector<NamedAttribute> unused;
-  if (failed(declareArguments(argTypes, unused))) {
+  if (failed(declareArguments(argTypes))) {
     error = firstError;
     return nullptr;
   }

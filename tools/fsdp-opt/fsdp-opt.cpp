@@ -85,8 +85,15 @@ int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module,
   fsdp::PlanEmitOptions options;
   options.planPath = opts.outputPath;
   options.mode = opts.mode == fsdp::Mode::Forward ? "forward" : "train";
-  if (failed(fsdp::emitPlan(module, options, weights)))
+  FailureOr<fsdp::EmittedPlan> plan = fsdp::emitPlan(module, options, weights);
+  if (failed(plan))
     return 1;
+  // The memory the plan will take, known before launch.
+  llvm::outs() << "wrote " << opts.outputPath << ": " << plan->instructions << " instructions, "
+               << plan->buffers << " buffers; persistent " << plan->persistentBytes
+               << " B, arena " << plan->arenaBytes << " B (live peak " << plan->arenaLowerBound
+               << " B), constants " << plan->constantBytes << " B"
+               << (plan->weightsPath.empty() ? "" : "; weights " + plan->weightsPath) << "\n";
   return 0;
 }
 
@@ -108,8 +115,10 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   std::string error;
   fsdp::onnx::ReadOptions readOptions;
   // A summary or IR dump needs shapes only; weights absent from disk (a
-  // 70B model planned on a laptop) are fine until values are needed.
-  readOptions.allowMissingExternalData = true;
+  // 70B model planned on a laptop) are fine until values are needed. A
+  // plan writes the weights, so there a missing file is the reader's error
+  // naming it.
+  readOptions.allowMissingExternalData = opts.emit != fsdp::EmitKind::Plan;
   std::optional<fsdp::onnx::Model> model =
       fsdp::onnx::readModel(opts.inputPath, readOptions, error);
   if (!model)

@@ -40,3 +40,7 @@ module {
   }
 }
 
+
+// The driver reports what the plan will take, before launch.
+// RUN: fsdp-opt %s --emit=plan --mode=forward -o %t.again.plan | FileCheck %s --check-prefix=SUMMARY
+// SUMMARY: wrote {{.+}}.again.plan: 4 instructions, 9 buffers; persistent 256 B, arena 192 B (live peak 192 B), constants 12 B{{$}}

@@ -65,10 +65,6 @@ std::optional<std::string> pendingEmit(const CompileOptions &opts) {
 } // namespace
 
 Stage lastRequestedStage(const CompileOptions &opts) {
-  // A forward plan is the imported graph placed in memory: there is no
-  // training step to build, shard, checkpoint or schedule yet.
-  if (!opts.stopAfter && opts.mode == Mode::Forward && opts.emit == EmitKind::Plan)
-    return Stage::Import;
   return opts.stopAfter.value_or(Stage::Memory);
 }
 

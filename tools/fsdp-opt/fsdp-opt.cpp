@@ -265,18 +265,18 @@ int main(int argc, char **argv) {
       if (!llvm::StringRef(mlirArgs[i]).starts_with("--mlir-") &&
           llvm::StringRef(mlirArgs[i]) != "--help")
         return fail(llvm::Twine(mlirArgs[i]) + ": applies to .mlir input only");
-  // .mlir input without an explicit --emit is mlir-opt style: print IR.
-  if (mlirInput && !opts.explicitlySet.count("emit"))
+  // .mlir input without an explicit --emit is mlir-opt style: it prints IR
+  // after what --pass-pipeline names, so our own pipeline stops at parsing.
+  if (mlirInput && !opts.explicitlySet.count("emit")) {
     opts.emit = fsdp::EmitKind::Mlir;
+    if (!opts.stopAfter)
+      opts.stopAfter = fsdp::Stage::Import;
+  }
   std::string error;
   if (!fsdp::validateCompileOptions(opts, error))
     return fail(error);
-  if (std::optional<std::string> pending = fsdp::findUnimplemented(opts)) {
-    // mlir-opt mode runs only what --pass-pipeline names.
-    if (!(mlirInput && !opts.explicitlySet.count("emit") && !opts.stopAfter &&
-          pending->find("--emit=mlir without --stop-after") == 0))
-      return fail(*pending);
-  }
+  if (std::optional<std::string> pending = fsdp::findUnimplemented(opts))
+    return fail(*pending);
   if (mlirInput && (opts.emit == fsdp::EmitKind::Summary || opts.emit == fsdp::EmitKind::Plan))
     return compileMlir(opts, registry);
   if (mlirInput)

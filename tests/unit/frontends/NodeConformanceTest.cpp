@@ -83,23 +83,34 @@ bool isSupported(const Model &model) {
   return false;
 }
 
-/// Reads and imports one node test; returns "" on success, else the error.
-std::string importNodeTest(const std::string &dir) {
-  std::string error;
-  std::optional<Model> model = readModel(dir + "/model.onnx", ReadOptions(), error);
-  if (!model)
-    return error;
+/// One node test, read once: its model and the tensors of test_data_set_0.
+struct NodeTest {
+  std::string name, dir;
+  Model model;
+  std::vector<Tensor> inputs; // input_N.pb, by graph input position
+};
+
+/// Imports a node test, offering its inputs as bound values; null with
+/// `error` set on failure.
+mlir::OwningOpRef<mlir::ModuleOp> importTest(const NodeTest &test, mlir::MLIRContext &context,
+                                             std::string &error) {
   ImportOptions options;
-  for (size_t i = 0; i < model->inputs.size(); ++i) {
-    std::string path = dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb";
-    std::string tensorError;
-    if (std::optional<Tensor> tensor = readTensorFile(path, tensorError))
-      options.inputValues[model->inputs[i].name] = *tensor;
-  }
+  for (size_t i = 0; i < test.inputs.size(); ++i)
+    options.inputValues[test.model.inputs[i].name] = test.inputs[i];
+  return importModel(context, test.model, options, error);
+}
+
+mlir::DialectRegistry fsdpRegistry() {
   mlir::DialectRegistry registry;
   fsdp::registerFsdpDialects(registry);
-  mlir::MLIRContext context(registry);
-  mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, *model, options, error);
+  return registry;
+}
+
+/// Imports one node test; returns "" on success, else the error.
+std::string importNodeTest(const NodeTest &test) {
+  mlir::MLIRContext context(fsdpRegistry());
+  std::string error;
+  mlir::OwningOpRef<mlir::ModuleOp> module = importTest(test, context, error);
   if (!module)
     return error;
   // The printed IR must parse back and verify (unsigned and bool constants,
@@ -179,30 +190,17 @@ void adoptDeclaredBf16(fsdp::rt::HostTensor &tensor, const ValueInfo &declared) 
 }
 
 /// Compiles, runs and checks one node test; "" on success.
-std::string runNodeTest(const std::string &dir, const std::string &planPath) {
-  std::string error;
-  std::optional<Model> model = readModel(dir + "/model.onnx", ReadOptions(), error);
-  if (!model)
-    return error;
-  ImportOptions options;
-  std::vector<Tensor> inputs;
-  for (size_t i = 0; i < model->inputs.size(); ++i) {
-    std::optional<Tensor> tensor = readTensorFile(
-        dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb", error);
-    if (!tensor)
-      return error;
-    options.inputValues[model->inputs[i].name] = *tensor;
-    inputs.push_back(*tensor);
-  }
-  mlir::DialectRegistry registry;
-  fsdp::registerFsdpDialects(registry);
-  mlir::MLIRContext context(registry);
-  std::string diagnostics;
+std::string runNodeTest(const NodeTest &test, const std::string &planPath) {
+  const Model &model = test.model;
+  if (test.inputs.size() != model.inputs.size())
+    return "its input data could not be read";
+  mlir::MLIRContext context(fsdpRegistry());
+  std::string diagnostics, error;
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
     diagnostics += d.str() + "; ";
     return mlir::success();
   });
-  mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, *model, options, error);
+  mlir::OwningOpRef<mlir::ModuleOp> module = importTest(test, context, error);
   if (!module)
     return error;
   fsdp::PlanEmitOptions emitOptions;
@@ -217,50 +215,64 @@ std::string runNodeTest(const std::string &dir, const std::string &planPath) {
   std::unique_ptr<fsdp::rt::Executor> executor;
   if (fsdp::rt::Status s = fsdp::rt::Executor::create(plan, *device, executor); !s)
     return s.message();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    std::optional<fsdp::rt::HostTensor> value = toHostTensor(inputs[i]);
+  for (size_t i = 0; i < test.inputs.size(); ++i) {
+    std::optional<fsdp::rt::HostTensor> value = toHostTensor(test.inputs[i]);
     if (value)
-      adoptDeclaredBf16(*value, model->inputs[i]);
+      adoptDeclaredBf16(*value, model.inputs[i]);
     if (!value)
       return "input " + std::to_string(i) + " has no runtime dtype";
-    if (fsdp::rt::Status s = executor->setInput(model->inputs[i].name, value->ref()); !s)
+    if (fsdp::rt::Status s = executor->setInput(model.inputs[i].name, value->ref()); !s)
       return s.message();
   }
   if (fsdp::rt::Status s = executor->run(); !s)
     return s.message();
-  for (size_t i = 0; i < model->outputs.size(); ++i) {
+  for (size_t i = 0; i < model.outputs.size(); ++i) {
     std::optional<Tensor> expected = readTensorFile(
-        dir + "/test_data_set_0/output_" + std::to_string(i) + ".pb", error);
+        test.dir + "/test_data_set_0/output_" + std::to_string(i) + ".pb", error);
     if (!expected)
       return error;
     std::optional<fsdp::rt::HostTensor> want = toHostTensor(*expected);
     if (want)
-      adoptDeclaredBf16(*want, model->outputs[i]);
+      adoptDeclaredBf16(*want, model.outputs[i]);
     fsdp::rt::HostTensor got;
-    if (fsdp::rt::Status s = executor->getOutput(model->outputs[i].name, got); !s)
+    if (fsdp::rt::Status s = executor->getOutput(model.outputs[i].name, got); !s)
       return s.message();
     if (!want)
       return "expected output has no runtime dtype";
-    if (std::string mismatch = compareTensors(model->outputs[i].name, got, *want); !mismatch.empty())
+    if (std::string mismatch = compareTensors(model.outputs[i].name, got, *want); !mismatch.empty())
       return mismatch;
   }
   return "";
 }
 
-/// Names of the node tests (not `_expanded`) whose graph is one supported
-/// operator: the population both tests below count.
-std::vector<std::string> supportedNodeTests() {
-  std::vector<std::string> supported;
-  for (const std::string &name : listDir(kNodeTestDir)) {
-    if (name.find("_expanded") != std::string::npos)
-      continue;
-    std::string error;
-    std::optional<Model> model =
-        readModel(std::string(kNodeTestDir) + "/" + name + "/model.onnx", ReadOptions(), error);
-    if (model && isSupported(*model))
-      supported.push_back(name);
-  }
-  return supported;
+/// The node tests (not `_expanded`) whose graph is one supported operator,
+/// with their inputs: the population both tests below count. A test whose
+/// input data cannot be read is kept with no inputs, so it fails visibly.
+const std::vector<NodeTest> &supportedNodeTests() {
+  static const std::vector<NodeTest> tests = [] {
+    std::vector<NodeTest> supported;
+    for (const std::string &name : listDir(kNodeTestDir)) {
+      if (name.find("_expanded") != std::string::npos)
+        continue;
+      std::string dir = std::string(kNodeTestDir) + "/" + name, error;
+      std::optional<Model> model = readModel(dir + "/model.onnx", ReadOptions(), error);
+      if (!model || !isSupported(*model))
+        continue;
+      NodeTest test{name, dir, std::move(*model), {}};
+      for (size_t i = 0; i < test.model.inputs.size(); ++i) {
+        std::optional<Tensor> tensor = readTensorFile(
+            dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb", error);
+        if (!tensor) {
+          test.inputs.clear();
+          break;
+        }
+        test.inputs.push_back(std::move(*tensor));
+      }
+      supported.push_back(std::move(test));
+    }
+    return supported;
+  }();
+  return tests;
 }
 
 TEST(NodeConformance, SupportedSingleOpTestsMatchNumerically) {
@@ -268,16 +280,15 @@ TEST(NodeConformance, SupportedSingleOpTestsMatchNumerically) {
   std::string planPath = ::testing::TempDir() + "fsdp-node-test.plan";
   int counted = 0, passed = 0;
   std::vector<std::string> failures;
-  for (const std::string &name : supportedNodeTests()) {
-    if (kExclusions.count(name) || kNumericExclusions.count(name))
+  for (const NodeTest &test : supportedNodeTests()) {
+    if (kExclusions.count(test.name) || kNumericExclusions.count(test.name))
       continue;
-    std::string dir = std::string(kNodeTestDir) + "/" + name;
     ++counted;
-    std::string result = runNodeTest(dir, planPath);
+    std::string result = runNodeTest(test, planPath);
     if (result.empty())
       ++passed;
     else
-      failures.push_back(name + ": " + result);
+      failures.push_back(test.name + ": " + result);
   }
   std::remove(planPath.c_str());
   for (const std::string &failure : failures)
@@ -293,19 +304,18 @@ TEST(NodeConformance, SupportedSingleOpTestsImport) {
       << "libonnx-testdata is missing (scripts/setup.sh installs it)";
   int candidates = 0, passed = 0, excluded = 0;
   std::vector<std::string> failures;
-  for (const std::string &name : supportedNodeTests()) {
-    std::string dir = std::string(kNodeTestDir) + "/" + name;
+  for (const NodeTest &test : supportedNodeTests()) {
     ++candidates;
-    std::string result = importNodeTest(dir);
-    if (kExclusions.count(name)) {
+    std::string result = importNodeTest(test);
+    if (kExclusions.count(test.name)) {
       ++excluded;
-      EXPECT_NE(result, "") << name << " is excluded but imports: remove the exclusion";
+      EXPECT_NE(result, "") << test.name << " is excluded but imports: remove the exclusion";
       continue;
     }
     if (result.empty())
       ++passed;
     else
-      failures.push_back(name + ": " + result);
+      failures.push_back(test.name + ": " + result);
   }
   for (const std::string &failure : failures)
     ADD_FAILURE() << failure;

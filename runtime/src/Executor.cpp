@@ -4,7 +4,11 @@
 // region base + planned offset, so the per-step loop only walks the launch
 // array. Constant buffers point into the loaded plan's constant data (the
 // CPU device reads host memory; device backends will copy constants into
-// their persistent region at preparation instead).
+// their persistent region at preparation instead). Training plans add
+// three small things on top: a zeroed persistent region (optimizer state
+// must start at zero whatever the device's allocator returns), the lr and
+// step scalars written through the device before each step, and reads of
+// the loss and parameters back to the host.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +17,7 @@
 #include "fsdp/runtime/Safetensors.h"
 #include "runtime/schema/plan_generated.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -41,6 +46,7 @@ Status Executor::create(const LoadedPlan &plan, Device &device, std::unique_ptr<
   std::unique_ptr<Executor> executor(new Executor(plan, device));
   FSDP_RETURN_IF_ERROR(device.allocate(plan.plan().persistent_bytes(), executor->persistent_));
   FSDP_RETURN_IF_ERROR(device.allocate(plan.plan().arena_bytes(), executor->arena_));
+  FSDP_RETURN_IF_ERROR(executor->zeroPersistent());
   FSDP_RETURN_IF_ERROR(executor->prepare());
   out = std::move(executor);
   return Status::ok();
@@ -49,6 +55,17 @@ Status Executor::create(const LoadedPlan &plan, Device &device, std::unique_ptr<
 Executor::~Executor() {
   device_.release(persistent_);
   device_.release(arena_);
+}
+
+Status Executor::zeroPersistent() {
+  // Through copyToDevice in bounded chunks: the device may not be host
+  // memory, and a host copy of the whole region could be gigabytes.
+  static const std::vector<char> zeros(1 << 20, 0);
+  char *base = static_cast<char *>(persistent_.base);
+  for (size_t done = 0; done < persistent_.size; done += zeros.size())
+    FSDP_RETURN_IF_ERROR(device_.copyToDevice(
+        base + done, zeros.data(), std::min(zeros.size(), persistent_.size - done)));
+  return Status::ok();
 }
 
 TensorRef Executor::viewOf(uint32_t index) const {
@@ -196,6 +213,108 @@ Status Executor::getOutput(const std::string &name, HostTensor &out) const {
   out.shape.assign(source.dims, source.dims + source.rank);
   out.data.resize(source.byteSize());
   return device_.copyToHost(out.data.data(), source.data, source.byteSize());
+}
+
+Status Executor::writeScalar(uint32_t buffer, DType dtype, const void *value, const char *what) {
+  const plan::Plan &plan = plan_.plan();
+  if (buffer == kNoBuffer)
+    return Status::error(plan_.path() + ": the plan has no " + what + " buffer (" +
+                         (plan.mode() ? plan.mode()->str() : std::string("?")) +
+                         " plan; only training plans take one)");
+  if (!plan.buffers() || buffer >= plan.buffers()->size())
+    return Status::error(cat(plan_.path(), ": ", what, " buffer ", buffer, " does not exist"));
+  TensorRef target = viewOf(buffer);
+  if (target.dtype != dtype || target.numElements() != 1)
+    return Status::error(plan_.path() + ": " + what + " buffer is " + shapeText(target) +
+                         ", not a " + dtypeName(dtype) + " scalar");
+  return device_.copyToDevice(target.data, value, dtypeSize(dtype));
+}
+
+Status Executor::setLearningRate(double lr) {
+  return writeScalar(plan_.plan().lr_buffer(), DType::F64, &lr, "learning-rate");
+}
+
+Status Executor::setStep(int64_t step) {
+  if (step < 1)
+    return Status::error(cat("step ", step, " is not a 1-based step number"));
+  FSDP_RETURN_IF_ERROR(writeScalar(plan_.plan().step_buffer(), DType::I64, &step, "step"));
+  step_ = step > 0 ? static_cast<uint64_t>(step - 1) : 0;
+  return Status::ok();
+}
+
+bool Executor::isTraining() const {
+  return plan_.plan().mode() && plan_.plan().mode()->str() == "train";
+}
+
+std::string Executor::lossOutput() const {
+  return plan_.plan().loss_output() ? plan_.plan().loss_output()->str() : "";
+}
+
+double Executor::baseLearningRate() const { return plan_.plan().base_lr(); }
+
+uint32_t Executor::worldSize() const { return plan_.plan().world_size(); }
+
+Status Executor::getLoss(float &loss) const {
+  std::string name = lossOutput();
+  if (name.empty())
+    return Status::error(plan_.path() + ": the plan names no loss output");
+  uint32_t buffer;
+  FSDP_RETURN_IF_ERROR(bindingBuffer(false, name, buffer));
+  TensorRef source = viewOf(buffer);
+  if (source.dtype != DType::F32 || source.numElements() != 1)
+    return Status::error(plan_.path() + ": loss output '" + name + "' is " + shapeText(source) +
+                         ", not an f32 scalar");
+  return device_.copyToHost(&loss, source.data, sizeof(float));
+}
+
+Status Executor::parameterBuffer(const std::string &name, uint32_t &buffer) const {
+  if (plan_.plan().parameters())
+    for (const plan::Parameter *param : *plan_.plan().parameters())
+      if (param->name()->str() == name) {
+        buffer = param->buffer();
+        return Status::ok();
+      }
+  return Status::error(plan_.path() + ": the plan has no parameter '" + name + "'");
+}
+
+Status Executor::getParameter(const std::string &name, HostTensor &out) const {
+  uint32_t buffer;
+  FSDP_RETURN_IF_ERROR(parameterBuffer(name, buffer));
+  TensorRef source = viewOf(buffer);
+  out.dtype = source.dtype;
+  out.shape.assign(source.dims, source.dims + source.rank);
+  out.data.resize(source.byteSize());
+  return device_.copyToHost(out.data.data(), source.data, source.byteSize());
+}
+
+Status Executor::saveWeights(const std::string &path) const {
+  std::vector<std::string> names = parameterNames();
+  std::vector<HostTensor> values(names.size());
+  std::vector<NamedTensor> tensors;
+  for (size_t i = 0; i < names.size(); ++i) {
+    FSDP_RETURN_IF_ERROR(getParameter(names[i], values[i]));
+    tensors.push_back({names[i], values[i].ref()});
+  }
+  // "format": "pt" is what transformers' loaders look for.
+  return writeSafetensors(path, tensors, {{"format", "pt"}});
+}
+
+Status Executor::inputType(const std::string &name, DType &dtype,
+                           std::vector<int64_t> &shape) const {
+  uint32_t buffer;
+  FSDP_RETURN_IF_ERROR(bindingBuffer(true, name, buffer));
+  TensorRef ref = viewOf(buffer);
+  dtype = ref.dtype;
+  shape.assign(ref.dims, ref.dims + ref.rank);
+  return Status::ok();
+}
+
+std::vector<std::string> Executor::parameterNames() const {
+  std::vector<std::string> names;
+  if (plan_.plan().parameters())
+    for (const plan::Parameter *p : *plan_.plan().parameters())
+      names.push_back(p->name()->str());
+  return names;
 }
 
 std::vector<std::string> Executor::inputNames() const {

@@ -8,6 +8,13 @@
 // safetensors weights file (checked against the plan's hash and parameter
 // table); inputs and outputs move through their bound buffers.
 //
+// Training plans (mode "train") update parameters and optimizer state in
+// place: one run() is one whole step. The persistent region is zeroed at
+// creation, so optimizer state starts at zero as torch's does; before each
+// step the caller writes the learning rate and the 1-based step number
+// (setLearningRate, setStep), and afterwards reads the loss output and, at
+// the end, the parameters.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_RUNTIME_EXECUTOR_H
@@ -43,9 +50,37 @@ public:
   /// Copies the named graph output to the host.
   Status getOutput(const std::string &name, HostTensor &out) const;
 
+  /// Training plans: write this step's learning rate (the plan's f64
+  /// lr buffer) and 1-based step number (its i64 step buffer). The step
+  /// also seeds step-dependent kernels (dropout) as step - 1, so a run
+  /// resumed at step t draws what an uninterrupted run would have. An
+  /// error if the plan has no such buffer (forward plans).
+  Status setLearningRate(double lr);
+  Status setStep(int64_t step);
+  /// Training plans: the scalar f32 loss of the last step.
+  Status getLoss(float &loss) const;
+  /// Copies the named parameter's full value (plan dtype and shape).
+  Status getParameter(const std::string &name, HostTensor &out) const;
+  /// Writes every parameter, named as in the plan's parameter table, to a
+  /// safetensors file (torch's loader reads it).
+  Status saveWeights(const std::string &path) const;
+
   /// Names in binding order.
   std::vector<std::string> inputNames() const;
   std::vector<std::string> outputNames() const;
+  /// Parameter names in plan order.
+  std::vector<std::string> parameterNames() const;
+  /// The dtype and shape of the named graph input.
+  Status inputType(const std::string &name, DType &dtype, std::vector<int64_t> &shape) const;
+  /// Whether the plan is a training step (mode "train").
+  bool isTraining() const;
+  /// The output binding holding the loss of a training plan ("" if none).
+  std::string lossOutput() const;
+  /// The learning rate the plan was compiled with (--lr), which schedules
+  /// scale; 0 for forward plans.
+  double baseLearningRate() const;
+  /// The number of ranks the plan was compiled for.
+  uint32_t worldSize() const;
   /// Bytes allocated for plan-managed memory (persistent + arena): exactly
   /// the plan's numbers.
   size_t allocatedBytes() const { return persistent_.size + arena_.size; }
@@ -55,6 +90,9 @@ private:
   Status prepare();
   TensorRef viewOf(uint32_t buffer) const;
   Status bindingBuffer(bool input, const std::string &name, uint32_t &buffer) const;
+  Status parameterBuffer(const std::string &name, uint32_t &buffer) const;
+  Status zeroPersistent();
+  Status writeScalar(uint32_t buffer, DType dtype, const void *value, const char *what);
 
   const LoadedPlan &plan_;
   Device &device_;

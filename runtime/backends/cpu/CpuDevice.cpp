@@ -120,6 +120,39 @@ private:
     case Kernel::Dropout:
       return cpu::dropout(in[0], l.floats[0], l.ints[0] != 0, static_cast<uint64_t>(l.ints[1]), step,
                           out[0], out[1]);
+    case Kernel::ReluGrad:
+      return cpu::activationGrad(cpu::ActivationGradKind::Relu, in[0], in[1], out[0]);
+    case Kernel::ErfGrad:
+      return cpu::activationGrad(cpu::ActivationGradKind::Erf, in[0], in[1], out[0]);
+    case Kernel::TanhGrad:
+      return cpu::activationGrad(cpu::ActivationGradKind::Tanh, in[0], in[1], out[0]);
+    case Kernel::SigmoidGrad:
+      return cpu::activationGrad(cpu::ActivationGradKind::Sigmoid, in[0], in[1], out[0]);
+    case Kernel::SoftmaxGrad: return cpu::softmaxGrad(in[0], in[1], l.ints[0], false, out[0]);
+    case Kernel::LogSoftmaxGrad: return cpu::softmaxGrad(in[0], in[1], l.ints[0], true, out[0]);
+    case Kernel::LayerNormGrad:
+      return cpu::layerNormGrad(in[0], in[1], in[2], in[3], in[4], l.ints[0], out[0], out[1],
+                                out[2]);
+    case Kernel::GatherGrad: return cpu::gatherGrad(in[0], in[1], l.ints[0], out[0]);
+    case Kernel::SliceGrad: return cpu::sliceGrad(in[0], l.ints, l.ints + out[0].rank, out[0]);
+    case Kernel::SoftmaxCrossEntropyGrad:
+      return cpu::softmaxCrossEntropyGrad(in[0], in[1], optionalInput(l, 2), in[3],
+                                          reductionOf(l.ints[0]), ignoreIndexOf(l), out[0]);
+    case Kernel::NllLossGrad:
+      return cpu::nllLossGrad(in[0], optionalInput(l, 1), in[2], reductionOf(l.ints[0]),
+                              ignoreIndexOf(l), out[0]);
+    case Kernel::ReduceMaxGrad:
+      return cpu::reduceMaxGrad(in[0], in[1], in[2], l.ints, l.numInts, out[0]);
+    case Kernel::DropoutGrad: return cpu::dropoutGrad(in[0], in[1], l.floats[0], out[0]);
+    case Kernel::AdamW:
+      return cpu::adamw(in[0], in[1], in[2], in[3], in[4], in[5],
+                        {l.floats[0], l.floats[1], l.floats[2], l.floats[3]}, out[0], out[1],
+                        out[2]);
+    case Kernel::Sgd: {
+      const TensorRef *buffer = optionalInput(l, 2);
+      return cpu::sgd(in[0], in[1], buffer, in[3], {l.floats[0], l.floats[1], l.ints[0] != 0},
+                      out[0], buffer && l.numOutputs > 1 ? &out[1] : nullptr);
+    }
     case Kernel::AllGather:
     case Kernel::ReduceScatter:
     case Kernel::AllReduce:

@@ -109,6 +109,90 @@ Status nllLoss(const TensorRef &input, const TensorRef &target, const TensorRef 
 Status dropout(const TensorRef &in, float ratio, bool training, uint64_t seed, uint64_t step,
                const TensorRef &out, const TensorRef &mask);
 
+// --- Gradients (GradientKernels.cpp, LossGradKernels.cpp) --------------------
+// The backward kernels of plan.fbs (formulas there; torch 1.13's CPU
+// autograd is the reference). Row sums accumulate in double in a fixed
+// order, so results are deterministic and do not depend on threads.
+
+/// What an activation's gradient reads besides dy: Relu, Tanh and Sigmoid
+/// their forward result y, Erf its input x.
+enum class ActivationGradKind : uint8_t { Relu, Erf, Tanh, Sigmoid };
+/// dx from the saved value and dy, all of one float dtype and shape (dx may
+/// alias dy). Relu follows torch's threshold_backward, `y <= 0 ? 0 : dy`,
+/// which passes dy through where y is NaN.
+Status activationGrad(ActivationGradKind kind, const TensorRef &saved, const TensorRef &dy,
+                      const TensorRef &dx);
+/// Softmax: dx = y * (dy - sum(dy * y)); log-softmax (`log`): dx = dy -
+/// exp(y) * sum(dy); sums along `axis`. dx may alias dy.
+Status softmaxGrad(const TensorRef &y, const TensorRef &dy, int64_t axis, bool log,
+                   const TensorRef &dx);
+/// LayerNormalization over dims [axis, rank) given the forward's mean and
+/// inv_std_dev (x's shape with the normalized dims 1, their own float dtype).
+/// scale, dscale and dbias have exactly the normalized block's elements.
+Status layerNormGrad(const TensorRef &x, const TensorRef &scale, const TensorRef &mean,
+                     const TensorRef &invStdDev, const TensorRef &dy, int64_t axis,
+                     const TensorRef &dx, const TensorRef &dscale, const TensorRef &dbias);
+/// The adjoint of gather: ddata = 0, then ddata[.., idx[j], ..] += dy[.., j, ..]
+/// for j in order. Every index is checked (as gather does) before anything
+/// is written.
+Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
+                  const TensorRef &ddata);
+/// The adjoint of slice: dx = 0, then dx[start + i * step] = dy[i] per dim
+/// (starts/steps have dx.rank entries). A position outside dx is an error.
+Status sliceGrad(const TensorRef &dy, const int64_t *starts, const int64_t *steps,
+                 const TensorRef &dx);
+/// The adjoint of ReduceMax over the sorted `axes`: y and dy have x's rank
+/// with the reduced dims 1; dy splits evenly over the elements equal to y
+/// (torch's amax backward), the rest get 0.
+Status reduceMaxGrad(const TensorRef &x, const TensorRef &y, const TensorRef &dy,
+                     const int64_t *axes, int count, const TensorRef &dx);
+/// dx = dy * (mask ? 1 / (1 - ratio) : 0), the forward's scale expression.
+Status dropoutGrad(const TensorRef &dy, const TensorRef &mask, float ratio, const TensorRef &dx);
+/// The gradient of softmaxCrossEntropy with respect to the scores, from its
+/// log_prob: with g = -w[t] * dloss (dloss / the summed non-ignored weights
+/// for Mean), dscores[n, c, d] = (c == t ? g : 0) - exp(log_prob) * g, and 0
+/// for ignored positions. dloss is a scalar for Sum and Mean, [N, d...] for
+/// None. Labels are checked as in the forward.
+Status softmaxCrossEntropyGrad(const TensorRef &logProb, const TensorRef &labels,
+                               const TensorRef *weights, const TensorRef &dloss,
+                               Reduction reduction, std::optional<int64_t> ignoreIndex,
+                               const TensorRef &dscores);
+/// The gradient of nllLoss with respect to its input: zeros except
+/// dinput[n, t, d] = g (as above). dinput's shape gives C.
+Status nllLossGrad(const TensorRef &target, const TensorRef *weight, const TensorRef &dloss,
+                   Reduction reduction, std::optional<int64_t> ignoreIndex,
+                   const TensorRef &dinput);
+
+// --- Optimizers (OptimizerKernels.cpp) -------------------------------------------
+// torch.optim's single-tensor update, operation for operation, on f32 or f64
+// parameters: scalars in double as Python computes them, rounded to the
+// tensor's type where torch rounds them, fused multiply-adds where torch's
+// CPU kernels fuse, so results match torch bit for bit. Outputs may alias
+// the corresponding inputs (the plans update in place). `lr` is an f64
+// scalar; `step` an i64 scalar, the 1-based number of the step being taken.
+// The f32 hyperparameter attributes are read as the shortest decimal that
+// rounds to them (0.9f as 0.9), the Python double the user wrote.
+
+struct AdamWConfig {
+  float beta1, beta2, eps, weightDecay;
+};
+/// torch.optim.AdamW (amsgrad off): decoupled decay, bias-corrected moments.
+Status adamw(const TensorRef &param, const TensorRef &grad, const TensorRef &expAvg,
+             const TensorRef &expAvgSq, const TensorRef &lr, const TensorRef &step,
+             const AdamWConfig &config, const TensorRef &paramOut, const TensorRef &expAvgOut,
+             const TensorRef &expAvgSqOut);
+
+struct SgdConfig {
+  float momentum, weightDecay;
+  bool nesterov;
+};
+/// torch.optim.SGD with dampening 0. With a momentum buffer (zero before the
+/// first step: momentum * 0 + d_p is torch's clone of d_p), it is updated
+/// into `bufferOut`; without one, plain SGD.
+Status sgd(const TensorRef &param, const TensorRef &grad, const TensorRef *momentumBuffer,
+           const TensorRef &lr, const SgdConfig &config, const TensorRef &paramOut,
+           const TensorRef *bufferOut);
+
 } // namespace fsdp::rt::cpu
 
 #endif // FSDP_RUNTIME_BACKENDS_CPU_CPUKERNELS_H

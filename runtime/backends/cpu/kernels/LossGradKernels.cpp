@@ -1,0 +1,180 @@
+//===- LossGradKernels.cpp - gradients of the classification losses -------===//
+//
+// The backward kernels of LossKernels.cpp's NegativeLogLikelihoodLoss and
+// SoftmaxCrossEntropyLoss, with the forward's conventions: input [N, C,
+// d...] viewed as [N, C, D], labels [N, D] (i32/i64), optional class
+// weights [C], ignore_index positions contributing nothing, and "mean"
+// dividing by the summed weights of the non-ignored positions (summed in
+// double in row-major position order as the forward sums them). Each
+// non-ignored position's gradient is g = w[t] * -(dloss[/ weights]), in
+// the tensor's type, which is what torch's nll_loss_backward writes at the
+// label; softmax
+// cross-entropy then applies log-softmax's backward to that one-hot
+// gradient as torch composes them: dscores = onehot(g) - exp(log_prob) * g
+// (the class sum of a one-hot row is g exactly). Labels are checked before
+// anything is written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "backends/cpu/CpuKernels.h"
+#include "backends/cpu/kernels/Dispatch.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace fsdp::rt::cpu {
+namespace {
+
+/// A gradient problem: [N, C, D] scores, labels and how dloss scales them.
+struct LossGradShape {
+  int64_t n = 0, c = 0, d = 1;
+};
+
+Status lossGradShape(const TensorRef &scores, const TensorRef &labels, const TensorRef *weights,
+                     const TensorRef &dloss, Reduction reduction, LossGradShape &s) {
+  if (scores.rank < 2)
+    return Status::error("loss_grad: the gradient must be [N, C, d...]");
+  if (dloss.dtype != scores.dtype || (weights && weights->dtype != scores.dtype))
+    return Status::error("loss_grad: dloss and weights must have the gradient's element type");
+  s.n = scores.dims[0];
+  s.c = scores.dims[1];
+  s.d = 1;
+  for (int i = 2; i < scores.rank; ++i)
+    s.d *= scores.dims[i];
+  if (labels.numElements() != s.n * s.d)
+    return Status::error("loss_grad: labels must be [N, d...]");
+  if (weights && weights->numElements() != s.c)
+    return Status::error("loss_grad: weights must be [C]");
+  if (dloss.numElements() != (reduction == Reduction::None ? s.n * s.d : 1))
+    return Status::error("loss_grad: dloss has the wrong number of elements");
+  return Status::ok();
+}
+
+/// Per-position gradient at the label, g = w[t] * -(dloss[/ weight sum]),
+/// or nothing for an ignored position. Construction checks every label and
+/// sums the weights (in double, row-major, as the forward does).
+template <typename T, typename L> class LabelGradients {
+public:
+  using C = ComputeType<T>;
+
+  Status init(const TensorRef &labels, const TensorRef *weights, const TensorRef &dloss,
+              Reduction reduction, std::optional<int64_t> ignoreIndex, const LossGradShape &s) {
+    labels_ = labels.as<const L>();
+    weights_ = weights ? weights->as<const T>() : nullptr;
+    dloss_ = dloss.as<const T>();
+    reduction_ = reduction;
+    ignoreIndex_ = ignoreIndex;
+    double weightSum = 0;
+    for (int64_t p = 0; p < s.n * s.d; ++p) {
+      const int64_t label = static_cast<int64_t>(labels_[p]);
+      if (ignored(label))
+        continue;
+      if (label < 0 || label >= s.c)
+        return Status::error(cat("loss_grad: label ", label, " at position ", p,
+                                 " is outside [0, ", s.c, ")"));
+      weightSum += weights_ ? load(weights_ + label) : C(1);
+    }
+    // torch divides in the tensor's type: -(grad_output / total_weight).
+    const C scalar = reduction == Reduction::None ? C(0) : load(dloss_);
+    scale_ = -(reduction == Reduction::Mean ? scalar / static_cast<C>(weightSum) : scalar);
+    return Status::ok();
+  }
+
+  int64_t label(int64_t position) const { return static_cast<int64_t>(labels_[position]); }
+  bool ignored(int64_t label) const { return ignoreIndex_ && label == *ignoreIndex_; }
+  /// g at a non-ignored position whose label is `label`.
+  C at(int64_t position, int64_t label) const {
+    const C scale = reduction_ == Reduction::None ? -load(dloss_ + position) : scale_;
+    return weights_ ? load(weights_ + label) * scale : scale;
+  }
+
+private:
+  const L *labels_ = nullptr;
+  const T *weights_ = nullptr;
+  const T *dloss_ = nullptr;
+  Reduction reduction_ = Reduction::None;
+  std::optional<int64_t> ignoreIndex_;
+  C scale_ = 0;
+};
+
+template <typename T, typename L>
+Status nllGradImpl(const TensorRef &target, const TensorRef *weight, const TensorRef &dloss,
+                   Reduction reduction, std::optional<int64_t> ignoreIndex,
+                   const TensorRef &dinput, const LossGradShape &s) {
+  LabelGradients<T, L> grads;
+  FSDP_RETURN_IF_ERROR(grads.init(target, weight, dloss, reduction, ignoreIndex, s));
+  if (dinput.byteSize() > 0)
+    std::memset(dinput.data, 0, dinput.byteSize());
+  T *out = dinput.as<T>();
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t d = 0; d < s.d; ++d) {
+      const int64_t position = n * s.d + d, label = grads.label(position);
+      if (!grads.ignored(label))
+        store(out + (n * s.c + label) * s.d + d, grads.at(position, label));
+    }
+  return Status::ok();
+}
+
+template <typename T, typename L>
+Status softmaxCrossEntropyGradImpl(const TensorRef &logProb, const TensorRef &labels,
+                                   const TensorRef *weights, const TensorRef &dloss,
+                                   Reduction reduction, std::optional<int64_t> ignoreIndex,
+                                   const TensorRef &dscores, const LossGradShape &s) {
+  using C = ComputeType<T>;
+  LabelGradients<T, L> grads;
+  FSDP_RETURN_IF_ERROR(grads.init(labels, weights, dloss, reduction, ignoreIndex, s));
+  const T *lp = logProb.as<const T>();
+  T *out = dscores.as<T>();
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t d = 0; d < s.d; ++d) {
+      const int64_t position = n * s.d + d, label = grads.label(position);
+      const bool skip = grads.ignored(label);
+      const C g = skip ? C(0) : grads.at(position, label);
+      for (int64_t c = 0; c < s.c; ++c) {
+        const int64_t at = (n * s.c + c) * s.d + d;
+        store(out + at, skip ? C(0) : (c == label ? g : C(0)) - std::exp(load(lp + at)) * g);
+      }
+    }
+  return Status::ok();
+}
+
+/// Dispatches a loss gradient on (value dtype, label dtype).
+template <typename Fn>
+Status dispatchLossGrad(DType values, DType labels, Fn &&fn) {
+  return dispatchFloat(
+      values,
+      [&](auto tag) {
+        return dispatchIndex(
+            labels, [&](auto labelTag) { return fn(tag, labelTag); }, "loss_grad labels");
+      },
+      "loss_grad");
+}
+
+} // namespace
+
+Status softmaxCrossEntropyGrad(const TensorRef &logProb, const TensorRef &labels,
+                               const TensorRef *weights, const TensorRef &dloss,
+                               Reduction reduction, std::optional<int64_t> ignoreIndex,
+                               const TensorRef &dscores) {
+  if (logProb.dtype != dscores.dtype || logProb.numElements() != dscores.numElements())
+    return Status::error("softmax_cross_entropy_grad: dscores must have log_prob's type");
+  LossGradShape s;
+  FSDP_RETURN_IF_ERROR(lossGradShape(logProb, labels, weights, dloss, reduction, s));
+  return dispatchLossGrad(logProb.dtype, labels.dtype, [&](auto tag, auto labelTag) {
+    return softmaxCrossEntropyGradImpl<decltype(tag), decltype(labelTag)>(
+        logProb, labels, weights, dloss, reduction, ignoreIndex, dscores, s);
+  });
+}
+
+Status nllLossGrad(const TensorRef &target, const TensorRef *weight, const TensorRef &dloss,
+                   Reduction reduction, std::optional<int64_t> ignoreIndex,
+                   const TensorRef &dinput) {
+  LossGradShape s;
+  FSDP_RETURN_IF_ERROR(lossGradShape(dinput, target, weight, dloss, reduction, s));
+  return dispatchLossGrad(dinput.dtype, target.dtype, [&](auto tag, auto labelTag) {
+    return nllGradImpl<decltype(tag), decltype(labelTag)>(target, weight, dloss, reduction,
+                                                           ignoreIndex, dinput, s);
+  });
+}
+
+} // namespace fsdp::rt::cpu

@@ -1,7 +1,9 @@
 //===- PlanCheck.cpp - semantic verification of a plan --------------------===//
 //
 // One table gives each kernel's operand, output and attribute counts (the
-// layout documented in plan.fbs); the checks below apply it. Shapes are not
+// layout documented in plan.fbs); the checks below apply it, then check
+// the training fields (optimizer state in the persistent region, the lr and
+// step scalars, the loss output's binding). Shapes are not
 // re-derived here: the compiler verified them, and the content hash in the
 // file header guards against corruption in between.
 //
@@ -23,13 +25,15 @@ using plan::Kernel;
 
 /// -1 in a count means "any number"; `optionalInput` is the one operand
 /// position that may be kNoBuffer (or -1 for none). Attribute counts of -2
-/// mean "the rank of input 0", -3 "twice that".
+/// mean "the rank of input 0", -3 "twice that". An output count of -4 means
+/// "one, plus one when the optional operand is present" (Sgd's momentum
+/// buffer is both an operand and a result).
 struct KernelShape {
   const char *name;
   int minInputs, maxInputs, outputs, ints, floats, optionalInput;
 };
 
-constexpr int kAny = -1, kRank = -2, kTwiceRank = -3;
+constexpr int kAny = -1, kRank = -2, kTwiceRank = -3, kOnePlusOptional = -4;
 
 KernelShape kernelShape(Kernel k) {
   switch (k) {
@@ -71,6 +75,21 @@ KernelShape kernelShape(Kernel k) {
   case Kernel::AllGather: return {"AllGather", 1, 1, 1, kAny, 0, -1};
   case Kernel::ReduceScatter: return {"ReduceScatter", 1, 1, 1, kAny, 0, -1};
   case Kernel::AllReduce: return {"AllReduce", 1, 1, 1, kAny, 0, -1};
+  case Kernel::ReluGrad: return {"ReluGrad", 2, 2, 1, 0, 0, -1};
+  case Kernel::ErfGrad: return {"ErfGrad", 2, 2, 1, 0, 0, -1};
+  case Kernel::TanhGrad: return {"TanhGrad", 2, 2, 1, 0, 0, -1};
+  case Kernel::SigmoidGrad: return {"SigmoidGrad", 2, 2, 1, 0, 0, -1};
+  case Kernel::SoftmaxGrad: return {"SoftmaxGrad", 2, 2, 1, 1, 0, -1};
+  case Kernel::LogSoftmaxGrad: return {"LogSoftmaxGrad", 2, 2, 1, 1, 0, -1};
+  case Kernel::LayerNormGrad: return {"LayerNormGrad", 5, 5, 3, 1, 0, -1};
+  case Kernel::GatherGrad: return {"GatherGrad", 2, 2, 1, 1, 0, -1};
+  case Kernel::SliceGrad: return {"SliceGrad", 1, 1, 1, kTwiceRank, 0, -1};
+  case Kernel::SoftmaxCrossEntropyGrad: return {"SoftmaxCrossEntropyGrad", 4, 4, 1, 3, 0, 2};
+  case Kernel::NllLossGrad: return {"NllLossGrad", 3, 3, 1, 3, 0, 1};
+  case Kernel::ReduceMaxGrad: return {"ReduceMaxGrad", 3, 3, 1, kAny, 0, -1};
+  case Kernel::DropoutGrad: return {"DropoutGrad", 2, 2, 1, 0, 1, -1};
+  case Kernel::AdamW: return {"AdamW", 6, 6, 3, 0, 4, -1};
+  case Kernel::Sgd: return {"Sgd", 4, 4, kOnePlusOptional, 1, 2, 2};
   }
   return {nullptr, 0, 0, 0, 0, 0, -1};
 }
@@ -120,7 +139,11 @@ Status checkInstruction(const plan::Instruction &inst, size_t index, const plan:
   int inputs = static_cast<int>(count(inst.inputs())), outputs = static_cast<int>(count(inst.outputs()));
   if (inputs < shape.minInputs || (shape.maxInputs != kAny && inputs > shape.maxInputs))
     return Status::error(cat(what, ": has ", inputs, " operands"));
-  if ((shape.outputs != kAny && outputs != shape.outputs) || outputs < 1)
+  int expectedOutputs = shape.outputs;
+  if (shape.outputs == kOnePlusOptional)
+    expectedOutputs = 1 + (inputs > shape.optionalInput &&
+                           inst.inputs()->Get(shape.optionalInput) != kNoBuffer);
+  if ((expectedOutputs != kAny && outputs != expectedOutputs) || outputs < 1)
     return Status::error(cat(what, ": has ", outputs, " results"));
   for (int i = 0; i < inputs; ++i) {
     uint32_t b = inst.inputs()->Get(i);
@@ -163,6 +186,45 @@ Status checkBindings(const flatbuffers::Vector<flatbuffers::Offset<plan::Binding
   return Status::ok();
 }
 
+/// A training plan's scalar (lr, step): unset, or a persistent rank-0
+/// buffer of `dtype` that the runtime writes before each step.
+Status checkScalarBuffer(uint32_t index, DType dtype, const plan::Plan &plan,
+                         const std::string &what) {
+  if (index == kNoBuffer)
+    return Status::ok();
+  if (index >= count(plan.buffers()))
+    return Status::error(cat(what, " names buffer ", index, " of ", count(plan.buffers())));
+  const plan::Buffer *buffer = plan.buffers()->Get(index);
+  if (buffer->region() != plan::Region::Persistent ||
+      static_cast<DType>(buffer->dtype()) != dtype || count(buffer->shape()) != 0)
+    return Status::error(cat(what, " must be a persistent ", dtypeName(dtype), " scalar"));
+  return Status::ok();
+}
+
+/// Optimizer state, the learning-rate and step scalars and the loss output.
+Status checkTraining(const plan::Plan &plan, const std::string &path) {
+  size_t numBuffers = count(plan.buffers());
+  FSDP_RETURN_IF_ERROR(checkBindings(plan.state(), numBuffers, path + ": state binding"));
+  for (size_t i = 0; i < count(plan.state()); ++i) {
+    const plan::Binding *state = plan.state()->Get(i);
+    if (plan.buffers()->Get(state->buffer())->region() != plan::Region::Persistent)
+      return Status::error(cat(path, ": state '", state->name()->str(),
+                               "' is not in the persistent region"));
+  }
+  FSDP_RETURN_IF_ERROR(checkScalarBuffer(plan.lr_buffer(), DType::F64, plan, path + ": lr_buffer"));
+  FSDP_RETURN_IF_ERROR(
+      checkScalarBuffer(plan.step_buffer(), DType::I64, plan, path + ": step_buffer"));
+  if (plan.loss_output() && plan.loss_output()->size() > 0) {
+    bool found = false;
+    for (size_t i = 0; i < count(plan.outputs()) && !found; ++i)
+      found = plan.outputs()->Get(i)->name()->str() == plan.loss_output()->str();
+    if (!found)
+      return Status::error(cat(path, ": loss_output '", plan.loss_output()->str(),
+                               "' is not an output binding"));
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 const char *kernelName(uint16_t kernel) {
@@ -186,6 +248,7 @@ Status checkPlan(const plan::Plan &plan, const std::string &path) {
     FSDP_RETURN_IF_ERROR(checkInstruction(*plan.instructions()->Get(i), i, plan, path));
   FSDP_RETURN_IF_ERROR(checkBindings(plan.inputs(), numBuffers, path + ": input binding"));
   FSDP_RETURN_IF_ERROR(checkBindings(plan.outputs(), numBuffers, path + ": output binding"));
+  FSDP_RETURN_IF_ERROR(checkTraining(plan, path));
   for (size_t i = 0; i < count(plan.parameters()); ++i) {
     const plan::Parameter *param = plan.parameters()->Get(i);
     if (!param->name() || param->buffer() >= numBuffers)

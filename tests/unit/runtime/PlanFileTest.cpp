@@ -6,7 +6,10 @@
 // flipped byte anywhere, a foreign file, another format version, and
 // well-formed FlatBuffers that break the plan's own rules (a buffer outside
 // its region, an operand that names no buffer, a kernel with the wrong
-// number of attributes).
+// number of attributes). Training plans: the gradient and optimizer kernels'
+// operand, result and attribute counts (Sgd's optional momentum buffer is
+// also its optional second result), optimizer state in the persistent
+// region, the lr and step scalars, and the loss output's binding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +20,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace {
@@ -54,6 +58,70 @@ std::vector<uint8_t> buildPlan(const PlanSpec &spec) {
   plan::FinishPlanBuffer(fbb, root);
   return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
 }
+
+/// One instruction of a training plan, by buffer names of trainBuffers().
+struct TrainInstruction {
+  plan::Kernel kernel;
+  std::vector<uint32_t> inputs, outputs;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+};
+
+/// The fields of a training plan that its tests vary.
+struct TrainSpec {
+  std::vector<TrainInstruction> instructions;
+  std::vector<std::pair<std::string, uint32_t>> state = {{"w.exp_avg", 2}, {"w.exp_avg_sq", 3}};
+  uint32_t lrBuffer = 4, stepBuffer = 5;
+  std::string lossOutput = "loss";
+};
+
+/// Buffers of the training plans, one per 64-byte slot of the persistent
+/// region except `g` (the arena): w, g, m, v f32[4]; lr f64[]; step i64[];
+/// loss f32[]; lr32 f32[]; vec f64[1]; idx i64[4]; x f32[2, 4].
+enum TrainBuffer : uint32_t { W, G, M, V, Lr, Step, Loss, Lr32, Vec, Idx, X };
+
+std::vector<uint8_t> buildTrainPlan(const TrainSpec &spec) {
+  flatbuffers::FlatBufferBuilder fbb;
+  struct Def {
+    const char *name;
+    plan::DType dtype;
+    std::vector<int64_t> shape;
+    uint64_t size;
+  };
+  const std::vector<Def> defs = {
+      {"w", plan::DType::F32, {4}, 16},     {"g", plan::DType::F32, {4}, 16},
+      {"m", plan::DType::F32, {4}, 16},     {"v", plan::DType::F32, {4}, 16},
+      {"lr", plan::DType::F64, {}, 8},      {"step", plan::DType::I64, {}, 8},
+      {"loss", plan::DType::F32, {}, 4},    {"lr32", plan::DType::F32, {}, 4},
+      {"vec", plan::DType::F64, {1}, 8},    {"idx", plan::DType::I64, {4}, 32},
+      {"x", plan::DType::F32, {2, 4}, 32}};
+  std::vector<flatbuffers::Offset<plan::Buffer>> buffers;
+  for (size_t i = 0; i < defs.size(); ++i)
+    buffers.push_back(plan::CreateBuffer(
+        fbb, fbb.CreateString(defs[i].name), defs[i].dtype, fbb.CreateVector(defs[i].shape),
+        i == G ? plan::Region::Arena : plan::Region::Persistent, i == G ? 0 : 64 * i,
+        defs[i].size));
+  std::vector<flatbuffers::Offset<plan::Instruction>> instructions;
+  for (const TrainInstruction &inst : spec.instructions)
+    instructions.push_back(plan::CreateInstruction(
+        fbb, inst.kernel, fbb.CreateVector(inst.inputs), fbb.CreateVector(inst.outputs),
+        fbb.CreateVector(inst.ints), fbb.CreateVector(inst.floats), 0, fbb.CreateString("i")));
+  std::vector<flatbuffers::Offset<plan::Binding>> state, out{
+      plan::CreateBinding(fbb, fbb.CreateString("loss"), Loss)};
+  for (const auto &[name, buffer] : spec.state)
+    state.push_back(plan::CreateBinding(fbb, fbb.CreateString(name), buffer));
+  auto root = plan::CreatePlan(
+      fbb, rt::kPlanFormatVersion, fbb.CreateString("test"), fbb.CreateString(""),
+      fbb.CreateString("train"), 1, fbb.CreateVector(buffers), fbb.CreateVector(instructions), 0,
+      0, 0, fbb.CreateVector(out), 64 * defs.size(), 64, 1, 0, 0, 0, 0, fbb.CreateVector(state),
+      spec.lrBuffer, spec.stepBuffer, fbb.CreateString(spec.lossOutput),
+      fbb.CreateString("adamw"), 1e-3);
+  plan::FinishPlanBuffer(fbb, root);
+  return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
+}
+
+const TrainInstruction kAdamW{plan::Kernel::AdamW, {W, G, M, V, Lr, Step}, {W, M, V}, {},
+                              {0.9f, 0.999f, 1e-8f, 0.01f}};
 
 class PlanFileTest : public ::testing::Test {
 protected:
@@ -125,6 +193,94 @@ TEST_F(PlanFileTest, SemanticErrorsAreRefused) {
   PlanSpec unaligned;
   unaligned.arenaBytes = 60;
   EXPECT_FALSE(writeAndLoad(buildPlan(unaligned)).isOk());
+}
+
+TEST_F(PlanFileTest, TrainingPlanLoads) {
+  constexpr uint32_t none = rt::kNoBuffer;
+  TrainSpec spec;
+  spec.instructions = {
+      kAdamW,
+      {plan::Kernel::Sgd, {W, G, M, Lr}, {W, M}, {1}, {0.9f, 0.0f}},
+      {plan::Kernel::Sgd, {W, G, none, Lr}, {W}, {0}, {0.0f, 0.0f}},
+      {plan::Kernel::ReluGrad, {W, G}, {G}, {}, {}},
+      {plan::Kernel::LogSoftmaxGrad, {X, X}, {X}, {1}, {}},
+      {plan::Kernel::LayerNormGrad, {X, W, X, X, X}, {X, W, W}, {1}, {}},
+      {plan::Kernel::GatherGrad, {Idx, X}, {X}, {0}, {}},
+      {plan::Kernel::SliceGrad, {X}, {X}, {0, 0, 1, 1}, {}},
+      {plan::Kernel::SoftmaxCrossEntropyGrad, {X, Idx, none, Loss}, {X}, {2, 0, 0}, {}},
+      {plan::Kernel::NllLossGrad, {Idx, W, Loss}, {X}, {1, 1, -100}, {}},
+      {plan::Kernel::ReduceMaxGrad, {X, X, X}, {X}, {1}, {}},
+      {plan::Kernel::DropoutGrad, {X, X}, {X}, {}, {0.1f}}};
+  rt::Status status = writeAndLoad(buildTrainPlan(spec));
+  EXPECT_TRUE(status.isOk()) << status.message();
+  spec.lrBuffer = spec.stepBuffer = none; // unset scalars are fine
+  spec.lossOutput = "";
+  spec.state.clear();
+  status = writeAndLoad(buildTrainPlan(spec));
+  EXPECT_TRUE(status.isOk()) << status.message();
+}
+
+TEST_F(PlanFileTest, TrainingKernelCountsAreChecked) {
+  constexpr uint32_t none = rt::kNoBuffer;
+  auto refusal = [&](const TrainInstruction &inst) {
+    TrainSpec spec;
+    spec.instructions = {inst};
+    return writeAndLoad(buildTrainPlan(spec)).message();
+  };
+  const auto has = [](const std::string &message, const char *text) {
+    return message.find(text) != std::string::npos;
+  };
+  // Sgd: a second result exactly when the momentum buffer is present.
+  EXPECT_TRUE(has(refusal({plan::Kernel::Sgd, {W, G, M, Lr}, {W}, {0}, {0.9f, 0.0f}}),
+                  "(Sgd): has 1 results"));
+  EXPECT_TRUE(has(refusal({plan::Kernel::Sgd, {W, G, none, Lr}, {W, M}, {0}, {0.0f, 0.0f}}),
+                  "(Sgd): has 2 results"));
+  EXPECT_TRUE(has(refusal({plan::Kernel::Sgd, {W, G, M, Lr}, {W, M}, {}, {0.9f, 0.0f}}),
+                  "integer attributes"));
+  EXPECT_TRUE(has(refusal({plan::Kernel::AdamW, {W, G, M, V, Lr}, {W, M, V}, {}, kAdamW.floats}),
+                  "(AdamW): has 5 operands"));
+  EXPECT_TRUE(has(refusal({plan::Kernel::AdamW, kAdamW.inputs, kAdamW.outputs, {}, {0.9f}}),
+                  "float attributes"));
+  // Only declared optional operands may be absent.
+  EXPECT_TRUE(has(refusal({plan::Kernel::AdamW, {W, G, none, V, Lr, Step}, kAdamW.outputs, {},
+                           kAdamW.floats}),
+                  "operand 2 names buffer"));
+  EXPECT_TRUE(has(refusal({plan::Kernel::NllLossGrad, {Idx, W, none}, {X}, {1, 0, 0}, {}}),
+                  "operand 2 names buffer"));
+  EXPECT_TRUE(has(refusal({plan::Kernel::LayerNormGrad, {X, W, X, X}, {X, W, W}, {1}, {}}),
+                  "(LayerNormGrad): has 4 operands"));
+  EXPECT_TRUE(has(refusal({plan::Kernel::SliceGrad, {X}, {X}, {0, 0}, {}}), "integer attributes"));
+  EXPECT_TRUE(has(refusal({plan::Kernel::DropoutGrad, {X, X}, {X}, {}, {}}), "float attributes"));
+}
+
+TEST_F(PlanFileTest, TrainingFieldsAreChecked) {
+  auto refusal = [&](const TrainSpec &spec) {
+    return writeAndLoad(buildTrainPlan(spec)).message();
+  };
+  const auto has = [](const std::string &message, const char *text) {
+    return message.find(text) != std::string::npos;
+  };
+  TrainSpec arenaState;
+  arenaState.state = {{"w.exp_avg", G}};
+  EXPECT_TRUE(has(refusal(arenaState), "state 'w.exp_avg' is not in the persistent region"));
+  TrainSpec missingState;
+  missingState.state = {{"w.exp_avg", 99}};
+  EXPECT_TRUE(has(refusal(missingState), "state binding 0 is invalid"));
+  for (uint32_t bad : {uint32_t(Lr32), uint32_t(Vec), uint32_t(Step), uint32_t(99)}) {
+    TrainSpec lr;
+    lr.lrBuffer = bad;
+    EXPECT_TRUE(has(refusal(lr), "lr_buffer")) << bad;
+  }
+  TrainSpec lrMessage;
+  lrMessage.lrBuffer = Lr32;
+  EXPECT_TRUE(has(refusal(lrMessage), "lr_buffer must be a persistent f64 scalar"))
+      << refusal(lrMessage);
+  TrainSpec step;
+  step.stepBuffer = Lr;
+  EXPECT_TRUE(has(refusal(step), "step_buffer must be a persistent i64 scalar"));
+  TrainSpec loss;
+  loss.lossOutput = "w";
+  EXPECT_TRUE(has(refusal(loss), "loss_output 'w' is not an output binding"));
 }
 
 } // namespace

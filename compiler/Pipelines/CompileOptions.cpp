@@ -224,6 +224,20 @@ FlagSpec realFlag(const char *name, double CompileOptions::*field, double min,
       [field](const CompileOptions &opts) { return formatReal(opts.*field); }};
 }
 
+/// A POSIX extended regex over parameter names.
+FlagSpec regexFlag(const char *name, std::string CompileOptions::*field,
+                   const char *help) {
+  return {name, "RE", help,
+          [field](const std::string &value, CompileOptions &opts,
+                  std::string &why) {
+            if (isValidRegex(value, why))
+              opts.*field = value;
+            else
+              why = "RE is not a valid regex: " + why;
+          },
+          [field](const CompileOptions &opts) { return opts.*field; }};
+}
+
 void parseShardParam(const std::string &param, CompileOptions &opts,
                      std::string &why) {
   opts.hybridGroupSize = 0;
@@ -292,6 +306,11 @@ const std::vector<FlagSpec> &flagTable() {
          opts.nesterov = true;
        },
        [](const CompileOptions &) { return std::string(); }},
+      regexFlag("freeze", &CompileOptions::freezeRegex,
+                "float initializers matching RE are constants, not trained "
+                "(torch buffers)"),
+      regexFlag("no-decay", &CompileOptions::noDecayRegex,
+                "parameters matching RE get no weight decay"),
       enumFlag("loss", lossNames, &CompileOptions::loss,
                "keep the model's loss, or cross-entropy on OUTPUT",
                parseLossParam),
@@ -385,7 +404,7 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
     for (const char *flag :
          {"shard", "wrap", "ckpt", "prefetch", "limit-all-gathers", "optimizer",
           "lr", "beta1", "beta2", "eps", "weight-decay", "momentum", "nesterov",
-          "loss", "reduce-dtype"})
+          "freeze", "no-decay", "loss", "reduce-dtype"})
       if (given(flag))
         return fail("--" + std::string(flag) + " requires --mode=train");
   }
@@ -472,6 +491,12 @@ bool fsdp::parseByteSize(const std::string &text, int64_t &bytes,
   else
     bytes = int64_t(value);
   return numerator * scale % denominator == 0 && value <= limit;
+}
+
+double fsdp::effectiveWeightDecay(const CompileOptions &opts) {
+  if (opts.explicitlySet.count("weight-decay"))
+    return opts.weightDecay;
+  return opts.optimizer == OptimizerKind::Sgd ? 0.0 : opts.weightDecay;
 }
 
 bool fsdp::isValidRegex(const std::string &pattern, std::string &why) {

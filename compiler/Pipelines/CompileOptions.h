@@ -81,10 +81,16 @@ struct CompileOptions {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  /// Decoupled (AdamW) or L2 (SGD) weight decay; one field for both.
+  /// Decoupled (AdamW) or L2 (SGD) weight decay; one field for both. The
+  /// default is torch's: 0.01 for AdamW, 0 for SGD (see effectiveWeightDecay).
   double weightDecay = 0.01;
   double momentum = 0.0;
   bool nesterov = false;
+  /// --freeze=RE: float initializers that are not trained (torch buffers
+  /// such as a positional table); --no-decay=RE: parameters without weight
+  /// decay. POSIX extended regexes over parameter names; empty: none.
+  std::string freezeRegex;
+  std::string noDecayRegex;
 
   LossKind loss = LossKind::Auto;
   std::string lossOutput; // OUTPUT of xent:OUTPUT[,LABELS].
@@ -122,6 +128,9 @@ FlagParse parseCompileFlag(const std::string &arg, CompileOptions &opts,
 /// --optimizer or --mode (judged by `explicitlySet`, so a default never
 /// conflicts). Per-value checks already happened in parseCompileFlag.
 bool validateCompileOptions(const CompileOptions &opts, std::string &error);
+
+/// --weight-decay as given, else torch's default for the optimizer.
+double effectiveWeightDecay(const CompileOptions &opts);
 
 /// Parses a byte count such as "80GiB", "1.5GB" or "1000". Units are
 /// case-sensitive: B, KB, MB, GB, TB (powers of 1000) and KiB, MiB, GiB, TiB

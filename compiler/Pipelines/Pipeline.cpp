@@ -8,6 +8,12 @@
 
 #include "compiler/Pipelines/Pipeline.h"
 
+#include "compiler/Autodiff/AttachLoss.h"
+#include "compiler/Autodiff/BuildTrainStep.h"
+#include "compiler/Transforms/ApplyOptimizer.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 namespace fsdp {
 namespace {
 
@@ -30,27 +36,15 @@ const PendingFlag kPendingFlags[] = {
     {"mem-budget", "memory planning arrives with the memory issue"},
     {"device", "the cost model arrives with the memory issue"},
     {"report-format", "reports arrive with the memory issue"},
-    {"optimizer", "optimizers arrive with the training-step issue"},
-    {"lr", "optimizers arrive with the training-step issue"},
-    {"beta1", "optimizers arrive with the training-step issue"},
-    {"beta2", "optimizers arrive with the training-step issue"},
-    {"eps", "optimizers arrive with the training-step issue"},
-    {"weight-decay", "optimizers arrive with the training-step issue"},
-    {"momentum", "optimizers arrive with the training-step issue"},
-    {"nesterov", "optimizers arrive with the training-step issue"},
-    {"loss", "loss attachment arrives with the training-step issue"},
 };
 
 std::optional<std::string> pendingEmit(const CompileOptions &opts) {
   switch (opts.emit) {
   case EmitKind::Plan:
-    if (opts.mode == Mode::Forward)
-      return std::nullopt;
-    return std::string("--emit=plan --mode=train: not implemented yet (the training step "
-                       "arrives with the training-step issue; --mode=forward plans work)");
+    return std::nullopt;
   case EmitKind::Binary:
-    return std::string("--emit=binary: not implemented yet (step binaries arrive with the "
-                       "training-step issue)");
+    return std::string("--emit=binary: not implemented yet (a step binary embeds a plan in "
+                       "fsdp-run; until then run the plan with fsdp-run)");
   case EmitKind::Report:
   case EmitKind::Trace:
     return std::string("--emit=") + (opts.emit == EmitKind::Report ? "report" : "trace") +
@@ -68,7 +62,7 @@ Stage lastRequestedStage(const CompileOptions &opts) {
   return opts.stopAfter.value_or(Stage::Memory);
 }
 
-Stage lastImplementedStage() { return Stage::Import; }
+Stage lastImplementedStage() { return Stage::Train; }
 
 std::optional<std::string> findUnimplemented(const CompileOptions &opts) {
   if (std::optional<std::string> emit = pendingEmit(opts))
@@ -87,6 +81,40 @@ std::optional<std::string> findUnimplemented(const CompileOptions &opts) {
            "' stage exists; use --stop-after=" + stageName(lastImplementedStage()) + ")";
   }
   return std::nullopt;
+}
+
+LossSpec lossSpecFor(const CompileOptions &opts) {
+  return {opts.loss == LossKind::CrossEntropy, opts.lossOutput, opts.lossLabels};
+}
+
+OptimizerOptions optimizerOptionsFor(const CompileOptions &opts) {
+  OptimizerOptions o;
+  o.kind = opts.optimizer == OptimizerKind::Sgd ? OptimizerOptions::Kind::Sgd
+                                                : OptimizerOptions::Kind::AdamW;
+  o.beta1 = opts.beta1;
+  o.beta2 = opts.beta2;
+  o.eps = opts.eps;
+  o.weightDecay = effectiveWeightDecay(opts);
+  o.momentum = opts.momentum;
+  o.nesterov = opts.nesterov;
+  o.noDecayRegex = opts.noDecayRegex;
+  return o;
+}
+
+mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts) {
+  if (opts.mode == Mode::Forward || lastRequestedStage(opts) < Stage::Train)
+    return mlir::success();
+  // IR printed after the train stage (--stop-after=train) compiles as is.
+  if (module.lookupSymbol(kTrainStepName))
+    return mlir::success();
+  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
+  if (!forward)
+    return module.emitError("no @forward function to train");
+  if (mlir::failed(attachLoss(forward, lossSpecFor(opts))) ||
+      mlir::failed(buildTrainStep(module, {opts.freezeRegex})) ||
+      mlir::failed(applyOptimizer(module, optimizerOptionsFor(opts))))
+    return mlir::failure();
+  return mlir::success();
 }
 
 } // namespace fsdp

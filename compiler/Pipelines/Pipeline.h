@@ -10,7 +10,11 @@
 #ifndef FSDP_COMPILER_PIPELINES_PIPELINE_H
 #define FSDP_COMPILER_PIPELINES_PIPELINE_H
 
+#include "compiler/Autodiff/AttachLoss.h"
 #include "compiler/Pipelines/CompileOptions.h"
+#include "compiler/Transforms/ApplyOptimizer.h"
+
+#include "mlir/IR/BuiltinOps.h"
 
 #include <optional>
 #include <string>
@@ -27,6 +31,15 @@ Stage lastImplementedStage();
 /// message for the first flag or output that is not, e.g.
 /// "--world-size: not implemented yet (sharding arrives with the FSDP issue)".
 std::optional<std::string> findUnimplemented(const CompileOptions &opts);
+
+/// The loss and optimizer settings `opts` describes.
+LossSpec lossSpecFor(const CompileOptions &opts);
+OptimizerOptions optimizerOptionsFor(const CompileOptions &opts);
+
+/// Runs the stages after import that `opts` asks for and this build has:
+/// in train mode, loss selection, autodiff and the optimizer (@forward
+/// becomes @train_step). Errors are emitted on the module.
+mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts);
 
 } // namespace fsdp
 

@@ -101,7 +101,12 @@ private:
   std::vector<uint8_t> constantData;
   uint64_t persistentTop = 0;
   ArenaAllocator arena;
-  std::vector<std::pair<std::string, uint32_t>> inputs, outputs, params;
+  std::vector<std::pair<std::string, uint32_t>> inputs, outputs, params, state;
+  uint32_t lrBuffer = rt::kNoBuffer, stepBuffer = rt::kNoBuffer;
+  /// Results of a training step that overwrite an argument's buffer.
+  llvm::DenseMap<Value, uint32_t> inPlace;
+  LogicalResult placeArguments(Block &body);
+  LogicalResult findInPlaceUpdates(Block &body, const llvm::DenseMap<Value, Operation *> &lastUse);
 };
 
 FailureOr<uint32_t> Emitter::addBuffer(Value value, const std::string &name,
@@ -308,6 +313,79 @@ LogicalResult Emitter::lower(Operation *op) {
             inst.floats = {d.getRatio().convertToFloat()};
             return true;
           })
+          .Case([&](nn::ReluGradOp) { return inst.kernel = Kernel::ReluGrad, true; })
+          .Case([&](nn::ErfGradOp) { return inst.kernel = Kernel::ErfGrad, true; })
+          .Case([&](nn::TanhGradOp) { return inst.kernel = Kernel::TanhGrad, true; })
+          .Case([&](nn::SigmoidGradOp) { return inst.kernel = Kernel::SigmoidGrad, true; })
+          .Case([&](nn::SoftmaxGradOp s) {
+            inst.kernel = Kernel::SoftmaxGrad;
+            inst.ints = {static_cast<int64_t>(s.getAxis())};
+            return true;
+          })
+          .Case([&](nn::LogSoftmaxGradOp s) {
+            inst.kernel = Kernel::LogSoftmaxGrad;
+            inst.ints = {static_cast<int64_t>(s.getAxis())};
+            return true;
+          })
+          .Case([&](nn::LayerNormGradOp l) {
+            inst.kernel = Kernel::LayerNormGrad;
+            inst.ints = {static_cast<int64_t>(l.getAxis())};
+            return true;
+          })
+          .Case([&](nn::GatherGradOp g) {
+            inst.kernel = Kernel::GatherGrad;
+            inst.ints = {static_cast<int64_t>(g.getAxis())};
+            return true;
+          })
+          .Case([&](nn::SliceGradOp s) {
+            inst.kernel = Kernel::SliceGrad;
+            inst.ints.assign(s.getStarts().begin(), s.getStarts().end());
+            inst.ints.insert(inst.ints.end(), s.getSteps().begin(), s.getSteps().end());
+            return true;
+          })
+          .Case([&](nn::SoftmaxCrossEntropyGradOp s) {
+            // Operands in kernel order: log_prob, labels, weights, dloss.
+            inst.kernel = Kernel::SoftmaxCrossEntropyGrad;
+            inst.inputs = {bufferOf(s.getLogProb()), bufferOf(s.getLabels()),
+                           bufferOf(s.getWeights()), bufferOf(s.getLossGrad())};
+            lossAttrs(s.getReduction(), s.getIgnoreIndex());
+            return true;
+          })
+          .Case([&](nn::NllLossGradOp s) {
+            inst.kernel = Kernel::NllLossGrad;
+            inst.inputs = {bufferOf(s.getTarget()), bufferOf(s.getWeight()),
+                           bufferOf(s.getLossGrad())};
+            lossAttrs(s.getReduction(), s.getIgnoreIndex());
+            return true;
+          })
+          .Case([&](nn::ReduceMaxGradOp r) {
+            inst.kernel = Kernel::ReduceMaxGrad;
+            inst.ints.assign(r.getAxes().begin(), r.getAxes().end());
+            return true;
+          })
+          .Case([&](nn::DropoutGradOp d) {
+            inst.kernel = Kernel::DropoutGrad;
+            inst.floats = {d.getRatio().convertToFloat()};
+            return true;
+          })
+          .Case([&](nn::AdamWOp a) {
+            inst.kernel = Kernel::AdamW;
+            inst.floats = {static_cast<float>(a.getBeta1().convertToDouble()),
+                           static_cast<float>(a.getBeta2().convertToDouble()),
+                           static_cast<float>(a.getEps().convertToDouble()),
+                           static_cast<float>(a.getWeightDecay().convertToDouble())};
+            return true;
+          })
+          .Case([&](nn::SgdOp s) {
+            // Operands in kernel order: param, grad, momentum_buffer, lr.
+            inst.kernel = Kernel::Sgd;
+            inst.inputs = {bufferOf(s.getParam()), bufferOf(s.getGrad()),
+                           bufferOf(s.getMomentumBuffer()), bufferOf(s.getLr())};
+            inst.ints = {s.getNesterov()};
+            inst.floats = {static_cast<float>(s.getMomentum().convertToDouble()),
+                           static_cast<float>(s.getWeightDecay().convertToDouble())};
+            return true;
+          })
           .Default([](Operation *) { return false; });
   if (!known)
     return op->emitOpError("has no runtime kernel");
@@ -334,18 +412,79 @@ LogicalResult Emitter::writeWeights(const WeightLookup &weights, uint64_t &hash)
   return success();
 }
 
-LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
-  Block &body = func.getBody().front();
-  // Arguments: parameters and graph inputs live for the whole run.
+/// Arguments live for the whole run: parameters, graph inputs, optimizer
+/// state, and the learning-rate and step scalars the runtime writes.
+LogicalResult Emitter::placeArguments(Block &body) {
   for (BlockArgument arg : body.getArguments()) {
-    auto param = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kParamAttr);
-    auto input = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kInputAttr);
-    std::string name = param ? param.str() : input ? input.str() : "arg" + std::to_string(arg.getArgNumber());
+    unsigned i = arg.getArgNumber();
+    auto param = func.getArgAttrOfType<StringAttr>(i, nn::kParamAttr);
+    auto input = func.getArgAttrOfType<StringAttr>(i, nn::kInputAttr);
+    auto stateName = func.getArgAttrOfType<StringAttr>(i, nn::kStateAttr);
+    bool lr = static_cast<bool>(func.getArgAttr(i, nn::kLrAttr));
+    bool step = static_cast<bool>(func.getArgAttr(i, nn::kStepAttr));
+    std::string name = param       ? param.str()
+                       : input     ? input.str()
+                       : stateName ? stateName.str()
+                       : lr        ? "lr"
+                       : step      ? "step"
+                                   : "arg" + std::to_string(i);
     FailureOr<uint32_t> index = addBuffer(arg, name, plan::Region::Persistent);
     if (failed(index))
       return failure();
-    (param ? params : inputs).emplace_back(name, *index);
+    if (param)
+      params.emplace_back(name, *index);
+    else if (stateName)
+      state.emplace_back(name, *index);
+    else if (lr)
+      lrBuffer = *index;
+    else if (step)
+      stepBuffer = *index;
+    else
+      inputs.emplace_back(name, *index);
   }
+  return success();
+}
+
+/// A result marked `nn.update = NAME` takes over the buffer of the
+/// argument NAME (a parameter or optimizer state). That is safe only when
+/// the op producing it is an optimizer update (which reads each element
+/// before writing it) and no op after it reads the old value.
+LogicalResult Emitter::findInPlaceUpdates(Block &body,
+                                          const llvm::DenseMap<Value, Operation *> &lastUse) {
+  llvm::StringMap<BlockArgument> byName;
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, nn::kParamAttr))
+      byName[name.getValue()] = arg;
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, nn::kStateAttr))
+      byName[name.getValue()] = arg;
+  }
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    auto name = func.getResultAttrOfType<StringAttr>(i, nn::kUpdateAttr);
+    if (!name)
+      continue;
+    auto arg = byName.find(name.getValue());
+    if (arg == byName.end())
+      return func.emitError("result ") << i << " updates '" << name.getValue()
+                                       << "', which is no parameter or state argument";
+    Operation *def = value.getDefiningOp();
+    if (!def || !isa<nn::AdamWOp, nn::SgdOp>(def) || lastUse.lookup(arg->second) != def ||
+        !llvm::is_contained(def->getOperands(), Value(arg->second)))
+      return func.emitError("result ")
+             << i << " updates '" << name.getValue()
+             << "' but is not an optimizer update that reads it last; it cannot be written in place";
+    if (value.getType() != arg->second.getType())
+      return func.emitError("result ") << i << " changes the type of '" << name.getValue() << "'";
+    inPlace[value] = buffers.lookup(arg->second);
+  }
+  return success();
+}
+
+LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
+  Block &body = func.getBody().front();
+  if (failed(placeArguments(body)))
+    return failure();
   // Returned op results are written straight into persistent output
   // buffers; anything else returned (an argument, a constant, a value
   // returned twice) is copied there by an extra instruction.
@@ -354,6 +493,8 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     auto name = func.getResultAttrOfType<StringAttr>(i, nn::kOutputAttr);
     std::string n = name ? name.str() : "result" + std::to_string(i);
+    if (func.getResultAttr(i, nn::kUpdateAttr))
+      continue;
     if (value.getDefiningOp() && !isa<nn::ConstantOp>(value.getDefiningOp()) &&
         !outputName.count(value))
       outputName[value] = n;
@@ -363,6 +504,8 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
   for (Operation &op : body.without_terminator())
     for (Value operand : op.getOperands())
       lastUse[operand] = &op;
+  if (failed(findInPlaceUpdates(body, lastUse)))
+    return failure();
   findFoldedTransposes(body);
   for (Operation &op : body.without_terminator()) {
     if (foldedTransposes.count(&op))
@@ -373,6 +516,10 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
       continue;
     }
     for (Value r : op.getResults()) {
+      if (auto target = inPlace.find(r); target != inPlace.end()) {
+        buffers[r] = target->second;
+        continue;
+      }
       auto out = outputName.find(r);
       FailureOr<uint32_t> index =
           out != outputName.end()
@@ -400,6 +547,8 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
       releaseIfDead(r, !lastUse.count(r) && !outputName.count(r));
   }
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    if (inPlace.count(value))
+      continue; // a parameter or state update, already in its argument's buffer
     auto name = func.getResultAttrOfType<StringAttr>(i, nn::kOutputAttr);
     std::string n = name ? name.str() : "result" + std::to_string(i);
     auto it = outputName.find(value);
@@ -452,7 +601,7 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
       out.push_back(plan::CreateBinding(fbb, fbb.CreateString(name), index));
     return fbb.CreateVector(out);
   };
-  auto fbInputs = bindings(inputs), fbOutputs = bindings(outputs);
+  auto fbInputs = bindings(inputs), fbOutputs = bindings(outputs), fbState = bindings(state);
   fbb.ForceVectorAlignment(constantData.size(), 1, rt::kBufferAlignment);
   auto fbConstants = fbb.CreateVector(constantData);
   auto source = func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(nn::kSourceAttr);
@@ -465,7 +614,9 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
       options.worldSize, fbb.CreateVector(fbBuffers), fbb.CreateVector(fbInstructions),
       fbb.CreateVector(fbParams), fbb.CreateVector(fbUnits), fbInputs, fbOutputs, persistentTop,
       arenaBytes, 1, fbConstants, fbb.CreateString(params.empty() ? "" : weightsName),
-      weightsHash);
+      weightsHash, /*num_events=*/0, fbState, lrBuffer, stepBuffer,
+      fbb.CreateString(options.mode == "train" && !outputs.empty() ? outputs.front().first : ""),
+      fbb.CreateString(options.optimizer), options.baseLr);
   plan::FinishPlanBuffer(fbb, root);
   rt::Status status = rt::writePlanFile(options.planPath, fbb.GetBufferPointer(), fbb.GetSize());
   if (!status.isOk())
@@ -493,9 +644,10 @@ std::string weightsPathFor(const std::string &planPath) {
 
 FailureOr<EmittedPlan> emitPlan(ModuleOp module, const PlanEmitOptions &options,
                                 const WeightLookup &weights) {
-  func::FuncOp func = module.lookupSymbol<func::FuncOp>("forward");
+  StringRef name = options.mode == "train" ? "train_step" : "forward";
+  func::FuncOp func = module.lookupSymbol<func::FuncOp>(name);
   if (!func || func.getBody().empty())
-    return module.emitError("no @forward function to emit");
+    return module.emitError("no @") << name << " function to emit";
   if (!func.getBody().hasOneBlock())
     return func.emitError("plans need a single-block function");
   EmittedPlan result;

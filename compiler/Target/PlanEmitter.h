@@ -4,7 +4,8 @@
 // (runtime/schema/plan.fbs): every SSA value becomes a buffer with a
 // planned place (parameters, graph inputs and outputs in the persistent
 // region, constants in the plan's constant data, everything else in the
-// arena by lifetime), every op one instruction, and the parameter table
+// arena by lifetime; optimizer state persistent and updated in place), every
+// op one instruction, and the parameter table
 // lists each parameter under its source name. The parameters' initial
 // values are written beside the plan as safetensors, and the plan records
 // that file's content hash.
@@ -32,8 +33,10 @@ using WeightLookup = std::function<std::optional<rt::TensorRef>(const std::strin
 
 struct PlanEmitOptions {
   std::string planPath;      // where to write; the weights go beside it
-  std::string mode = "forward";
+  std::string mode = "forward"; // "train" emits @train_step, "forward" @forward
   uint32_t worldSize = 1;
+  std::string optimizer; // train plans: "adamw" or "sgd"
+  double baseLr = 0.0;   // train plans: the learning rate schedules scale
 };
 
 /// What was written, for the driver's summary line.
@@ -44,7 +47,9 @@ struct EmittedPlan {
   size_t instructions = 0, buffers = 0;
 };
 
-/// Emits `@forward` of `module`. Errors are reported as diagnostics on the
+/// Emits `@train_step` (train mode) or `@forward` of `module`. In a
+/// training step, results marked `nn.update` are written in place into the
+/// parameter or state argument they replace. Errors are reported as diagnostics on the
 /// offending op (an op without a kernel, a parameter without a value).
 mlir::FailureOr<EmittedPlan> emitPlan(mlir::ModuleOp module, const PlanEmitOptions &options,
                                       const WeightLookup &weights);

@@ -13,6 +13,7 @@ include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "dialects/nn/NNInterfaces.td"
 
 def NN_Dialect : Dialect {
   let name = "nn";
@@ -40,6 +41,9 @@ def NN_Dialect : Dialect {
 
 class NN_Op<string mnemonic, list<Trait> traits = []>
     : Op<NN_Dialect, mnemonic, !listconcat(traits, [Pure])>;
+
+/// Ops that can differentiate themselves (dialects/nn/gradients/).
+def NN_Differentiable : DeclareOpInterfaceMethods<NN_GradientOpInterface>;
 
 // Statically shaped tensors of the element types ONNX uses.
 def NN_Float : AnyTypeOf<[F16, BF16, F32, F64]>;

@@ -11,6 +11,7 @@ using namespace mlir;
 using namespace fsdp::nn;
 
 #include "dialects/nn/NNDialect.cpp.inc"
+#include "dialects/nn/NNInterfaces.cpp.inc"
 
 void NNDialect::initialize() {
   addOperations<

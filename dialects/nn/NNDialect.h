@@ -19,6 +19,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/nn/NNDialect.h.inc"
+#include "dialects/nn/NNInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/nn/NNOps.h.inc"
@@ -33,6 +34,20 @@ inline constexpr llvm::StringLiteral kParamAttr = "nn.param";
 inline constexpr llvm::StringLiteral kInputAttr = "nn.input";
 inline constexpr llvm::StringLiteral kOutputAttr = "nn.output";
 inline constexpr llvm::StringLiteral kSourceAttr = "nn.source";
+
+/// Attributes of the training step (compiler/Autodiff/, compiler/Transforms/).
+/// `nn.state` on an argument: optimizer state, named "<param>.exp_avg" etc.
+/// `nn.lr` / `nn.step` on an argument: the per-step learning rate (f64) and
+/// step number (i64, from 1) the runtime writes before each step.
+/// `nn.update` on a result: the new value of the parameter or state argument
+/// of that name, which the plan updates in place.
+/// `nn.grad` on a result (between autodiff and the optimizer): the gradient
+/// of the named parameter.
+inline constexpr llvm::StringLiteral kStateAttr = "nn.state";
+inline constexpr llvm::StringLiteral kLrAttr = "nn.lr";
+inline constexpr llvm::StringLiteral kStepAttr = "nn.step";
+inline constexpr llvm::StringLiteral kUpdateAttr = "nn.update";
+inline constexpr llvm::StringLiteral kGradAttr = "nn.grad";
 
 } // namespace fsdp::nn
 

@@ -12,7 +12,7 @@
 
 include "dialects/nn/NNBase.td"
 
-def NN_MatMulOp : NN_Op<"matmul", [SameOperandsAndResultElementType]> {
+def NN_MatMulOp : NN_Op<"matmul", [SameOperandsAndResultElementType, NN_Differentiable]> {
   let summary = "numpy matrix product (ONNX MatMul)";
   let description = [{
     `lhs @ rhs` as `numpy.matmul`: the last two dimensions multiply, leading
@@ -25,7 +25,7 @@ def NN_MatMulOp : NN_Op<"matmul", [SameOperandsAndResultElementType]> {
   let hasVerifier = 1;
 }
 
-def NN_GemmOp : NN_Op<"gemm"> {
+def NN_GemmOp : NN_Op<"gemm", [NN_Differentiable]> {
   let summary = "general matrix multiply (ONNX Gemm)";
   let description = [{
     `alpha * op(a) @ op(b) + beta * c`, where `op` transposes when `trans_a`

@@ -16,5 +16,7 @@ include "dialects/nn/NNReductionOps.td"
 include "dialects/nn/NNLossOps.td"
 include "dialects/nn/NNShapeOps.td"
 include "dialects/nn/NNMiscOps.td"
+include "dialects/nn/NNGradientOps.td"
+include "dialects/nn/NNOptimizerOps.td"
 
 #endif // FSDP_NN_OPS_TD

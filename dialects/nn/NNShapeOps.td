@@ -13,7 +13,7 @@
 
 include "dialects/nn/NNBase.td"
 
-def NN_ReshapeOp : NN_Op<"reshape", [SameOperandsAndResultElementType]> {
+def NN_ReshapeOp : NN_Op<"reshape", [SameOperandsAndResultElementType, NN_Differentiable]> {
   let summary = "row-major reshape (ONNX Reshape, Squeeze, Unsqueeze, Flatten)";
   let description = [{
     Reinterprets `input` in row-major order with the result's shape; the
@@ -25,7 +25,7 @@ def NN_ReshapeOp : NN_Op<"reshape", [SameOperandsAndResultElementType]> {
   let hasVerifier = 1;
 }
 
-def NN_TransposeOp : NN_Op<"transpose", [SameOperandsAndResultElementType]> {
+def NN_TransposeOp : NN_Op<"transpose", [SameOperandsAndResultElementType, NN_Differentiable]> {
   let summary = "permute dimensions (ONNX Transpose)";
   let description = [{
     Result dimension `i` is input dimension `perm[i]`.
@@ -36,7 +36,7 @@ def NN_TransposeOp : NN_Op<"transpose", [SameOperandsAndResultElementType]> {
   let hasVerifier = 1;
 }
 
-def NN_ConcatOp : NN_Op<"concat", [SameOperandsAndResultElementType]> {
+def NN_ConcatOp : NN_Op<"concat", [SameOperandsAndResultElementType, NN_Differentiable]> {
   let summary = "concatenate along an axis (ONNX Concat)";
   let arguments = (ins Variadic<NN_AnyTensor>:$inputs, I64Attr:$axis);
   let results = (outs NN_AnyTensor:$result);
@@ -44,7 +44,7 @@ def NN_ConcatOp : NN_Op<"concat", [SameOperandsAndResultElementType]> {
   let hasVerifier = 1;
 }
 
-def NN_SplitOp : NN_Op<"split"> {
+def NN_SplitOp : NN_Op<"split", [NN_Differentiable]> {
   let summary = "split along an axis (ONNX Split)";
   let description = [{
     Result `i` takes the next `result(i).shape[axis]` slices of `input`
@@ -56,7 +56,7 @@ def NN_SplitOp : NN_Op<"split"> {
   let hasVerifier = 1;
 }
 
-def NN_SliceOp : NN_Op<"slice", [SameOperandsAndResultElementType]> {
+def NN_SliceOp : NN_Op<"slice", [SameOperandsAndResultElementType, NN_Differentiable]> {
   let summary = "strided slice of every dimension (ONNX Slice)";
   let description = [{
     One `start`, `end` and nonzero `step` per dimension, already clamped as
@@ -72,7 +72,7 @@ def NN_SliceOp : NN_Op<"slice", [SameOperandsAndResultElementType]> {
   let hasVerifier = 1;
 }
 
-def NN_ExpandOp : NN_Op<"expand", [SameOperandsAndResultElementType]> {
+def NN_ExpandOp : NN_Op<"expand", [SameOperandsAndResultElementType, NN_Differentiable]> {
   let summary = "broadcast to a larger shape (ONNX Expand)";
   let description = [{
     Broadcasts `input` to the result shape, which must be the numpy
@@ -84,7 +84,7 @@ def NN_ExpandOp : NN_Op<"expand", [SameOperandsAndResultElementType]> {
   let hasVerifier = 1;
 }
 
-def NN_GatherOp : NN_Op<"gather"> {
+def NN_GatherOp : NN_Op<"gather", [NN_Differentiable]> {
   let summary = "gather slices along an axis (ONNX Gather; embeddings)";
   let description = [{
     Result shape is `data[:axis] + indices + data[axis+1:]`. Negative
@@ -97,7 +97,7 @@ def NN_GatherOp : NN_Op<"gather"> {
   let hasVerifier = 1;
 }
 
-def NN_TriluOp : NN_Op<"trilu", [AllTypesMatch<["input", "result"]>]> {
+def NN_TriluOp : NN_Op<"trilu", [AllTypesMatch<["input", "result"]>, NN_Differentiable]> {
   let summary = "keep the upper or lower triangle (ONNX Trilu)";
   let description = [{
     Over the last two dimensions, keeps elements with `j - i >= k` (upper)

@@ -13,6 +13,7 @@
 
 #include "compiler/Analysis/ModelSummary.h"
 #include "compiler/Pipelines/CompileOptions.h"
+#include "compiler/Pipelines/Passes.h"
 #include "compiler/Pipelines/Pipeline.h"
 #include "compiler/RegisterDialects.h"
 #include "compiler/Target/PlanEmitter.h"
@@ -85,6 +86,10 @@ int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module,
   fsdp::PlanEmitOptions options;
   options.planPath = opts.outputPath;
   options.mode = opts.mode == fsdp::Mode::Forward ? "forward" : "train";
+  if (opts.mode == fsdp::Mode::Train) {
+    options.optimizer = opts.optimizer == fsdp::OptimizerKind::Sgd ? "sgd" : "adamw";
+    options.baseLr = opts.lr;
+  }
   FailureOr<fsdp::EmittedPlan> plan = fsdp::emitPlan(module, options, weights);
   if (failed(plan))
     return 1;
@@ -128,7 +133,8 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
       fsdp::onnx::importModel(context, *model, fsdp::onnx::ImportOptions(), error);
   if (!module)
     return fail(error);
-
+  if (opts.emit != fsdp::EmitKind::Summary && failed(fsdp::runStages(*module, opts)))
+    return 1;
   if (opts.emit == fsdp::EmitKind::Plan)
     return emitPlanFile(opts, *module,
                         weightsFrom(std::make_shared<fsdp::onnx::Model>(std::move(*model))));
@@ -159,6 +165,8 @@ int compileMlir(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
     return 1;
   if (opts.emit == fsdp::EmitKind::Summary)
     return emitSummary(opts, *module);
+  if (failed(fsdp::runStages(*module, opts)))
+    return 1;
   std::shared_ptr<const fsdp::onnx::Model> source;
   if (auto path = (*module)->getAttrOfType<StringAttr>(fsdp::nn::kSourceAttr)) {
     std::optional<fsdp::onnx::Model> model =
@@ -194,6 +202,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   DialectRegistry registry;
   fsdp::registerFsdpDialects(registry);
+  fsdp::registerFsdpPasses();
 
   // Our flags are parsed here; everything else goes to MLIR's options
   // (printing, pass pipeline, diagnostics verification).

@@ -1,0 +1,37 @@
+//===- BuildTrainStep.h - reverse-mode autodiff of the forward function ---===//
+//
+// From @forward (parameters and inputs to the scalar loss, see AttachLoss.h)
+// builds @train_step with the same arguments, returning the loss and the
+// gradient of every trainable parameter the loss depends on (result
+// attribute `nn.grad` = the parameter's name), then removes @forward. The
+// backward pass is built from each op's GradientOpInterface; only the
+// forward values some gradient reads stay alive, since everything else is
+// dead code and removed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_COMPILER_AUTODIFF_BUILDTRAINSTEP_H
+#define FSDP_COMPILER_AUTODIFF_BUILDTRAINSTEP_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace fsdp {
+
+struct TrainStepOptions {
+  /// Parameters whose names match this POSIX extended regex are constants
+  /// of training (torch buffers exported as initializers); empty: none.
+  std::string freezeRegex;
+};
+
+inline constexpr llvm::StringLiteral kTrainStepName = "train_step";
+
+mlir::LogicalResult buildTrainStep(mlir::ModuleOp module, const TrainStepOptions &options);
+
+/// Erases pure ops without uses, last to first.
+void eraseDeadOps(mlir::Block &block);
+
+} // namespace fsdp
+
+#endif // FSDP_COMPILER_AUTODIFF_BUILDTRAINSTEP_H

@@ -1,0 +1,105 @@
+//===- Passes.cpp - the compiler's stages as MLIR passes ------------------===//
+//
+// Thin wrappers: each pass turns its options into the stage's options
+// struct and calls the same function the fsdp-opt pipeline calls, so the
+// pass and the pipeline cannot drift apart.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Pipelines/Passes.h"
+
+#include "compiler/Autodiff/AttachLoss.h"
+#include "compiler/Autodiff/BuildTrainStep.h"
+#include "compiler/Transforms/ApplyOptimizer.h"
+#include "dialects/nn/NNDialect.h"
+
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+namespace fsdp {
+namespace {
+
+struct AttachLossPass : PassWrapper<AttachLossPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(AttachLossPass)
+  AttachLossPass() = default;
+  AttachLossPass(const AttachLossPass &other) : PassWrapper(other) {}
+  StringRef getArgument() const final { return "fsdp-attach-loss"; }
+  StringRef getDescription() const final {
+    return "Leave @forward returning only the training loss (the model's, or cross-entropy "
+           "attached to an output)";
+  }
+  void runOnOperation() final {
+    auto forward = getOperation().lookupSymbol<func::FuncOp>("forward");
+    if (!forward) {
+      getOperation().emitError("no @forward function");
+      return signalPassFailure();
+    }
+    if (failed(attachLoss(forward, {!xent.empty(), xent, labels})))
+      signalPassFailure();
+  }
+  Option<std::string> xent{*this, "xent", llvm::cl::desc("logits output for cross-entropy")};
+  Option<std::string> labels{*this, "labels", llvm::cl::desc("labels input name")};
+};
+
+struct BuildTrainStepPass : PassWrapper<BuildTrainStepPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(BuildTrainStepPass)
+  BuildTrainStepPass() = default;
+  BuildTrainStepPass(const BuildTrainStepPass &other) : PassWrapper(other) {}
+  StringRef getArgument() const final { return "fsdp-build-train-step"; }
+  StringRef getDescription() const final {
+    return "Reverse-mode autodiff: @forward becomes @train_step returning the loss and the "
+           "parameters' gradients";
+  }
+  void runOnOperation() final {
+    if (failed(buildTrainStep(getOperation(), {freeze})))
+      signalPassFailure();
+  }
+  Option<std::string> freeze{*this, "freeze", llvm::cl::desc("regex of untrained parameters")};
+};
+
+struct ApplyOptimizerPass : PassWrapper<ApplyOptimizerPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ApplyOptimizerPass)
+  ApplyOptimizerPass() = default;
+  ApplyOptimizerPass(const ApplyOptimizerPass &other) : PassWrapper(other) {}
+  StringRef getArgument() const final { return "fsdp-apply-optimizer"; }
+  StringRef getDescription() const final {
+    return "Append AdamW or SGD updates of every parameter to @train_step";
+  }
+  void runOnOperation() final {
+    OptimizerOptions o;
+    if (optimizer != "adamw" && optimizer != "sgd") {
+      getOperation().emitError("optimizer must be adamw or sgd, not '") << optimizer << "'";
+      return signalPassFailure();
+    }
+    o.kind = optimizer == "sgd" ? OptimizerOptions::Kind::Sgd : OptimizerOptions::Kind::AdamW;
+    o.beta1 = beta1;
+    o.beta2 = beta2;
+    o.eps = eps;
+    o.weightDecay = weightDecay;
+    o.momentum = momentum;
+    o.nesterov = nesterov;
+    o.noDecayRegex = noDecay;
+    if (failed(applyOptimizer(getOperation(), o)))
+      signalPassFailure();
+  }
+  Option<std::string> optimizer{*this, "optimizer", llvm::cl::init("adamw")};
+  Option<double> beta1{*this, "beta1", llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::init(0.999)};
+  Option<double> eps{*this, "eps", llvm::cl::init(1e-8)};
+  Option<double> weightDecay{*this, "weight-decay", llvm::cl::init(0.0)};
+  Option<double> momentum{*this, "momentum", llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov", llvm::cl::init(false)};
+  Option<std::string> noDecay{*this, "no-decay", llvm::cl::desc("regex of undecayed params")};
+};
+
+} // namespace
+
+void registerFsdpPasses() {
+  PassRegistration<AttachLossPass>();
+  PassRegistration<BuildTrainStepPass>();
+  PassRegistration<ApplyOptimizerPass>();
+}
+
+} // namespace fsdp

@@ -1,0 +1,53 @@
+//===- OptimizerOps.cpp - verifiers of the optimizer updates --------------===//
+//
+// A parameter, its gradient, its state and the new values all share one
+// type; hyperparameters must be in the ranges torch.optim accepts, so a
+// typo'd plan is caught at compile time, not as NaNs at step 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/nn/VerifyUtils.h"
+
+using namespace mlir;
+using namespace fsdp::nn;
+
+static LogicalResult requireSameTypes(Operation *op, ValueRange values, Type type) {
+  for (Value v : values)
+    if (v.getType() != type)
+      return op->emitOpError("parameter, gradient, state and results must all have type ")
+             << type;
+  return success();
+}
+
+LogicalResult AdamWOp::verify() {
+  Type type = getParam().getType();
+  if (failed(requireSameTypes(*this, {getGrad(), getExpAvg(), getExpAvgSq()}, type)) ||
+      failed(requireSameTypes(*this, getResults(), type)))
+    return failure();
+  double beta1 = getBeta1().convertToDouble(), beta2 = getBeta2().convertToDouble();
+  if (!(beta1 >= 0.0 && beta1 < 1.0) || !(beta2 >= 0.0 && beta2 < 1.0))
+    return emitOpError("betas must be in [0, 1)");
+  if (!(getEps().convertToDouble() >= 0.0) || !(getWeightDecay().convertToDouble() >= 0.0))
+    return emitOpError("eps and weight_decay must be non-negative");
+  return success();
+}
+
+LogicalResult SgdOp::verify() {
+  Type type = getParam().getType();
+  if (failed(requireSameTypes(*this, {getGrad()}, type)) ||
+      failed(requireSameTypes(*this, getResults(), type)))
+    return failure();
+  bool hasBuffer = static_cast<bool>(getMomentumBuffer());
+  if (hasBuffer && failed(requireSameTypes(*this, {getMomentumBuffer()}, type)))
+    return failure();
+  if (hasBuffer != static_cast<bool>(getNewMomentumBuffer()))
+    return emitOpError("a momentum buffer operand needs a momentum buffer result and vice versa");
+  double momentum = getMomentum().convertToDouble();
+  if (!(momentum >= 0.0) || !(getWeightDecay().convertToDouble() >= 0.0))
+    return emitOpError("momentum and weight_decay must be non-negative");
+  if (hasBuffer != (momentum > 0.0))
+    return emitOpError("a momentum buffer is needed exactly when momentum > 0");
+  if (getNesterov() && !hasBuffer)
+    return emitOpError("nesterov needs momentum");
+  return success();
+}

@@ -218,9 +218,8 @@ Status Executor::getOutput(const std::string &name, HostTensor &out) const {
 Status Executor::writeScalar(uint32_t buffer, DType dtype, const void *value, const char *what) {
   const plan::Plan &plan = plan_.plan();
   if (buffer == kNoBuffer)
-    return Status::error(plan_.path() + ": the plan has no " + what + " buffer (" +
-                         (plan.mode() ? plan.mode()->str() : std::string("?")) +
-                         " plan; only training plans take one)");
+    return Status::error(plan_.path() + ": the plan has no " + what + " buffer" +
+                         (isTraining() ? "" : " (forward plan; only training plans take one)"));
   if (!plan.buffers() || buffer >= plan.buffers()->size())
     return Status::error(cat(plan_.path(), ": ", what, " buffer ", buffer, " does not exist"));
   TensorRef target = viewOf(buffer);
@@ -237,7 +236,11 @@ Status Executor::setLearningRate(double lr) {
 Status Executor::setStep(int64_t step) {
   if (step < 1)
     return Status::error(cat("step ", step, " is not a 1-based step number"));
-  FSDP_RETURN_IF_ERROR(writeScalar(plan_.plan().step_buffer(), DType::I64, &step, "step"));
+  // SGD needs no step number, so its plans carry no step buffer; the step
+  // still seeds dropout.
+  bool optional = isTraining() && plan_.plan().step_buffer() == kNoBuffer;
+  if (!optional)
+    FSDP_RETURN_IF_ERROR(writeScalar(plan_.plan().step_buffer(), DType::I64, &step, "step"));
   step_ = step > 0 ? static_cast<uint64_t>(step - 1) : 0;
   return Status::ok();
 }

@@ -63,7 +63,9 @@ protected:
   ExecutorTrainTest() : FormatTest("fsdp-exec-train-", "step.plan") {}
 
   /// Writes the plan (mode "train" or "forward") and its weights file.
-  void writePlan(bool train) {
+  /// Without `stepBuffer` the train plan names no step buffer, as SGD plans
+  /// do (buffer 3 then stays zero).
+  void writePlan(bool train, bool stepBuffer = true) {
     std::vector<float> w0{1, 2, 3, 4};
     HostTensor w{DType::F32, {4}, {}};
     w.data.resize(16);
@@ -135,7 +137,7 @@ protected:
         fbb.CreateVector(instructions), fbb.CreateVector(params), fbb.CreateVector(units),
         fbb.CreateVector(inputs), fbb.CreateVector(outputs), regionEnd[0], regionEnd[1], 1, 0,
         fbb.CreateString("step.safetensors"), weightsHash, 0,
-        train ? fbb.CreateVector(state) : 0, train ? 2 : kNoBuffer, train ? 3 : kNoBuffer,
+        train ? fbb.CreateVector(state) : 0, train ? 2 : kNoBuffer, train && stepBuffer ? 3 : kNoBuffer,
         train ? fbb.CreateString("loss") : 0, train ? fbb.CreateString("sgd") : 0,
         train ? 0.5 : 0.0);
     plan::FinishPlanBuffer(fbb, root);
@@ -228,6 +230,21 @@ TEST_F(ExecutorTrainTest, SavedWeightsReadBackInTorchsFormat) {
               "w = numpy.frombuffer(d[8 + n + b:8 + n + end], '<f4')\n"
               "assert (w == [1, 2, 3, 4]).all(), w\n",
               out);
+}
+
+TEST_F(ExecutorTrainTest, PlansWithoutStepBufferOnlyRecordTheStep) {
+  ASSERT_NO_FATAL_FAILURE(writePlan(true, /*stepBuffer=*/false));
+  std::unique_ptr<Executor> executor;
+  ASSERT_TRUE(Executor::create(loaded, device, executor).isOk());
+  ASSERT_TRUE(executor->loadWeights().isOk());
+  HostTensor xt{DType::F32, {2, 4}, std::vector<char>(32, 0)};
+  ASSERT_TRUE(executor->setInput("x", xt.ref()).isOk());
+  ASSERT_TRUE(executor->setLearningRate(1.0).isOk());
+  ASSERT_TRUE(executor->setStep(7).isOk());
+  ASSERT_TRUE(executor->run().isOk());
+  float loss = -1;
+  ASSERT_TRUE(executor->getLoss(loss).isOk());
+  EXPECT_EQ(loss, 2.5f); // mean(w) + the zeroed (unwritten) buffer 3
 }
 
 TEST_F(ExecutorTrainTest, ForwardPlansRefuseTrainingCalls) {

@@ -54,7 +54,8 @@ public:
   /// lr buffer) and 1-based step number (its i64 step buffer). The step
   /// also seeds step-dependent kernels (dropout) as step - 1, so a run
   /// resumed at step t draws what an uninterrupted run would have. An
-  /// error if the plan has no such buffer (forward plans).
+  /// error on forward plans; a training plan whose optimizer needs no step
+  /// number (SGD) has no step buffer and only records it.
   Status setLearningRate(double lr);
   Status setStep(int64_t step);
   /// Training plans: the scalar f32 loss of the last step.

@@ -1,12 +1,14 @@
 //===- fsdp-run.cpp - executes a compiled plan ----------------------------===//
 //
 // The deployable half of fsdp-opt: loads and verifies a plan, allocates
-// exactly its memory on the CPU device, loads the weights written beside
-// it, binds inputs from .npy files, runs, and writes every graph output to
-// DIR/<name>.npy. It links only the runtime (no MLIR, no ONNX). Training
-// flags of DESIGN.md's command line are parsed and refused with "not
-// implemented yet" until their issues land. Every error is one line on
-// stderr and exit code 1.
+// exactly its memory on the CPU device and loads the weights written beside
+// it. A forward plan binds its inputs from .npy files, runs, and writes
+// every graph output to DIR/<name>.npy; a training plan runs K optimizer
+// steps on data from the data contract (Train.cpp). It links only the
+// runtime (no MLIR, no ONNX). Flags of DESIGN.md's command line whose
+// features have not landed (multi-rank runs, checkpoints) are parsed and
+// refused with "not implemented yet". Every error is one line on stderr and
+// exit code 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,11 +18,15 @@
 #include "fsdp/runtime/PlanDump.h"
 #include "fsdp/runtime/PlanFile.h"
 #include "runtime/src/PlanCheck.h"
+#include "tools/fsdp-run/Driver.h"
+#include "tools/fsdp-run/Train.h"
 
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -28,50 +34,97 @@
 #include <string>
 #include <vector>
 
+namespace fsdp::run {
+
 using namespace fsdp::rt;
-
-namespace {
-
-struct RunOptions {
-  std::string planPath, outputsDir, weightsPath;
-  std::map<std::string, std::string> inputs; // name -> .npy path
-  int64_t steps = 1;
-  bool dump = false, timing = false, profile = false;
-};
 
 int fail(const std::string &message) {
   std::cerr << "fsdp-run: error: " << message << "\n";
   return 1;
 }
 
+int writeOutputs(const std::string &dir, const Executor &executor) {
+  mkdir(dir.c_str(), 0755);
+  for (const std::string &name : executor.outputNames()) {
+    HostTensor value;
+    if (Status s = executor.getOutput(name, value); !s)
+      return fail(s.message());
+    if (Status s = writeNpy(dir + "/" + name + ".npy", value.ref()); !s)
+      return fail(s.message());
+  }
+  return 0;
+}
+
+void printProfile(const std::vector<double> &kernelSeconds, int64_t runs) {
+  std::vector<std::pair<double, uint16_t>> rows;
+  double total = 0;
+  for (size_t k = 0; k < kernelSeconds.size(); ++k)
+    if (kernelSeconds[k] > 0) {
+      rows.emplace_back(kernelSeconds[k], static_cast<uint16_t>(k));
+      total += kernelSeconds[k];
+    }
+  std::sort(rows.rbegin(), rows.rend());
+  std::printf("%-22s %10s %7s\n", "kernel", "ms/run", "share");
+  for (const auto &[secs, kernel] : rows)
+    std::printf("%-22s %10.3f %6.1f%%\n", kernelName(kernel), secs * 1e3 / runs, 100 * secs / total);
+}
+
+namespace {
+
 const char *kUsage =
-    "usage: fsdp-run PLAN [--input=NAME=FILE.npy ...] [--outputs=DIR] [--weights=FILE]\n"
-    "                [--steps=K] [--time] [--profile] [--dump]\n"
-    "  --input=NAME=FILE.npy  value of graph input NAME (dtype and shape must match)\n"
-    "  --outputs=DIR          write each graph output to DIR/<name>.npy\n"
+    "usage: fsdp-run PLAN [--input=NAME=FILE.npy ...] [--data=FILE] [--steps=K]\n"
+    "                [--lr=X] [--lr-schedule=S] [--metrics=FILE.jsonl] [--log-every=N]\n"
+    "                [--save-weights=FILE.safetensors] [--outputs=DIR] [--weights=FILE]\n"
+    "                [--world-size=N] [--time] [--profile] [--dump]\n"
+    "  --input=NAME=FILE.npy  value of graph input NAME. Forward plans: the exact tensor\n"
+    "                         (dtype and shape must match). Training plans: S samples\n"
+    "                         stacked on dimension 0; step s takes rows (s*B + j) mod S\n"
+    "  --data=FILE            training plans with two integer [b, T] inputs: a token\n"
+    "                         file (.npy of integer ids or raw uint16 .bin); sample j\n"
+    "                         of step s starts at token ((s*B + j)*T) mod (n - T - 1),\n"
+    "                         the second input is the first shifted by one token\n"
+    "  --steps=K              training: the step to reach (default 1); forward: run\n"
+    "                         the plan K times (for timing)\n"
+    "  --lr=X                 base learning rate (default: the plan's compiled --lr)\n"
+    "  --lr-schedule=S        constant (default) or cosine:WARMUP[:MIN_LR]\n"
+    "  --metrics=FILE.jsonl   one JSON line per step: step, loss, lr, samples_per_s,\n"
+    "                         tokens_per_s (--data), step_time_s, peak_bytes\n"
+    "  --log-every=N          without a terminal, print every N-th step (default:\n"
+    "                         every step up to 50 steps, else about 50 lines)\n"
+    "  --save-weights=FILE    after the last step, write the parameters as safetensors\n"
+    "  --outputs=DIR          write each graph output to DIR/<name>.npy (after the\n"
+    "                         last step)\n"
     "  --weights=FILE         parameters from this safetensors file instead of the\n"
     "                         plan's own\n"
-    "  --steps=K              run the plan K times (forward plans: for timing)\n"
+    "  --world-size=N         must equal the plan's world size\n"
     "  --time                 print the mean time per run\n"
     "  --profile              print the time spent in each kernel\n"
     "  --dump                 print the plan as text and exit\n";
 
 /// Flags of DESIGN.md's fsdp-run line whose features arrive later.
 const std::map<std::string, std::string> kPendingFlags = {
-    {"--world-size", "multi-rank runs arrive with the FSDP issue"},
-    {"--data", "token files arrive with the training-step issue"},
-    {"--metrics", "metrics arrive with the training-step issue"},
-    {"--save-weights", "weight export arrives with the training-step issue"},
-    {"--lr-schedule", "schedules arrive with the training-step issue"},
     {"--save", "checkpoints arrive with the checkpoint issue"},
     {"--save-every", "checkpoints arrive with the checkpoint issue"},
     {"--resume", "checkpoints arrive with the checkpoint issue"},
 };
+constexpr char kMultiRank[] =
+    "not implemented yet (multi-rank execution arrives with the FSDP issue)";
 
 bool parseInt(const std::string &text, int64_t &value) {
   char *end = nullptr;
+  errno = 0;
   long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0')
+  if (text.empty() || *end != '\0' || errno != 0)
+    return false;
+  value = v;
+  return true;
+}
+
+bool parseDouble(const std::string &text, double &value) {
+  char *end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(v))
     return false;
   value = v;
   return true;
@@ -90,19 +143,45 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
     }
     if (kPendingFlags.count(flag))
       return fail(flag + ": not implemented yet (" + kPendingFlags.at(flag) + ")");
-    if (flag == "--input") {
+    // Flags whose value is a path: required and non-empty.
+    std::string *path = flag == "--outputs"        ? &opts.outputsDir
+                        : flag == "--weights"      ? &opts.weightsPath
+                        : flag == "--data"         ? &opts.dataPath
+                        : flag == "--metrics"      ? &opts.metricsPath
+                        : flag == "--save-weights" ? &opts.saveWeightsPath
+                                                   : nullptr;
+    if (path) {
+      if (value.empty())
+        return fail(flag + " needs a file name (" + flag + "=FILE)");
+      *path = value;
+    } else if (flag == "--input") {
       size_t split = value.find('=');
       if (split == std::string::npos || split == 0 || split + 1 == value.size())
         return fail("--input needs NAME=FILE.npy, got '" + value + "'");
       if (!opts.inputs.emplace(value.substr(0, split), value.substr(split + 1)).second)
         return fail("--input " + value.substr(0, split) + " given twice");
-    } else if (flag == "--outputs" && !value.empty()) {
-      opts.outputsDir = value;
-    } else if (flag == "--weights" && !value.empty()) {
-      opts.weightsPath = value;
     } else if (flag == "--steps") {
       if (!parseInt(value, opts.steps) || opts.steps < 1)
         return fail("--steps: invalid value '" + value + "'; must be an integer >= 1");
+    } else if (flag == "--world-size") {
+      int64_t n;
+      if (!parseInt(value, n) || n < 1)
+        return fail("--world-size: invalid value '" + value + "'; must be an integer >= 1");
+      opts.worldSize = n;
+    } else if (flag == "--log-every") {
+      int64_t n;
+      if (!parseInt(value, n) || n < 1)
+        return fail("--log-every: invalid value '" + value + "'; must be an integer >= 1");
+      opts.logEvery = n;
+    } else if (flag == "--lr") {
+      double lr;
+      if (!parseDouble(value, lr) || lr < 0)
+        return fail("--lr: invalid value '" + value + "'; must be a finite number >= 0");
+      opts.lr = lr;
+    } else if (flag == "--lr-schedule") {
+      if (Status s = LrSchedule::parse(value, opts.lrSchedule); !s)
+        return fail(s.message());
+      opts.lrScheduleText = value;
     } else if (arg == "--dump") {
       opts.dump = true;
     } else if (arg == "--time") {
@@ -122,19 +201,49 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
   return 0;
 }
 
-/// Per-kernel time, largest first, as milliseconds per run and a share.
-void printProfile(const std::vector<double> &kernelSeconds, int64_t runs) {
-  std::vector<std::pair<double, uint16_t>> rows;
-  double total = 0;
-  for (size_t k = 0; k < kernelSeconds.size(); ++k)
-    if (kernelSeconds[k] > 0) {
-      rows.emplace_back(kernelSeconds[k], static_cast<uint16_t>(k));
-      total += kernelSeconds[k];
-    }
-  std::sort(rows.rbegin(), rows.rend());
-  std::printf("%-22s %10s %7s\n", "kernel", "ms/run", "share");
-  for (const auto &[secs, kernel] : rows)
-    std::printf("%-22s %10.3f %6.1f%%\n", kernelName(kernel), secs * 1e3 / runs, 100 * secs / total);
+/// The first training-only flag given, or "".
+std::string trainingFlagGiven(const RunOptions &opts) {
+  if (!opts.dataPath.empty())
+    return "--data";
+  if (!opts.metricsPath.empty())
+    return "--metrics";
+  if (!opts.saveWeightsPath.empty())
+    return "--save-weights";
+  if (opts.lrScheduleText)
+    return "--lr-schedule";
+  if (opts.lr)
+    return "--lr";
+  if (opts.logEvery)
+    return "--log-every";
+  return "";
+}
+
+/// A forward plan: inputs are the exact tensors; --steps repeats the run.
+int runForward(const RunOptions &opts, Executor &executor) {
+  for (const std::string &name : executor.inputNames())
+    if (!opts.inputs.count(name))
+      return fail("missing --input=" + name + "=FILE.npy (the plan's inputs are bound by name)");
+  for (const auto &[name, path] : opts.inputs) {
+    HostTensor value;
+    if (Status s = readNpy(path, value); !s)
+      return fail(s.message());
+    if (Status s = executor.setInput(name, value.ref()); !s)
+      return fail(path + ": " + s.message());
+  }
+  std::vector<double> kernelSeconds;
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t step = 0; step < opts.steps; ++step)
+    if (Status s = executor.run(opts.profile ? &kernelSeconds : nullptr); !s)
+      return fail(s.message());
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (opts.profile)
+    printProfile(kernelSeconds, opts.steps);
+  if (opts.timing)
+    std::cout << "time per run: " << seconds / opts.steps * 1e3 << " ms (" << opts.steps
+              << " runs, " << executor.allocatedBytes() << " bytes planned)\n";
+  if (!opts.outputsDir.empty())
+    return writeOutputs(opts.outputsDir, executor);
+  return 0;
 }
 
 int run(const RunOptions &opts) {
@@ -149,48 +258,30 @@ int run(const RunOptions &opts) {
   std::unique_ptr<Executor> executor;
   if (Status s = Executor::create(plan, *device, executor); !s)
     return fail(s.message());
+  uint32_t planWorld = executor->worldSize();
+  if (opts.worldSize && *opts.worldSize != planWorld)
+    return fail(cat("--world-size=", *opts.worldSize, ": the plan was compiled for world size ",
+                    planWorld, "; other world sizes are ", kMultiRank));
+  if (planWorld != 1)
+    return fail(cat(opts.planPath, ": compiled for world size ", planWorld, ": ", kMultiRank));
+  bool training = executor->isTraining();
+  if (!training) {
+    if (std::string flag = trainingFlagGiven(opts); !flag.empty())
+      return fail(flag + ": only training plans take it, and " + opts.planPath +
+                  " is a forward plan (compile without --mode=forward)");
+  }
   if (Status s = executor->loadWeights(opts.weightsPath); !s)
     return fail(s.message());
-  for (const std::string &name : executor->inputNames())
-    if (!opts.inputs.count(name))
-      return fail("missing --input=" + name + "=FILE.npy (the plan's inputs are bound by name)");
-  for (const auto &[name, path] : opts.inputs) {
-    HostTensor value;
-    if (Status s = readNpy(path, value); !s)
-      return fail(s.message());
-    if (Status s = executor->setInput(name, value.ref()); !s)
-      return fail(path + ": " + s.message());
-  }
-  std::vector<double> kernelSeconds;
-  auto start = std::chrono::steady_clock::now();
-  for (int64_t step = 0; step < opts.steps; ++step)
-    if (Status s = executor->run(opts.profile ? &kernelSeconds : nullptr); !s)
-      return fail(s.message());
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (opts.profile)
-    printProfile(kernelSeconds, opts.steps);
-  if (opts.timing)
-    std::cout << "time per run: " << seconds / opts.steps * 1e3 << " ms (" << opts.steps
-              << " runs, " << executor->allocatedBytes() << " bytes planned)\n";
-  if (!opts.outputsDir.empty()) {
-    mkdir(opts.outputsDir.c_str(), 0755);
-    for (const std::string &name : executor->outputNames()) {
-      HostTensor value;
-      if (Status s = executor->getOutput(name, value); !s)
-        return fail(s.message());
-      if (Status s = writeNpy(opts.outputsDir + "/" + name + ".npy", value.ref()); !s)
-        return fail(s.message());
-    }
-  }
-  return 0;
+  return training ? runTraining(opts, *executor) : runForward(opts, *executor);
 }
 
 } // namespace
+} // namespace fsdp::run
 
 int main(int argc, char **argv) {
-  RunOptions opts;
+  fsdp::run::RunOptions opts;
   bool exitNow = false;
-  if (int code = parseArgs(argc, argv, opts, exitNow); code != 0 || exitNow)
+  if (int code = fsdp::run::parseArgs(argc, argv, opts, exitNow); code != 0 || exitNow)
     return code;
-  return run(opts);
+  return fsdp::run::run(opts);
 }

@@ -1,0 +1,50 @@
+//===- Driver.h - fsdp-run's command line and shared helpers --------------===//
+//
+// What fsdp-run.cpp parses and the forward and training runs (Train.cpp)
+// read, plus the helpers both use: the one-line error exit, writing outputs
+// and the per-kernel profile table. Flags that only training plans take are
+// optional values here, so a run can tell "not given" from any value and
+// refuse them on a forward plan.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_TOOLS_FSDP_RUN_DRIVER_H
+#define FSDP_TOOLS_FSDP_RUN_DRIVER_H
+
+#include "fsdp/runtime/Executor.h"
+#include "fsdp/runtime/LrSchedule.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fsdp::run {
+
+struct RunOptions {
+  std::string planPath, outputsDir, weightsPath;
+  std::map<std::string, std::string> inputs; // name -> .npy path
+  int64_t steps = 1;
+  std::optional<int64_t> worldSize;
+  bool dump = false, timing = false, profile = false;
+  // Training plans only.
+  std::string dataPath, metricsPath, saveWeightsPath;
+  std::optional<std::string> lrScheduleText;
+  rt::LrSchedule lrSchedule;
+  std::optional<double> lr;
+  std::optional<int64_t> logEvery;
+};
+
+/// Prints "fsdp-run: error: MESSAGE" on stderr and returns exit code 1.
+int fail(const std::string &message);
+
+/// Writes each graph output to DIR/<name>.npy; returns an exit code.
+int writeOutputs(const std::string &dir, const rt::Executor &executor);
+
+/// Per-kernel time, largest first, as milliseconds per run and a share.
+void printProfile(const std::vector<double> &kernelSeconds, int64_t runs);
+
+} // namespace fsdp::run
+
+#endif // FSDP_TOOLS_FSDP_RUN_DRIVER_H

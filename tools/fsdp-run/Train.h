@@ -1,0 +1,25 @@
+//===- Train.h - fsdp-run on a training plan ------------------------------===//
+//
+// The training loop of fsdp-run: for steps 1..K, fill the plan's inputs from
+// the data contract (sample files or a token file), write the learning rate
+// of the schedule and the step number, run the compiled step, then report
+// the loss (console, --metrics) and, after the last step, write the
+// parameters (--save-weights) and outputs (--outputs).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_TOOLS_FSDP_RUN_TRAIN_H
+#define FSDP_TOOLS_FSDP_RUN_TRAIN_H
+
+#include "fsdp/runtime/Executor.h"
+#include "tools/fsdp-run/Driver.h"
+
+namespace fsdp::run {
+
+/// Runs `options.steps` training steps of `executor`'s plan (weights
+/// already loaded); returns the process exit code.
+int runTraining(const RunOptions &options, rt::Executor &executor);
+
+} // namespace fsdp::run
+
+#endif // FSDP_TOOLS_FSDP_RUN_TRAIN_H

@@ -160,19 +160,16 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
         return fail("--input needs NAME=FILE.npy, got '" + value + "'");
       if (!opts.inputs.emplace(value.substr(0, split), value.substr(split + 1)).second)
         return fail("--input " + value.substr(0, split) + " given twice");
-    } else if (flag == "--steps") {
-      if (!parseInt(value, opts.steps) || opts.steps < 1)
-        return fail("--steps: invalid value '" + value + "'; must be an integer >= 1");
-    } else if (flag == "--world-size") {
+    } else if (flag == "--steps" || flag == "--world-size" || flag == "--log-every") {
       int64_t n;
       if (!parseInt(value, n) || n < 1)
-        return fail("--world-size: invalid value '" + value + "'; must be an integer >= 1");
-      opts.worldSize = n;
-    } else if (flag == "--log-every") {
-      int64_t n;
-      if (!parseInt(value, n) || n < 1)
-        return fail("--log-every: invalid value '" + value + "'; must be an integer >= 1");
-      opts.logEvery = n;
+        return fail(flag + ": invalid value '" + value + "'; must be an integer >= 1");
+      if (flag == "--steps")
+        opts.steps = n;
+      else if (flag == "--world-size")
+        opts.worldSize = n;
+      else
+        opts.logEvery = n;
     } else if (flag == "--lr") {
       double lr;
       if (!parseDouble(value, lr) || lr < 0)

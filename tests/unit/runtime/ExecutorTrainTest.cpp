@@ -152,6 +152,17 @@ protected:
     return v;
   }
 
+  /// Loads the weights and takes step `step` on x = 0 at lr 1, which
+  /// leaves the parameter as loaded.
+  Status stepOnZeros(Executor &executor, int64_t step) {
+    HostTensor x{DType::F32, {2, 4}, std::vector<char>(32, 0)};
+    FSDP_RETURN_IF_ERROR(executor.loadWeights());
+    FSDP_RETURN_IF_ERROR(executor.setInput("x", x.ref()));
+    FSDP_RETURN_IF_ERROR(executor.setLearningRate(1.0));
+    FSDP_RETURN_IF_ERROR(executor.setStep(step));
+    return executor.run();
+  }
+
   LoadedPlan loaded;
   GarbageDevice device;
 };
@@ -206,12 +217,8 @@ TEST_F(ExecutorTrainTest, SavedWeightsReadBackInTorchsFormat) {
   ASSERT_NO_FATAL_FAILURE(writePlan(true));
   std::unique_ptr<Executor> executor;
   ASSERT_TRUE(Executor::create(loaded, device, executor).isOk());
-  ASSERT_TRUE(executor->loadWeights().isOk());
-  HostTensor xt{DType::F32, {2, 4}, std::vector<char>(32, 0)};
-  ASSERT_TRUE(executor->setInput("x", xt.ref()).isOk());
-  ASSERT_TRUE(executor->setLearningRate(1.0).isOk());
-  ASSERT_TRUE(executor->setStep(1).isOk());
-  ASSERT_TRUE(executor->run().isOk());
+  Status s = stepOnZeros(*executor, 1);
+  ASSERT_TRUE(s.isOk()) << s.message();
   std::string out = dir + "/trained.safetensors";
   ASSERT_TRUE(executor->saveWeights(out).isOk());
   SafetensorsFile file;
@@ -236,12 +243,8 @@ TEST_F(ExecutorTrainTest, PlansWithoutStepBufferOnlyRecordTheStep) {
   ASSERT_NO_FATAL_FAILURE(writePlan(true, /*stepBuffer=*/false));
   std::unique_ptr<Executor> executor;
   ASSERT_TRUE(Executor::create(loaded, device, executor).isOk());
-  ASSERT_TRUE(executor->loadWeights().isOk());
-  HostTensor xt{DType::F32, {2, 4}, std::vector<char>(32, 0)};
-  ASSERT_TRUE(executor->setInput("x", xt.ref()).isOk());
-  ASSERT_TRUE(executor->setLearningRate(1.0).isOk());
-  ASSERT_TRUE(executor->setStep(7).isOk());
-  ASSERT_TRUE(executor->run().isOk());
+  Status s = stepOnZeros(*executor, 7);
+  ASSERT_TRUE(s.isOk()) << s.message();
   float loss = -1;
   ASSERT_TRUE(executor->getLoss(loss).isOk());
   EXPECT_EQ(loss, 2.5f); // mean(w) + the zeroed (unwritten) buffer 3

@@ -626,7 +626,7 @@ def _(c):
     c.result(c.node("Dropout", [x, ratio, training], seed=7), shapes=[(6, 8)])
 
 
-@case("Tanh(MatMul(X, W) + b) -> Softmax -> ... (small chain)")
+@case("LogSoftmax(Tanh(MatMul(X, W) + b)) (chain)")
 def _(c):
     x, w, b = c.param((3, 4)), c.param((4, 5)), c.param((5,))
     h = c.node("Tanh", [c.node("Add", [c.node("MatMul", [x, w]), b])])

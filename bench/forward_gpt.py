@@ -14,15 +14,13 @@ import os
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
 import numpy
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "models"))
-import export_models  # noqa: E402  (the test models' definitions and exporter)
+import gpt_common
 
 
 def torch_forward_ms(model, inputs, threads, runs):
@@ -39,9 +37,9 @@ def torch_forward_ms(model, inputs, threads, runs):
 
 
 def fsdp_forward_ms(args, plan, input_files, outputs, threads):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
-    command = [os.path.join(args.build, "bin", "fsdp-run"), plan, "--time", f"--steps={args.runs}",
-               f"--outputs={outputs}"] + [f"--input={n}={f}" for n, f in input_files.items()]
+    env = gpt_common.thread_env(threads)
+    command = [gpt_common.tool(args, "fsdp-run"), plan, "--time", f"--steps={args.runs}",
+               f"--outputs={outputs}"] + gpt_common.input_flags(input_files)
     subprocess.run(command[:2] + command[4:], check=True, env=env, stdout=subprocess.DEVNULL)  # warm-up
     out = subprocess.run(command, check=True, env=env, capture_output=True, text=True).stdout
     ms = float(re.search(r"time per run: ([\d.]+) ms", out).group(1))
@@ -50,35 +48,15 @@ def fsdp_forward_ms(args, plan, input_files, outputs, threads):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--build", default="build")
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--d", type=int, default=256)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--T", type=int, default=128)
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--vocab", type=int, default=512)
+    gpt_common.add_model_args(parser, runs=20)
     args = parser.parse_args()
 
-    torch.manual_seed(export_models.SEED)
-    model = export_models.GPT(vocab=args.vocab, T=args.T, d=args.d, heads=args.heads,
-                              layers=args.layers)
-    model.train()  # as exported; the model has no dropout
-    gen = torch.Generator().manual_seed(export_models.SEED)
-    inputs = export_models.gpt_inputs(gen, vocab=args.vocab, T=args.T, batch=args.batch)
+    model, inputs = gpt_common.build_gpt(args)
     with tempfile.TemporaryDirectory() as tmp:
-        onnx_path = os.path.join(tmp, "gpt.onnx")
-        export_models.export(model, inputs, onnx_path, 17, "train")
+        onnx_path, input_files = gpt_common.export_gpt(model, inputs, tmp)
         plan = os.path.join(tmp, "gpt.plan")
-        subprocess.run([os.path.join(args.build, "bin", "fsdp-opt"), onnx_path, "--mode=forward",
-                        "-o", plan], check=True)
-        input_files = {}
-        for name, tensor in inputs.items():
-            input_files[name] = os.path.join(tmp, name + ".npy")
-            numpy.save(input_files[name], tensor.numpy())
-        print(f"GPT forward: layers {args.layers}, d {args.d}, heads {args.heads}, T {args.T}, "
-              f"batch {args.batch}, vocab {args.vocab}; median of {args.runs} runs")
+        gpt_common.compile_plan(args, onnx_path, plan, "--mode=forward")
+        print(f"GPT forward: {gpt_common.describe(args)}; median of {args.runs} runs")
         print(f"{'threads':>7} | {'fsdp-run ms':>11} | {'torch ms':>9} | {'torch/fsdp':>10} | loss diff")
         for threads in args.threads:
             ours, our_loss = fsdp_forward_ms(args, plan, input_files, os.path.join(tmp, "out"), threads)

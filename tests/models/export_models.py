@@ -9,7 +9,9 @@
 # parameters stay visible as named initializers. A manifest.json records, per
 # file, the inputs and the parameters exactly as torch names them, which the
 # tests use as ground truth for parameter discovery and sharding.
-# `--example OUT.onnx` instead writes the tiny byte-level GPT shipped in the repo.
+# `--example OUT.onnx` instead writes the tiny byte-level GPT shipped in the repo
+# (its training graph, and beside it OUT-logits.onnx, the same model returning
+# logits, for sampling).
 #
 # Usage: /usr/bin/python3 tests/models/export_models.py OUTDIR [--only NAME ...]
 #        /usr/bin/python3 tests/models/export_models.py --example OUT.onnx
@@ -102,13 +104,15 @@ class GPT(nn.Module):
         self.register_buffer("causal_mask",
                              torch.tril(torch.ones(T, T, dtype=torch.bool)))
 
-    def forward(self, idx, targets):
+    def forward(self, idx, targets=None):
         T = idx.shape[1]
         pos = torch.arange(T, dtype=torch.long)
         x = self.tok_emb(idx) + self.pos_emb(pos)
         for block in self.blocks:
             x = block(x, self.causal_mask)
         logits = self.head(self.ln_f(x))
+        if targets is None:  # the sampling graph: logits for every position
+            return logits
         return F.cross_entropy(logits.view(-1, self.vocab), targets.view(-1))
 
 
@@ -287,8 +291,9 @@ def dtype_name(t):
     return str(t.dtype).replace("torch.", "")
 
 
-def export(model, inputs, path, opset, mode):
-    """Export with the loss as the only output; weights are never folded."""
+def export(model, inputs, path, opset, mode, output="loss"):
+    """Export with one output (the loss unless told); weights are never
+    folded."""
     training = (torch.onnx.TrainingMode.TRAINING if mode == "train"
                 else torch.onnx.TrainingMode.EVAL)
     # Eval export must not take nn.Transformer's fused inference fast path
@@ -298,7 +303,7 @@ def export(model, inputs, path, opset, mode):
     with quiet(), torch.enable_grad():
         torch.onnx.export(
             model, tuple(inputs.values()), path,
-            input_names=list(inputs), output_names=["loss"],
+            input_names=list(inputs), output_names=[output],
             opset_version=opset, training=training,
             do_constant_folding=False, export_params=True)
 
@@ -399,18 +404,30 @@ def export_all(outdir, only):
         f.write(text + "\n")
 
 
+EXAMPLE_BATCH = 16  # per-step batch of the demo's training run
+
+
 def export_example(path):
-    """Byte-level GPT shipped in the repo. mlp_ratio 2 (not 4) keeps the file
-    under ~500 KB."""
+    """Byte-level GPT shipped in the repo, twice: PATH is the training graph
+    (idx, targets -> loss, batch EXAMPLE_BATCH) and PATH's stem + "-logits.onnx"
+    the sampling graph of the same model (idx [1, T] -> logits [1, T, 256]),
+    whose parameters have the same names, so weights trained with the first
+    run in the second. mlp_ratio 2 (not 4) keeps each file under ~500 KB."""
     torch.manual_seed(SEED)
     model = GPT(vocab=256, T=64, d=64, heads=4, layers=2, mlp_ratio=2,
                 gelu="erf", tied=False)
     model.train()
     gen = torch.Generator().manual_seed(SEED)
-    inputs = gpt_inputs(gen, vocab=256, T=64, batch=2)
+    inputs = gpt_inputs(gen, vocab=256, T=64, batch=EXAMPLE_BATCH)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     export(model, inputs, path, 17, "train")
-    print(f"{os.path.basename(path)}: {os.path.getsize(path)} bytes", flush=True)
+    logits_path = os.path.splitext(path)[0] + "-logits.onnx"
+    # TRAINING mode like the first (the model has no dropout, so the graph is
+    # the same): an EVAL export would merge equal-valued initializers (fresh
+    # LayerNorm gains and biases) and lose their names.
+    export(model, {"idx": inputs["idx"][:1]}, logits_path, 17, "train", output="logits")
+    for p in (path, logits_path):
+        print(f"{os.path.basename(p)}: {os.path.getsize(p)} bytes", flush=True)
 
 
 def main():

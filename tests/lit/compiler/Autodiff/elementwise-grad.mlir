@@ -131,7 +131,9 @@ module @mul_scale_broadcast {
 // -----
 
 // div of two parameters: the numerator gets grad / b; the divisor gets
-// -grad * (y / b), reusing the forward quotient y.
+// -grad * (y / b), reusing the forward quotient y. (The two factors of the
+// last product are built as sibling call arguments, in an order the C++
+// compiler chooses, hence CHECK-DAG.)
 // CHECK-LABEL: module @div_both
 // CHECK: func.func @train_step(
 // CHECK-SAME: %[[A:[a-z0-9]+]]: tensor<4xf32> {nn.param = "a"},

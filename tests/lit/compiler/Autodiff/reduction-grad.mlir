@@ -76,7 +76,9 @@ module @reduce_sum_keepdims {
 // -----
 
 // reduce_mean as the loss itself: the seed is divided by the count (6) on
-// the small kept-dims tensor, then expanded.
+// the small kept-dims tensor, then expanded. (The division's two operands
+// are built as sibling call arguments, in an order the C++ compiler
+// chooses, hence CHECK-DAG.)
 // CHECK-LABEL: module @reduce_mean
 // CHECK: func.func @train_step(
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<2x3xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<2x3xf32> {nn.grad = "w"})

@@ -93,9 +93,16 @@ LogicalResult TrainStepBuilder::differentiate(Operation *op, OpBuilder &builder)
   if (operandGrads.size() != op->getNumOperands())
     return op->emitOpError("gradient rule returned ")
            << operandGrads.size() << " gradients for " << op->getNumOperands() << " operands";
-  for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads)) {
-    if (!grad || !varied.count(operand))
+  for (auto [index, operand, grad] : llvm::enumerate(op->getOperands(), operandGrads)) {
+    if (!varied.count(operand))
       continue;
+    // A rule may decline an operand (class weights of a loss, as in torch),
+    // but a parameter must then not flow into it: a silent zero gradient
+    // would train the model wrongly.
+    if (!grad)
+      return op->emitOpError("has no gradient for operand #")
+             << index << ", which depends on a trainable parameter; freeze that parameter "
+             << "with --freeze=REGEX";
     if (grad.getType() != operand.getType())
       return op->emitOpError("gradient rule built a gradient of type ")
              << grad.getType() << " for an operand of type " << operand.getType();

@@ -16,6 +16,7 @@
 #include "compiler/Target/PlanEmitter.h"
 
 #include "compiler/Target/ArenaAllocator.h"
+#include "compiler/Target/BufferViews.h"
 #include "dialects/nn/NNDialect.h"
 #include "fsdp/runtime/PlanFile.h"
 #include "fsdp/runtime/Safetensors.h"
@@ -87,12 +88,12 @@ private:
   LogicalResult lower(Operation *op);
   LogicalResult writeWeights(const WeightLookup &weights, uint64_t &hash);
   uint32_t bufferOf(Value v) { return v ? buffers.lookup(v) : rt::kNoBuffer; }
-  void findFoldedTransposes(Block &body);
+  /// The buffer a kernel reads for `v`: a folded transpose reads its input.
+  uint32_t operandBuffer(Value v);
+  /// A buffer description over the bytes of `v`'s root, with `v`'s shape.
+  void addView(Value v, const std::string &name);
 
-  /// Transposes of 2-D parameters/inputs read only as a matmul's rhs: the
-  /// MatMul kernel reads the matrix transposed in place (BLAS trans_b), so
-  /// torch's exported `x @ W.t()` costs no copy of W per step.
-  llvm::DenseSet<Operation *> foldedTransposes;
+  BufferViews views;
   func::FuncOp func;
   const PlanEmitOptions &options;
   llvm::DenseMap<Value, uint32_t> buffers;
@@ -106,7 +107,7 @@ private:
   /// Results of a training step that overwrite an argument's buffer.
   llvm::DenseMap<Value, uint32_t> inPlace;
   LogicalResult placeArguments(Block &body);
-  LogicalResult findInPlaceUpdates(Block &body, const llvm::DenseMap<Value, Operation *> &lastUse);
+  LogicalResult findInPlaceUpdates(Block &body, const BufferViews &views);
 };
 
 FailureOr<uint32_t> Emitter::addBuffer(Value value, const std::string &name,
@@ -131,6 +132,22 @@ FailureOr<uint32_t> Emitter::addBuffer(Value value, const std::string &name,
   descs.push_back(std::move(desc));
   buffers[value] = index;
   return index;
+}
+
+uint32_t Emitter::operandBuffer(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (def && views.foldedTransposes.count(def))
+    return bufferOf(cast<nn::TransposeOp>(def).getInput());
+  return bufferOf(v);
+}
+
+void Emitter::addView(Value v, const std::string &name) {
+  BufferDesc desc = descs[bufferOf(views.rootOf(v))];
+  auto type = cast<RankedTensorType>(v.getType());
+  desc.name = name;
+  desc.shape.assign(type.getShape().begin(), type.getShape().end());
+  buffers[v] = descs.size();
+  descs.push_back(std::move(desc));
 }
 
 LogicalResult Emitter::placeConstant(nn::ConstantOp op) {
@@ -167,28 +184,11 @@ int64_t reductionCode(StringRef reduction) {
   return reduction == "none" ? 0 : reduction == "sum" ? 1 : 2;
 }
 
-void Emitter::findFoldedTransposes(Block &body) {
-  for (auto transpose : body.getOps<nn::TransposeOp>()) {
-    bool swap2d = transpose.getPerm() == ArrayRef<int64_t>{1, 0};
-    bool persistent = isa<BlockArgument>(transpose.getInput());
-    bool onlyRhs = !transpose->use_empty() &&
-                   llvm::all_of(transpose->getUses(), [](OpOperand &use) {
-                     return isa<nn::MatMulOp>(use.getOwner()) && use.getOperandNumber() == 1;
-                   });
-    if (swap2d && persistent && onlyRhs)
-      foldedTransposes.insert(transpose);
-  }
-}
-
 LogicalResult Emitter::lower(Operation *op) {
   InstructionDesc inst;
   inst.name = locationName(op->getLoc());
-  for (Value operand : op->getOperands()) {
-    Operation *def = operand.getDefiningOp();
-    inst.inputs.push_back(def && foldedTransposes.count(def)
-                              ? bufferOf(cast<nn::TransposeOp>(def).getInput())
-                              : bufferOf(operand));
-  }
+  for (Value operand : op->getOperands())
+    inst.inputs.push_back(operandBuffer(operand));
   for (Value result : op->getResults())
     inst.outputs.push_back(bufferOf(result));
   auto lossAttrs = [&](StringRef reduction, std::optional<int64_t> ignore) {
@@ -214,9 +214,12 @@ LogicalResult Emitter::lower(Operation *op) {
           .Case([&](nn::CastOp) { return inst.kernel = Kernel::Cast, true; })
           .Case([&](nn::MatMulOp m) {
             inst.kernel = Kernel::MatMul;
-            Operation *rhs = m.getRhs().getDefiningOp();
-            if (rhs && foldedTransposes.count(rhs))
-              inst.ints = {1}; // trans_b
+            auto folded = [&](Value v) -> int64_t {
+              Operation *def = v.getDefiningOp();
+              return def && views.foldedTransposes.count(def);
+            };
+            if (folded(m.getLhs()) || folded(m.getRhs()))
+              inst.ints = {folded(m.getLhs()), folded(m.getRhs())}; // trans_a, trans_b
             return true;
           })
           .Case([&](nn::GemmOp g) {
@@ -450,7 +453,7 @@ LogicalResult Emitter::placeArguments(Block &body) {
 /// the op producing it is an optimizer update (which reads each element
 /// before writing it) and no op after it reads the old value.
 LogicalResult Emitter::findInPlaceUpdates(Block &body,
-                                          const llvm::DenseMap<Value, Operation *> &lastUse) {
+                                          const BufferViews &views) {
   llvm::StringMap<BlockArgument> byName;
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -469,7 +472,7 @@ LogicalResult Emitter::findInPlaceUpdates(Block &body,
       return func.emitError("result ") << i << " updates '" << name.getValue()
                                        << "', which is no parameter or state argument";
     Operation *def = value.getDefiningOp();
-    if (!def || !isa<nn::AdamWOp, nn::SgdOp>(def) || lastUse.lookup(arg->second) != def ||
+    if (!def || !isa<nn::AdamWOp, nn::SgdOp>(def) || views.lastUse.lookup(arg->second) != def ||
         !llvm::is_contained(def->getOperands(), Value(arg->second)))
       return func.emitError("result ")
              << i << " updates '" << name.getValue()
@@ -499,17 +502,21 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
         !outputName.count(value))
       outputName[value] = n;
   }
-  // Last use of every value, in op order.
-  llvm::DenseMap<Value, Operation *> lastUse;
-  for (Operation &op : body.without_terminator())
-    for (Value operand : op.getOperands())
-      lastUse[operand] = &op;
-  if (failed(findInPlaceUpdates(body, lastUse)))
+  // Views (reshapes, transposes folded into matmuls) and the last use of
+  // every buffer's owner over all its views.
+  llvm::DenseSet<Value> ownBuffer;
+  for (auto &[value, name] : outputName)
+    ownBuffer.insert(value);
+  views = findBufferViews(body, ownBuffer);
+  if (failed(findInPlaceUpdates(body, views)))
     return failure();
-  findFoldedTransposes(body);
   for (Operation &op : body.without_terminator()) {
-    if (foldedTransposes.count(&op))
+    if (views.foldedTransposes.count(&op))
       continue; // read in place by its matmuls
+    if (views.aliasedReshapes.count(&op)) {
+      addView(op.getResult(0), locationName(op.getLoc()));
+      continue;
+    }
     if (auto constant = dyn_cast<nn::ConstantOp>(op)) {
       if (failed(placeConstant(constant)))
         return failure();
@@ -535,16 +542,17 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
     // Release arena buffers whose last use this op was, and results nobody
     // reads (LayerNorm's statistics in a forward plan).
     auto releaseIfDead = [&](Value v, bool unused) {
-      auto it = buffers.find(v);
+      Value owner = views.rootOf(v);
+      auto it = buffers.find(owner);
       if (it == buffers.end() || descs[it->second].region != plan::Region::Arena)
         return;
-      if (unused || lastUse.lookup(v) == &op)
+      if (unused || views.lastUse.lookup(owner) == &op)
         arena.release(descs[it->second].offset);
     };
     for (Value operand : op.getOperands())
       releaseIfDead(operand, false);
     for (Value r : op.getResults())
-      releaseIfDead(r, !lastUse.count(r) && !outputName.count(r));
+      releaseIfDead(r, !views.lastUse.count(r) && !outputName.count(r));
   }
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     if (inPlace.count(value))

@@ -15,8 +15,9 @@ using namespace fsdp::nn::detail;
 
 template <typename Op> static LogicalResult verifySoftmaxGradLike(Op op) {
   int64_t rank = shapeOf(op.getOutput()).size();
-  if (op.getAxis() < 0 || op.getAxis() >= rank)
-    return op.emitOpError("axis ") << op.getAxis() << " must be in [0, " << rank << ")";
+  int64_t axis = op.getAxis(); // signed: the attribute's accessor is unsigned
+  if (axis < 0 || axis >= rank)
+    return op.emitOpError("axis ") << axis << " must be in [0, " << rank << ")";
   return success();
 }
 

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fsdp/runtime/Executor.h"
+#include "fsdp/runtime/Half.h"
 
 #include "fsdp/runtime/Safetensors.h"
 #include "runtime/schema/plan_generated.h"
@@ -257,17 +258,34 @@ double Executor::baseLearningRate() const { return plan_.plan().base_lr(); }
 
 uint32_t Executor::worldSize() const { return plan_.plan().world_size(); }
 
-Status Executor::getLoss(float &loss) const {
+/// A float scalar's value, from its raw bytes.
+static double floatScalarToDouble(DType dtype, const uint8_t *bytes) {
+  uint16_t half = 0;
+  std::memcpy(&half, bytes, sizeof(half));
+  switch (dtype) {
+  case DType::F64: { double d; std::memcpy(&d, bytes, sizeof(d)); return d; }
+  case DType::F16: return f16ToFloat(half);
+  case DType::BF16: return bf16ToFloat(half);
+  default: { float f; std::memcpy(&f, bytes, sizeof(f)); return f; }
+  }
+}
+
+Status Executor::getLoss(double &loss, DType *dtype) const {
   std::string name = lossOutput();
   if (name.empty())
     return Status::error(plan_.path() + ": the plan names no loss output");
   uint32_t buffer;
   FSDP_RETURN_IF_ERROR(bindingBuffer(false, name, buffer));
   TensorRef source = viewOf(buffer);
-  if (source.dtype != DType::F32 || source.numElements() != 1)
+  if (source.numElements() != 1 || !isFloat(source.dtype))
     return Status::error(plan_.path() + ": loss output '" + name + "' is " + shapeText(source) +
-                         ", not an f32 scalar");
-  return device_.copyToHost(&loss, source.data, sizeof(float));
+                         ", not a float scalar");
+  uint8_t bytes[8] = {};
+  FSDP_RETURN_IF_ERROR(device_.copyToHost(bytes, source.data, dtypeSize(source.dtype)));
+  loss = floatScalarToDouble(source.dtype, bytes);
+  if (dtype)
+    *dtype = source.dtype;
+  return Status::ok();
 }
 
 Status Executor::parameterBuffer(const std::string &name, uint32_t &buffer) const {

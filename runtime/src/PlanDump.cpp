@@ -89,6 +89,17 @@ std::string dumpPlan(const LoadedPlan &loaded) {
   for (size_t i = 0; p.outputs() && i < p.outputs()->size(); ++i)
     os << "output \"" << p.outputs()->Get(i)->name()->str() << "\" %"
        << p.outputs()->Get(i)->buffer() << "\n";
+  for (size_t i = 0; p.state() && i < p.state()->size(); ++i)
+    os << "state \"" << p.state()->Get(i)->name()->str() << "\" %" << p.state()->Get(i)->buffer()
+       << "\n";
+  if (p.optimizer() && p.optimizer()->size()) {
+    auto optional = [](uint32_t buffer) {
+      return buffer == kNoBuffer ? std::string("none") : "%" + std::to_string(buffer);
+    };
+    os << "train optimizer=" << p.optimizer()->str() << " base_lr=" << p.base_lr()
+       << " loss=\"" << (p.loss_output() ? p.loss_output()->str() : "") << "\" lr="
+       << optional(p.lr_buffer()) << " step=" << optional(p.step_buffer()) << "\n";
+  }
   return os.str();
 }
 

@@ -29,9 +29,10 @@ double perSecond(int64_t count, double seconds) {
 } // namespace
 
 std::string metricsLine(const StepRecord &r) {
-  double loss = static_cast<double>(r.loss);
+  double loss = r.loss;
   std::string line = "{\"step\": " + std::to_string(r.step);
-  line += ", \"loss\": " + (std::isfinite(loss) ? format("%.9g", loss) : std::string("null"));
+  line += ", \"loss\": " +
+          (std::isfinite(loss) ? format(r.lossIsF64 ? "%.17g" : "%.9g", loss) : std::string("null"));
   line += ", \"lr\": " + format("%.17g", r.lr);
   line += ", \"samples_per_s\": " + format("%.6g", perSecond(r.samples, r.stepSeconds));
   if (r.tokens > 0)

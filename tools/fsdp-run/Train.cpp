@@ -69,6 +69,7 @@ int runTraining(const RunOptions &opts, Executor &executor) {
   std::vector<double> kernelSeconds;
   for (int64_t step = firstStep; step <= lastStep; ++step) {
     StepRecord record;
+    DType lossType = DType::F32;
     record.step = step;
     record.totalSteps = lastStep;
     record.lr = opts.lrSchedule.at(baseLr, step, lastStep);
@@ -83,9 +84,10 @@ int runTraining(const RunOptions &opts, Executor &executor) {
     if (s)
       s = executor.run(opts.profile ? &kernelSeconds : nullptr);
     if (s)
-      s = executor.getLoss(record.loss);
+      s = executor.getLoss(record.loss, &lossType);
     if (!s)
       return fail(cat("step ", step, ": ", s.message()));
+    record.lossIsF64 = lossType == DType::F64;
     record.stepSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     record.samples = data->samplesPerStep();

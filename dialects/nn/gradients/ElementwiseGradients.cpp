@@ -53,9 +53,14 @@ LogicalResult DivOp::buildGradients(OpBuilder &builder, ArrayRef<Value> grads,
   Value grad = grads[0];
   out.push_back(ifDifferentiable(getLhs(), g.sumToShapeOf(g.div(grad, getRhs()), getLhs())));
   // d(a/b)/db = -a/b^2 = -(y / b), with y the quotient already computed.
-  Value rhsGrad = isDifferentiable(getRhs())
-                      ? g.sumToShapeOf(g.mul(g.neg(grad), g.div(getResult(), getRhs())), getRhs())
-                      : Value();
+  // Ops are built one statement at a time: the IR's op order must not
+  // depend on the C++ compiler's argument evaluation order.
+  Value rhsGrad;
+  if (isDifferentiable(getRhs())) {
+    Value negGrad = g.neg(grad);
+    Value ratio = g.div(getResult(), getRhs());
+    rhsGrad = g.sumToShapeOf(g.mul(negGrad, ratio), getRhs());
+  }
   out.push_back(rhsGrad);
   return success();
 }

@@ -38,8 +38,8 @@ LogicalResult ReduceMeanOp::buildGradients(OpBuilder &builder, ArrayRef<Value> g
   int64_t count = 1;
   for (int64_t axis : getAxes())
     count *= shapeOfValue(getInput())[axis];
-  Value mean = g.div(keptDims(g, grads[0], getInput(), getAxes()),
-                     g.scalarLike(grads[0], static_cast<double>(count)));
+  Value kept = keptDims(g, grads[0], getInput(), getAxes());
+  Value mean = g.div(kept, g.scalarLike(grads[0], static_cast<double>(count)));
   out.push_back(g.expand(mean, shapeOfValue(getInput())));
   return success();
 }

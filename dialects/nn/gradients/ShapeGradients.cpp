@@ -30,12 +30,15 @@ LogicalResult TransposeOp::buildGradients(OpBuilder &builder, ArrayRef<Value> gr
     inverse[p] = i;
   GradientBuilder g(builder, getLoc());
   // (A @ B)^T = B^T @ A^T: the weight gradient of `x @ W^T` is built as
-  // `g^T @ x` rather than as a product followed by a transposed copy.
+  // `g^T @ x` rather than as a product followed by a transposed copy. (The
+  // product is fresh from a gradient rule: the gradient map holds it, no op
+  // uses it yet.)
   auto product = grads[0].getDefiningOp<MatMulOp>();
-  if (product && inverse == ArrayRef<int64_t>{1, 0} && product->hasOneUse() &&
+  if (product && inverse == ArrayRef<int64_t>{1, 0} && product->use_empty() &&
       shapeOfValue(product.getLhs()).size() == 2 && shapeOfValue(product.getRhs()).size() == 2) {
-    out.push_back(g.matmul(g.transpose(product.getRhs(), inverse),
-                           g.transpose(product.getLhs(), inverse)));
+    Value rhsT = g.transpose(product.getRhs(), inverse);
+    Value lhsT = g.transpose(product.getLhs(), inverse);
+    out.push_back(g.matmul(rhsT, lhsT));
     return success();
   }
   out.push_back(g.transpose(grads[0], inverse));

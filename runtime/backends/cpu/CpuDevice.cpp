@@ -91,7 +91,9 @@ private:
     case Kernel::Sigmoid: return cpu::unary(cpu::UnaryKind::Sigmoid, in[0], out[0]);
     case Kernel::Not: return cpu::unary(cpu::UnaryKind::Not, in[0], out[0]);
     case Kernel::Cast: return cpu::cast(in[0], out[0]);
-    case Kernel::MatMul: return cpu::matmul(in[0], in[1], out[0], l.numInts > 0 && l.ints[0] != 0);
+    case Kernel::MatMul:
+      return cpu::matmul(in[0], in[1], out[0], l.numInts == 2 && l.ints[0] != 0,
+                         l.numInts == 2 && l.ints[1] != 0);
     case Kernel::Gemm:
       return cpu::gemm(in[0], in[1], optionalInput(l, 2), l.floats[0], l.floats[1], l.ints[0] != 0,
                        l.ints[1] != 0, out[0]);

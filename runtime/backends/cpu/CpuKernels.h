@@ -65,9 +65,12 @@ Status trilu(const TensorRef &in, bool upper, int64_t k, const TensorRef &out);
 
 // --- Linear algebra (MatmulKernels.cpp) ---------------------------------------
 /// numpy.matmul with batch broadcasting and 1-D promotion (shapes as the
-/// nn.matmul verifier accepts them). With `transB`, b is a 2-D [n, k]
-/// matrix used transposed (a Linear weight), read in place by BLAS.
-Status matmul(const TensorRef &a, const TensorRef &b, const TensorRef &out, bool transB = false);
+/// nn.matmul verifier accepts them). With `transA` (`transB`), a (b) has
+/// rank >= 2 and holds each matrix with its last two dims swapped, read
+/// transposed in place by BLAS (a Linear weight, attention's k^T, the
+/// transposed operands of a backward pass).
+Status matmul(const TensorRef &a, const TensorRef &b, const TensorRef &out, bool transA = false,
+              bool transB = false);
 /// out = alpha * op(a) @ op(b) + beta * c (c optional, broadcast to out).
 Status gemm(const TensorRef &a, const TensorRef &b, const TensorRef *c, float alpha, float beta,
             bool transA, bool transB, const TensorRef &out);

@@ -189,7 +189,7 @@ TEST_F(ExecutorTrainTest, StepsUpdateParametersAndZeroedStateInPlace) {
   std::memcpy(xt.data.data(), x.data(), 32);
   ASSERT_TRUE(executor->setInput("x", xt.ref()).isOk());
 
-  float loss = 0;
+  double loss = 0;
   ASSERT_TRUE(executor->setLearningRate(0.5).isOk());
   ASSERT_TRUE(executor->setStep(1).isOk());
   ASSERT_TRUE(executor->run().isOk());
@@ -245,7 +245,7 @@ TEST_F(ExecutorTrainTest, PlansWithoutStepBufferOnlyRecordTheStep) {
   ASSERT_TRUE(Executor::create(loaded, device, executor).isOk());
   Status s = stepOnZeros(*executor, 7);
   ASSERT_TRUE(s.isOk()) << s.message();
-  float loss = -1;
+  double loss = -1;
   ASSERT_TRUE(executor->getLoss(loss).isOk());
   EXPECT_EQ(loss, 2.5f); // mean(w) + the zeroed (unwritten) buffer 3
 }
@@ -260,7 +260,7 @@ TEST_F(ExecutorTrainTest, ForwardPlansRefuseTrainingCalls) {
   EXPECT_NE(s.message().find("has no learning-rate buffer (forward plan"), std::string::npos)
       << s.message();
   EXPECT_NE(executor->setStep(1).message().find("has no step buffer"), std::string::npos);
-  float loss;
+  double loss;
   EXPECT_NE(executor->getLoss(loss).message().find("names no loss output"), std::string::npos);
 }
 

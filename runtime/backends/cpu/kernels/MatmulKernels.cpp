@@ -167,9 +167,10 @@ void batchedMatmul(const TensorRef &a, const TensorRef &b, const TensorRef &out,
   const T *aData = a.as<T>();
   const T *bData = b.as<T>();
   T *outData = out.as<T>();
-  // [batch, m, k] @ [k, n] (b shared by every batch, a contiguous): one
-  // product with batch * m rows instead of `batch` small ones.
-  if (layout.rank == 1 && layout.strides[2][0] == 0 && layout.strides[1][0] == s.m * s.k &&
+  // [batch, m, k] @ [k, n] (b shared by every batch, a contiguous and not
+  // transposed): one product with batch * m rows instead of `batch` small ones.
+  if (layout.rank == 1 && !s.transA && layout.strides[2][0] == 0 &&
+      layout.strides[1][0] == s.m * s.k &&
       layout.strides[0][0] == s.m * s.n) {
     ProductShape folded = s;
     folded.m = s.m * layout.dims[0];
@@ -185,19 +186,22 @@ void batchedMatmul(const TensorRef &a, const TensorRef &b, const TensorRef &out,
 
 } // namespace
 
-Status matmul(const TensorRef &a, const TensorRef &b, const TensorRef &out, bool transB) {
+Status matmul(const TensorRef &a, const TensorRef &b, const TensorRef &out, bool transA,
+              bool transB) {
   FSDP_RETURN_IF_ERROR(checkSameDType("matmul", a, b, out));
   if (a.rank < 1 || b.rank < 1)
     return Status::error("matmul: operands must have rank >= 1");
-  if (transB && b.rank != 2)
-    return Status::error("matmul: a transposed rhs must be 2-D");
-  // 1-D promotion: a vector lhs is one row, a vector rhs one column.
+  if ((transA && a.rank < 2) || (transB && b.rank < 2))
+    return Status::error("matmul: a transposed operand must have rank >= 2");
+  // 1-D promotion: a vector lhs is one row, a vector rhs one column. A
+  // transposed operand stores each matrix with its last two dims swapped.
   ProductShape s;
+  s.transA = transA;
   s.transB = transB;
-  s.m = a.rank == 1 ? 1 : a.dims[a.rank - 2];
-  s.k = a.dims[a.rank - 1];
-  s.n = transB ? b.dims[0] : b.rank == 1 ? 1 : b.dims[b.rank - 1];
-  const int64_t bK = transB ? b.dims[1] : b.rank == 1 ? b.dims[0] : b.dims[b.rank - 2];
+  s.m = a.rank == 1 ? 1 : a.dims[a.rank - (transA ? 1 : 2)];
+  s.k = a.dims[a.rank - (transA ? 2 : 1)];
+  s.n = b.rank == 1 ? 1 : b.dims[b.rank - (transB ? 2 : 1)];
+  const int64_t bK = b.rank == 1 ? b.dims[0] : b.dims[b.rank - (transB ? 1 : 2)];
   if (bK != s.k)
     return Status::error("matmul: contracting dimensions differ");
   const int batchRank = out.rank - (a.rank == 1 ? 0 : 1) - (b.rank == 1 ? 0 : 1);

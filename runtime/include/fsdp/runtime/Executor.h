@@ -58,8 +58,9 @@ public:
   /// number (SGD) has no step buffer and only records it.
   Status setLearningRate(double lr);
   Status setStep(int64_t step);
-  /// Training plans: the scalar f32 loss of the last step.
-  Status getLoss(float &loss) const;
+  /// Training plans: the scalar loss of the last step, widened to double;
+  /// `dtype` (optional) receives the loss's own float type.
+  Status getLoss(double &loss, DType *dtype = nullptr) const;
   /// Copies the named parameter's full value (plan dtype and shape).
   Status getParameter(const std::string &name, HostTensor &out) const;
   /// Writes every parameter, named as in the plan's parameter table, to a

@@ -2,8 +2,9 @@
 //
 // One record per optimizer step, rendered two ways: a JSON object per line
 // for `--metrics` files (keys step, loss, lr, samples_per_s, tokens_per_s
-// for token runs, step_time_s, peak_bytes; the f32 loss printed with 9
-// significant digits so parsing it back as a float gives the same bits),
+// for token runs, step_time_s, peak_bytes; the loss printed with 9
+// significant digits for f32 (17 for f64) so parsing it back in its own
+// type gives the same bits),
 // and a short human line for the console. MetricsFile flushes every line,
 // so a run that crashes keeps the lines of the steps it took. The console
 // cadence (which steps print a line when stdout is not a terminal) lives
@@ -25,7 +26,8 @@ namespace fsdp::rt {
 struct StepRecord {
   int64_t step = 0;       // the 1-based step just taken
   int64_t totalSteps = 0; // the step the run ends at
-  float loss = 0;
+  double loss = 0;
+  bool lossIsF64 = false; // printed with 17 digits instead of 9
   double lr = 0;
   double stepSeconds = 0; // wall time of the step, input staging included
   int64_t samples = 0;    // global samples per step (B)

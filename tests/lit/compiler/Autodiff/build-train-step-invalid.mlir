@@ -173,3 +173,17 @@ module {
     return %0 : tensor<f32>
   }
 }
+
+// -----
+
+// Class weights of a loss get no gradient (as in torch); a trainable
+// parameter flowing into them is an error, not a silent zero gradient.
+module {
+  func.func @forward(%scores: tensor<5x4xf32> {nn.param = "scores"},
+                     %weights: tensor<4xf32> {nn.param = "class_weights"},
+                     %labels: tensor<5xi64> {nn.input = "labels"}) -> (tensor<f32> {nn.output = "loss"}) {
+    // expected-error @+1 {{'nn.softmax_cross_entropy' op has no gradient for operand #2, which depends on a trainable parameter; freeze that parameter with --freeze=REGEX}}
+    %loss, %lp = nn.softmax_cross_entropy %scores, %labels, %weights {reduction = "mean"} : (tensor<5x4xf32>, tensor<5xi64>, tensor<4xf32>) -> (tensor<f32>, tensor<5x4xf32>)
+    return %loss : tensor<f32>
+  }
+}

@@ -131,9 +131,7 @@ module @mul_scale_broadcast {
 // -----
 
 // div of two parameters: the numerator gets grad / b; the divisor gets
-// -grad * (y / b), reusing the forward quotient y. (The two factors of the
-// last product are built as sibling call arguments, in an order the C++
-// compiler chooses, hence CHECK-DAG.)
+// -grad * (y / b), reusing the forward quotient y.
 // CHECK-LABEL: module @div_both
 // CHECK: func.func @train_step(
 // CHECK-SAME: %[[A:[a-z0-9]+]]: tensor<4xf32> {nn.param = "a"},
@@ -150,8 +148,8 @@ module @mul_scale_broadcast {
 // CHECK-SAME: : tensor<1xf32> to tensor<4xf32>
 // CHECK-NEXT: %[[DIV_1:[0-9]+]] = nn.div %[[EXPAND]], %[[B]]
 // CHECK-SAME: : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-// CHECK-DAG: %[[DIV_2:[0-9]+]] = nn.div %[[DIV]], %[[B]] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-// CHECK-DAG: %[[NEG:[0-9]+]] = nn.neg %[[EXPAND]] : tensor<4xf32>
+// CHECK-NEXT: %[[NEG:[0-9]+]] = nn.neg %[[EXPAND]] : tensor<4xf32>
+// CHECK-NEXT: %[[DIV_2:[0-9]+]] = nn.div %[[DIV]], %[[B]] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[NEG]], %[[DIV_2]]
 // CHECK-SAME: : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
 // CHECK-NEXT: return %[[REDUCE_SUM]], %[[DIV_1]], %[[MUL]] : tensor<f32>, tensor<4xf32>, tensor<4xf32>

@@ -1,11 +1,12 @@
-// A transpose of a 2-D argument read only as matmuls' rhs (torch's exported
+// A transpose of the last two dims read only by matmuls (torch's exported
 // Linear: x @ W.t()) is not materialized: the MatMul kernel reads W in place
-// with trans_b = 1. A transpose with another user (here, an output) stays.
+// with ints [trans_a, trans_b] = [0, 1]. A transpose with another user
+// (here, an output) stays.
 
 // RUN: fsdp-opt %s --emit=plan --mode=forward -o %t.plan
 // RUN: fsdp-run %t.plan --dump | FileCheck %s
 // CHECK-NOT: Transpose [%1]
-// CHECK: inst 0 MatMul [%0, %1] -> [%3] ints=[1]
+// CHECK: inst 0 MatMul [%0, %1] -> [%3] ints=[0, 1]
 // CHECK: inst 1 Transpose [%2] -> [%4] ints=[1, 0]
 // CHECK: inst 2 MatMul [%0, %4] -> [%5]{{$}}
 

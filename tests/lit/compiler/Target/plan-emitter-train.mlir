@@ -41,7 +41,11 @@
 // ADAMW-NEXT: input "x" %[[X]]
 // ADAMW-NEXT: input "labels" %[[L]]
 // ADAMW-NEXT: output "loss" %[[LOSS]]
-// ADAMW-NOT: output
+// ADAMW-NEXT: state "fc.weight.exp_avg" %[[WM]]
+// ADAMW-NEXT: state "fc.weight.exp_avg_sq" %[[WV]]
+// ADAMW-NEXT: state "fc.bias.exp_avg" %[[BM]]
+// ADAMW-NEXT: state "fc.bias.exp_avg_sq" %[[BV]]
+// ADAMW-NEXT: train optimizer=adamw base_lr=0.001 loss="loss" lr=%[[LR]] step=%[[STEP]]
 
 // SGD with Nesterov momentum: one momentum buffer per parameter, updated in
 // place with the parameter; no step buffer.
@@ -56,6 +60,7 @@
 // MOMENTUM: inst 5 Sgd [%[[W]], %{{[0-9]+}}, %[[WB]], %[[LR]]] -> [%[[W]], %[[WB]]] ints=[1] floats=[0.9, 0]
 // MOMENTUM-NEXT: inst 6 Sgd [%[[B]], %{{[0-9]+}}, %[[BB]], %[[LR]]] -> [%[[B]], %[[BB]]] ints=[1] floats=[0.9, 0]
 // MOMENTUM: output "loss"
+// MOMENTUM: train optimizer=sgd base_lr=0.05 loss="loss" lr=%[[LR]] step=none
 
 // Plain SGD: no state at all, only the learning rate.
 // RUN: fsdp-opt %t/train.mlir --emit=plan --optimizer=sgd -o %t/sgd0.plan

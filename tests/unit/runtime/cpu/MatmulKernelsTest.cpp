@@ -172,13 +172,52 @@ TEST(MatmulKernels, TransposedRhsMatchesExplicitTranspose) {
     for (int64_t r = 0; r < 4; ++r)
       for (int64_t c = 0; c < 3; ++c)
         wt.set(c * 4 + r, w.get(r * 3 + c));
-    ASSERT_TRUE(matmul(a.ref(), w.ref(), out.ref(), /*transB=*/true).isOk());
+    ASSERT_TRUE(matmul(a.ref(), w.ref(), out.ref(), /*transA=*/false, /*transB=*/true).isOk());
     ASSERT_TRUE(matmul(a.ref(), wt.ref(), expected.ref()).isOk());
     for (int64_t i = 0; i < out.size(); ++i)
       EXPECT_NEAR(out.get(i), expected.get(i), 1e-5) << dtypeName(dtype) << " element " << i;
   }
   Buffer a(DType::F32, {5, 3}), w(DType::F32, {4, 2}), out(DType::F32, {5, 4});
-  EXPECT_FALSE(matmul(a.ref(), w.ref(), out.ref(), true).isOk()); // k mismatch
+  EXPECT_FALSE(matmul(a.ref(), w.ref(), out.ref(), false, true).isOk()); // k mismatch
+}
+
+TEST(MatmulKernels, BatchedOperandsReadTransposedInPlace) {
+  // [2, 3, 5]^T @ [2, 4, 3]^T: both operands stored with their last two dims
+  // swapped (as a backward pass's transposed activations are), f32 through
+  // BLAS and i32 through the naive loop, against materialized transposes.
+  for (DType dtype : {DType::F32, DType::I32}) {
+    Buffer at(dtype, {2, 3, 5}), bt(dtype, {2, 4, 3}), a(dtype, {2, 5, 3}), b(dtype, {2, 3, 4});
+    Buffer out(dtype, {2, 5, 4}), expected(dtype, {2, 5, 4}), halfOut(dtype, {2, 5, 4});
+    at.fillRandom(21);
+    bt.fillRandom(22);
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t r = 0; r < 3; ++r) {
+        for (int64_t c = 0; c < 5; ++c)
+          a.set(n * 15 + c * 3 + r, at.get(n * 15 + r * 5 + c));
+        for (int64_t c = 0; c < 4; ++c)
+          b.set(n * 12 + r * 4 + c, bt.get(n * 12 + c * 3 + r));
+      }
+    ASSERT_TRUE(matmul(at.ref(), bt.ref(), out.ref(), true, true).isOk());
+    ASSERT_TRUE(matmul(a.ref(), b.ref(), expected.ref()).isOk());
+    ASSERT_TRUE(matmul(at.ref(), b.ref(), halfOut.ref(), true, false).isOk());
+    for (int64_t i = 0; i < out.size(); ++i) {
+      EXPECT_NEAR(out.get(i), expected.get(i), 1e-5) << dtypeName(dtype) << " element " << i;
+      EXPECT_NEAR(halfOut.get(i), expected.get(i), 1e-5) << dtypeName(dtype) << " element " << i;
+    }
+  }
+  // A shared rhs does not fold the batch into rows when the lhs is transposed.
+  Buffer at(DType::F32, {3, 4, 2}), w(DType::F32, {4, 5}), out(DType::F32, {3, 2, 5});
+  Buffer a(DType::F32, {3, 2, 4}), expected(DType::F32, {3, 2, 5});
+  at.fillRandom(23);
+  w.fillRandom(24);
+  for (int64_t n = 0; n < 3; ++n)
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t c = 0; c < 2; ++c)
+        a.set(n * 8 + c * 4 + r, at.get(n * 8 + r * 2 + c));
+  ASSERT_TRUE(matmul(at.ref(), w.ref(), out.ref(), true, false).isOk());
+  ASSERT_TRUE(matmul(a.ref(), w.ref(), expected.ref()).isOk());
+  for (int64_t i = 0; i < out.size(); ++i)
+    EXPECT_NEAR(out.get(i), expected.get(i), 1e-5) << "element " << i;
 }
 
 TEST(MatmulKernels, EmptyContractionGivesZeros) {

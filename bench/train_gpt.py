@@ -9,8 +9,10 @@
 # step time is the median over N timed steps after W warm-up steps (fsdp-run's
 # per-step step_time_s from --metrics; perf_counter around zero_grad, forward,
 # backward and optimizer.step for torch). Prints one row per thread count with
-# both times, the ratio torch/fsdp and how far the two runs' losses drifted
-# apart, then fsdp-run --profile's time per kernel for the first thread count.
+# both medians, the ratio torch/fsdp, both fastest steps (a busy machine
+# inflates medians more than minimums) and how far the two runs' losses
+# drifted apart, then fsdp-run --profile's time per kernel for the first
+# thread count.
 # Run on demand, not in CI:
 #
 #   /usr/bin/python3 bench/train_gpt.py --build build [--threads 1 2] [--runs 10]
@@ -31,8 +33,8 @@ WARMUP = 2
 
 
 def torch_step_ms(model, inputs, threads, steps):
-    """Median step time and every step's loss, from a fresh copy of the
-    weights (each thread count starts from the same state)."""
+    """The timed steps' times (ms) and every step's loss, from a fresh copy
+    of the weights (each thread count starts from the same state)."""
     torch.set_num_threads(threads)
     state = {k: v.clone() for k, v in model.state_dict().items()}
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
@@ -47,12 +49,12 @@ def torch_step_ms(model, inputs, threads, steps):
         times.append((time.perf_counter() - start) * 1e3)
         losses.append(loss.item())
     model.load_state_dict(state)
-    return statistics.median(times[WARMUP:]), losses
+    return times[WARMUP:], losses
 
 
 def fsdp_step_ms(args, plan, input_files, tmp, threads):
-    """Median step_time_s over the timed steps of one fsdp-run, and the
-    losses it logged."""
+    """The timed steps' step_time_s (ms) from one fsdp-run, and the losses it
+    logged."""
     metrics = os.path.join(tmp, f"metrics-{threads}.jsonl")
     command = [gpt_common.tool(args, "fsdp-run"), plan, f"--steps={WARMUP + args.runs}",
                f"--metrics={metrics}"] + gpt_common.input_flags(input_files)
@@ -60,8 +62,7 @@ def fsdp_step_ms(args, plan, input_files, tmp, threads):
                    stdout=subprocess.DEVNULL)
     with open(metrics) as f:
         records = [json.loads(line) for line in f if line.strip()]
-    times = [r["step_time_s"] * 1e3 for r in records[WARMUP:]]
-    return statistics.median(times), [r["loss"] for r in records]
+    return [r["step_time_s"] * 1e3 for r in records[WARMUP:]], [r["loss"] for r in records]
 
 
 def fsdp_profile(args, plan, input_files, threads):
@@ -90,14 +91,16 @@ def main():
         print(f"GPT training step (forward + backward + AdamW): {gpt_common.describe(args)}, "
               f"{params / 1e6:.2f}M parameters; median of {args.runs} steps after {WARMUP} warm-up")
         print(f"{'threads':>7} | {'fsdp-run ms':>11} | {'torch ms':>9} | {'torch/fsdp':>10} | "
-              f"{'tok/s fsdp':>10} | max loss rel diff")
+              f"{'min fsdp/torch':>15} | {'tok/s fsdp':>10} | max loss rel diff")
         tokens = args.batch * args.T
         for threads in args.threads:
-            ours, our_losses = fsdp_step_ms(args, plan, input_files, tmp, threads)
-            theirs, their_losses = torch_step_ms(model, batch, threads, args.runs)
+            our_times, our_losses = fsdp_step_ms(args, plan, input_files, tmp, threads)
+            their_times, their_losses = torch_step_ms(model, batch, threads, args.runs)
+            ours, theirs = statistics.median(our_times), statistics.median(their_times)
             drift = max(abs(a - b) / abs(b) for a, b in zip(our_losses, their_losses))
+            fastest = f"{min(our_times):.0f}/{min(their_times):.0f}"
             print(f"{threads:>7} | {ours:>11.2f} | {theirs:>9.2f} | {theirs / ours:>9.2f}x | "
-                  f"{tokens / ours * 1e3:>10.0f} | {drift:.1e}", flush=True)
+                  f"{fastest:>15} | {tokens / ours * 1e3:>10.0f} | {drift:.1e}", flush=True)
         if args.no_profile:
             return
         rows, problem = fsdp_profile(args, plan, input_files, args.threads[0])

@@ -15,9 +15,10 @@
 # relative L2 norm (the norm of all differences over the norm of all torch
 # parameters).
 #
-# The GPT family also trains once from a raw uint16 token file (--data) and
-# once from the equivalent windows written as .npy inputs: their losses and
-# weights must be bitwise identical, and equal torch's within tolerance. A
+# The GPT family also trains from a raw uint16 token file (--data=.bin), from
+# the same ids as an int64 .npy token file, and from the equivalent windows
+# written as .npy inputs: their losses and weights must be bitwise identical,
+# and equal torch's within tolerance. A
 # negative check trains torch with a perturbed learning rate and requires the
 # comparison to fail, so a comparison that cannot fail is caught.
 #
@@ -462,8 +463,9 @@ def negative_case(entry, onnx_path, case, data, records, weights, table):
 
 
 def token_file_case(args, tmp, entry, table):
-    """--data=tokens.bin against the same windows as .npy inputs: bitwise
-    identical losses and weights, and both equal to torch."""
+    """--data=tokens.bin (and the same ids as an int64 --data=tokens.npy)
+    against the same windows as .npy inputs: bitwise identical losses and
+    weights, and all equal to torch."""
     onnx_path = os.path.join(tmp, entry["file"])
     workdir = os.path.join(tmp, "tokens")
     os.makedirs(workdir)
@@ -473,30 +475,34 @@ def token_file_case(args, tmp, entry, table):
     # n - T - 1 = 83 is not a multiple of T: windows wrap at shifting offsets.
     tokens = rng.integers(0, vocab, 100).astype(numpy.uint16)
     binary = os.path.join(workdir, "tokens.bin")
-    tokens.tofile(binary)
+    tokens.astype("<u2").tofile(binary)
+    ids = os.path.join(workdir, "tokens.npy")
+    numpy.save(ids, tokens.astype(numpy.int64))
     idx, targets = token_windows(tokens, STEPS, batch, T)
     names = [spec["name"] for spec in entry["inputs"]]
     inputs = {names[0]: os.path.join(workdir, "idx.npy"), names[1]: os.path.join(workdir, "targets.npy")}
     numpy.save(inputs[names[0]], idx)
     numpy.save(inputs[names[1]], targets)
     optim = ADAMW
-    label = optim.describe() + " --data vs .npy"
+    label = optim.describe() + " --data .bin/.npy vs windows"
     try:
         plan = os.path.join(workdir, "step.plan")
         fsdp_compile(args, onnx_path, plan, optim, "")
-        for sub in ("bin", "npy"):
+        for sub in ("bin", "ids", "npy"):
             os.makedirs(os.path.join(workdir, sub))
         from_bin = fsdp_train(args, plan, os.path.join(workdir, "bin"), STEPS, data=binary)
-        from_npy = fsdp_train(args, plan, os.path.join(workdir, "npy"), STEPS, inputs=inputs)
         problems = []
-        bin_bits = float32_bits([r["loss"] for r in from_bin[0]])
-        npy_bits = float32_bits([r["loss"] for r in from_npy[0]])
-        if not numpy.array_equal(bin_bits, npy_bits):
-            problems.append(f"--data losses {[r['loss'] for r in from_bin[0]]} differ from "
-                            f".npy losses {[r['loss'] for r in from_npy[0]]}")
-        if sorted(from_bin[1]) != sorted(from_npy[1]) or any(
-                not numpy.array_equal(from_bin[1][n], from_npy[1][n]) for n in from_bin[1]):
-            problems.append("--data and .npy runs saved different weights")
+        for what, run_ in (("--data=tokens.npy", fsdp_train(args, plan, os.path.join(workdir, "ids"),
+                                                            STEPS, data=ids)),
+                           ("--input windows", fsdp_train(args, plan, os.path.join(workdir, "npy"),
+                                                          STEPS, inputs=inputs))):
+            if not numpy.array_equal(float32_bits([r["loss"] for r in from_bin[0]]),
+                                     float32_bits([r["loss"] for r in run_[0]])):
+                problems.append(f"--data=tokens.bin losses {[r['loss'] for r in from_bin[0]]} "
+                                f"differ from {what} losses {[r['loss'] for r in run_[0]]}")
+            if sorted(from_bin[1]) != sorted(run_[1]) or any(
+                    not numpy.array_equal(from_bin[1][n], run_[1][n]) for n in from_bin[1]):
+                problems.append(f"--data=tokens.bin and {what} runs saved different weights")
         losses, params = torch_train(entry, onnx_path, {names[0]: idx, names[1]: targets},
                                      optim, "", STEPS)
         loss_rel, param_rel, more = compare(from_bin[0], from_bin[1], losses, params, set(),

@@ -18,37 +18,13 @@
 
 #include "backends/cpu/CpuKernels.h"
 #include "backends/cpu/kernels/Dispatch.h"
+#include "backends/cpu/kernels/LossShape.h"
 
 #include <cmath>
 #include <cstring>
 
 namespace fsdp::rt::cpu {
 namespace {
-
-/// A gradient problem: [N, C, D] scores, labels and how dloss scales them.
-struct LossGradShape {
-  int64_t n = 0, c = 0, d = 1;
-};
-
-Status lossGradShape(const TensorRef &scores, const TensorRef &labels, const TensorRef *weights,
-                     const TensorRef &dloss, Reduction reduction, LossGradShape &s) {
-  if (scores.rank < 2)
-    return Status::error("loss_grad: the gradient must be [N, C, d...]");
-  if (dloss.dtype != scores.dtype || (weights && weights->dtype != scores.dtype))
-    return Status::error("loss_grad: dloss and weights must have the gradient's element type");
-  s.n = scores.dims[0];
-  s.c = scores.dims[1];
-  s.d = 1;
-  for (int i = 2; i < scores.rank; ++i)
-    s.d *= scores.dims[i];
-  if (labels.numElements() != s.n * s.d)
-    return Status::error("loss_grad: labels must be [N, d...]");
-  if (weights && weights->numElements() != s.c)
-    return Status::error("loss_grad: weights must be [C]");
-  if (dloss.numElements() != (reduction == Reduction::None ? s.n * s.d : 1))
-    return Status::error("loss_grad: dloss has the wrong number of elements");
-  return Status::ok();
-}
 
 /// Per-position gradient at the label, g = w[t] * -(dloss[/ weight sum]),
 /// or nothing for an ignored position. Construction checks every label and
@@ -58,7 +34,7 @@ public:
   using C = ComputeType<T>;
 
   Status init(const TensorRef &labels, const TensorRef *weights, const TensorRef &dloss,
-              Reduction reduction, std::optional<int64_t> ignoreIndex, const LossGradShape &s) {
+              Reduction reduction, std::optional<int64_t> ignoreIndex, const LossShape &s) {
     labels_ = labels.as<const L>();
     weights_ = weights ? weights->as<const T>() : nullptr;
     dloss_ = dloss.as<const T>();
@@ -100,7 +76,7 @@ private:
 template <typename T, typename L>
 Status nllGradImpl(const TensorRef &target, const TensorRef *weight, const TensorRef &dloss,
                    Reduction reduction, std::optional<int64_t> ignoreIndex,
-                   const TensorRef &dinput, const LossGradShape &s) {
+                   const TensorRef &dinput, const LossShape &s) {
   LabelGradients<T, L> grads;
   FSDP_RETURN_IF_ERROR(grads.init(target, weight, dloss, reduction, ignoreIndex, s));
   if (dinput.byteSize() > 0)
@@ -119,7 +95,7 @@ template <typename T, typename L>
 Status softmaxCrossEntropyGradImpl(const TensorRef &logProb, const TensorRef &labels,
                                    const TensorRef *weights, const TensorRef &dloss,
                                    Reduction reduction, std::optional<int64_t> ignoreIndex,
-                                   const TensorRef &dscores, const LossGradShape &s) {
+                                   const TensorRef &dscores, const LossShape &s) {
   using C = ComputeType<T>;
   LabelGradients<T, L> grads;
   FSDP_RETURN_IF_ERROR(grads.init(labels, weights, dloss, reduction, ignoreIndex, s));
@@ -158,8 +134,8 @@ Status softmaxCrossEntropyGrad(const TensorRef &logProb, const TensorRef &labels
                                const TensorRef &dscores) {
   if (logProb.dtype != dscores.dtype || logProb.numElements() != dscores.numElements())
     return Status::error("softmax_cross_entropy_grad: dscores must have log_prob's type");
-  LossGradShape s;
-  FSDP_RETURN_IF_ERROR(lossGradShape(logProb, labels, weights, dloss, reduction, s));
+  LossShape s;
+  FSDP_RETURN_IF_ERROR(lossShape("loss_grad", logProb, labels, weights, dloss, reduction, s));
   return dispatchLossGrad(logProb.dtype, labels.dtype, [&](auto tag, auto labelTag) {
     return softmaxCrossEntropyGradImpl<decltype(tag), decltype(labelTag)>(
         logProb, labels, weights, dloss, reduction, ignoreIndex, dscores, s);
@@ -169,8 +145,8 @@ Status softmaxCrossEntropyGrad(const TensorRef &logProb, const TensorRef &labels
 Status nllLossGrad(const TensorRef &target, const TensorRef *weight, const TensorRef &dloss,
                    Reduction reduction, std::optional<int64_t> ignoreIndex,
                    const TensorRef &dinput) {
-  LossGradShape s;
-  FSDP_RETURN_IF_ERROR(lossGradShape(dinput, target, weight, dloss, reduction, s));
+  LossShape s;
+  FSDP_RETURN_IF_ERROR(lossShape("loss_grad", dinput, target, weight, dloss, reduction, s));
   return dispatchLossGrad(dinput.dtype, target.dtype, [&](auto tag, auto labelTag) {
     return nllGradImpl<decltype(tag), decltype(labelTag)>(target, weight, dloss, reduction,
                                                            ignoreIndex, dinput, s);

@@ -17,6 +17,7 @@
 
 #include "backends/cpu/CpuKernels.h"
 #include "backends/cpu/kernels/Dispatch.h"
+#include "backends/cpu/kernels/LossShape.h"
 
 #include <algorithm>
 #include <type_traits>
@@ -25,10 +26,6 @@ namespace fsdp::rt::cpu {
 namespace {
 
 /// [N, C, D] view of the class-score layout.
-struct LossShape {
-  int64_t n = 0, c = 0, d = 1;
-};
-
 template <typename T, typename L>
 Status nllImpl(const TensorRef &input, const TensorRef &target, const TensorRef *weight,
                Reduction reduction, std::optional<int64_t> ignoreIndex, const TensorRef &loss,
@@ -69,33 +66,12 @@ Status nllImpl(const TensorRef &input, const TensorRef &target, const TensorRef 
   return Status::ok();
 }
 
-/// Checks dtypes and shapes that the kernels rely on and derives [N, C, D].
-Status lossShape(const TensorRef &input, const TensorRef &target, const TensorRef *weight,
-                 Reduction reduction, const TensorRef &loss, LossShape &s) {
-  if (input.rank < 2)
-    return Status::error("loss: input must be [N, C, d...]");
-  if (loss.dtype != input.dtype || (weight && weight->dtype != input.dtype))
-    return Status::error("loss: loss and weights must have the input's element type");
-  s.n = input.dims[0];
-  s.c = input.dims[1];
-  s.d = 1;
-  for (int i = 2; i < input.rank; ++i)
-    s.d *= input.dims[i];
-  if (target.numElements() != s.n * s.d)
-    return Status::error("loss: labels must be [N, d...]");
-  if (weight && weight->numElements() != s.c)
-    return Status::error("loss: weights must be [C]");
-  if (loss.numElements() != (reduction == Reduction::None ? s.n * s.d : 1))
-    return Status::error("loss: the loss has the wrong number of elements");
-  return Status::ok();
-}
-
 } // namespace
 
 Status nllLoss(const TensorRef &input, const TensorRef &target, const TensorRef *weight,
                Reduction reduction, std::optional<int64_t> ignoreIndex, const TensorRef &loss) {
   LossShape s;
-  FSDP_RETURN_IF_ERROR(lossShape(input, target, weight, reduction, loss, s));
+  FSDP_RETURN_IF_ERROR(lossShape("loss", input, target, weight, loss, reduction, s));
   return dispatchFloat(
       input.dtype,
       [&](auto tag) {

@@ -47,22 +47,10 @@ struct Buffer : kerneltest::TestTensor {
 
 constexpr DType kFloatDTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
 
-double tolerance(DType dtype) {
-  switch (dtype) {
-  case DType::F32: return 2e-5;
-  case DType::F64: return 1e-12;
-  case DType::F16: return 4e-3;
-  default: return 3e-2; // bf16
-  }
-}
+/// Gradients round a few more times than their forward kernels.
+double tolerance(DType dtype) { return kerneltest::tolerance(dtype, 2.0); }
 
-void expectClose(const std::vector<double> &expected, const Buffer &got, double tol,
-                 const std::string &what) {
-  ASSERT_EQ(static_cast<int64_t>(expected.size()), got.size()) << what;
-  for (int64_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got.get(i), expected[i], tol * std::max(1.0, std::abs(expected[i])))
-        << what << " at " << i;
-}
+using kerneltest::expectClose;
 
 void expectOk(const Status &status) { ASSERT_TRUE(status.isOk()) << status.message(); }
 

@@ -21,6 +21,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -102,6 +104,27 @@ struct TestTensor {
     std::memcpy(reinterpret_cast<char *>(storage.data()) + i * n, &v, n);
   }
 };
+
+/// Relative tolerance of a float result computed in and stored as `dtype`;
+/// `slack` widens it for kernels with longer rounding chains (gradients).
+inline double tolerance(DType dtype, double slack = 1.0) {
+  switch (dtype) {
+  case DType::F32: return 1e-5 * slack;
+  case DType::F64: return 1e-12 * slack;
+  case DType::F16: return 2e-3 * slack;
+  default: return 1.6e-2 * slack; // bf16
+  }
+}
+
+/// Every element of `got` within `tol` of `expected`: relative, and
+/// absolute for values below 1.
+inline void expectClose(const std::vector<double> &expected, const TestTensor &got, double tol,
+                        const std::string &what) {
+  ASSERT_EQ(static_cast<int64_t>(expected.size()), got.size()) << what;
+  for (int64_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got.get(i), expected[i], tol * std::max(1.0, std::abs(expected[i])))
+        << what << " at " << i;
+}
 
 } // namespace fsdp::rt::cpu::kerneltest
 

@@ -37,23 +37,11 @@ struct Buffer : kerneltest::TestTensor {
   }
 };
 
-/// Relative tolerance of a float result computed in and stored as `dtype`.
-double tolerance(DType dtype) {
-  switch (dtype) {
-  case DType::F32: return 1e-5;
-  case DType::F64: return 1e-12;
-  case DType::F16: return 2e-3;
-  default: return 1.6e-2; // bf16
-  }
-}
+using kerneltest::tolerance;
 
 void expectClose(const std::vector<double> &expected, const Buffer &got, DType dtype,
                  const std::string &what) {
-  ASSERT_EQ(static_cast<int64_t>(expected.size()), got.size()) << what;
-  const double tol = tolerance(dtype);
-  for (int64_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got.get(i), expected[i], tol * std::max(1.0, std::abs(expected[i])))
-        << what << " at " << i;
+  kerneltest::expectClose(expected, got, tolerance(dtype), what);
 }
 
 /// Softmax in double over `axis`, reading the (already rounded) input.

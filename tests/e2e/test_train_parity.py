@@ -40,7 +40,9 @@ import tempfile
 from dataclasses import dataclass, field
 
 import numpy
+import onnx
 import torch
+from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "models"))
@@ -156,8 +158,6 @@ class Failure(Exception):
 # --------------------------------------------------------------------------
 
 def onnx_initializers(path):
-    import onnx
-    from onnx import numpy_helper
     model = onnx.load(path)
     return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
 

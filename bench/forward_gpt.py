@@ -10,6 +10,7 @@
 #   /usr/bin/python3 bench/forward_gpt.py --build build [--threads 1 2] [--runs 20]
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -52,6 +53,10 @@ def main():
     args = parser.parse_args()
 
     model, inputs = gpt_common.build_gpt(args)
+    if args.torch_worker:
+        ms, loss = torch_forward_ms(model, tuple(inputs.values()), args.torch_worker, args.runs)
+        print(json.dumps({"ms": ms, "loss": loss}))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         onnx_path, input_files = gpt_common.export_gpt(model, inputs, tmp)
         plan = os.path.join(tmp, "gpt.plan")
@@ -60,7 +65,8 @@ def main():
         print(f"{'threads':>7} | {'fsdp-run ms':>11} | {'torch ms':>9} | {'torch/fsdp':>10} | loss diff")
         for threads in args.threads:
             ours, our_loss = fsdp_forward_ms(args, plan, input_files, os.path.join(tmp, "out"), threads)
-            theirs, their_loss = torch_forward_ms(model, tuple(inputs.values()), threads, args.runs)
+            worker = gpt_common.run_torch_worker(os.path.abspath(__file__), args, threads)
+            theirs, their_loss = worker["ms"], worker["loss"]
             print(f"{threads:>7} | {ours:>11.2f} | {theirs:>9.2f} | {theirs / ours:>9.2f}x | "
                   f"{abs(our_loss - their_loss) / abs(their_loss):.1e}")
 

@@ -2,10 +2,13 @@
 # What the GPT benchmarks share: the model-size flags, building the GPT-style
 # decoder of tests/models with a fixed seed and a batch of random tokens,
 # exporting it to ONNX, the tool paths and thread environment for fsdp-opt and
-# fsdp-run, and reading fsdp-run's --profile table. forward_gpt.py times the
-# forward pass, train_gpt.py the whole training step; both against torch with
-# the same threads, on the same weights and batch.
+# fsdp-run, running torch's side in a child process with the same thread
+# environment, and reading fsdp-run's --profile table. forward_gpt.py times
+# the forward pass, train_gpt.py the whole training step; both against torch
+# with the same threads, on the same weights and batch.
 
+import argparse
+import json
 import os
 import re
 import subprocess
@@ -29,6 +32,27 @@ def add_model_args(parser, runs):
     parser.add_argument("--T", type=int, default=128)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--vocab", type=int, default=512)
+    # Internal: run only torch's side with this many threads, print JSON.
+    parser.add_argument("--torch-worker", type=int, help=argparse.SUPPRESS)
+
+
+MODEL_FLAGS = ("runs", "layers", "d", "heads", "T", "batch", "vocab")
+
+
+def run_torch_worker(script, args, threads):
+    """Runs `script --torch-worker=THREADS` and returns the JSON it prints.
+
+    torch's BLAS here is OpenBLAS, which sizes its thread pool once, when it
+    loads, from OPENBLAS_NUM_THREADS; torch.set_num_threads does not limit
+    it. Timing torch in this process would give its matrix products every
+    core whatever the row says, so each thread count runs torch in a fresh
+    process started with exactly the environment fsdp-run gets."""
+    command = [sys.executable, script, f"--torch-worker={threads}"]
+    command += [f"--{name}={getattr(args, name)}" for name in MODEL_FLAGS]
+    result = subprocess.run(command, env=thread_env(threads), capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"torch worker failed:\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def describe(args):

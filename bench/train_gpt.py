@@ -82,6 +82,10 @@ def main():
 
     model, inputs = gpt_common.build_gpt(args)
     batch = tuple(inputs.values())
+    if args.torch_worker:
+        times, losses = torch_step_ms(model, batch, args.torch_worker, args.runs)
+        print(json.dumps({"times": times, "losses": losses}))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         onnx_path, input_files = gpt_common.export_gpt(model, inputs, tmp)
         plan = os.path.join(tmp, "gpt.plan")
@@ -95,7 +99,8 @@ def main():
         tokens = args.batch * args.T
         for threads in args.threads:
             our_times, our_losses = fsdp_step_ms(args, plan, input_files, tmp, threads)
-            their_times, their_losses = torch_step_ms(model, batch, threads, args.runs)
+            worker = gpt_common.run_torch_worker(os.path.abspath(__file__), args, threads)
+            their_times, their_losses = worker["times"], worker["losses"]
             ours, theirs = statistics.median(our_times), statistics.median(their_times)
             drift = max(abs(a - b) / abs(b) for a, b in zip(our_losses, their_losses))
             fastest = f"{min(our_times):.0f}/{min(their_times):.0f}"

@@ -15,6 +15,7 @@
 
 #include "backends/cpu/CpuKernels.h"
 #include "backends/cpu/kernels/Dispatch.h"
+#include "backends/cpu/kernels/FastMath.h"
 
 #include <cmath>
 #include <cstring>
@@ -225,8 +226,11 @@ const char *unaryName(UnaryKind kind) {
 template <typename T, typename Fn> void runUnary(const TensorRef &in, const TensorRef &out, Fn fn) {
   const T *x = in.as<const T>();
   T *o = out.as<T>();
-  for (int64_t i = 0, n = in.numElements(); i < n; ++i)
-    store(o + i, fn(load(x + i)));
+  const int64_t n = in.numElements();
+  runWide([&] {
+    for (int64_t i = 0; i < n; ++i)
+      store(o + i, fn(load(x + i)));
+  });
 }
 
 template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, const TensorRef &out) {
@@ -245,14 +249,14 @@ template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, con
   }
   if constexpr (kIsFloatStorage<T>) {
     switch (kind) {
-    case UnaryKind::Exp: runUnary<T>(in, out, [](C x) { return std::exp(x); }); break;
+    case UnaryKind::Exp: runUnary<T>(in, out, [](C x) { return expOf(x); }); break;
     case UnaryKind::Log: runUnary<T>(in, out, [](C x) { return std::log(x); }); break;
     case UnaryKind::Sqrt: runUnary<T>(in, out, [](C x) { return std::sqrt(x); }); break;
-    case UnaryKind::Erf: runUnary<T>(in, out, [](C x) { return std::erf(x); }); break;
+    case UnaryKind::Erf: runUnary<T>(in, out, [](C x) { return erfOf(x); }); break;
     case UnaryKind::Tanh: runUnary<T>(in, out, [](C x) { return std::tanh(x); }); break;
     case UnaryKind::Sigmoid:
       // exp(-x) overflowing to inf for very negative x still gives 0.
-      runUnary<T>(in, out, [](C x) { return C(1) / (C(1) + std::exp(-x)); });
+      runUnary<T>(in, out, [](C x) { return C(1) / (C(1) + expOf(-x)); });
       break;
     default: return unsupportedDType(unaryName(kind), in.dtype);
     }

@@ -18,6 +18,7 @@
 
 #include "backends/cpu/CpuKernels.h"
 #include "backends/cpu/kernels/Dispatch.h"
+#include "backends/cpu/kernels/FastMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -51,8 +52,11 @@ void runActivationGrad(const TensorRef &saved, const TensorRef &dy, const Tensor
   const T *s = saved.as<const T>();
   const T *g = dy.as<const T>();
   T *o = dx.as<T>();
-  for (int64_t i = 0, n = dx.numElements(); i < n; ++i)
-    store(o + i, fn(load(s + i), load(g + i)));
+  const int64_t n = dx.numElements();
+  runWide([&] {
+    for (int64_t i = 0; i < n; ++i)
+      store(o + i, fn(load(s + i), load(g + i)));
+  });
 }
 
 template <typename T>
@@ -68,7 +72,7 @@ void activationGradTyped(ActivationGradKind kind, const TensorRef &saved, const 
     // Python double rounded to the tensor's type.
     const C twoOverSqrtPi = static_cast<C>(2.0 / std::sqrt(M_PI));
     runActivationGrad<T>(saved, dy, dx,
-                         [=](C x, C g) { return twoOverSqrtPi * std::exp(-(x * x)) * g; });
+                         [=](C x, C g) { return twoOverSqrtPi * expOf(-(x * x)) * g; });
     break;
   }
   case ActivationGradKind::Tanh:
@@ -87,7 +91,7 @@ template <typename C> double softmaxTerm(C y, C g, bool log) {
   return log ? static_cast<double>(g) : static_cast<double>(g * y);
 }
 template <typename C> C softmaxGradValue(C y, C g, C sum, bool log) {
-  return log ? g - std::exp(y) * sum : y * (g - sum);
+  return log ? g - expOf(y) * sum : y * (g - sum);
 }
 
 /// Softmax over `len` elements `inner` apart, for `outer` blocks, with

@@ -18,6 +18,7 @@
 
 #include "backends/cpu/CpuKernels.h"
 #include "backends/cpu/kernels/Dispatch.h"
+#include "backends/cpu/kernels/FastMath.h"
 #include "backends/cpu/kernels/LossShape.h"
 
 #include <cmath>
@@ -108,7 +109,7 @@ Status softmaxCrossEntropyGradImpl(const TensorRef &logProb, const TensorRef &la
       const C g = skip ? C(0) : grads.at(position, label);
       for (int64_t c = 0; c < s.c; ++c) {
         const int64_t at = (n * s.c + c) * s.d + d;
-        store(out + at, skip ? C(0) : (c == label ? g : C(0)) - std::exp(load(lp + at)) * g);
+        store(out + at, skip ? C(0) : (c == label ? g : C(0)) - expOf(load(lp + at)) * g);
       }
     }
   return Status::ok();

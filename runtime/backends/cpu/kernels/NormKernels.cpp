@@ -19,6 +19,7 @@
 
 #include "backends/cpu/CpuKernels.h"
 #include "backends/cpu/kernels/Dispatch.h"
+#include "backends/cpu/kernels/FastMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -63,7 +64,7 @@ template <typename T> inline constexpr bool kOutputHoldsExp = std::is_same_v<T, 
 
 /// The final value of one element given its row's max and sum of exps.
 template <typename C> C softmaxValue(C x, C max, C sum, bool log) {
-  return log ? (x - max) - std::log(sum) : std::exp(x - max) / sum;
+  return log ? (x - max) - std::log(sum) : expOf(x - max) / sum;
 }
 
 /// Softmax over the last dim: `rows` contiguous runs of `len`.
@@ -78,7 +79,7 @@ void softmaxContiguous(const T *in, T *out, int64_t rows, int64_t len, bool log)
       if (!log) {
         // Independent exp calls first, then a vectorized sum and division.
         for (int64_t i = 0; i < len; ++i)
-          y[i] = std::exp(load(x + i) - max);
+          y[i] = expOf(load(x + i) - max);
         const C sum = laneFold(len, C(0), [&](int64_t i) { return y[i]; }, plus<C>);
         for (int64_t i = 0; i < len; ++i)
           y[i] /= sum;
@@ -86,7 +87,7 @@ void softmaxContiguous(const T *in, T *out, int64_t rows, int64_t len, bool log)
       }
     }
     const C sum =
-        laneFold(len, C(0), [&](int64_t i) { return std::exp(load(x + i) - max); }, plus<C>);
+        laneFold(len, C(0), [&](int64_t i) { return expOf(load(x + i) - max); }, plus<C>);
     for (int64_t i = 0; i < len; ++i)
       store(y + i, softmaxValue(load(x + i), max, sum, log));
   }
@@ -112,7 +113,7 @@ void softmaxStrided(const T *in, T *out, int64_t outer, int64_t len, int64_t inn
         if (!log) {
           for (int64_t i = 0; i < len; ++i)
             for (int64_t j = 0; j < width; ++j) {
-              const C e = std::exp(load(x + i * inner + j) - max[j]);
+              const C e = expOf(load(x + i * inner + j) - max[j]);
               y[i * inner + j] = e;
               sum[j] += e;
             }
@@ -124,7 +125,7 @@ void softmaxStrided(const T *in, T *out, int64_t outer, int64_t len, int64_t inn
       }
       for (int64_t i = 0; i < len; ++i)
         for (int64_t j = 0; j < width; ++j)
-          sum[j] += std::exp(load(x + i * inner + j) - max[j]);
+          sum[j] += expOf(load(x + i * inner + j) - max[j]);
       for (int64_t i = 0; i < len; ++i)
         for (int64_t j = 0; j < width; ++j)
           store(y + i * inner + j, softmaxValue(load(x + i * inner + j), max[j], sum[j], log));

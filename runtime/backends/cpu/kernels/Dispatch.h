@@ -168,6 +168,33 @@ template <typename F> Status dispatchBySize(DType t, F &&f, const char *op = "ke
   return unsupportedDType(op, t);
 }
 
+// --- Row folds -----------------------------------------------------------------------
+
+/// Independent accumulators of a contiguous row statistic.
+constexpr int kLanes = 16;
+
+/// Folds value(0 .. n-1) with `op` through kLanes interleaved accumulators
+/// combined by halving: independent chains the compiler can vectorize, in
+/// an order fixed by n alone.
+template <typename C, typename Value, typename Op>
+C laneFold(int64_t n, C init, Value value, Op op) {
+  C lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, init);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lanes[l] = op(lanes[l], value(i + l));
+  for (int l = 0; i + l < n; ++l)
+    lanes[l] = op(lanes[l], value(i + l));
+  for (int width = kLanes / 2; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l)
+      lanes[l] = op(lanes[l], lanes[l + width]);
+  return lanes[0];
+}
+
+template <typename C> C plus(C a, C b) { return a + b; }
+template <typename C> C maximum(C a, C b) { return std::max(a, b); }
+
 // --- Wide loops ----------------------------------------------------------------------
 
 /// Runs `loop()` compiled for AVX2 when the CPU has it: 8 float lanes instead

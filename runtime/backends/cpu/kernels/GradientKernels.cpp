@@ -100,6 +100,20 @@ template <typename T>
 void softmaxGradImpl(const T *y, const T *dy, T *dx, int64_t outer, int64_t len, int64_t inner,
                      bool log) {
   using C = ComputeType<T>;
+  if (inner == 1) {
+    // Contiguous rows (softmax over the last axis): a lane fold in double,
+    // then one vectorizable pass.
+    for (int64_t o = 0; o < outer; ++o) {
+      const T *yr = y + o * len, *gr = dy + o * len;
+      T *out = dx + o * len;
+      const C sum = static_cast<C>(laneFold(
+          len, 0.0, [&](int64_t i) { return softmaxTerm(load(yr + i), load(gr + i), log); },
+          plus<double>));
+      for (int64_t i = 0; i < len; ++i)
+        store(out + i, softmaxGradValue(load(yr + i), load(gr + i), sum, log));
+    }
+    return;
+  }
   double sums[kColumns];
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c0 = 0; c0 < inner; c0 += kColumns) {
@@ -140,21 +154,17 @@ void layerNormGradImpl(const TensorRef &x, const TensorRef &scale, const TensorR
     C mu, inv;
     stats(r, mu, inv);
     const T *xr = xData + r * size, *gr = dyData + r * size;
-    double sumG = 0, sumGX = 0;
-    for (int64_t i = 0; i < size; ++i) {
-      const C xhat = (load(xr + i) - mu) * inv;
-      const C g = load(gr + i) * load(scaleData + i);
-      sumG += static_cast<double>(g);
-      sumGX += static_cast<double>(g * xhat);
-    }
+    auto g = [&](int64_t i) { return load(gr + i) * load(scaleData + i); };
+    auto xhat = [&](int64_t i) { return (load(xr + i) - mu) * inv; };
+    const double sumG =
+        laneFold(size, 0.0, [&](int64_t i) { return static_cast<double>(g(i)); }, plus<double>);
+    const double sumGX = laneFold(
+        size, 0.0, [&](int64_t i) { return static_cast<double>(g(i) * xhat(i)); }, plus<double>);
     const C meanG = static_cast<C>(sumG / static_cast<double>(size));
     const C meanGX = static_cast<C>(sumGX / static_cast<double>(size));
     T *out = dxData + r * size;
-    for (int64_t i = 0; i < size; ++i) {
-      const C xhat = (load(xr + i) - mu) * inv;
-      const C g = load(gr + i) * load(scaleData + i);
-      store(out + i, inv * (g - meanG - xhat * meanGX));
-    }
+    for (int64_t i = 0; i < size; ++i)
+      store(out + i, inv * (g(i) - meanG - xhat(i) * meanGX));
   }
   // dscale = sum over rows of dy * xhat, dbias = sum of dy: column chunks,
   // rows in order.

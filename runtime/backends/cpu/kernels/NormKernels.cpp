@@ -32,30 +32,6 @@ namespace {
 /// the stack (2 x 1024 compute values), and whole rows of typical hidden
 /// sizes stream contiguously, which measured 2-3x faster than 64 columns.
 constexpr int64_t kSoftmaxColumns = 1024;
-/// Independent accumulators of a contiguous row statistic.
-constexpr int kLanes = 16;
-
-/// Folds value(0 .. n-1) with `op` through kLanes interleaved accumulators
-/// combined by halving: independent chains the compiler can vectorize, in
-/// an order fixed by n alone.
-template <typename C, typename Value, typename Op>
-C laneFold(int64_t n, C init, Value value, Op op) {
-  C lanes[kLanes];
-  std::fill(lanes, lanes + kLanes, init);
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l)
-      lanes[l] = op(lanes[l], value(i + l));
-  for (int l = 0; i + l < n; ++l)
-    lanes[l] = op(lanes[l], value(i + l));
-  for (int width = kLanes / 2; width >= 1; width /= 2)
-    for (int l = 0; l < width; ++l)
-      lanes[l] = op(lanes[l], lanes[l + width]);
-  return lanes[0];
-}
-
-template <typename C> C plus(C a, C b) { return a + b; }
-template <typename C> C maximum(C a, C b) { return std::max(a, b); }
 
 /// f32/f64 outputs hold exp(x - max) between the sum and the division, so
 /// each element is exponentiated once; 16-bit outputs would round it, so

@@ -512,6 +512,44 @@ def token_file_case(args, tmp, entry, table):
         table.row(entry["file"][:-5], label, STEPS, None, None, [str(e)])
 
 
+def attached_loss_case(args, tmp, entry, table):
+    """The GPT exported returning logits (no loss in the graph), trained with
+    `--loss=xent:logits,targets`: the compiler attaches a mean cross-entropy
+    and adds the `targets` input; torch trains the same weights with the
+    loss inside forward (F.cross_entropy over the flattened positions)."""
+    workdir = os.path.join(tmp, "xent")
+    os.makedirs(workdir)
+    label = ADAMW.describe() + " --loss=xent:logits,targets"
+    try:
+        onnx_path = os.path.join(tmp, entry["file"])
+        logits_path = os.path.join(workdir, "gpt-logits.onnx")
+        model = torch_model(entry, onnx_path)
+        batch, T = entry["inputs"][0]["shape"]
+        idx = torch.zeros((batch, T), dtype=torch.int64)
+        with open(os.devnull, "w") as null:
+            saved, sys.stdout = sys.stdout, null
+            try:
+                export_models.export(model, {"idx": idx}, logits_path, 17, "train",
+                                     output="logits")
+            finally:
+                sys.stdout = saved
+        data = make_dataset(entry, 2 * batch + 1, seed=99)
+        inputs = {}
+        for name, array in data.items():
+            inputs[name] = os.path.join(workdir, f"{name}.npy")
+            numpy.save(inputs[name], array)
+        plan = os.path.join(workdir, "step.plan")
+        run([args.fsdp_opt, logits_path, "-o", plan, "--loss=xent:logits,targets"] +
+            ADAMW.flags())
+        records, weights = fsdp_train(args, plan, workdir, STEPS, inputs=inputs)
+        losses, params = torch_train(entry, onnx_path, data, ADAMW, "", STEPS)
+        table.row(entry["file"][:-5], label, STEPS,
+                  *compare(records, weights, losses, params, set(),
+                           onnx_initializers(logits_path), ADAMW.lr))
+    except Failure as e:
+        table.row(entry["file"][:-5], label, STEPS, None, None, [str(e)])
+
+
 def export(tmp, names):
     variants = [v for v in export_models.all_variants() if v["name"] in names]
     if {v["name"] for v in variants} != set(names):
@@ -556,6 +594,7 @@ def main():
             table.row("(negative check)", "-", STEPS, None, None,
                       ["no case ran, so the negative check could not"])
         token_file_case(args, tmp, entries["gpt-op17-train"], table)
+        attached_loss_case(args, tmp, entries["gpt-op17-train"], table)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

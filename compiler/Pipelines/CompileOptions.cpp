@@ -46,6 +46,7 @@ constexpr const char *dtypeNames[] = {"f32", "bf16"};
 constexpr const char *offloadNames[] = {"none", "cpu"};
 constexpr const char *deviceNames[] = {"h100", "a100", "cpu"};
 constexpr const char *reportFormatNames[] = {"text", "json"};
+constexpr const char *fusionNames[] = {"elementwise", "none"};
 static_assert(std::size(stageNames) == size_t(Stage::Memory) + 1 &&
                   std::size(modeNames) == size_t(Mode::Forward) + 1 &&
                   std::size(emitNames) == size_t(EmitKind::Summary) + 1 &&
@@ -58,7 +59,8 @@ static_assert(std::size(stageNames) == size_t(Stage::Memory) + 1 &&
                   std::size(offloadNames) == size_t(OffloadKind::Cpu) + 1 &&
                   std::size(deviceNames) == size_t(DeviceKind::Cpu) + 1 &&
                   std::size(reportFormatNames) ==
-                      size_t(ReportFormat::Json) + 1,
+                      size_t(ReportFormat::Json) + 1 &&
+                  std::size(fusionNames) == size_t(FusionKind::None) + 1,
               "every enumerator needs a spelling");
 
 constexpr const char *sizeUnitNames[] = {"B",   "KB",  "MB",  "GB", "TB",
@@ -333,6 +335,9 @@ const std::vector<FlagSpec> &flagTable() {
        }},
       enumFlag("device", deviceNames, &CompileOptions::device,
                "the cost model scheduling and --ckpt=auto use"),
+      enumFlag("fusion", fusionNames, &CompileOptions::fusion,
+               "fuse chains of elementwise ops in plans (results are the "
+               "same bits either way)"),
       enumFlag("report-format", reportFormatNames,
                &CompileOptions::reportFormat, "with --emit=report"),
   };
@@ -413,6 +418,7 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
   const std::tuple<const char *, bool, const char *> partners[] = {
       {"stop-after", opts.emit == EmitKind::Mlir, "--emit=mlir"},
       {"report-format", opts.emit == EmitKind::Report, "--emit=report"},
+      {"fusion", opts.emit == EmitKind::Plan, "--emit=plan"},
       {"momentum", sgd, "--optimizer=sgd"},
       {"nesterov", sgd, "--optimizer=sgd"},
       {"beta1", !sgd, "--optimizer=adamw"},

@@ -48,6 +48,9 @@ enum class OffloadKind { None, Cpu };
 /// The device whose cost model drives scheduling and checkpoint choices.
 enum class DeviceKind { H100, A100, Cpu };
 enum class ReportFormat { Text, Json };
+/// Elementwise fusion when a plan is emitted; `None` keeps one kernel per op
+/// (for comparing, and for reading plans op by op).
+enum class FusionKind { Elementwise, None };
 
 /// Every fsdp-opt flag with its default. Defaults are those a user gets by
 /// saying nothing; `explicitlySet` lets rules tell "left at the default" from
@@ -103,6 +106,7 @@ struct CompileOptions {
   std::optional<int64_t> memBudget;
   DeviceKind device = DeviceKind::H100;
   ReportFormat reportFormat = ReportFormat::Text;
+  FusionKind fusion = FusionKind::Elementwise;
 
   /// Flags the user gave, by name without dashes ("world-size").
   std::set<std::string> explicitlySet;

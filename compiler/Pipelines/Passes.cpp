@@ -11,6 +11,7 @@
 #include "compiler/Autodiff/AttachLoss.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
 #include "compiler/Transforms/ApplyOptimizer.h"
+#include "compiler/Transforms/FuseElementwise.h"
 #include "dialects/nn/NNDialect.h"
 
 #include "mlir/Pass/Pass.h"
@@ -94,9 +95,19 @@ struct ApplyOptimizerPass : PassWrapper<ApplyOptimizerPass, OperationPass<Module
   Option<std::string> noDecay{*this, "no-decay", llvm::cl::desc("regex of undecayed params")};
 };
 
+struct FuseElementwisePass : PassWrapper<FuseElementwisePass, OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
+  StringRef getArgument() const final { return "fsdp-fuse-elementwise"; }
+  StringRef getDescription() const final {
+    return "Fuse chains of f32 elementwise ops into nn.fused (one pass over memory)";
+  }
+  void runOnOperation() final { fuseElementwise(getOperation()); }
+};
+
 } // namespace
 
 void registerFsdpPasses() {
+  PassRegistration<FuseElementwisePass>();
   PassRegistration<AttachLossPass>();
   PassRegistration<BuildTrainStepPass>();
   PassRegistration<ApplyOptimizerPass>();

@@ -11,6 +11,7 @@
 #include "compiler/Autodiff/AttachLoss.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
 #include "compiler/Transforms/ApplyOptimizer.h"
+#include "compiler/Transforms/FuseElementwise.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -115,6 +116,13 @@ mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts)
       mlir::failed(applyOptimizer(module, optimizerOptionsFor(opts))))
     return mlir::failure();
   return mlir::success();
+}
+
+void prepareForEmission(mlir::ModuleOp module, const CompileOptions &opts) {
+  if (opts.fusion == FusionKind::None)
+    return;
+  for (auto func : module.getOps<mlir::func::FuncOp>())
+    fuseElementwise(func);
 }
 
 } // namespace fsdp

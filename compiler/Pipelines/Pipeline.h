@@ -41,6 +41,11 @@ OptimizerOptions optimizerOptionsFor(const CompileOptions &opts);
 /// becomes @train_step). Errors are emitted on the module.
 mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts);
 
+/// Lowering decisions made just before a plan is written: elementwise
+/// fusion (compiler/Transforms/FuseElementwise.h). Not a stage of its own:
+/// it changes no value, only how many passes over memory the plan makes.
+void prepareForEmission(mlir::ModuleOp module, const CompileOptions &opts);
+
 } // namespace fsdp
 
 #endif // FSDP_COMPILER_PIPELINES_PIPELINE_H

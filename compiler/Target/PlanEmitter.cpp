@@ -389,6 +389,13 @@ LogicalResult Emitter::lower(Operation *op) {
                            static_cast<float>(s.getWeightDecay().convertToDouble())};
             return true;
           })
+          .Case([&](nn::FusedOp f) {
+            inst.kernel = Kernel::Fused;
+            inst.ints = {static_cast<int64_t>(f.getProgram().size() / 3)};
+            inst.ints.insert(inst.ints.end(), f.getProgram().begin(), f.getProgram().end());
+            inst.ints.insert(inst.ints.end(), f.getResultsOf().begin(), f.getResultsOf().end());
+            return true;
+          })
           .Default([](Operation *) { return false; });
   if (!known)
     return op->emitOpError("has no runtime kernel");

@@ -18,5 +18,6 @@ include "dialects/nn/NNShapeOps.td"
 include "dialects/nn/NNMiscOps.td"
 include "dialects/nn/NNGradientOps.td"
 include "dialects/nn/NNOptimizerOps.td"
+include "dialects/nn/NNFusedOps.td"
 
 #endif // FSDP_NN_OPS_TD

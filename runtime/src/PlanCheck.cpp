@@ -27,13 +27,14 @@ using plan::Kernel;
 /// position that may be kNoBuffer (or -1 for none). Attribute counts of -2
 /// mean "the rank of input 0", -3 "twice that". An output count of -4 means
 /// "one, plus one when the optional operand is present" (Sgd's momentum
-/// buffer is both an operand and a result).
+/// buffer is both an operand and a result). Integer attributes of count -1
+/// are axes (at most the rank); -5 is a program of any length (Fused).
 struct KernelShape {
   const char *name;
   int minInputs, maxInputs, outputs, ints, floats, optionalInput;
 };
 
-constexpr int kAny = -1, kRank = -2, kTwiceRank = -3, kOnePlusOptional = -4;
+constexpr int kAny = -1, kRank = -2, kTwiceRank = -3, kOnePlusOptional = -4, kProgram = -5;
 
 KernelShape kernelShape(Kernel k) {
   switch (k) {
@@ -90,6 +91,7 @@ KernelShape kernelShape(Kernel k) {
   case Kernel::DropoutGrad: return {"DropoutGrad", 2, 2, 1, 0, 1, -1};
   case Kernel::AdamW: return {"AdamW", 6, 6, 3, 0, 4, -1};
   case Kernel::Sgd: return {"Sgd", 4, 4, kOnePlusOptional, 1, 2, 2};
+  case Kernel::Fused: return {"Fused", 1, kAny, kAny, kProgram, 0, -1};
   }
   return {nullptr, 0, 0, 0, 0, 0, -1};
 }
@@ -171,7 +173,10 @@ Status checkInstruction(const plan::Instruction &inst, size_t index, const plan:
                     inst.kernel() == Kernel::AllReduce;
   if (collective && (ints < 1 || ints > static_cast<int>(plan.world_size())))
     return Status::error(cat(what, ": group of ", ints, " ranks in a world of ", plan.world_size()));
-  if (!collective && ((shape.ints != kAny && ints != expectedInts) || (shape.ints == kAny && ints > rank)))
+  // kAny integer attributes are axes (at most the rank); a kProgram list is
+  // checked by its kernel.
+  bool intsOk = shape.ints == kProgram || (shape.ints == kAny ? ints <= rank : ints == expectedInts);
+  if (!collective && !intsOk)
     return Status::error(cat(what, ": has ", ints, " integer attributes"));
   if (static_cast<int>(count(inst.floats())) != shape.floats)
     return Status::error(cat(what, ": has ", count(inst.floats()), " float attributes"));

@@ -550,6 +550,46 @@ def attached_loss_case(args, tmp, entry, table):
         table.row(entry["file"][:-5], label, STEPS, None, None, [str(e)])
 
 
+def fusion_case(args, tmp, entry, table):
+    """Elementwise fusion changes no bit: the same model and batches with
+    --fusion=none give bitwise the same losses and weights."""
+    workdir = os.path.join(tmp, "fusion")
+    os.makedirs(workdir)
+    label = ADAMW.describe() + " fused vs --fusion=none"
+    try:
+        onnx_path = os.path.join(tmp, entry["file"])
+        batch = entry["inputs"][0]["shape"][0]
+        data = make_dataset(entry, 2 * batch + 1, seed=7)
+        inputs = {}
+        for name, array in data.items():
+            inputs[name] = os.path.join(workdir, f"{name}.npy")
+            numpy.save(inputs[name], array)
+        runs = []
+        for sub, extra in (("fused", []), ("unfused", ["--fusion=none"])):
+            os.makedirs(os.path.join(workdir, sub))
+            plan = os.path.join(workdir, sub, "step.plan")
+            run([args.fsdp_opt, onnx_path, "-o", plan] + ADAMW.flags() + extra)
+            dump = run([args.fsdp_run, plan, "--dump"]).stdout
+            runs.append((fsdp_train(args, plan, os.path.join(workdir, sub), STEPS, inputs=inputs),
+                         dump.count(" Fused ")))
+        (fused, fused_count), (unfused, unfused_count) = runs
+        problems = []
+        if fused_count == 0 or unfused_count != 0:
+            problems.append(f"expected Fused instructions only in the fused plan "
+                            f"({fused_count} and {unfused_count})")
+        if not numpy.array_equal(float32_bits([r["loss"] for r in fused[0]]),
+                                 float32_bits([r["loss"] for r in unfused[0]])):
+            problems.append("fused and unfused losses differ")
+        if any(not numpy.array_equal(fused[1][n], unfused[1][n]) for n in fused[1]):
+            problems.append("fused and unfused runs saved different weights")
+        losses, params = torch_train(entry, onnx_path, data, ADAMW, "", STEPS)
+        loss_rel, param_rel, more = compare(fused[0], fused[1], losses, params, set(),
+                                            onnx_initializers(onnx_path), ADAMW.lr)
+        table.row(entry["file"][:-5], label, STEPS, loss_rel, param_rel, problems + more)
+    except Failure as e:
+        table.row(entry["file"][:-5], label, STEPS, None, None, [str(e)])
+
+
 def export(tmp, names):
     variants = [v for v in export_models.all_variants() if v["name"] in names]
     if {v["name"] for v in variants} != set(names):
@@ -595,6 +635,7 @@ def main():
                       ["no case ran, so the negative check could not"])
         token_file_case(args, tmp, entries["gpt-op17-train"], table)
         attached_loss_case(args, tmp, entries["gpt-op17-train"], table)
+        fusion_case(args, tmp, entries["gpt-op17-train"], table)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

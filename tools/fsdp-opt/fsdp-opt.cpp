@@ -90,6 +90,7 @@ int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module,
     options.optimizer = opts.optimizer == fsdp::OptimizerKind::Sgd ? "sgd" : "adamw";
     options.baseLr = opts.lr;
   }
+  fsdp::prepareForEmission(module, opts);
   FailureOr<fsdp::EmittedPlan> plan = fsdp::emitPlan(module, options, weights);
   if (failed(plan))
     return 1;

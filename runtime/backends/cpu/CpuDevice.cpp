@@ -115,6 +115,8 @@ private:
     case Kernel::Transpose: return cpu::transpose(in[0], l.ints, out[0]);
     case Kernel::Concat: return cpu::concat(in, l.numInputs, l.ints[0], out[0]);
     case Kernel::Split: return cpu::split(in[0], l.ints[0], out, l.numOutputs);
+    case Kernel::Fused:
+      return cpu::fusedElementwise(in, l.numInputs, l.ints, l.numInts, out, l.numOutputs);
     case Kernel::Slice: return cpu::slice(in[0], l.ints, l.ints + in[0].rank, out[0]);
     case Kernel::Expand: return cpu::expand(in[0], out[0]);
     case Kernel::Gather: return cpu::gather(in[0], in[1], l.ints[0], out[0]);

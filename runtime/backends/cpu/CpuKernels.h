@@ -63,6 +63,14 @@ Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis, con
 /// Keep j - i >= k (upper) or j - i <= k (lower) over the last two dims.
 Status trilu(const TensorRef &in, bool upper, int64_t k, const TensorRef &out);
 
+// --- Fused elementwise (FusedKernels.cpp) -------------------------------------
+/// Runs a chain of f32 elementwise ops in one pass, block by block, with
+/// intermediates in stack buffers; the program layout is plan.fbs's Fused.
+/// Each op computes exactly what its own kernel does, so results are the
+/// same bits as running the ops one by one. A malformed program is an error.
+Status fusedElementwise(const TensorRef *inputs, int numInputs, const int64_t *ints, int numInts,
+                        const TensorRef *outputs, int numOutputs);
+
 // --- Linear algebra (MatmulKernels.cpp) ---------------------------------------
 /// numpy.matmul with batch broadcasting and 1-D promotion (shapes as the
 /// nn.matmul verifier accepts them). With `transA` (`transB`), a (b) has

@@ -15,7 +15,7 @@
 
 #include "backends/cpu/CpuKernels.h"
 #include "backends/cpu/kernels/Dispatch.h"
-#include "backends/cpu/kernels/FastMath.h"
+#include "backends/cpu/kernels/Activations.h"
 
 #include <cmath>
 #include <cstring>
@@ -242,8 +242,7 @@ template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, con
       return Status::ok();
     }
     if (kind == UnaryKind::Relu) {
-      // `x < 0 ? 0 : x` keeps NaN a NaN, as torch.relu does.
-      runUnary<T>(in, out, [](C x) { return x < C(0) ? C(0) : x; });
+      runUnary<T>(in, out, [](C x) { return reluOf(x); });
       return Status::ok();
     }
   }
@@ -254,10 +253,7 @@ template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, con
     case UnaryKind::Sqrt: runUnary<T>(in, out, [](C x) { return std::sqrt(x); }); break;
     case UnaryKind::Erf: runUnary<T>(in, out, [](C x) { return erfOf(x); }); break;
     case UnaryKind::Tanh: runUnary<T>(in, out, [](C x) { return std::tanh(x); }); break;
-    case UnaryKind::Sigmoid:
-      // exp(-x) overflowing to inf for very negative x still gives 0.
-      runUnary<T>(in, out, [](C x) { return C(1) / (C(1) + expOf(-x)); });
-      break;
+    case UnaryKind::Sigmoid: runUnary<T>(in, out, [](C x) { return sigmoidOf(x); }); break;
     default: return unsupportedDType(unaryName(kind), in.dtype);
     }
     return Status::ok();

@@ -18,7 +18,7 @@
 
 #include "backends/cpu/CpuKernels.h"
 #include "backends/cpu/kernels/Dispatch.h"
-#include "backends/cpu/kernels/FastMath.h"
+#include "backends/cpu/kernels/Activations.h"
 
 #include <algorithm>
 #include <cmath>
@@ -65,21 +65,16 @@ void activationGradTyped(ActivationGradKind kind, const TensorRef &saved, const 
   using C = ComputeType<T>;
   switch (kind) {
   case ActivationGradKind::Relu:
-    runActivationGrad<T>(saved, dy, dx, [](C y, C g) { return y <= C(0) ? C(0) : g; });
+    runActivationGrad<T>(saved, dy, dx, [](C y, C g) { return reluGradOf(y, g); });
     break;
-  case ActivationGradKind::Erf: {
-    // torch: 2.0 / sqrt(M_PI) * exp(-(x.pow(2))) * grad, the constant a
-    // Python double rounded to the tensor's type.
-    const C twoOverSqrtPi = static_cast<C>(2.0 / std::sqrt(M_PI));
-    runActivationGrad<T>(saved, dy, dx,
-                         [=](C x, C g) { return twoOverSqrtPi * expOf(-(x * x)) * g; });
+  case ActivationGradKind::Erf:
+    runActivationGrad<T>(saved, dy, dx, [](C x, C g) { return erfGradOf(x, g); });
     break;
-  }
   case ActivationGradKind::Tanh:
-    runActivationGrad<T>(saved, dy, dx, [](C y, C g) { return g * (C(1) - y * y); });
+    runActivationGrad<T>(saved, dy, dx, [](C y, C g) { return tanhGradOf(y, g); });
     break;
   case ActivationGradKind::Sigmoid:
-    runActivationGrad<T>(saved, dy, dx, [](C y, C g) { return g * (C(1) - y) * y; });
+    runActivationGrad<T>(saved, dy, dx, [](C y, C g) { return sigmoidGradOf(y, g); });
     break;
   }
 }

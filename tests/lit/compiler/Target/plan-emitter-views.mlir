@@ -18,7 +18,7 @@
 // CHECK-NOT: Transpose
 // CHECK: inst 0 Exp [%0] -> [%2]
 // CHECK: inst 1 MatMul [%2, %1] -> [%4] ints=[1, 0]
-// CHECK: inst 2 Neg [%0] -> [%5]
+// CHECK: inst 2 Softmax [%0] -> [%5] ints=[2]
 // CHECK: inst 3 MatMul [%3, %6] -> [%7]{{$}}
 // CHECK: inst 4 Add [%5, %0] -> [%8]
 
@@ -30,7 +30,7 @@ module {
     %r = nn.reshape %e : tensor<2x3x4xf32> to tensor<6x4xf32>
     %t = nn.transpose %e {perm = array<i64: 0, 2, 1>} : tensor<2x3x4xf32> to tensor<2x4x3xf32>
     %y = nn.matmul %t, %w : (tensor<2x4x3xf32>, tensor<3x4xf32>) -> tensor<2x4x4xf32>
-    %n = nn.neg %x : tensor<2x3x4xf32>
+    %n = nn.softmax %x {axis = 2 : i64} : tensor<2x3x4xf32>
     %w2 = nn.reshape %w : tensor<3x4xf32> to tensor<4x3xf32>
     %z = nn.matmul %r, %w2 : (tensor<6x4xf32>, tensor<4x3xf32>) -> tensor<6x3xf32>
     %u = nn.add %n, %x : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>

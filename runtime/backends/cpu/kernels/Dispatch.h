@@ -219,6 +219,28 @@ template <typename Loop> void runWide(const Loop &loop) {
   loop();
 }
 
+/// Like runWide, but the AVX2 copy may also use FMA instructions: for loops
+/// whose only fused multiply-adds are explicit std::fma calls (a libm call
+/// per element on the baseline), which round exactly the same either way,
+/// in files built with -ffp-contract=off so nothing else gets fused.
+#if defined(__GNUC__) && defined(__x86_64__)
+template <typename Loop>
+__attribute__((target("avx2,fma"))) void runWithAvx2Fma(const Loop &loop) {
+  loop();
+}
+inline bool cpuHasAvx2Fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+#endif
+template <typename Loop> void runWideFma(const Loop &loop) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  if (cpuHasAvx2Fma())
+    return runWithAvx2Fma(loop);
+#endif
+  loop();
+}
+
 // --- Strided iteration -------------------------------------------------------------
 
 /// Row-major element strides of a contiguous tensor.

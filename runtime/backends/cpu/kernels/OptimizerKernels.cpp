@@ -116,22 +116,8 @@ template <typename T> [[gnu::always_inline]] inline void loop(const SgdStep<T> &
 // a libm call per element and the loops do not vectorize (~13 ns per
 // element). CPUs with AVX2 and FMA run a second copy of each loop compiled
 // for them; fma is exactly rounded either way, so the results are the same.
-#if defined(__GNUC__) && defined(__x86_64__)
-template <typename Step> __attribute__((target("avx2,fma"))) void loopWithFma(const Step &s) {
-  loop(s);
-}
-bool cpuHasFma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-}
-#endif
-
 template <typename Step> void runLoop(const Step &s) {
-#if defined(__GNUC__) && defined(__x86_64__)
-  if (cpuHasFma())
-    return loopWithFma(s);
-#endif
-  loop(s);
+  runWideFma([&] { loop(s); });
 }
 
 /// AdamW on storage T (float or double): the step's scalars as Python

@@ -26,10 +26,7 @@ constexpr int64_t kN = 1300; // two full blocks of 512 and a partial one
 
 TestTensor randomTensor(kerneltest::Dims dims, uint32_t seed, double lo, double hi) {
   TestTensor t(DType::F32, std::move(dims));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  for (int64_t i = 0; i < t.size(); ++i)
-    t.set(i, dist(rng));
+  t.fillUniform(seed, lo, hi);
   return t;
 }
 

@@ -37,10 +37,7 @@ using kerneltest::numElements;
 struct Buffer : kerneltest::TestTensor {
   using TestTensor::TestTensor;
   Buffer &random(uint32_t seed, double lo = -2.0, double hi = 2.0) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<double> dist(lo, hi);
-    for (int64_t i = 0; i < size(); ++i)
-      set(i, dist(rng));
+    fillUniform(seed, lo, hi);
     return *this;
   }
 };

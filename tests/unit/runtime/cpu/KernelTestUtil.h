@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 #include <cstdint>
 #include <cstring>
@@ -83,6 +84,13 @@ struct TestTensor {
             store(as<T>() + i, static_cast<ComputeType<T>>(v));
         }).isOk())
       ADD_FAILURE() << "unhandled dtype";
+  }
+  /// Uniform reals in [lo, hi), rounded to the dtype, from `seed`.
+  void fillUniform(uint32_t seed, double lo, double hi) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> dist(lo, hi);
+    for (int64_t i = 0; i < size(); ++i)
+      set(i, dist(rng));
   }
   std::vector<double> values() const {
     std::vector<double> v(size());

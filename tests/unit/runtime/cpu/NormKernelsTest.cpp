@@ -29,12 +29,7 @@ using kerneltest::numElements;
 /// A float test tensor with this test's random fill.
 struct Buffer : kerneltest::TestTensor {
   using TestTensor::TestTensor;
-  void fillRandom(uint32_t seed, double lo = -3.0, double hi = 3.0) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<double> dist(lo, hi);
-    for (int64_t i = 0; i < size(); ++i)
-      set(i, dist(rng));
-  }
+  void fillRandom(uint32_t seed, double lo = -3.0, double hi = 3.0) { fillUniform(seed, lo, hi); }
 };
 
 using kerneltest::tolerance;

@@ -116,6 +116,28 @@ int emitSummary(const fsdp::CompileOptions &opts, ModuleOp module) {
   return 0;
 }
 
+/// Prints a diagnostic from the stages after an ONNX import the way the
+/// importer reports errors: "fsdp-opt: error: m.onnx: node 'NAME': ...".
+/// Ops keep their ONNX node's name as location (gradient ops their forward
+/// node's); notes (IR dumps of the failing op) are left out.
+LogicalResult printModelDiagnostic(Diagnostic &diag) {
+  if (diag.getSeverity() == DiagnosticSeverity::Note || diag.getSeverity() == DiagnosticSeverity::Remark)
+    return success();
+  std::string where;
+  Location loc = diag.getLocation();
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    if (auto file = dyn_cast<FileLineColLoc>(name.getChildLoc()))
+      where = file.getFilename().str() + ": ";
+    where += "node '" + name.getName().str() + "': ";
+  } else if (auto file = dyn_cast<FileLineColLoc>(loc)) {
+    where = file.getFilename().str() + ": ";
+  }
+  llvm::errs() << "fsdp-opt: "
+               << (diag.getSeverity() == DiagnosticSeverity::Error ? "error" : "warning") << ": "
+               << where << diag.str() << "\n";
+  return success();
+}
+
 /// Imports an ONNX file, runs the implemented stages and emits the result.
 int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   std::string error;
@@ -130,6 +152,7 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   if (!model)
     return fail(error);
   MLIRContext context(registry);
+  ScopedDiagnosticHandler diagnostics(&context, printModelDiagnostic);
   OwningOpRef<ModuleOp> module =
       fsdp::onnx::importModel(context, *model, fsdp::onnx::ImportOptions(), error);
   if (!module)

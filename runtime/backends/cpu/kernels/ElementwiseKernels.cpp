@@ -252,7 +252,7 @@ template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, con
     case UnaryKind::Log: runUnary<T>(in, out, [](C x) { return std::log(x); }); break;
     case UnaryKind::Sqrt: runUnary<T>(in, out, [](C x) { return std::sqrt(x); }); break;
     case UnaryKind::Erf: runUnary<T>(in, out, [](C x) { return erfOf(x); }); break;
-    case UnaryKind::Tanh: runUnary<T>(in, out, [](C x) { return std::tanh(x); }); break;
+    case UnaryKind::Tanh: runUnary<T>(in, out, [](C x) { return tanhOf(x); }); break;
     case UnaryKind::Sigmoid: runUnary<T>(in, out, [](C x) { return sigmoidOf(x); }); break;
     default: return unsupportedDType(unaryName(kind), in.dtype);
     }

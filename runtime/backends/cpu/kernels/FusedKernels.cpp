@@ -60,7 +60,7 @@ void applyOp(int64_t op, const float *a, const float *b, float *d, int64_t n) {
   case Log: return each([](float x, float) { return std::log(x); });
   case Sqrt: return each([](float x, float) { return std::sqrt(x); });
   case Erf: return each([](float x, float) { return erfOf(x); });
-  case Tanh: return each([](float x, float) { return std::tanh(x); });
+  case Tanh: return each([](float x, float) { return tanhOf(x); });
   case Sigmoid: return each([](float x, float) { return sigmoidOf(x); });
   case ReluGrad: return each([](float y, float g) { return reluGradOf(y, g); });
   case ErfGrad: return each([](float x, float g) { return erfGradOf(x, g); });

@@ -2,13 +2,15 @@
 //
 // One registration function shared by fsdp-opt and the tests (the pattern of
 // Triton's RegisterTritonDialects.h), so every tool parses the same IR.
-// Later issues add the fsdp dialect and pass registrations here.
+// The fsdp dialect's collectives are registered ahead of the passes that
+// create them (the FSDP issue), so they can be written and tested now.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_COMPILER_REGISTERDIALECTS_H
 #define FSDP_COMPILER_REGISTERDIALECTS_H
 
+#include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -17,7 +19,7 @@
 namespace fsdp {
 
 inline void registerFsdpDialects(mlir::DialectRegistry &registry) {
-  registry.insert<nn::NNDialect, mlir::func::FuncDialect>();
+  registry.insert<nn::NNDialect, dist::FSDPDialect, mlir::func::FuncDialect>();
 }
 
 } // namespace fsdp

@@ -1,0 +1,13 @@
+//===- FSDPOps.td - all fsdp ops -------------------------------*- tablegen -*-===//
+//
+// The single TableGen root of the fsdp dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_FSDP_OPS_TD
+#define FSDP_FSDP_OPS_TD
+
+include "dialects/fsdp/FSDPBase.td"
+include "dialects/fsdp/FSDPCollectiveOps.td"
+
+#endif // FSDP_FSDP_OPS_TD

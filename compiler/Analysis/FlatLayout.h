@@ -1,0 +1,37 @@
+//===- FlatLayout.h - a shard unit's flat parameter and its shards --------===//
+//
+// FSDP's FlatParameter: a unit's parameters laid end to end in one flat
+// buffer, padded at the end so it splits into `worldSize` equal shards;
+// rank r holds elements [r * shard, (r + 1) * shard). World sizes that do
+// not divide the unit's size (3, 5, ...) only add padding. The layout is
+// what the plan records per unit and parameter (plan.fbs Unit, Parameter).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_COMPILER_ANALYSIS_FLATLAYOUT_H
+#define FSDP_COMPILER_ANALYSIS_FLATLAYOUT_H
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace fsdp {
+
+struct FlatLayout {
+  std::vector<int64_t> offsets; // element offset of each parameter in the flat buffer
+  int64_t flatNumel = 0;        // sum of the parameters' elements
+  int64_t paddedNumel = 0;      // flatNumel rounded up to a multiple of worldSize
+  int64_t shardNumel = 0;       // paddedNumel / worldSize
+
+  /// The part of parameter `p` (numel `n`) that rank `r` holds, as
+  /// [begin, end) offsets into the parameter; empty when it holds none.
+  std::pair<int64_t, int64_t> localRange(size_t p, int64_t n, int64_t rank) const;
+};
+
+/// `numels` in unit order; worldSize >= 1.
+FlatLayout computeFlatLayout(const std::vector<int64_t> &numels, int64_t worldSize);
+
+} // namespace fsdp
+
+#endif // FSDP_COMPILER_ANALYSIS_FLATLAYOUT_H

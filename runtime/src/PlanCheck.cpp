@@ -28,13 +28,15 @@ using plan::Kernel;
 /// mean "the rank of input 0", -3 "twice that". An output count of -4 means
 /// "one, plus one when the optional operand is present" (Sgd's momentum
 /// buffer is both an operand and a result). Integer attributes of count -1
-/// are axes (at most the rank); -5 is a program of any length (Fused).
+/// are axes (at most the rank); -5 is a program of any length (Fused); -6
+/// is none or exactly two (MatMul's transpose flags, whatever the rank).
 struct KernelShape {
   const char *name;
   int minInputs, maxInputs, outputs, ints, floats, optionalInput;
 };
 
-constexpr int kAny = -1, kRank = -2, kTwiceRank = -3, kOnePlusOptional = -4, kProgram = -5;
+constexpr int kAny = -1, kRank = -2, kTwiceRank = -3, kOnePlusOptional = -4, kProgram = -5,
+              kNoneOrTwo = -6;
 
 KernelShape kernelShape(Kernel k) {
   switch (k) {
@@ -54,7 +56,7 @@ KernelShape kernelShape(Kernel k) {
   case Kernel::Sigmoid: return {"Sigmoid", 1, 1, 1, 0, 0, -1};
   case Kernel::Not: return {"Not", 1, 1, 1, 0, 0, -1};
   case Kernel::Cast: return {"Cast", 1, 1, 1, 0, 0, -1};
-  case Kernel::MatMul: return {"MatMul", 2, 2, 1, kAny, 0, -1};
+  case Kernel::MatMul: return {"MatMul", 2, 2, 1, kNoneOrTwo, 0, -1};
   case Kernel::Gemm: return {"Gemm", 3, 3, 1, 2, 2, 2};
   case Kernel::Softmax: return {"Softmax", 1, 1, 1, 1, 0, -1};
   case Kernel::LogSoftmax: return {"LogSoftmax", 1, 1, 1, 1, 0, -1};
@@ -175,7 +177,10 @@ Status checkInstruction(const plan::Instruction &inst, size_t index, const plan:
     return Status::error(cat(what, ": group of ", ints, " ranks in a world of ", plan.world_size()));
   // kAny integer attributes are axes (at most the rank); a kProgram list is
   // checked by its kernel.
-  bool intsOk = shape.ints == kProgram || (shape.ints == kAny ? ints <= rank : ints == expectedInts);
+  bool intsOk = shape.ints == kProgram ||
+                (shape.ints == kNoneOrTwo ? (ints == 0 || ints == 2)
+                 : shape.ints == kAny     ? ints <= rank
+                                          : ints == expectedInts);
   if (!collective && !intsOk)
     return Status::error(cat(what, ": has ", ints, " integer attributes"));
   if (static_cast<int>(count(inst.floats())) != shape.floats)

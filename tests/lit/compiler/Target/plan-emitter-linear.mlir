@@ -22,3 +22,9 @@ module {
     return %y, %z, %vt : tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<3x4xf32>
   }
 }
+
+// A 1-D lhs with a folded transposed rhs keeps both flags (the plan checker
+// accepts two flags whatever the lhs rank).
+// RUN: fsdp-opt %S/Inputs/vector-times-transpose.mlir --emit=plan --mode=forward -o %t.vec.plan
+// RUN: fsdp-run %t.vec.plan --dump | FileCheck %s --check-prefix=VECTOR
+// VECTOR: inst 0 MatMul [%0, %1] -> [%2] ints=[0, 1]

@@ -17,7 +17,6 @@
 #include "backends/cpu/kernels/Dispatch.h"
 
 #include <algorithm>
-#include <vector>
 
 namespace fsdp::rt::cpu {
 namespace {
@@ -85,14 +84,15 @@ Status fusedElementwise(const TensorRef *inputs, int numInputs, const int64_t *i
   for (int i = 0; i < numOutputs; ++i)
     if (outputs[i].dtype != DType::F32 || outputs[i].numElements() != n)
       return Status::error("fused: results must be f32 of one element count");
-  std::vector<bool> scalar(numInputs + numSteps, false);
+  // Fixed-size tables on the stack: this runs every step and allocates nothing.
+  bool scalar[kMaxValues] = {};
   for (int i = 0; i < numInputs; ++i) {
     if (inputs[i].dtype != DType::F32 ||
         (inputs[i].numElements() != n && inputs[i].numElements() != 1))
       return Status::error(cat("fused: input ", i, " must be f32 with ", n, " elements or one"));
     scalar[i] = inputs[i].numElements() == 1 && n != 1;
   }
-  std::vector<Step> steps(numSteps);
+  Step steps[kMaxValues];
   for (int64_t k = 0; k < numSteps; ++k) {
     Step s{ints[1 + 3 * k], ints[2 + 3 * k], ints[3 + 3 * k]};
     const int64_t self = numInputs + k;
@@ -102,14 +102,16 @@ Status fusedElementwise(const TensorRef *inputs, int numInputs, const int64_t *i
     steps[k] = s;
   }
   // Where each op writes: a result's output buffer, else a scratch slot.
-  std::vector<int> outputOf(numSteps, -1);
+  int outputOf[kMaxValues];
+  std::fill(outputOf, outputOf + numSteps, -1);
   for (int i = 0; i < numOutputs; ++i) {
     const int64_t value = ints[1 + 3 * numSteps + i] - numInputs;
     if (value < 0 || value >= numSteps)
       return Status::error(cat("fused: result ", i, " is not an op's value"));
     outputOf[value] = i;
   }
-  std::vector<int> slot(numSteps, -1);
+  int slot[kMaxValues];
+  std::fill(slot, slot + numSteps, -1);
   int scratchSlots = 0;
   for (int64_t k = 0; k < numSteps; ++k)
     if (outputOf[k] < 0)
@@ -118,7 +120,7 @@ Status fusedElementwise(const TensorRef *inputs, int numInputs, const int64_t *i
     return Status::error("fused: too many intermediate values");
 
   alignas(64) static thread_local float scratch[kMaxScratch][kBlock];
-  std::vector<const float *> value(numInputs + numSteps);
+  const float *value[kMaxValues];
   for (int64_t start = 0; start < n; start += kBlock) {
     const int64_t len = std::min(kBlock, n - start);
     for (int i = 0; i < numInputs; ++i)

@@ -39,10 +39,9 @@ bool isScalarFloat(Type t) {
   return type && type.getNumElements() == 1 && isa<FloatType>(type.getElementType());
 }
 
-/// Makes `f` return only its result `index`, named as before.
-void keepOnlyResult(func::FuncOp f, unsigned index, const std::string &name) {
+/// Makes `f` return only `loss`, as the output `name`.
+void returnOnly(func::FuncOp f, Value loss, const std::string &name) {
   auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
-  Value loss = ret.getOperand(index);
   OpBuilder b(ret);
   b.create<func::ReturnOp>(ret.getLoc(), loss);
   ret.erase();
@@ -65,7 +64,8 @@ LogicalResult useModelLoss(func::FuncOp f) {
                                                "is named 'loss'")
                          << " (outputs: " << describeOutputs(f)
                          << "); choose or attach one with --loss=xent:OUTPUT[,LABELS]";
-  keepOnlyResult(f, scalars[0], outputName(f, scalars[0]));
+  Value loss = f.getBody().front().getTerminator()->getOperand(scalars[0]);
+  returnOnly(f, loss, outputName(f, scalars[0]));
   return success();
 }
 
@@ -132,18 +132,7 @@ LogicalResult attachCrossEntropy(func::FuncOp f, const LossSpec &spec) {
   auto loss = b.create<nn::SoftmaxCrossEntropyOp>(
       loc, RankedTensorType::get({}, element), scores.getType(), scores, flatLabels, Value(),
       b.getStringAttr("mean"), IntegerAttr());
-  SmallVector<Value> results(ret.getOperands());
-  results.push_back(loss.getLoss());
-  b.create<func::ReturnOp>(ret.getLoc(), results);
-  ret.erase();
-  SmallVector<Type> types(f.getResultTypes());
-  types.push_back(loss.getLoss().getType());
-  SmallVector<DictionaryAttr> attrs;
-  f.getAllResultAttrs(attrs);
-  f.setType(FunctionType::get(f.getContext(), f.getArgumentTypes(), types));
-  for (auto [i, a] : llvm::enumerate(attrs))
-    f.setResultAttrs(i, a);
-  keepOnlyResult(f, types.size() - 1, "loss");
+  returnOnly(f, loss.getLoss(), "loss");
   return success();
 }
 

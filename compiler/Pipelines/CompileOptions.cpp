@@ -440,6 +440,17 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
     if (!why.empty())
       return fail("--shard=hybrid:" + std::to_string(group) + ": " + why);
   }
+  // The training step's flags act in the train stage; output that stops
+  // before it (a summary, IR after import) would silently ignore them.
+  bool trainStageRuns = opts.emit != EmitKind::Summary &&
+                        !(opts.emit == EmitKind::Mlir && opts.stopAfter == Stage::Import);
+  if (opts.mode == Mode::Train && !trainStageRuns)
+    for (const char *flag : {"optimizer", "lr", "beta1", "beta2", "eps", "weight-decay",
+                             "momentum", "nesterov", "freeze", "no-decay", "loss"})
+      if (given(flag))
+        return fail("--" + std::string(flag) +
+                    " acts in the train stage, which this output does not run (it needs "
+                    "--emit=plan, or --emit=mlir with --stop-after=train or later)");
   // torch.optim.SGD refuses the same: Nesterov without momentum is plain SGD.
   if (opts.nesterov && opts.momentum <= 0)
     return fail("--nesterov requires --momentum > 0");

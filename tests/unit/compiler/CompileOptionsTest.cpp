@@ -418,6 +418,14 @@ TEST(CompileOptionsTest, CrossFlagRules) {
        ""},
       {{"--mode=forward", "--world-size=2"},
        "--world-size=2 requires --mode=train: forward plans run on one rank"},
+      // Training flags need the train stage to run.
+      {{"--emit=summary", "--lr=0.1"},
+       "--lr acts in the train stage, which this output does not run (it needs "
+       "--emit=plan, or --emit=mlir with --stop-after=train or later)"},
+      {{"--emit=mlir", "--stop-after=import", "--freeze=pe"},
+       "--freeze acts in the train stage, which this output does not run (it needs "
+       "--emit=plan, or --emit=mlir with --stop-after=train or later)"},
+      {{"--emit=mlir", "--stop-after=train", "--freeze=pe"}, ""},
       // Forward mode names the training flag, not the optimizer mismatch.
       {{"--mode=forward", "--momentum=0.5"},
        "--momentum requires --mode=train"},

@@ -206,14 +206,18 @@ Status Executor::run(std::vector<double> *kernelSeconds) {
   return Status::ok();
 }
 
-Status Executor::getOutput(const std::string &name, HostTensor &out) const {
-  uint32_t buffer;
-  FSDP_RETURN_IF_ERROR(bindingBuffer(false, name, buffer));
+Status Executor::copyToHost(uint32_t buffer, HostTensor &out) const {
   TensorRef source = viewOf(buffer);
   out.dtype = source.dtype;
   out.shape.assign(source.dims, source.dims + source.rank);
   out.data.resize(source.byteSize());
   return device_.copyToHost(out.data.data(), source.data, source.byteSize());
+}
+
+Status Executor::getOutput(const std::string &name, HostTensor &out) const {
+  uint32_t buffer;
+  FSDP_RETURN_IF_ERROR(bindingBuffer(false, name, buffer));
+  return copyToHost(buffer, out);
 }
 
 Status Executor::writeScalar(uint32_t buffer, DType dtype, const void *value, const char *what) {
@@ -301,20 +305,18 @@ Status Executor::parameterBuffer(const std::string &name, uint32_t &buffer) cons
 Status Executor::getParameter(const std::string &name, HostTensor &out) const {
   uint32_t buffer;
   FSDP_RETURN_IF_ERROR(parameterBuffer(name, buffer));
-  TensorRef source = viewOf(buffer);
-  out.dtype = source.dtype;
-  out.shape.assign(source.dims, source.dims + source.rank);
-  out.data.resize(source.byteSize());
-  return device_.copyToHost(out.data.data(), source.data, source.byteSize());
+  return copyToHost(buffer, out);
 }
 
 Status Executor::saveWeights(const std::string &path) const {
-  std::vector<std::string> names = parameterNames();
-  std::vector<HostTensor> values(names.size());
+  // Straight from the parameter table: one pass, no lookup by name.
+  const auto *params = plan_.plan().parameters();
+  size_t count = params ? params->size() : 0;
+  std::vector<HostTensor> values(count);
   std::vector<NamedTensor> tensors;
-  for (size_t i = 0; i < names.size(); ++i) {
-    FSDP_RETURN_IF_ERROR(getParameter(names[i], values[i]));
-    tensors.push_back({names[i], values[i].ref()});
+  for (size_t i = 0; i < count; ++i) {
+    FSDP_RETURN_IF_ERROR(copyToHost(params->Get(i)->buffer(), values[i]));
+    tensors.push_back({params->Get(i)->name()->str(), values[i].ref()});
   }
   // "format": "pt" is what transformers' loaders look for.
   return writeSafetensors(path, tensors, {{"format", "pt"}});
@@ -338,20 +340,20 @@ std::vector<std::string> Executor::parameterNames() const {
   return names;
 }
 
-std::vector<std::string> Executor::inputNames() const {
+/// Names of a plan's bindings, in order.
+static std::vector<std::string>
+bindingNames(const flatbuffers::Vector<flatbuffers::Offset<plan::Binding>> *bindings) {
   std::vector<std::string> names;
-  if (plan_.plan().inputs())
-    for (const plan::Binding *b : *plan_.plan().inputs())
+  if (bindings)
+    for (const plan::Binding *b : *bindings)
       names.push_back(b->name()->str());
   return names;
 }
 
+std::vector<std::string> Executor::inputNames() const { return bindingNames(plan_.plan().inputs()); }
+
 std::vector<std::string> Executor::outputNames() const {
-  std::vector<std::string> names;
-  if (plan_.plan().outputs())
-    for (const plan::Binding *b : *plan_.plan().outputs())
-      names.push_back(b->name()->str());
-  return names;
+  return bindingNames(plan_.plan().outputs());
 }
 
 } // namespace fsdp::rt

@@ -88,6 +88,8 @@ public:
   size_t allocatedBytes() const { return persistent_.size + arena_.size; }
 
 private:
+  /// Copies a plan buffer to the host, with its dtype and shape.
+  Status copyToHost(uint32_t buffer, HostTensor &out) const;
   Executor(const LoadedPlan &plan, Device &device) : plan_(plan), device_(device) {}
   Status prepare();
   TensorRef viewOf(uint32_t buffer) const;

@@ -53,6 +53,15 @@ __attribute__((always_inline)) inline float fastExp(float x) {
   return x != x ? x : y;
 }
 
+/// a * (c[0] + c[1] a^2 + c[2] a^4 + ...), by Horner's rule in a^2.
+template <int N>
+__attribute__((always_inline)) inline float oddSeries(float a, const float (&c)[N]) {
+  float a2 = a * a, sum = c[N - 1];
+  for (int i = N - 2; i >= 0; --i)
+    sum = sum * a2 + c[i];
+  return sum * a;
+}
+
 __attribute__((always_inline)) inline float fastErf(float x) {
   // 2/sqrt(pi) * (-1)^n / (n! (2n+1)), n = 0..12.
   static constexpr float taylor[13] = {
@@ -69,17 +78,14 @@ __attribute__((always_inline)) inline float fastErf(float x) {
       1.4807192815879218e-08f,
       -1.2290555301717926e-09f,
       9.4227590646504113e-11f};
-  float a = std::fabs(x), a2 = a * a;
-  float series = taylor[12];
-  for (int i = 11; i >= 0; --i)
-    series = series * a2 + taylor[i];
-  series *= a;
+  float a = std::fabs(x);
+  float series = oddSeries(a, taylor);
   float t = 1.0f / (1.0f + 0.3275911f * a);
   float poly =
       ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t +
        0.254829592f) *
       t;
-  float tail = 1.0f - poly * fastExp(-a2);
+  float tail = 1.0f - poly * fastExp(-(a * a));
   return std::copysign(a < 1.0f ? series : tail, x);
 }
 
@@ -98,11 +104,8 @@ __attribute__((always_inline)) inline float fastTanh(float x) {
       0.00059002744094558595f,
       -0.00023912911424355248f,
       9.6915379569294509e-05f};
-  float a = std::fabs(x), a2 = a * a;
-  float series = taylor[10];
-  for (int i = 9; i >= 0; --i)
-    series = series * a2 + taylor[i];
-  series *= a;
+  float a = std::fabs(x);
+  float series = oddSeries(a, taylor);
   float tail = 1.0f - 2.0f / (fastExp(2.0f * a) + 1.0f);
   return std::copysign(a < 0.6f ? series : tail, x);
 }

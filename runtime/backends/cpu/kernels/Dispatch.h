@@ -325,6 +325,28 @@ StridedLayout<N> broadcastLayout(const TensorRef &out, const TensorRef *const (&
   return layout;
 }
 
+/// The slice of `whole` at per-dim `starts` / `steps`, iterated over
+/// `part`'s index space: `part` contiguous, `whole` strided (steps may be
+/// negative). Operand `wholeOperand` (0 or 1) is the whole, the other one
+/// the part, so the same layout reads a slice (slice) or writes one back
+/// (slice_grad). Coalesced.
+inline StridedLayout<2> sliceLayout(const TensorRef &part, const TensorRef &whole,
+                                    const int64_t *starts, const int64_t *steps,
+                                    int wholeOperand) {
+  int64_t wholeStrides[kMaxRank];
+  contiguousStrides(whole, wholeStrides);
+  StridedLayout<2> layout;
+  layout.rank = part.rank;
+  for (int d = 0; d < part.rank; ++d) {
+    layout.dims[d] = part.dims[d];
+    layout.strides[wholeOperand][d] = wholeStrides[d] * steps[d];
+    layout.base[wholeOperand] += starts[d] * wholeStrides[d];
+  }
+  contiguousStrides(part, layout.strides[1 - wholeOperand]);
+  layout.coalesce();
+  return layout;
+}
+
 /// Calls row(offsets, n, innerStrides) for each run of the innermost dim:
 /// offsets[k] is operand k's element offset at the run's start and
 /// innerStrides[k] its step within the run. Nothing for an empty space.

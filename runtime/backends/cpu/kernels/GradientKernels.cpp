@@ -339,23 +339,16 @@ Status sliceGrad(const TensorRef &dy, const int64_t *starts, const int64_t *step
     std::memset(dx.data, 0, dx.byteSize());
   if (dy.numElements() == 0)
     return Status::ok();
-  // dx as a strided view over dy's index space (the slice kernel's layout
-  // with the roles swapped); every position must lie inside dx.
-  int64_t dxStrides[kMaxRank];
-  contiguousStrides(dx, dxStrides);
-  StridedLayout<2> layout;
-  layout.rank = dy.rank;
+  // The slice kernel's layout with the roles swapped: dx is the strided
+  // whole (operand 0, written), dy the contiguous part. Every position
+  // must lie inside dx.
   for (int d = 0; d < dy.rank; ++d) {
     const int64_t last = starts[d] + (dy.dims[d] - 1) * steps[d];
     if (starts[d] < 0 || starts[d] >= dx.dims[d] || last < 0 || last >= dx.dims[d])
       return Status::error(cat("slice_grad: dim ", d, " writes positions ", starts[d], " to ",
                                last, " of ", dx.dims[d]));
-    layout.dims[d] = dy.dims[d];
-    layout.strides[0][d] = dxStrides[d] * steps[d];
-    layout.base[0] += starts[d] * dxStrides[d];
   }
-  contiguousStrides(dy, layout.strides[1]);
-  layout.coalesce();
+  StridedLayout<2> layout = sliceLayout(dy, dx, starts, steps, /*wholeOperand=*/0);
   return dispatchBySize(
       dx.dtype,
       [&](auto unit) {

@@ -214,18 +214,7 @@ Status split(const TensorRef &in, int64_t axis, const TensorRef *outputs, int co
 Status slice(const TensorRef &in, const int64_t *starts, const int64_t *steps, const TensorRef &out) {
   if (out.numElements() == 0)
     return Status::ok();
-  int64_t inStrides[kMaxRank];
-  contiguousStrides(in, inStrides);
-  StridedLayout<2> layout;
-  layout.rank = out.rank;
-  for (int d = 0; d < out.rank; ++d) {
-    layout.dims[d] = out.dims[d];
-    layout.strides[1][d] = inStrides[d] * steps[d];
-    layout.base[1] += starts[d] * inStrides[d];
-  }
-  contiguousStrides(out, layout.strides[0]);
-  layout.coalesce();
-  return copyStrided(layout, in, out, "slice");
+  return copyStrided(sliceLayout(out, in, starts, steps, /*wholeOperand=*/1), in, out, "slice");
 }
 
 Status expand(const TensorRef &in, const TensorRef &out) {

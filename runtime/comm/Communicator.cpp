@@ -26,6 +26,10 @@ std::string hex(uint64_t v) {
 
 } // namespace
 
+Status Communicator::split(int, int, std::unique_ptr<Communicator> &) {
+  return abortWith(Status::error("this communicator cannot split into sub-groups"));
+}
+
 Status Communicator::abortWith(Status status) {
   abort(status.message());
   return status;

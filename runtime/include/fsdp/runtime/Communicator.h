@@ -26,6 +26,7 @@
 #include "fsdp/runtime/TensorRef.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace fsdp::rt {
@@ -74,6 +75,12 @@ public:
   virtual Status broadcast(void *buf, int64_t count, DType dtype, int root) = 0;
   /// Returns once every rank has called barrier().
   virtual Status barrier() = 0;
+  /// Collective over this communicator (ncclCommSplit, MPI_Comm_split):
+  /// ranks passing the same `color` form one new communicator, ranked by
+  /// (key, old rank). Every rank must call it, in the same order relative to
+  /// other collectives. Plans use it to build the shard and replica groups
+  /// of hybrid sharding.
+  virtual Status split(int color, int key, std::unique_ptr<Communicator> &out);
   /// Fails the group: every rank waiting in or later calling a collective
   /// gets an error naming this rank and `reason`. For an MPI communicator
   /// this is MPI_Abort, for NCCL ncclCommAbort.

@@ -1,6 +1,6 @@
 //===- InProcessCommunicator.cpp - ranks as threads of one process --------===//
 //
-// Every collective runs the same protocol under one group mutex: each rank
+// Every collective runs the same protocol under one mutex: each rank
 // publishes (call description, send pointer, local error) in its slot and
 // arrives at a generation-counted barrier; once all have arrived, each rank
 // judges the published slots (a pure function of them, so every rank reaches
@@ -12,63 +12,52 @@
 // the second without waiting on anything else, and letting a rank leave
 // early there could free a buffer another rank is still reading.
 //
+// split is one more collective of this protocol: ranks publish (color,
+// key), the first rank past the first barrier forms every new group, and
+// each rank takes a communicator for its own. All groups split from one
+// createInProcessGroup form a family that shares the mutex, so abort() can
+// fail them all at once: a rank that gives up may be the one a sibling or
+// parent group is waiting for, and MPI_Abort ends all of them too.
+//
 //===----------------------------------------------------------------------===//
 
 #include "comm/InProcessCommunicator.h"
 
+#include "comm/CollectiveCall.h"
 #include "comm/RankOrderReduce.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
-#include <limits>
 #include <mutex>
+#include <numeric>
 
 namespace fsdp::rt::comm {
 
 namespace {
 
-enum class CallKind : uint8_t { AllGather, ReduceScatter, AllReduce, Broadcast, Barrier };
+struct Group;
 
-/// What one rank asked for. All ranks must publish equal descriptions; the
-/// fields a kind does not use stay at their defaults so they compare equal.
-struct CallDesc {
-  CallKind kind = CallKind::Barrier;
-  int64_t count = 0;
-  DType dtype = DType::F32;
-  ReduceOp op = ReduceOp::Sum;
-  int root = 0;
-
-  bool operator==(const CallDesc &o) const {
-    return kind == o.kind && count == o.count && dtype == o.dtype && op == o.op &&
-           root == o.root;
-  }
-
-  std::string describe() const {
-    switch (kind) {
-    case CallKind::AllGather:
-      return cat("allGather(", count, " x ", dtypeName(dtype), ")");
-    case CallKind::ReduceScatter:
-      return cat("reduceScatter(", count, " x ", dtypeName(dtype), ", ", reduceOpName(op), ")");
-    case CallKind::AllReduce:
-      return cat("allReduce(", count, " x ", dtypeName(dtype), ", ", reduceOpName(op), ")");
-    case CallKind::Broadcast:
-      return cat("broadcast(", count, " x ", dtypeName(dtype), ", root ", root, ")");
-    case CallKind::Barrier:
-      return "barrier()";
-    }
-    return "unknown collective";
-  }
+/// The groups that descend from one createInProcessGroup call by split.
+/// They share one mutex, which keeps abort() (which fails the whole family,
+/// like MPI_Abort ends the whole job) free of lock-order questions; the
+/// critical sections are a few field updates, the data movement of every
+/// collective happens outside it, so groups still run concurrently.
+struct Family {
+  std::mutex mutex;
+  std::vector<std::weak_ptr<Group>> groups; // guarded by mutex
 };
 
-struct Slot {
-  CallDesc desc;
-  const void *send = nullptr;
-  std::string localError; // why this rank cannot take part; empty if it can
-};
-
-/// State shared by the ranks of one group; every field is guarded by mutex.
+/// State shared by the ranks of one group; every field is guarded by
+/// family->mutex.
 struct Group {
-  explicit Group(int n) : size(n), slots(static_cast<size_t>(n)) {}
+  Group(int n, std::shared_ptr<Family> family)
+      : size(n), family(std::move(family)), descs(static_cast<size_t>(n)),
+        localErrors(static_cast<size_t>(n)), sends(static_cast<size_t>(n)),
+        colors(static_cast<size_t>(n)), keys(static_cast<size_t>(n)),
+        splitOut(static_cast<size_t>(n)), worldRanks(static_cast<size_t>(n)) {
+    std::iota(worldRanks.begin(), worldRanks.end(), 0);
+  }
 
   /// Waits until every rank has arrived. An interruptible wait gives up
   /// (returns false) when the group fails first.
@@ -93,25 +82,23 @@ struct Group {
     cv.notify_all();
   }
 
-  /// The verdict on the published slots: empty when the call may proceed.
-  std::string judge() const {
-    for (int r = 0; r < size; ++r)
-      if (!slots[r].localError.empty())
-        return cat("rank ", r, " cannot take part: ", slots[r].localError);
-    for (int r = 1; r < size; ++r)
-      if (!(slots[r].desc == slots[0].desc))
-        return cat("ranks disagree: rank 0 called ", slots[0].desc.describe(), " but rank ", r,
-                   " called ", slots[r].desc.describe());
-    return {};
-  }
-
   const int size;
-  std::mutex mutex;
+  const std::shared_ptr<Family> family;
   std::condition_variable cv;
   int arrived = 0;
   uint64_t generation = 0;
   std::string failure; // non-empty once the group has failed, for good
-  std::vector<Slot> slots;
+  // Each rank's slot for the current collective.
+  std::vector<CallDesc> descs;
+  std::vector<std::string> localErrors; // why a rank cannot take part; empty if it can
+  std::vector<const void *> sends;
+  std::vector<int> colors, keys; // split's arguments
+  // split's result for each old rank: its new group and rank there, built
+  // once per split by the first rank to get there (splitGeneration).
+  std::vector<std::pair<std::shared_ptr<Group>, int>> splitOut;
+  uint64_t splitGeneration = ~uint64_t{0};
+  // Each rank's rank in the family's first group, how abort() names it.
+  std::vector<int> worldRanks;
 };
 
 bool overlaps(const void *a, size_t aBytes, const void *b, size_t bBytes) {
@@ -125,8 +112,10 @@ public:
       : group_(std::move(group)), rank_(rank), inputs_(static_cast<size_t>(group_->size)) {}
 
   // A rank that goes away must not strand the others in their next call.
+  // Only this group fails: the normal end of a run destroys communicators
+  // in any order, and the parent may still be in use.
   ~InProcessCommunicator() override {
-    std::lock_guard<std::mutex> lock(group_->mutex);
+    std::lock_guard<std::mutex> lock(group_->family->mutex);
     group_->fail(cat("rank ", rank_, " left the group (its communicator was destroyed)"));
   }
 
@@ -145,11 +134,11 @@ public:
     // shared with the readers, and it already holds the right bytes.
     const bool inPlace = bytes > 0 && out && send == out + rank_ * bytes;
     const size_t outBytes = bytes * size();
-    return run(desc, send, checkBuffers(desc, send, recv), [&]() -> Status {
+    return run(desc, send, checkCall(desc, size(), send, recv), [&]() -> Status {
       uint8_t *dst = outputFor(recv, outBytes, !inPlace && overlaps(recv, outBytes, send, bytes));
       for (int s = 0; s < size(); ++s)
         if (bytes > 0 && !(inPlace && s == rank_))
-          std::memcpy(dst + s * bytes, group_->slots[s].send, bytes);
+          std::memcpy(dst + s * bytes, group_->sends[s], bytes);
       return Status::ok();
     }, recv, outBytes);
   }
@@ -162,12 +151,9 @@ public:
     // our own chunk is safe since the reduction reads before it stores.
     const bool inPlace =
         bytes > 0 && send && recv == static_cast<const uint8_t *>(send) + rank_ * bytes;
-    Status local = checkBuffers(desc, send, recv);
-    if (local.isOk())
-      local = checkReducible(dtype, op, "reduceScatter");
-    return run(desc, send, local, [&]() -> Status {
+    return run(desc, send, checkCall(desc, size(), send, recv), [&]() -> Status {
       for (int s = 0; s < size(); ++s)
-        inputs_[s] = static_cast<const uint8_t *>(group_->slots[s].send) + rank_ * bytes;
+        inputs_[s] = static_cast<const uint8_t *>(group_->sends[s]) + rank_ * bytes;
       void *dst = outputFor(recv, bytes, !inPlace && overlaps(recv, bytes, send, bytes * size()));
       return reduceInRankOrder(inputs_.data(), size(), dst, recvCount, dtype, op);
     }, recv, bytes);
@@ -177,12 +163,9 @@ public:
                    ReduceOp op) override {
     CallDesc desc{CallKind::AllReduce, count, dtype, op};
     const size_t bytes = byteCount(count, dtype);
-    Status local = checkBuffers(desc, send, recv);
-    if (local.isOk())
-      local = checkReducible(dtype, op, "allReduce");
-    return run(desc, send, local, [&]() -> Status {
+    return run(desc, send, checkCall(desc, size(), send, recv), [&]() -> Status {
       for (int s = 0; s < size(); ++s)
-        inputs_[s] = group_->slots[s].send;
+        inputs_[s] = group_->sends[s];
       // Every other rank reads all of our send: an aliased output must wait.
       void *dst = outputFor(recv, bytes, overlaps(recv, bytes, send, bytes));
       return reduceInRankOrder(inputs_.data(), size(), dst, count, dtype, op);
@@ -192,12 +175,9 @@ public:
   Status broadcast(void *buf, int64_t count, DType dtype, int root) override {
     CallDesc desc{CallKind::Broadcast, count, dtype, ReduceOp::Sum, root};
     const size_t bytes = byteCount(count, dtype);
-    Status local = checkBuffers(desc, buf, buf);
-    if (local.isOk() && (root < 0 || root >= size()))
-      local = Status::error(cat("broadcast: root ", root, " is outside the group of ", size()));
-    return run(desc, buf, local, [&]() -> Status {
+    return run(desc, buf, checkCall(desc, size(), buf, buf), [&]() -> Status {
       if (rank_ != root && bytes > 0)
-        std::memcpy(buf, group_->slots[root].send, bytes);
+        std::memcpy(buf, group_->sends[root], bytes);
       return Status::ok();
     }, buf, 0);
   }
@@ -206,9 +186,34 @@ public:
     return run(CallDesc{}, nullptr, Status::ok(), [] { return Status::ok(); }, nullptr, 0);
   }
 
+  Status split(int color, int key, std::unique_ptr<Communicator> &out) override {
+    out.reset();
+    const CallDesc desc{CallKind::Split};
+    std::unique_ptr<Communicator> made;
+    Status status = run(desc, nullptr, checkCall(desc, size(), nullptr, nullptr, color), [&] {
+      Group &g = *group_;
+      std::lock_guard<std::mutex> lock(g.family->mutex);
+      if (g.splitGeneration != g.generation)
+        buildSplit(g);
+      auto [group, rank] = std::move(g.splitOut[rank_]);
+      made = std::make_unique<InProcessCommunicator>(std::move(group), rank);
+      return Status::ok();
+    }, nullptr, 0, color, key);
+    if (status.isOk())
+      out = std::move(made);
+    return status;
+  }
+
+  // Fails every group of the family, not just this one: a rank that gives
+  // up may be the one that ranks of a sibling or parent group wait for. It
+  // is named by its world rank, which means the same in every group.
   void abort(const std::string &reason) override {
-    std::lock_guard<std::mutex> lock(group_->mutex);
-    group_->fail(cat("rank ", rank_, " aborted the group: ", reason));
+    std::lock_guard<std::mutex> lock(group_->family->mutex);
+    const std::string failure =
+        cat("rank ", group_->worldRanks[rank_], " aborted the group: ", reason);
+    for (auto &weak : group_->family->groups)
+      if (auto group = weak.lock())
+        group->fail(failure);
   }
 
 private:
@@ -216,23 +221,32 @@ private:
     return count > 0 ? static_cast<size_t>(count) * dtypeSize(dtype) : 0;
   }
 
-  /// Why this rank's arguments cannot take part, checked before publishing
-  /// so that the reason reaches every rank through the slots.
-  Status checkBuffers(const CallDesc &desc, const void *send, const void *recv) const {
-    const char *name = desc.kind == CallKind::AllGather       ? "allGather"
-                       : desc.kind == CallKind::ReduceScatter ? "reduceScatter"
-                       : desc.kind == CallKind::AllReduce     ? "allReduce"
-                                                              : "broadcast";
-    if (dtypeSize(desc.dtype) == 0)
-      return Status::error(cat(name, ": invalid element type ", static_cast<int>(desc.dtype)));
-    if (desc.count < 0)
-      return Status::error(cat(name, ": negative element count ", desc.count));
-    // The largest buffer a call touches is count * size elements.
-    if (desc.count > std::numeric_limits<int64_t>::max() / 8 / size())
-      return Status::error(cat(name, ": element count ", desc.count, " is too large"));
-    if (desc.count > 0 && (!send || !recv))
-      return Status::error(cat(name, ": null buffer for ", desc.count, " elements"));
-    return Status::ok();
+  /// Forms the new groups of the split every rank of `g` has published:
+  /// one per color, ranked by (key, old rank), registered in the family so
+  /// abort() reaches them. Called once per split, under the family mutex.
+  static void buildSplit(Group &g) {
+    std::vector<int> order(static_cast<size_t>(g.size));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return g.colors[a] != g.colors[b] ? g.colors[a] < g.colors[b] : g.keys[a] < g.keys[b];
+    });
+    auto &groups = g.family->groups;
+    groups.erase(std::remove_if(groups.begin(), groups.end(),
+                                [](const std::weak_ptr<Group> &w) { return w.expired(); }),
+                 groups.end());
+    for (size_t begin = 0; begin < order.size();) {
+      size_t end = begin;
+      while (end < order.size() && g.colors[order[end]] == g.colors[order[begin]])
+        ++end;
+      auto group = std::make_shared<Group>(static_cast<int>(end - begin), g.family);
+      groups.push_back(group);
+      for (size_t i = begin; i < end; ++i) {
+        group->worldRanks[i - begin] = g.worldRanks[order[i]];
+        g.splitOut[order[i]] = {group, static_cast<int>(i - begin)};
+      }
+      begin = end;
+    }
+    g.splitGeneration = g.generation;
   }
 
   /// Where the output is computed: recv itself, or scratch copied to recv
@@ -249,15 +263,19 @@ private:
   /// The protocol of the file comment, around one rank's `compute`.
   template <typename Compute>
   Status run(const CallDesc &desc, const void *send, const Status &local, Compute &&compute,
-             void *recv, size_t outBytes) {
+             void *recv, size_t outBytes, int color = 0, int key = 0) {
     Group &g = *group_;
-    std::unique_lock<std::mutex> lock(g.mutex);
+    std::unique_lock<std::mutex> lock(g.family->mutex);
     if (!g.failure.empty())
       return Status::error(cat(desc.describe(), " on rank ", rank_, ": ", g.failure));
-    g.slots[rank_] = Slot{desc, send, local.message()};
+    g.descs[rank_] = desc;
+    g.localErrors[rank_] = local.message();
+    g.sends[rank_] = send;
+    g.colors[rank_] = color;
+    g.keys[rank_] = key;
     if (!g.arrive(lock, /*interruptible=*/true))
       return Status::error(cat(desc.describe(), " on rank ", rank_, ": ", g.failure));
-    const std::string verdict = g.judge();
+    const std::string verdict = judgeCalls(g.descs, g.localErrors);
     lock.unlock();
 
     useScratch_ = false;
@@ -287,7 +305,9 @@ private:
 Status createInProcessGroup(int size, std::vector<std::unique_ptr<Communicator>> &ranks) {
   if (size < 1 || size > 4096)
     return Status::error(cat("in-process group: world size ", size, " is outside 1..4096"));
-  auto group = std::make_shared<Group>(size);
+  auto family = std::make_shared<Family>();
+  auto group = std::make_shared<Group>(size, family);
+  family->groups.push_back(group);
   ranks.clear();
   for (int r = 0; r < size; ++r)
     ranks.push_back(std::make_unique<InProcessCommunicator>(group, r));

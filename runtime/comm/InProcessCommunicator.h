@@ -9,6 +9,10 @@
 // ranks is detected from the published descriptions, and a rank that stops
 // taking part aborts the group (destroying a rank's communicator does so
 // too), so no rank ever waits forever on a rank that will not come.
+// split() builds further in-process groups (the shard and replica groups of
+// hybrid sharding); abort() on any group of that family fails all of them,
+// as MPI_Abort would, while destroying a communicator fails only its own
+// group, so communicators may be torn down in any order.
 //
 //===----------------------------------------------------------------------===//
 

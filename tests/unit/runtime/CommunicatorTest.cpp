@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommTestData.h"
 #include "comm/InProcessCommunicator.h"
-#include "fsdp/runtime/Half.h"
 
 #include <gtest/gtest.h>
 
@@ -30,12 +30,12 @@
 #include <thread>
 
 using namespace fsdp::rt;
+using namespace fsdp::rt::commtest;
 using fsdp::rt::comm::createInProcessGroup;
 using namespace std::chrono_literals;
 
 namespace {
 
-using Bytes = std::vector<uint8_t>;
 using Comms = std::vector<std::unique_ptr<Communicator>>;
 /// Runs body(0..n-1) on n threads. The calling thread is the watchdog: if
 /// they have not all returned within `limit`, the test fails and `rescue`
@@ -84,86 +84,6 @@ Comms makeGroup(int size) {
   return comms;
 }
 
-/// Deterministic, uneven per-rank data: magnitudes spread over 2^-4..2^4 and
-/// signs mixed, so float sums round differently in different orders; i64
-/// values are large enough that a float detour would lose them.
-Bytes rankData(DType dtype, int rank, int64_t count, uint64_t salt = 0) {
-  Bytes out(static_cast<size_t>(count) * dtypeSize(dtype));
-  std::mt19937_64 rng(salt * 1000003 + static_cast<uint64_t>(rank) * 7919 + 17);
-  for (int64_t i = 0; i < count; ++i) {
-    double v = std::ldexp(static_cast<double>(rng() % 2001) - 1000.0, static_cast<int>(rng() % 9) - 4) /
-               997.0;
-    switch (dtype) {
-    case DType::F32: reinterpret_cast<float *>(out.data())[i] = static_cast<float>(v); break;
-    case DType::F64: reinterpret_cast<double *>(out.data())[i] = v; break;
-    case DType::BF16:
-      reinterpret_cast<uint16_t *>(out.data())[i] = floatToBf16(static_cast<float>(v));
-      break;
-    case DType::I64:
-      reinterpret_cast<int64_t *>(out.data())[i] =
-          static_cast<int64_t>(rng() % (1ull << 50)) - (int64_t{1} << 49) + rank;
-      break;
-    default: out[i * dtypeSize(dtype)] = static_cast<uint8_t>(rng()); break;
-    }
-  }
-  return out;
-}
-
-/// Sequential reference: element `offset + i` of every input, added in rank
-/// order in the compute type, divided once for Avg.
-Bytes reference(DType dtype, ReduceOp op, const std::vector<Bytes> &inputs, int64_t offset,
-                int64_t count) {
-  const int n = static_cast<int>(inputs.size());
-  Bytes out(static_cast<size_t>(count) * dtypeSize(dtype));
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t k = offset + i;
-    if (dtype == DType::F32 || dtype == DType::BF16) {
-      auto at = [&](int s) {
-        return dtype == DType::F32 ? reinterpret_cast<const float *>(inputs[s].data())[k]
-                                   : bf16ToFloat(reinterpret_cast<const uint16_t *>(inputs[s].data())[k]);
-      };
-      float acc = at(0);
-      for (int s = 1; s < n; ++s)
-        acc += at(s);
-      if (op == ReduceOp::Avg)
-        acc /= static_cast<float>(n);
-      if (dtype == DType::F32)
-        reinterpret_cast<float *>(out.data())[i] = acc;
-      else
-        reinterpret_cast<uint16_t *>(out.data())[i] = floatToBf16(acc);
-    } else if (dtype == DType::F64) {
-      double acc = reinterpret_cast<const double *>(inputs[0].data())[k];
-      for (int s = 1; s < n; ++s)
-        acc += reinterpret_cast<const double *>(inputs[s].data())[k];
-      if (op == ReduceOp::Avg)
-        acc /= n;
-      reinterpret_cast<double *>(out.data())[i] = acc;
-    } else {
-      uint64_t acc = 0; // i64 wraps like the communicator's
-      for (int s = 0; s < n; ++s)
-        acc += static_cast<uint64_t>(reinterpret_cast<const int64_t *>(inputs[s].data())[k]);
-      reinterpret_cast<int64_t *>(out.data())[i] = static_cast<int64_t>(acc);
-    }
-  }
-  return out;
-}
-
-std::vector<Bytes> allRanksData(DType dtype, int size, int64_t count, uint64_t salt = 0) {
-  std::vector<Bytes> data;
-  for (int r = 0; r < size; ++r)
-    data.push_back(rankData(dtype, r, count, salt));
-  return data;
-}
-
-struct TypeOp {
-  DType dtype;
-  ReduceOp op;
-};
-const TypeOp kReductions[] = {{DType::F32, ReduceOp::Sum}, {DType::F32, ReduceOp::Avg},
-                              {DType::F64, ReduceOp::Sum}, {DType::F64, ReduceOp::Avg},
-                              {DType::BF16, ReduceOp::Sum}, {DType::BF16, ReduceOp::Avg},
-                              {DType::I64, ReduceOp::Sum}};
-
 /// Collects one Status per rank and checks them on the test thread.
 struct RankStatuses {
   explicit RankStatuses(int size) : all(static_cast<size_t>(size)) {}
@@ -199,9 +119,7 @@ TEST_P(CommunicatorConformance, AllGatherEveryType) {
       st.all[c.rank()] = c.allGather(data[c.rank()].data(), got[c.rank()].data(), count, dtype);
     });
     st.expectAllOk();
-    Bytes want;
-    for (auto &d : data)
-      want.insert(want.end(), d.begin(), d.end());
+    const Bytes want = concatenated(data);
     for (int r = 0; r < size(); ++r)
       EXPECT_EQ(got[r], want) << dtypeName(dtype) << " on rank " << r;
   }
@@ -477,6 +395,265 @@ INSTANTIATE_TEST_SUITE_P(CommunicatorInProcess, CommunicatorConformance,
                          [](const auto &info) { return "world" + std::to_string(info.param); });
 INSTANTIATE_TEST_SUITE_P(CommunicatorInProcess, CommunicatorMismatch, ::testing::Values(2, 3, 4, 8),
                          [](const auto &info) { return "world" + std::to_string(info.param); });
+
+// --- split: sub-groups for hybrid sharding ---------------------------------
+
+/// The inputs of `members` (parent ranks, in their new-rank order).
+std::vector<Bytes> pick(const std::vector<Bytes> &data, const std::vector<int> &members) {
+  std::vector<Bytes> out;
+  for (int m : members)
+    out.push_back(data[m]);
+  return out;
+}
+
+/// The parent ranks of the group `rank` lands in when every rank splits by
+/// color(rank) with key = its rank: the ranks of equal color, in order.
+std::vector<int> membersOf(int world, int rank, const std::function<int(int)> &color) {
+  std::vector<int> members;
+  for (int r = 0; r < world; ++r)
+    if (color(r) == color(rank))
+      members.push_back(r);
+  return members;
+}
+
+/// (world size, group size G): contiguous shard groups {0..G-1}, {G..2G-1},
+/// ... and strided replica groups {i, i+G, i+2G, ...}.
+class CommunicatorSplit : public ::testing::TestWithParam<std::pair<int, int>> {
+protected:
+  int world() const { return GetParam().first; }
+  int group() const { return GetParam().second; }
+  Comms comms = makeGroup(GetParam().first);
+};
+
+// Both levels of a hybrid layout give every rank its place (rank, size) and
+// rank-order results bit for bit, with the groups of one level running at
+// the same time, and the parent still works after the split.
+TEST_P(CommunicatorSplit, ContiguousAndStridedGroupsReduceInRankOrder) {
+  const int n = world(), g = group();
+  auto shardColor = [g](int r) { return r / g; };
+  auto replicaColor = [g](int r) { return r % g; };
+  Comms shard(n), replica(n);
+  RankStatuses splitSt(n);
+  runOn(comms, [&](Communicator &c) {
+    Status s = c.split(shardColor(c.rank()), c.rank(), shard[c.rank()]);
+    if (s.isOk())
+      s = c.split(replicaColor(c.rank()), c.rank(), replica[c.rank()]);
+    splitSt.all[c.rank()] = s;
+  });
+  splitSt.expectAllOk();
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(shard[r] && replica[r]) << "rank " << r;
+    EXPECT_EQ(shard[r]->size(), g);
+    EXPECT_EQ(shard[r]->rank(), r % g);
+    EXPECT_EQ(replica[r]->size(), n / g);
+    EXPECT_EQ(replica[r]->rank(), r / g);
+  }
+  for (TypeOp t : kReductions) {
+    const int64_t chunk = 130;
+    auto data = allRanksData(t.dtype, n, chunk * n, 3);
+    std::vector<Bytes> shardSum(n), replicaSum(n), scattered(n), worldSum(n);
+    RankStatuses st(n);
+    runOn(comms, [&](Communicator &c) {
+      const int r = c.rank();
+      const size_t bytes = data[r].size();
+      shardSum[r].resize(bytes);
+      replicaSum[r].resize(bytes);
+      worldSum[r].resize(bytes);
+      scattered[r].resize(bytes / g);
+      Status s = shard[r]->allReduce(data[r].data(), shardSum[r].data(), chunk * n, t.dtype, t.op);
+      if (s.isOk())
+        s = replica[r]->allReduce(data[r].data(), replicaSum[r].data(), chunk * n, t.dtype, t.op);
+      if (s.isOk())
+        s = shard[r]->reduceScatter(data[r].data(), scattered[r].data(), chunk * n / g, t.dtype,
+                                    t.op);
+      if (s.isOk())
+        s = c.allReduce(data[r].data(), worldSum[r].data(), chunk * n, t.dtype, t.op);
+      st.all[r] = s;
+    });
+    st.expectAllOk();
+    for (int r = 0; r < n; ++r) {
+      auto shardIn = pick(data, membersOf(n, r, shardColor));
+      auto replicaIn = pick(data, membersOf(n, r, replicaColor));
+      EXPECT_EQ(shardSum[r], reference(t.dtype, t.op, shardIn, 0, chunk * n))
+          << dtypeName(t.dtype) << " " << reduceOpName(t.op) << " shard, rank " << r;
+      EXPECT_EQ(replicaSum[r], reference(t.dtype, t.op, replicaIn, 0, chunk * n))
+          << dtypeName(t.dtype) << " " << reduceOpName(t.op) << " replica, rank " << r;
+      const int64_t per = chunk * n / g;
+      EXPECT_EQ(scattered[r], reference(t.dtype, t.op, shardIn, (r % g) * per, per))
+          << dtypeName(t.dtype) << " " << reduceOpName(t.op) << " scatter, rank " << r;
+      EXPECT_EQ(worldSum[r], reference(t.dtype, t.op, data, 0, chunk * n))
+          << dtypeName(t.dtype) << " " << reduceOpName(t.op) << " world, rank " << r;
+    }
+  }
+}
+
+// The hybrid-shard gradient path: reduce-scatter inside the shard group,
+// then all-reduce of the shard across the replica group, then all-gather of
+// the parameters inside the shard group; each step's bits follow the
+// rank-order reference of its own group.
+TEST_P(CommunicatorSplit, HybridShardStepComposes) {
+  const int n = world(), g = group();
+  const int64_t per = 77, full = per * g;
+  auto data = allRanksData(DType::F32, n, full, 9);
+  std::vector<Bytes> gathered(n);
+  RankStatuses st(n);
+  runOn(comms, [&](Communicator &c) {
+    const int r = c.rank();
+    std::unique_ptr<Communicator> shard, replica;
+    Status s = c.split(r / g, r, shard);
+    if (s.isOk())
+      s = c.split(r % g, r, replica);
+    std::vector<float> part(per);
+    gathered[r].resize(full * 4);
+    if (s.isOk())
+      s = shard->reduceScatter(data[r].data(), part.data(), per, DType::F32, ReduceOp::Avg);
+    if (s.isOk())
+      s = replica->allReduce(part.data(), part.data(), per, DType::F32, ReduceOp::Avg);
+    if (s.isOk())
+      s = shard->allGather(part.data(), gathered[r].data(), per, DType::F32);
+    st.all[r] = s;
+  });
+  st.expectAllOk();
+  // Per replica group member i (= shard index), the shard-average of each
+  // shard group; then their average across shard groups, in order.
+  std::vector<Bytes> shardAvg;
+  for (int first = 0; first < n; first += g) {
+    std::vector<int> members;
+    for (int i = 0; i < g; ++i)
+      members.push_back(first + i);
+    shardAvg.push_back(reference(DType::F32, ReduceOp::Avg, pick(data, members), 0, full));
+  }
+  const Bytes want = reference(DType::F32, ReduceOp::Avg, shardAvg, 0, full);
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(gathered[r], want) << "rank " << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(CommunicatorInProcess, CommunicatorSplit,
+                         ::testing::Values(std::make_pair(4, 2), std::make_pair(8, 2),
+                                           std::make_pair(8, 4), std::make_pair(4, 1),
+                                           std::make_pair(4, 4)),
+                         [](const auto &info) {
+                           return "world" + std::to_string(info.param.first) + "group" +
+                                  std::to_string(info.param.second);
+                         });
+
+// New ranks follow (key, old rank): a descending key reverses the group,
+// equal keys keep the old order, and allGather follows the new ranks.
+TEST(CommunicatorSplitTest, KeyOrdersTheNewRanks) {
+  Comms comms = makeGroup(4);
+  Comms reversed(4), tied(4);
+  std::vector<Bytes> got(4);
+  auto data = allRanksData(DType::I64, 4, 3);
+  RankStatuses st(4);
+  runOn(comms, [&](Communicator &c) {
+    const int r = c.rank();
+    Status s = c.split(7, -r, reversed[r]);
+    if (s.isOk())
+      s = c.split(0, 5, tied[r]);
+    got[r].resize(data[0].size() * 4);
+    if (s.isOk())
+      s = reversed[r]->allGather(data[r].data(), got[r].data(), 3, DType::I64);
+    st.all[r] = s;
+  });
+  st.expectAllOk();
+  const Bytes want = concatenated({data[3], data[2], data[1], data[0]});
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(reversed[r]->rank(), 3 - r);
+    EXPECT_EQ(tied[r]->rank(), r);
+    EXPECT_EQ(got[r], want) << "rank " << r;
+  }
+}
+
+// A color of its own gives a rank a group of one, where every collective is
+// a copy (avg divides by one); groups split again from split groups work.
+TEST(CommunicatorSplitTest, SingleRankGroupsAndNestedSplits) {
+  Comms comms = makeGroup(4);
+  auto data = allRanksData(DType::BF16, 4, 50);
+  std::vector<Bytes> avg(4), gathered(4);
+  RankStatuses st(4);
+  std::vector<int> sizes(4), ranks(4);
+  runOn(comms, [&](Communicator &c) {
+    const int r = c.rank();
+    std::unique_ptr<Communicator> half, single;
+    Status s = c.split(r / 2, r, half);
+    if (s.isOk())
+      s = half->split(half->rank(), 0, single);
+    avg[r].resize(100);
+    gathered[r].resize(100);
+    if (s.isOk()) {
+      sizes[r] = single->size();
+      ranks[r] = single->rank();
+      s = single->allReduce(data[r].data(), avg[r].data(), 50, DType::BF16, ReduceOp::Avg);
+    }
+    if (s.isOk())
+      s = single->allGather(data[r].data(), gathered[r].data(), 50, DType::BF16);
+    if (s.isOk())
+      s = single->barrier();
+    if (s.isOk())
+      s = half->barrier();
+    st.all[r] = s;
+  });
+  st.expectAllOk();
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(sizes[r], 1);
+    EXPECT_EQ(ranks[r], 0);
+    EXPECT_EQ(avg[r], data[r]) << "rank " << r;
+    EXPECT_EQ(gathered[r], data[r]) << "rank " << r;
+  }
+}
+
+// split is a collective like the others: a rank calling something else, or
+// passing a negative color, fails every rank and hands out no communicator.
+TEST(CommunicatorSplitTest, MismatchedOrInvalidSplitFailsEveryRank) {
+  Comms comms = makeGroup(3);
+  Comms out(3);
+  RankStatuses other(3), negative(3);
+  runOn(comms, [&](Communicator &c) {
+    other.all[c.rank()] = c.rank() == 2 ? c.barrier() : c.split(0, 0, out[c.rank()]);
+  });
+  other.expectAllFailWith("rank 0 called split() but rank 2 called barrier()");
+  comms = makeGroup(3);
+  runOn(comms, [&](Communicator &c) {
+    negative.all[c.rank()] = c.split(c.rank() == 1 ? -1 : 0, 0, out[c.rank()]);
+  });
+  negative.expectAllFailWith("rank 1 cannot take part: split: color -1 is negative");
+  for (auto &o : out)
+    EXPECT_EQ(o, nullptr);
+}
+
+// abort() on any group of a family wakes ranks waiting in the parent and in
+// sibling groups, naming the aborting rank by its world rank; destroying a
+// split communicator fails only its own group.
+TEST(CommunicatorSplitTest, AbortReachesTheWholeFamily) {
+  Comms comms = makeGroup(4);
+  Comms shard(4);
+  RankStatuses split(4), afterDestroy(4), st(4);
+  runOn(comms,
+        [&](Communicator &c) { split.all[c.rank()] = c.split(c.rank() / 2, 0, shard[c.rank()]); });
+  split.expectAllOk();
+  shard[3].reset(); // {2, 3} is now failed, the world and {0, 1} are not
+  runOn(comms, [&](Communicator &c) {
+    Status s = c.rank() < 2 ? shard[c.rank()]->barrier() : Status::ok();
+    if (s.isOk())
+      s = c.barrier();
+    afterDestroy.all[c.rank()] = s;
+  });
+  afterDestroy.expectAllOk();
+  // Rank 1 waits in {0, 1} for rank 0, which waits in the world with rank 3
+  // for ranks 1 and 2; rank 2 aborts through its (already failed) shard
+  // group, which still reaches them all.
+  runOn(comms, [&](Communicator &c) {
+    const int r = c.rank();
+    if (r == 2) {
+      std::this_thread::sleep_for(20ms); // let the others block first
+      shard[2]->abort("out of memory");
+      st.all[r] = c.barrier();
+    } else {
+      st.all[r] = r == 1 ? shard[1]->barrier() : c.barrier();
+    }
+  });
+  st.expectAllFailWith("rank 2 aborted the group: out of memory");
+}
 
 // The sum really is ((r0 + r1) + r2) + r3: in f32, 1e8 + 1 rounds back to
 // 1e8, so this order gives 1 where summing the large values first gives 2.

@@ -10,13 +10,23 @@
 // step scalars written through the device before each step, and reads of
 // the loss and parameters back to the host.
 //
+// Distributed plans: the group layouts of the collectives (and of the units,
+// whose shards are gathered over contiguous blocks of group_size ranks)
+// are resolved once at creation to a communicator per instruction, so run()
+// only dispatches. Shards move through host memory when parameters are
+// loaded, read or saved; the communicators used so far (in-process, MPI)
+// work on host memory, and the step's collectives read device buffers in
+// place, which is host memory on the CPU device.
+//
 //===----------------------------------------------------------------------===//
 
 #include "fsdp/runtime/Executor.h"
 #include "fsdp/runtime/Half.h"
 
+#include "comm/InProcessCommunicator.h"
 #include "fsdp/runtime/Safetensors.h"
 #include "runtime/schema/plan_generated.h"
+#include "runtime/src/PlanCheck.h"
 
 #include <algorithm>
 #include <chrono>
@@ -41,10 +51,45 @@ bool sameType(const TensorRef &a, const TensorRef &b) {
   return true;
 }
 
+/// A parameter's dtype and shape as the plan declares it (no data).
+TensorRef declaredType(const plan::Parameter &param) {
+  TensorRef ref;
+  ref.dtype = static_cast<DType>(param.dtype());
+  ref.rank = static_cast<int>(param.shape()->size());
+  for (int d = 0; d < ref.rank; ++d)
+    ref.dims[d] = param.shape()->Get(d);
+  return ref;
+}
+
+/// A sharded parameter's value: its elements of its unit's gathered flat
+/// buffer, with its declared dtype and shape.
+void sliceParameter(const plan::Parameter &param, const HostTensor &flat, HostTensor &out) {
+  TensorRef type = declaredType(param);
+  out.dtype = type.dtype;
+  out.shape.assign(type.dims, type.dims + type.rank);
+  auto begin = flat.data.begin() + static_cast<ptrdiff_t>(param.flat_offset() * dtypeSize(type.dtype));
+  out.data.assign(begin, begin + static_cast<ptrdiff_t>(type.byteSize()));
+}
+
 } // namespace
 
-Status Executor::create(const LoadedPlan &plan, Device &device, std::unique_ptr<Executor> &out) {
+Status Executor::create(const LoadedPlan &plan, Device &device, Communicator *comm,
+                        std::unique_ptr<Executor> &out) {
   std::unique_ptr<Executor> executor(new Executor(plan, device));
+  uint32_t world = plan.plan().world_size();
+  if (!comm) {
+    if (world != 1)
+      return Status::error(cat(plan.path(), ": compiled for world size ", world,
+                               ": it needs a communicator for its ranks"));
+    std::vector<std::unique_ptr<Communicator>> ranks;
+    FSDP_RETURN_IF_ERROR(comm::createInProcessGroup(1, ranks));
+    executor->ownComm_ = std::move(ranks[0]);
+    comm = executor->ownComm_.get();
+  }
+  if (comm->size() != static_cast<int>(world))
+    return Status::error(cat(plan.path(), ": compiled for world size ", world, ", but the group has ",
+                             comm->size(), " ranks"));
+  executor->comm_ = comm;
   FSDP_RETURN_IF_ERROR(device.allocate(plan.plan().persistent_bytes(), executor->persistent_));
   FSDP_RETURN_IF_ERROR(device.allocate(plan.plan().arena_bytes(), executor->arena_));
   FSDP_RETURN_IF_ERROR(executor->zeroPersistent());
@@ -126,6 +171,62 @@ Status Executor::prepare() {
     launch.stream = inst->stream();
     launch.name = inst->name() ? inst->name()->c_str() : "";
   }
+  // Communicators, in plan order so every rank splits the same groups in
+  // the same order: the collectives' groups, then the units'.
+  collectives_.resize(numInstructions);
+  for (size_t i = 0; i < numInstructions; ++i) {
+    if (!isCollective(launches_[i].kernel))
+      continue;
+    CollectiveGroups groups;
+    if (!readCollectiveGroups(launches_[i].kernel, ints_[i].data(), ints_[i].size(), groups))
+      return Status::error(cat(plan_.path(), ": instruction ", i, " has no group layout"));
+    collectives_[i].op = groups.reduction == 1 ? ReduceOp::Avg : ReduceOp::Sum;
+    FSDP_RETURN_IF_ERROR(
+        groupComm(groups.ranks, groups.numRanks, groups.groupSize, collectives_[i].comm));
+  }
+  size_t numUnits = plan.units() ? plan.units()->size() : 0;
+  unitComms_.assign(numUnits, nullptr);
+  std::vector<int64_t> world(plan.world_size());
+  for (size_t r = 0; r < world.size(); ++r)
+    world[r] = static_cast<int64_t>(r);
+  for (size_t u = 0; u < numUnits; ++u) {
+    const plan::Unit *unit = plan.units()->Get(u);
+    if (unit->shard_buffer() != kNoBuffer)
+      FSDP_RETURN_IF_ERROR(groupComm(world.data(), world.size(), unit->group_size(), unitComms_[u]));
+  }
+  return Status::ok();
+}
+
+Status Executor::groupComm(const int64_t *ranks, size_t numRanks, int64_t groupSize,
+                           Communicator *&out) {
+  out = nullptr;
+  if (groupSize == 1)
+    return Status::ok();
+  bool wholeWorld = groupSize == comm_->size();
+  for (size_t i = 0; wholeWorld && i < numRanks; ++i)
+    wholeWorld = ranks[i] == static_cast<int64_t>(i);
+  if (wholeWorld) {
+    out = comm_;
+    return Status::ok();
+  }
+  std::vector<int64_t> key{groupSize};
+  key.insert(key.end(), ranks, ranks + numRanks);
+  for (auto &[layout, sub] : subComms_)
+    if (layout == key) {
+      out = sub.get();
+      return Status::ok();
+    }
+  // This rank's group and position in it: the new communicator's color
+  // and rank (the plan check made `ranks` a permutation of the world).
+  size_t position = std::find(ranks, ranks + numRanks, comm_->rank()) - ranks;
+  std::unique_ptr<Communicator> sub;
+  Status s = comm_->split(static_cast<int>(position / groupSize),
+                          static_cast<int>(position % groupSize), sub);
+  if (!s)
+    return Status::error(cat(plan_.path(), ": cannot form groups of ", groupSize, ": ",
+                             s.message()));
+  out = sub.get();
+  subComms_.emplace_back(std::move(key), std::move(sub));
   return Status::ok();
 }
 
@@ -152,12 +253,32 @@ Status Executor::loadWeights(const std::string &path) {
     const HostTensor *tensor = weights.find(param->name()->str());
     if (!tensor)
       return Status::error(file + ": has no tensor '" + param->name()->str() + "'");
-    TensorRef target = viewOf(param->buffer());
+    bool sharded = param->buffer() == kNoBuffer;
+    TensorRef target = sharded ? declaredType(*param) : viewOf(param->buffer());
     const HostTensor &source = *tensor;
     if (!sameType(source.ref(), target))
       return Status::error(file + ": tensor '" + param->name()->str() + "' is " +
                            shapeText(source.ref()) + ", the plan needs " + shapeText(target));
-    FSDP_RETURN_IF_ERROR(device_.copyToDevice(target.data, source.data.data(), target.byteSize()));
+    if (!sharded) {
+      FSDP_RETURN_IF_ERROR(
+          device_.copyToDevice(target.data, source.data.data(), target.byteSize()));
+      continue;
+    }
+    // This rank holds flat elements [first, first + shard_numel) of the
+    // unit; copy the part of the parameter that falls inside them.
+    const plan::Unit *unit = plan.units()->Get(param->unit());
+    uint64_t shardNumel = unit->shard_numel();
+    uint64_t first = static_cast<uint64_t>(rank() % unit->group_size()) * shardNumel;
+    uint64_t begin = std::max<uint64_t>(param->flat_offset(), first);
+    uint64_t end = std::min<uint64_t>(param->flat_offset() + target.numElements(), first + shardNumel);
+    if (begin >= end)
+      continue;
+    size_t elementSize = dtypeSize(target.dtype);
+    char *shard = static_cast<char *>(viewOf(unit->shard_buffer()).data);
+    FSDP_RETURN_IF_ERROR(device_.copyToDevice(
+        shard + (begin - first) * elementSize,
+        source.data.data() + (begin - param->flat_offset()) * elementSize,
+        (end - begin) * elementSize));
   }
   return Status::ok();
 }
@@ -187,23 +308,61 @@ Status Executor::setInput(const std::string &name, const TensorRef &value) {
   return device_.copyToDevice(target.data, value.data, target.byteSize());
 }
 
-Status Executor::run(std::vector<double> *kernelSeconds) {
-  for (const Launch &launch : launches_) {
-    if (!kernelSeconds) {
-      FSDP_RETURN_IF_ERROR(device_.execute(launch, step_));
-      continue;
+Status Executor::runCollective(const Launch &launch, const Collective &collective) {
+  const TensorRef &in = launch.inputs[0], &out = launch.outputs[0];
+  // The communicator reads and writes the buffers directly: the device's
+  // work on them must be done.
+  FSDP_RETURN_IF_ERROR(device_.synchronize());
+  Status s;
+  if (!collective.comm) {
+    // A group of one: every collective is the identity (avg divides by 1).
+    Launch copy = launch;
+    copy.kernel = static_cast<uint16_t>(plan::Kernel::Copy);
+    copy.numInts = 0;
+    s = device_.execute(copy, step_);
+  } else {
+    switch (static_cast<plan::Kernel>(launch.kernel)) {
+    case plan::Kernel::AllGather: s = collective.comm->allGather(in, out); break;
+    case plan::Kernel::ReduceScatter: s = collective.comm->reduceScatter(in, out, collective.op); break;
+    default: s = collective.comm->allReduce(in, out, collective.op); break;
     }
+  }
+  if (!s)
+    return Status::error(std::string(launch.name) + ": " + s.message());
+  return s;
+}
+
+Status Executor::run(std::vector<double> *kernelSeconds) {
+  Status s;
+  for (size_t i = 0; s && i < launches_.size(); ++i) {
+    const Launch &launch = launches_[i];
     auto start = std::chrono::steady_clock::now();
-    FSDP_RETURN_IF_ERROR(device_.execute(launch, step_));
-    FSDP_RETURN_IF_ERROR(device_.synchronize());
+    s = isCollective(launch.kernel) ? runCollective(launch, collectives_[i])
+                                    : device_.execute(launch, step_);
+    if (!s || !kernelSeconds)
+      continue;
+    s = device_.synchronize();
     if (kernelSeconds->size() <= launch.kernel)
       kernelSeconds->resize(launch.kernel + 1, 0.0);
     (*kernelSeconds)[launch.kernel] +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  FSDP_RETURN_IF_ERROR(device_.synchronize());
+  if (s)
+    s = device_.synchronize();
+  if (!s) {
+    // The other ranks would wait for this one in its next collective.
+    if (worldSize() > 1)
+      abort(s.message());
+    return s;
+  }
   ++step_;
   return Status::ok();
+}
+
+void Executor::abort(const std::string &reason) {
+  comm_->abort(reason);
+  for (auto &entry : subComms_)
+    entry.second->abort(reason);
 }
 
 Status Executor::copyToHost(uint32_t buffer, HostTensor &out) const {
@@ -292,30 +451,75 @@ Status Executor::getLoss(double &loss, DType *dtype) const {
   return Status::ok();
 }
 
-Status Executor::parameterBuffer(const std::string &name, uint32_t &buffer) const {
-  if (plan_.plan().parameters())
-    for (const plan::Parameter *param : *plan_.plan().parameters())
-      if (param->name()->str() == name) {
-        buffer = param->buffer();
-        return Status::ok();
-      }
+Status Executor::parameterIndex(const std::string &name, uint32_t &index) const {
+  const auto *params = plan_.plan().parameters();
+  for (uint32_t i = 0; params && i < params->size(); ++i)
+    if (params->Get(i)->name()->str() == name) {
+      index = i;
+      return Status::ok();
+    }
   return Status::error(plan_.path() + ": the plan has no parameter '" + name + "'");
 }
 
+Status Executor::gatherUnit(uint32_t unit, HostTensor &flat) const {
+  const plan::Unit *u = plan_.plan().units()->Get(unit);
+  HostTensor shard;
+  FSDP_RETURN_IF_ERROR(copyToHost(u->shard_buffer(), shard));
+  if (!unitComms_[unit]) { // a group of one holds the whole flat buffer
+    flat = std::move(shard);
+    return Status::ok();
+  }
+  flat.dtype = shard.dtype;
+  flat.shape = {static_cast<int64_t>(u->padded_numel())};
+  flat.data.resize(u->padded_numel() * dtypeSize(shard.dtype));
+  return unitComms_[unit]->allGather(shard.ref(), flat.ref());
+}
+
+Status Executor::parameterValue(uint32_t index, HostTensor &out) const {
+  const plan::Parameter *param = plan_.plan().parameters()->Get(index);
+  if (param->buffer() != kNoBuffer)
+    return copyToHost(param->buffer(), out);
+  HostTensor flat;
+  FSDP_RETURN_IF_ERROR(gatherUnit(param->unit(), flat));
+  sliceParameter(*param, flat, out);
+  return Status::ok();
+}
+
 Status Executor::getParameter(const std::string &name, HostTensor &out) const {
-  uint32_t buffer;
-  FSDP_RETURN_IF_ERROR(parameterBuffer(name, buffer));
-  return copyToHost(buffer, out);
+  uint32_t index;
+  FSDP_RETURN_IF_ERROR(parameterIndex(name, index));
+  return parameterValue(index, out);
 }
 
 Status Executor::saveWeights(const std::string &path) const {
-  // Straight from the parameter table: one pass, no lookup by name.
+  // Straight from the parameter table, no lookup by name. Sharded
+  // parameters come unit by unit: every rank gathers each unit once (in
+  // unit order, as collectives require) and only rank 0 keeps the slices.
   const auto *params = plan_.plan().parameters();
   size_t count = params ? params->size() : 0;
+  bool keep = rank() == 0;
   std::vector<HostTensor> values(count);
+  size_t numUnits = plan_.plan().units() ? plan_.plan().units()->size() : 0;
+  for (uint32_t unit = 0; unit < numUnits; ++unit) {
+    HostTensor flat;
+    bool gathered = false;
+    for (size_t i = 0; i < count; ++i) {
+      const plan::Parameter *param = params->Get(i);
+      if (param->unit() != unit || param->buffer() != kNoBuffer)
+        continue;
+      if (!gathered)
+        FSDP_RETURN_IF_ERROR(gatherUnit(unit, flat));
+      gathered = true;
+      if (keep)
+        sliceParameter(*param, flat, values[i]);
+    }
+  }
+  if (!keep)
+    return Status::ok();
   std::vector<NamedTensor> tensors;
   for (size_t i = 0; i < count; ++i) {
-    FSDP_RETURN_IF_ERROR(copyToHost(params->Get(i)->buffer(), values[i]));
+    if (params->Get(i)->buffer() != kNoBuffer)
+      FSDP_RETURN_IF_ERROR(copyToHost(params->Get(i)->buffer(), values[i]));
     tensors.push_back({params->Get(i)->name()->str(), values[i].ref()});
   }
   // "format": "pt" is what transformers' loaders look for.

@@ -3,9 +3,14 @@
 // One table gives each kernel's operand, output and attribute counts (the
 // layout documented in plan.fbs); the checks below apply it, then check
 // the training fields (optimizer state in the persistent region, the lr and
-// step scalars, the loss output's binding). Shapes are not
-// re-derived here: the compiler verified them, and the content hash in the
-// file header guards against corruption in between.
+// step scalars, the loss output's binding) and the distributed ones: each
+// collective's groups partition the world and its element counts fit the
+// group size, Flatten's inputs fit inside its result, every unit's shards
+// add up to its padded flat buffer, and every sharded parameter lies inside
+// its unit. Shapes are not re-derived here: the compiler verified them, and
+// the content hash in the file header guards against corruption in between.
+// What is checked is what the executor relies on to stay inside its memory
+// and to issue the same collectives on every rank.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +22,7 @@
 #include "runtime/schema/plan_generated.h"
 
 #include <limits>
+#include <vector>
 
 namespace fsdp::rt {
 namespace {
@@ -29,14 +35,16 @@ using plan::Kernel;
 /// "one, plus one when the optional operand is present" (Sgd's momentum
 /// buffer is both an operand and a result). Integer attributes of count -1
 /// are axes (at most the rank); -5 is a program of any length (Fused); -6
-/// is none or exactly two (MatMul's transpose flags, whatever the rank).
+/// is none or exactly two (MatMul's transpose flags, whatever the rank); -7
+/// is a layout of the kernel's own that checkOwnLayout reads (collectives,
+/// Flatten).
 struct KernelShape {
   const char *name;
   int minInputs, maxInputs, outputs, ints, floats, optionalInput;
 };
 
 constexpr int kAny = -1, kRank = -2, kTwiceRank = -3, kOnePlusOptional = -4, kProgram = -5,
-              kNoneOrTwo = -6;
+              kNoneOrTwo = -6, kOwnLayout = -7;
 
 KernelShape kernelShape(Kernel k) {
   switch (k) {
@@ -75,9 +83,9 @@ KernelShape kernelShape(Kernel k) {
   case Kernel::Gather: return {"Gather", 2, 2, 1, 1, 0, -1};
   case Kernel::Trilu: return {"Trilu", 1, 1, 1, 2, 0, -1};
   case Kernel::Dropout: return {"Dropout", 1, 1, 2, 2, 1, -1};
-  case Kernel::AllGather: return {"AllGather", 1, 1, 1, kAny, 0, -1};
-  case Kernel::ReduceScatter: return {"ReduceScatter", 1, 1, 1, kAny, 0, -1};
-  case Kernel::AllReduce: return {"AllReduce", 1, 1, 1, kAny, 0, -1};
+  case Kernel::AllGather: return {"AllGather", 1, 1, 1, kOwnLayout, 0, -1};
+  case Kernel::ReduceScatter: return {"ReduceScatter", 1, 1, 1, kOwnLayout, 0, -1};
+  case Kernel::AllReduce: return {"AllReduce", 1, 1, 1, kOwnLayout, 0, -1};
   case Kernel::ReluGrad: return {"ReluGrad", 2, 2, 1, 0, 0, -1};
   case Kernel::ErfGrad: return {"ErfGrad", 2, 2, 1, 0, 0, -1};
   case Kernel::TanhGrad: return {"TanhGrad", 2, 2, 1, 0, 0, -1};
@@ -94,11 +102,89 @@ KernelShape kernelShape(Kernel k) {
   case Kernel::AdamW: return {"AdamW", 6, 6, 3, 0, 4, -1};
   case Kernel::Sgd: return {"Sgd", 4, 4, kOnePlusOptional, 1, 2, 2};
   case Kernel::Fused: return {"Fused", 1, kAny, kAny, kProgram, 0, -1};
+  case Kernel::Flatten: return {"Flatten", 1, kAny, 1, kOwnLayout, 0, -1};
   }
   return {nullptr, 0, 0, 0, 0, 0, -1};
 }
 
 template <typename T> size_t count(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
+
+uint64_t numElements(const plan::Buffer &buffer) {
+  uint64_t n = 1;
+  for (size_t d = 0; d < count(buffer.shape()); ++d)
+    n *= static_cast<uint64_t>(buffer.shape()->Get(d));
+  return n;
+}
+
+/// Flatten: one offset per input, each input inside the result, one dtype.
+Status checkFlatten(const plan::Instruction &inst, const plan::Plan &plan,
+                    const std::string &what) {
+  size_t inputs = count(inst.inputs());
+  if (count(inst.ints()) != inputs)
+    return Status::error(cat(what, ": has ", count(inst.ints()), " offsets for ", inputs,
+                             " operands"));
+  const plan::Buffer *out = plan.buffers()->Get(inst.outputs()->Get(0));
+  uint64_t outElements = numElements(*out);
+  for (size_t i = 0; i < inputs; ++i) {
+    const plan::Buffer *in = plan.buffers()->Get(inst.inputs()->Get(i));
+    if (in->dtype() != out->dtype())
+      return Status::error(cat(what, ": operand ", i, " is ",
+                               dtypeName(static_cast<DType>(in->dtype())), ", the result ",
+                               dtypeName(static_cast<DType>(out->dtype()))));
+    int64_t offset = inst.ints()->Get(i);
+    uint64_t n = numElements(*in);
+    if (offset < 0 || n > outElements || static_cast<uint64_t>(offset) > outElements - n)
+      return Status::error(cat(what, ": operand ", i, " (", n, " elements at offset ", offset,
+                               ") does not fit in the result's ", outElements, " elements"));
+  }
+  return Status::ok();
+}
+
+/// A collective: its groups partition the world's ranks into groups of
+/// group_size, the reduction is known, and the element counts fit.
+Status checkCollective(const plan::Instruction &inst, const plan::Plan &plan,
+                       const std::string &what) {
+  CollectiveGroups groups;
+  uint16_t kernel = static_cast<uint16_t>(inst.kernel());
+  size_t numInts = count(inst.ints());
+  if (!readCollectiveGroups(kernel, numInts ? inst.ints()->data() : nullptr, numInts, groups))
+    return Status::error(cat(what, ": has ", numInts, " integer attributes, too few for ",
+                             kernel == static_cast<uint16_t>(Kernel::AllGather)
+                                 ? "[group_size, ranks...]"
+                                 : "[reduction, group_size, ranks...]"));
+  if (groups.reduction != 0 && groups.reduction != 1)
+    return Status::error(cat(what, ": reduction ", groups.reduction, " is neither 0 (sum) nor 1 (avg)"));
+  uint32_t world = plan.world_size();
+  if (groups.groupSize < 1 || world % groups.groupSize != 0)
+    return Status::error(cat(what, ": group size ", groups.groupSize,
+                             " does not divide the world size ", world));
+  if (groups.numRanks != world)
+    return Status::error(cat(what, ": lists ", groups.numRanks, " ranks for a world of ", world));
+  std::vector<bool> seen(world, false);
+  for (size_t i = 0; i < groups.numRanks; ++i) {
+    int64_t r = groups.ranks[i];
+    if (r < 0 || r >= static_cast<int64_t>(world) || seen[r])
+      return Status::error(cat(what, ": ranks are not a permutation of 0..", world - 1,
+                               " (rank ", r, " at position ", i, ")"));
+    seen[r] = true;
+  }
+  const plan::Buffer *in = plan.buffers()->Get(inst.inputs()->Get(0));
+  const plan::Buffer *out = plan.buffers()->Get(inst.outputs()->Get(0));
+  if (in->dtype() != out->dtype())
+    return Status::error(what + ": operand and result dtypes differ");
+  uint64_t inElements = numElements(*in), outElements = numElements(*out);
+  uint64_t g = static_cast<uint64_t>(groups.groupSize);
+  bool fits = inst.kernel() == Kernel::AllGather       ? outElements == inElements * g
+              : inst.kernel() == Kernel::ReduceScatter ? inElements == outElements * g
+                                                       : inElements == outElements;
+  if (!fits)
+    return Status::error(cat(what, ": ", inElements, " elements in, ", outElements,
+                             " out do not fit a group of ", g));
+  if (groups.reduction == 1 && !isFloat(static_cast<DType>(in->dtype())))
+    return Status::error(cat(what, ": avg needs a float type, not ",
+                             dtypeName(static_cast<DType>(in->dtype()))));
+  return Status::ok();
+}
 
 Status checkBuffer(const plan::Buffer &buffer, size_t index, const plan::Plan &plan,
                    const std::string &where) {
@@ -171,20 +257,20 @@ Status checkInstruction(const plan::Instruction &inst, size_t index, const plan:
   int rank = static_cast<int>(count(plan.buffers()->Get(inst.inputs()->Get(0))->shape()));
   int ints = static_cast<int>(count(inst.ints()));
   int expectedInts = shape.ints == kRank ? rank : shape.ints == kTwiceRank ? 2 * rank : shape.ints;
-  bool collective = inst.kernel() == Kernel::AllGather || inst.kernel() == Kernel::ReduceScatter ||
-                    inst.kernel() == Kernel::AllReduce;
-  if (collective && (ints < 1 || ints > static_cast<int>(plan.world_size())))
-    return Status::error(cat(what, ": group of ", ints, " ranks in a world of ", plan.world_size()));
   // kAny integer attributes are axes (at most the rank); a kProgram list is
   // checked by its kernel.
-  bool intsOk = shape.ints == kProgram ||
+  bool intsOk = shape.ints == kProgram || shape.ints == kOwnLayout ||
                 (shape.ints == kNoneOrTwo ? (ints == 0 || ints == 2)
                  : shape.ints == kAny     ? ints <= rank
                                           : ints == expectedInts);
-  if (!collective && !intsOk)
+  if (!intsOk)
     return Status::error(cat(what, ": has ", ints, " integer attributes"));
   if (static_cast<int>(count(inst.floats())) != shape.floats)
     return Status::error(cat(what, ": has ", count(inst.floats()), " float attributes"));
+  if (inst.kernel() == Kernel::Flatten)
+    return checkFlatten(inst, plan, what);
+  if (isCollective(static_cast<uint16_t>(inst.kernel())))
+    return checkCollective(inst, plan, what);
   return Status::ok();
 }
 
@@ -235,7 +321,102 @@ Status checkTraining(const plan::Plan &plan, const std::string &path) {
   return Status::ok();
 }
 
+/// A shard unit: group_size ranks of shard_numel elements cover the padded
+/// flat buffer, which holds the real elements; the shard buffer (sharded
+/// plans) is a persistent [shard_numel] buffer of the unit's dtype.
+Status checkUnit(const plan::Unit &unit, size_t index, const plan::Plan &plan,
+                 const std::string &path) {
+  std::string what = cat(path, ": unit ", index,
+                         unit.name() ? " ('" + unit.name()->str() + "')" : std::string());
+  uint32_t world = plan.world_size();
+  if (unit.group_size() < 1 || world % unit.group_size() != 0)
+    return Status::error(cat(what, ": group size ", unit.group_size(),
+                             " does not divide the world size ", world));
+  if (static_cast<int>(unit.dtype()) >= kNumDTypes)
+    return Status::error(what + ": invalid dtype");
+  uint64_t shard = unit.shard_numel(), padded = unit.padded_numel();
+  if (padded % unit.group_size() != 0 || padded / unit.group_size() != shard ||
+      padded < unit.flat_numel())
+    return Status::error(cat(what, ": ", unit.group_size(), " shards of ", shard,
+                             " elements do not make a padded buffer of ", padded,
+                             " holding its ", unit.flat_numel(), " elements"));
+  if (unit.shard_buffer() == kNoBuffer)
+    return Status::ok();
+  if (unit.shard_buffer() >= count(plan.buffers()))
+    return Status::error(cat(what, ": shard buffer ", unit.shard_buffer(), " of ",
+                             count(plan.buffers()), " does not exist"));
+  const plan::Buffer *buffer = plan.buffers()->Get(unit.shard_buffer());
+  if (buffer->region() != plan::Region::Persistent || buffer->dtype() != unit.dtype() ||
+      numElements(*buffer) != shard)
+    return Status::error(cat(what, ": shard buffer ", unit.shard_buffer(),
+                             " must be a persistent buffer of ", shard, " x ",
+                             dtypeName(static_cast<DType>(unit.dtype()))));
+  return Status::ok();
+}
+
+/// A parameter lives in its own persistent buffer, or (sharded plans, no
+/// buffer) as elements [flat_offset, flat_offset + numel) of its unit's
+/// flat buffer, which must then have shards.
+Status checkParameter(const plan::Parameter &param, size_t index, const plan::Plan &plan,
+                      const std::string &path) {
+  if (!param.name())
+    return Status::error(cat(path, ": parameter ", index, " has no name"));
+  std::string what = cat(path, ": parameter '", param.name()->str(), "'");
+  constexpr uint32_t kNoUnit = 0xFFFFFFFFu;
+  if (param.unit() != kNoUnit && param.unit() >= count(plan.units()))
+    return Status::error(cat(what, ": unit ", param.unit(), " of ", count(plan.units()),
+                             " does not exist"));
+  if (param.buffer() != kNoBuffer) {
+    if (param.buffer() >= count(plan.buffers()))
+      return Status::error(cat(what, ": buffer ", param.buffer(), " of ", count(plan.buffers()),
+                               " does not exist"));
+    const plan::Buffer *buffer = plan.buffers()->Get(param.buffer());
+    if (buffer->region() != plan::Region::Persistent || buffer->dtype() != param.dtype())
+      return Status::error(what + " does not match its buffer");
+    return Status::ok();
+  }
+  if (param.unit() == kNoUnit)
+    return Status::error(what + ": has neither a buffer nor a unit");
+  const plan::Unit *unit = plan.units()->Get(param.unit());
+  if (unit->shard_buffer() == kNoBuffer)
+    return Status::error(cat(what, ": has no buffer and its unit ", param.unit(),
+                             " has no shard buffer"));
+  if (param.dtype() != unit->dtype())
+    return Status::error(cat(what, " is ", dtypeName(static_cast<DType>(param.dtype())),
+                             ", its unit ", param.unit(), " ",
+                             dtypeName(static_cast<DType>(unit->dtype()))));
+  uint64_t numel = 1;
+  for (size_t d = 0; d < count(param.shape()); ++d) {
+    int64_t dim = param.shape()->Get(d);
+    if (dim < 0 || (dim > 0 && numel > (uint64_t(1) << 48) / static_cast<uint64_t>(dim)))
+      return Status::error(what + ": invalid shape");
+    numel *= static_cast<uint64_t>(dim);
+  }
+  if (param.flat_offset() > unit->flat_numel() || numel > unit->flat_numel() - param.flat_offset())
+    return Status::error(cat(what, ": elements [", param.flat_offset(), ", ",
+                             param.flat_offset() + numel, ") lie outside unit ", param.unit(),
+                             "'s ", unit->flat_numel(), " elements"));
+  return Status::ok();
+}
+
 } // namespace
+
+bool isCollective(uint16_t kernel) {
+  auto k = static_cast<Kernel>(kernel);
+  return k == Kernel::AllGather || k == Kernel::ReduceScatter || k == Kernel::AllReduce;
+}
+
+bool readCollectiveGroups(uint16_t kernel, const int64_t *ints, size_t numInts,
+                          CollectiveGroups &out) {
+  size_t head = static_cast<Kernel>(kernel) == Kernel::AllGather ? 1 : 2;
+  if (numInts < head)
+    return false;
+  out.reduction = head == 2 ? ints[0] : 0;
+  out.groupSize = ints[head - 1];
+  out.ranks = ints + head;
+  out.numRanks = numInts - head;
+  return true;
+}
 
 const char *kernelName(uint16_t kernel) {
   const char *name = kernelShape(static_cast<Kernel>(kernel)).name;
@@ -259,15 +440,10 @@ Status checkPlan(const plan::Plan &plan, const std::string &path) {
   FSDP_RETURN_IF_ERROR(checkBindings(plan.inputs(), numBuffers, path + ": input binding"));
   FSDP_RETURN_IF_ERROR(checkBindings(plan.outputs(), numBuffers, path + ": output binding"));
   FSDP_RETURN_IF_ERROR(checkTraining(plan, path));
-  for (size_t i = 0; i < count(plan.parameters()); ++i) {
-    const plan::Parameter *param = plan.parameters()->Get(i);
-    if (!param->name() || param->buffer() >= numBuffers)
-      return Status::error(cat(path, ": parameter ", i, " is invalid"));
-    const plan::Buffer *buffer = plan.buffers()->Get(param->buffer());
-    if (buffer->region() != plan::Region::Persistent || buffer->dtype() != param->dtype())
-      return Status::error(cat(path, ": parameter '", param->name()->str(),
-                               "' does not match its buffer"));
-  }
+  for (size_t i = 0; i < count(plan.units()); ++i)
+    FSDP_RETURN_IF_ERROR(checkUnit(*plan.units()->Get(i), i, plan, path));
+  for (size_t i = 0; i < count(plan.parameters()); ++i)
+    FSDP_RETURN_IF_ERROR(checkParameter(*plan.parameters()->Get(i), i, plan, path));
   return Status::ok();
 }
 

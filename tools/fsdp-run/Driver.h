@@ -4,7 +4,9 @@
 // read, plus the helpers both use: the one-line error exit, writing outputs
 // and the per-kernel profile table. Flags that only training plans take are
 // optional values here, so a run can tell "not given" from any value and
-// refuse them on a forward plan.
+// refuse them on a forward plan. Runs return a Status rather than exiting:
+// with several ranks in one process, the driver reports the rank that
+// failed first once, after every rank has stopped.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,8 +41,8 @@ struct RunOptions {
 /// Prints "fsdp-run: error: MESSAGE" on stderr and returns exit code 1.
 int fail(const std::string &message);
 
-/// Writes each graph output to DIR/<name>.npy; returns an exit code.
-int writeOutputs(const std::string &dir, const rt::Executor &executor);
+/// Writes each graph output to DIR/<name>.npy.
+rt::Status writeOutputs(const std::string &dir, const rt::Executor &executor);
 
 /// Per-kernel time, largest first, as milliseconds per run and a share.
 void printProfile(const std::vector<double> &kernelSeconds, int64_t runs);

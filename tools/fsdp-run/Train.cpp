@@ -1,9 +1,12 @@
 //===- Train.cpp - fsdp-run on a training plan ----------------------------===//
 //
-// World size is 1 until the FSDP issue: this process is rank 0 of 1, but
-// the data layout is passed as (rank, world size) so multi-rank runs only
-// change the RankLayout. A step's time covers staging its inputs, the
-// compiled step and reading the loss back: what a user waits for.
+// Each rank feeds its own samples (the data contract's RankLayout) and
+// runs the same compiled step; the loss a sharded plan outputs is already
+// the global mean (the compiler all-reduces it), so rank 0's is the run's.
+// Only rank 0 prints, writes --metrics and writes outputs; --save-weights
+// is collective (every rank contributes its shards, rank 0 writes). A
+// step's time covers staging its inputs, the compiled step and reading the
+// loss back: what a user waits for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,45 +26,43 @@ using namespace fsdp::rt;
 
 namespace {
 
-/// The data source the options describe, or an exit code.
-int openData(const RunOptions &opts, Executor &executor, std::unique_ptr<DataSource> &source) {
+/// The data source the options describe, for the executor's rank.
+Status openData(const RunOptions &opts, Executor &executor, std::unique_ptr<DataSource> &source) {
   std::vector<InputSpec> specs;
   for (const std::string &name : executor.inputNames()) {
     InputSpec spec;
     spec.name = name;
     if (Status s = executor.inputType(name, spec.dtype, spec.shape); !s)
-      return fail(s.message());
+      return s;
     specs.push_back(std::move(spec));
   }
-  RankLayout layout; // rank 0 of 1 until multi-rank execution lands
+  RankLayout layout{executor.rank(), executor.worldSize()};
   if (!opts.dataPath.empty()) {
     if (!opts.inputs.empty())
-      return fail("--input=" + opts.inputs.begin()->first + ": the plan's inputs come from --data=" +
-                  opts.dataPath + " (give --data or --input, not both)");
-    if (Status s = openTokenFile(specs, opts.dataPath, layout, source); !s)
-      return fail(s.message());
-    return 0;
+      return Status::error("--input=" + opts.inputs.begin()->first +
+                           ": the plan's inputs come from --data=" + opts.dataPath +
+                           " (give --data or --input, not both)");
+    return openTokenFile(specs, opts.dataPath, layout, source);
   }
   for (const InputSpec &spec : specs)
     if (!opts.inputs.count(spec.name))
-      return fail("missing --input=" + spec.name +
-                  "=FILE.npy (a training plan takes each input as a .npy of samples stacked "
-                  "on dimension 0, or --data=FILE for token models)");
-  if (Status s = openSampleFiles(specs, opts.inputs, layout, source); !s)
-    return fail(s.message());
-  return 0;
+      return Status::error("missing --input=" + spec.name +
+                           "=FILE.npy (a training plan takes each input as a .npy of samples "
+                           "stacked on dimension 0, or --data=FILE for token models)");
+  return openSampleFiles(specs, opts.inputs, layout, source);
 }
 
 } // namespace
 
-int runTraining(const RunOptions &opts, Executor &executor) {
+Status runTraining(const RunOptions &opts, Executor &executor) {
   std::unique_ptr<DataSource> data;
-  if (int code = openData(opts, executor, data))
-    return code;
+  if (Status s = openData(opts, executor, data); !s)
+    return s;
+  const bool lead = executor.rank() == 0; // reports and writes files
   MetricsFile metrics;
-  if (!opts.metricsPath.empty())
+  if (lead && !opts.metricsPath.empty())
     if (Status s = metrics.open(opts.metricsPath); !s)
-      return fail(s.message());
+      return s;
   double baseLr = opts.lr ? *opts.lr : executor.baseLearningRate();
   int64_t firstStep = 1, lastStep = opts.steps;
   Progress progress(stdout, isatty(STDOUT_FILENO), firstStep, lastStep,
@@ -86,7 +87,9 @@ int runTraining(const RunOptions &opts, Executor &executor) {
     if (s)
       s = executor.getLoss(record.loss, &lossType);
     if (!s)
-      return fail(cat("step ", step, ": ", s.message()));
+      return Status::error(cat("step ", step, ": ", s.message()));
+    if (!lead)
+      continue;
     record.lossIsF64 = lossType == DType::F64;
     record.stepSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -95,25 +98,28 @@ int runTraining(const RunOptions &opts, Executor &executor) {
     record.peakBytes = executor.allocatedBytes();
     if (!opts.metricsPath.empty())
       if (Status m = metrics.write(record); !m)
-        return fail(m.message());
+        return m;
     progress.update(record);
   }
-  progress.finish();
-  if (opts.timing)
-    std::printf("time per step: %.3f ms (%lld steps, %zu bytes planned)\n",
-                progress.seconds() * 1e3 / (lastStep - firstStep + 1),
-                static_cast<long long>(lastStep - firstStep + 1), executor.allocatedBytes());
-  if (opts.profile)
-    printProfile(kernelSeconds, lastStep - firstStep + 1);
+  if (lead) {
+    progress.finish();
+    if (opts.timing)
+      std::printf("time per step: %.3f ms (%lld steps, %zu bytes planned)\n",
+                  progress.seconds() * 1e3 / (lastStep - firstStep + 1),
+                  static_cast<long long>(lastStep - firstStep + 1), executor.allocatedBytes());
+    if (opts.profile)
+      printProfile(kernelSeconds, lastStep - firstStep + 1);
+  }
   if (!opts.saveWeightsPath.empty()) {
     if (Status s = executor.saveWeights(opts.saveWeightsPath); !s)
-      return fail(s.message());
-    std::printf("wrote %s (%zu parameters)\n", opts.saveWeightsPath.c_str(),
-                executor.parameterNames().size());
+      return s;
+    if (lead)
+      std::printf("wrote %s (%zu parameters)\n", opts.saveWeightsPath.c_str(),
+                  executor.parameterNames().size());
   }
-  if (!opts.outputsDir.empty())
+  if (lead && !opts.outputsDir.empty())
     return writeOutputs(opts.outputsDir, executor);
-  return 0;
+  return Status::ok();
 }
 
 } // namespace fsdp::run

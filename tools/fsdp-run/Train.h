@@ -4,7 +4,8 @@
 // the data contract (sample files or a token file), write the learning rate
 // of the schedule and the step number, run the compiled step, then report
 // the loss (console, --metrics) and, after the last step, write the
-// parameters (--save-weights) and outputs (--outputs).
+// parameters (--save-weights) and outputs (--outputs). Every rank runs the
+// loop on its own executor; only rank 0 reports and writes files.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,8 +18,8 @@
 namespace fsdp::run {
 
 /// Runs `options.steps` training steps of `executor`'s plan (weights
-/// already loaded); returns the process exit code.
-int runTraining(const RunOptions &options, rt::Executor &executor);
+/// already loaded) as the executor's rank.
+rt::Status runTraining(const RunOptions &options, rt::Executor &executor);
 
 } // namespace fsdp::run
 

@@ -6,17 +6,27 @@
 // every graph output to DIR/<name>.npy; a training plan runs K optimizer
 // steps on data from the data contract (Train.cpp). It links only the
 // runtime (no MLIR, no ONNX). Flags of DESIGN.md's command line whose
-// features have not landed (multi-rank runs, checkpoints) are parsed and
-// refused with "not implemented yet". Every error is one line on stderr and
-// exit code 1.
+// features have not landed (checkpoints) are parsed and refused with "not
+// implemented yet". Every error is one line on stderr and exit code 1.
+//
+// A plan compiled for N ranks runs as N in-process ranks (threads, each
+// with its own device, executor and data; BLAS threads shared out between
+// them), or as one process per rank under mpirun. Every rank first agrees
+// with the others on the plan (content hash and world size), so ranks
+// started on different plans stop with the same error. A rank that fails
+// aborts the group, so the others stop too instead of waiting for it; the
+// in-process driver then reports the rank that failed first. Only rank 0
+// prints and writes files.
 //
 //===----------------------------------------------------------------------===//
 
+#include "comm/InProcessCommunicator.h"
 #include "fsdp/runtime/Device.h"
 #include "fsdp/runtime/Executor.h"
 #include "fsdp/runtime/Npy.h"
 #include "fsdp/runtime/PlanDump.h"
 #include "fsdp/runtime/PlanFile.h"
+#include "runtime/schema/plan_generated.h"
 #include "runtime/src/PlanCheck.h"
 #include "tools/fsdp-run/Driver.h"
 #include "tools/fsdp-run/Train.h"
@@ -31,8 +41,13 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
+
+// OpenBLAS's thread count (cblas.h of OpenBLAS; the CPU backend links it).
+extern "C" void openblas_set_num_threads(int numThreads);
 
 namespace fsdp::run {
 
@@ -43,16 +58,16 @@ int fail(const std::string &message) {
   return 1;
 }
 
-int writeOutputs(const std::string &dir, const Executor &executor) {
+Status writeOutputs(const std::string &dir, const Executor &executor) {
   mkdir(dir.c_str(), 0755);
   for (const std::string &name : executor.outputNames()) {
     HostTensor value;
     if (Status s = executor.getOutput(name, value); !s)
-      return fail(s.message());
+      return s;
     if (Status s = writeNpy(dir + "/" + name + ".npy", value.ref()); !s)
-      return fail(s.message());
+      return s;
   }
-  return 0;
+  return Status::ok();
 }
 
 void printProfile(const std::vector<double> &kernelSeconds, int64_t runs) {
@@ -96,7 +111,9 @@ const char *kUsage =
     "                         last step)\n"
     "  --weights=FILE         parameters from this safetensors file instead of the\n"
     "                         plan's own\n"
-    "  --world-size=N         must equal the plan's world size\n"
+    "  --world-size=N         must equal the plan's world size (a plan compiled for N\n"
+    "                         ranks runs them in-process, or one per process under\n"
+    "                         mpirun -np N)\n"
     "  --time                 print the mean time per run\n"
     "  --profile              print the time spent in each kernel\n"
     "  --dump                 print the plan as text and exit\n";
@@ -107,8 +124,6 @@ const std::map<std::string, std::string> kPendingFlags = {
     {"--save-every", "checkpoints arrive with the checkpoint issue"},
     {"--resume", "checkpoints arrive with the checkpoint issue"},
 };
-constexpr char kMultiRank[] =
-    "not implemented yet (multi-rank execution arrives with the FSDP issue)";
 
 bool parseInt(const std::string &text, int64_t &value) {
   char *end = nullptr;
@@ -215,24 +230,28 @@ std::string trainingFlagGiven(const RunOptions &opts) {
   return "";
 }
 
-/// A forward plan: inputs are the exact tensors; --steps repeats the run.
-int runForward(const RunOptions &opts, Executor &executor) {
+/// A forward plan: inputs are the exact tensors (the same on every rank);
+/// --steps repeats the run.
+Status runForward(const RunOptions &opts, Executor &executor) {
   for (const std::string &name : executor.inputNames())
     if (!opts.inputs.count(name))
-      return fail("missing --input=" + name + "=FILE.npy (the plan's inputs are bound by name)");
+      return Status::error("missing --input=" + name +
+                           "=FILE.npy (the plan's inputs are bound by name)");
   for (const auto &[name, path] : opts.inputs) {
     HostTensor value;
     if (Status s = readNpy(path, value); !s)
-      return fail(s.message());
+      return s;
     if (Status s = executor.setInput(name, value.ref()); !s)
-      return fail(path + ": " + s.message());
+      return Status::error(path + ": " + s.message());
   }
   std::vector<double> kernelSeconds;
   auto start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < opts.steps; ++step)
     if (Status s = executor.run(opts.profile ? &kernelSeconds : nullptr); !s)
-      return fail(s.message());
+      return s;
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (executor.rank() != 0)
+    return Status::ok();
   if (opts.profile)
     printProfile(kernelSeconds, opts.steps);
   if (opts.timing)
@@ -240,6 +259,92 @@ int runForward(const RunOptions &opts, Executor &executor) {
               << " runs, " << executor.allocatedBytes() << " bytes planned)\n";
   if (!opts.outputsDir.empty())
     return writeOutputs(opts.outputsDir, executor);
+  return Status::ok();
+}
+
+bool isTrainingPlan(const LoadedPlan &plan) {
+  return plan.plan().mode() && plan.plan().mode()->str() == "train";
+}
+
+/// The start-up agreement of a multi-rank run: every rank holds the same
+/// plan, compiled for as many ranks as there are.
+Status checkRanksAgree(const RunOptions &opts, const LoadedPlan &plan, Communicator &comm) {
+  if (Status s = comm.checkSameOnAllRanks(plan.hash(), "the plan (content hash)"); !s)
+    return Status::error(s.message() + "; every rank must run the same plan file");
+  uint32_t planWorld = plan.plan().world_size();
+  if (Status s = comm.checkSameOnAllRanks(planWorld, "the plan's world size"); !s)
+    return s;
+  if (comm.size() != static_cast<int>(planWorld))
+    return Status::error(cat(opts.planPath, ": compiled for world size ", planWorld, ", but ",
+                             comm.size(), " ranks were started (mpirun -np ", planWorld,
+                             ", or recompile with fsdp-opt --world-size=", comm.size(), ")"));
+  return Status::ok();
+}
+
+/// Remembers which rank failed first, so the in-process driver reports the
+/// cause rather than the other ranks' "aborted" errors.
+struct FirstFailure {
+  std::mutex mutex;
+  int rank = -1;
+  std::string message;
+};
+
+/// One rank's whole run on its own device and executor. `comm` is null for
+/// a world-size-1 plan; with several ranks, a failure aborts the group.
+Status runRank(const RunOptions &opts, const LoadedPlan &plan, Communicator *comm,
+               FirstFailure *firstFailure) {
+  std::unique_ptr<Device> device = createCpuDevice();
+  std::unique_ptr<Executor> executor;
+  Status s;
+  if (comm && comm->size() > 1)
+    s = checkRanksAgree(opts, plan, *comm);
+  if (s)
+    s = Executor::create(plan, *device, comm, executor);
+  if (s)
+    s = executor->loadWeights(opts.weightsPath);
+  if (s)
+    s = isTrainingPlan(plan) ? runTraining(opts, *executor) : runForward(opts, *executor);
+  if (s || !comm || comm->size() == 1)
+    return s;
+  if (firstFailure) {
+    std::lock_guard<std::mutex> lock(firstFailure->mutex);
+    if (firstFailure->rank < 0) {
+      firstFailure->rank = comm->rank();
+      firstFailure->message = s.message();
+    }
+  }
+  if (executor)
+    executor->abort(s.message());
+  else
+    comm->abort(s.message());
+  return s;
+}
+
+/// OpenBLAS threads for `ranks` in-process ranks: the cores shared out,
+/// unless the user chose (one process-wide pool serves every rank).
+void shareBlasThreads(int ranks) {
+  if (std::getenv("OPENBLAS_NUM_THREADS") || std::getenv("OMP_NUM_THREADS"))
+    return;
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  openblas_set_num_threads(std::max(1, cores / ranks));
+}
+
+/// N ranks as threads of this process, one in-process group.
+int runInProcess(const RunOptions &opts, const LoadedPlan &plan, int ranks) {
+  std::vector<std::unique_ptr<Communicator>> comms;
+  if (Status s = comm::createInProcessGroup(ranks, comms); !s)
+    return fail(s.message());
+  shareBlasThreads(ranks);
+  FirstFailure firstFailure;
+  std::vector<Status> results(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back(
+        [&, r] { results[r] = runRank(opts, plan, comms[r].get(), &firstFailure); });
+  for (std::thread &t : threads)
+    t.join();
+  if (firstFailure.rank >= 0)
+    return fail(cat("rank ", firstFailure.rank, ": ", firstFailure.message));
   return 0;
 }
 
@@ -251,25 +356,22 @@ int run(const RunOptions &opts) {
     std::cout << dumpPlan(plan);
     return 0;
   }
-  std::unique_ptr<Device> device = createCpuDevice();
-  std::unique_ptr<Executor> executor;
-  if (Status s = Executor::create(plan, *device, executor); !s)
-    return fail(s.message());
-  uint32_t planWorld = executor->worldSize();
+  uint32_t planWorld = plan.plan().world_size();
   if (opts.worldSize && *opts.worldSize != planWorld)
-    return fail(cat("--world-size=", *opts.worldSize, ": the plan was compiled for world size ",
-                    planWorld, "; other world sizes are ", kMultiRank));
-  if (planWorld != 1)
-    return fail(cat(opts.planPath, ": compiled for world size ", planWorld, ": ", kMultiRank));
-  bool training = executor->isTraining();
-  if (!training) {
+    return fail(cat("--world-size=", *opts.worldSize, ": ", opts.planPath,
+                    " was compiled for world size ", planWorld,
+                    " (recompile with fsdp-opt --world-size=", *opts.worldSize, ")"));
+  if (!isTrainingPlan(plan)) {
     if (std::string flag = trainingFlagGiven(opts); !flag.empty())
       return fail(flag + ": only training plans take it, and " + opts.planPath +
                   " is a forward plan (compile without --mode=forward)");
   }
-  if (Status s = executor->loadWeights(opts.weightsPath); !s)
-    return fail(s.message());
-  return training ? runTraining(opts, *executor) : runForward(opts, *executor);
+  if (planWorld == 1) {
+    if (Status s = runRank(opts, plan, nullptr, nullptr); !s)
+      return fail(s.message());
+    return 0;
+  }
+  return runInProcess(opts, plan, static_cast<int>(planWorld));
 }
 
 } // namespace

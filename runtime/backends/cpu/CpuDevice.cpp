@@ -117,6 +117,7 @@ private:
     case Kernel::Split: return cpu::split(in[0], l.ints[0], out, l.numOutputs);
     case Kernel::Fused:
       return cpu::fusedElementwise(in, l.numInputs, l.ints, l.numInts, out, l.numOutputs);
+    case Kernel::Flatten: return cpu::flatten(in, l.ints, l.numInputs, out[0]);
     case Kernel::Slice: return cpu::slice(in[0], l.ints, l.ints + in[0].rank, out[0]);
     case Kernel::Expand: return cpu::expand(in[0], out[0]);
     case Kernel::Gather: return cpu::gather(in[0], in[1], l.ints[0], out[0]);
@@ -160,8 +161,8 @@ private:
     case Kernel::AllGather:
     case Kernel::ReduceScatter:
     case Kernel::AllReduce:
-      return Status::error("collectives are not implemented yet (they arrive with the FSDP "
-                           "issue's communicators)");
+      // The executor runs collectives through its communicator.
+      return Status::error("collectives run through a communicator, not on the device");
     }
     return Status::error(cat("cpu: kernel ", l.kernel, " is not implemented"));
   }

@@ -62,6 +62,10 @@ Status expand(const TensorRef &in, const TensorRef &out);
 Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis, const TensorRef &out);
 /// Keep j - i >= k (upper) or j - i <= k (lower) over the last two dims.
 Status trilu(const TensorRef &in, bool upper, int64_t k, const TensorRef &out);
+/// FSDP's flat buffer: out is zero except that input i's elements are
+/// copied, row-major, to out's elements from offsets[i] on. Inputs share
+/// out's dtype, fit inside it, and do not alias it.
+Status flatten(const TensorRef *inputs, const int64_t *offsets, int count, const TensorRef &out);
 
 // --- Fused elementwise (FusedKernels.cpp) -------------------------------------
 /// Runs a chain of f32 elementwise ops in one pass, block by block, with

@@ -213,7 +213,7 @@ std::string runNodeTest(const NodeTest &test, const std::string &planPath) {
     return s.message();
   std::unique_ptr<fsdp::rt::Device> device = fsdp::rt::createCpuDevice();
   std::unique_ptr<fsdp::rt::Executor> executor;
-  if (fsdp::rt::Status s = fsdp::rt::Executor::create(plan, *device, executor); !s)
+  if (fsdp::rt::Status s = fsdp::rt::Executor::create(plan, *device, nullptr, executor); !s)
     return s.message();
   for (size_t i = 0; i < test.inputs.size(); ++i) {
     std::optional<fsdp::rt::HostTensor> value = toHostTensor(test.inputs[i]);

@@ -170,7 +170,7 @@ protected:
 TEST_F(ExecutorTrainTest, StepsUpdateParametersAndZeroedStateInPlace) {
   ASSERT_NO_FATAL_FAILURE(writePlan(true));
   std::unique_ptr<Executor> executor;
-  ASSERT_TRUE(Executor::create(loaded, device, executor).isOk());
+  ASSERT_TRUE(Executor::create(loaded, device, nullptr, executor).isOk());
   ASSERT_TRUE(executor->loadWeights().isOk());
   EXPECT_TRUE(executor->isTraining());
   EXPECT_EQ(executor->lossOutput(), "loss");
@@ -216,7 +216,7 @@ TEST_F(ExecutorTrainTest, StepsUpdateParametersAndZeroedStateInPlace) {
 TEST_F(ExecutorTrainTest, SavedWeightsReadBackInTorchsFormat) {
   ASSERT_NO_FATAL_FAILURE(writePlan(true));
   std::unique_ptr<Executor> executor;
-  ASSERT_TRUE(Executor::create(loaded, device, executor).isOk());
+  ASSERT_TRUE(Executor::create(loaded, device, nullptr, executor).isOk());
   Status s = stepOnZeros(*executor, 1);
   ASSERT_TRUE(s.isOk()) << s.message();
   std::string out = dir + "/trained.safetensors";
@@ -242,7 +242,7 @@ TEST_F(ExecutorTrainTest, SavedWeightsReadBackInTorchsFormat) {
 TEST_F(ExecutorTrainTest, PlansWithoutStepBufferOnlyRecordTheStep) {
   ASSERT_NO_FATAL_FAILURE(writePlan(true, /*stepBuffer=*/false));
   std::unique_ptr<Executor> executor;
-  ASSERT_TRUE(Executor::create(loaded, device, executor).isOk());
+  ASSERT_TRUE(Executor::create(loaded, device, nullptr, executor).isOk());
   Status s = stepOnZeros(*executor, 7);
   ASSERT_TRUE(s.isOk()) << s.message();
   double loss = -1;
@@ -253,7 +253,7 @@ TEST_F(ExecutorTrainTest, PlansWithoutStepBufferOnlyRecordTheStep) {
 TEST_F(ExecutorTrainTest, ForwardPlansRefuseTrainingCalls) {
   ASSERT_NO_FATAL_FAILURE(writePlan(false));
   std::unique_ptr<Executor> executor;
-  ASSERT_TRUE(Executor::create(loaded, device, executor).isOk());
+  ASSERT_TRUE(Executor::create(loaded, device, nullptr, executor).isOk());
   EXPECT_FALSE(executor->isTraining());
   EXPECT_EQ(executor->lossOutput(), "");
   Status s = executor->setLearningRate(1e-3);

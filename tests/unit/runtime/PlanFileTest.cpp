@@ -10,6 +10,11 @@
 // operand, result and attribute counts (Sgd's optional momentum buffer is
 // also its optional second result), optimizer state in the persistent
 // region, the lr and step scalars, and the loss output's binding.
+// Sharded plans: each collective's groups partition the world and its
+// element counts fit the group size, Flatten's offsets place every input
+// inside its result, each unit's shards cover its padded flat buffer from a
+// persistent shard buffer, and a parameter without a buffer lies inside a
+// sharded unit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +25,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 
@@ -281,6 +287,194 @@ TEST_F(PlanFileTest, TrainingFieldsAreChecked) {
   TrainSpec loss;
   loss.lossOutput = "w";
   EXPECT_TRUE(has(refusal(loss), "loss_output 'w' is not an output binding"));
+}
+
+/// Buffers of the sharded plans (world size 4, one unit of 7 elements padded
+/// to 4 shards of 2): shard f32[2], full f32[8], gflat f32[8], gshard
+/// f32[2], ga f32[3], gb f32[2, 2], cnt i64[2], shardArena f32[2] (arena),
+/// shardF64 f64[2], shard3 f32[3].
+enum ShardBuffer : uint32_t { Shard, Full, GFlat, GShard, GA, GB, Cnt, ShardArena, ShardF64, Shard3 };
+
+struct ParamDef {
+  const char *name;
+  std::vector<int64_t> shape;
+  uint32_t buffer, unit;
+  uint64_t offset;
+  plan::DType dtype = plan::DType::F32;
+};
+
+struct ShardSpec {
+  uint32_t world = 4;
+  std::vector<TrainInstruction> instructions = {
+      {plan::Kernel::AllGather, {Shard}, {Full}, {4, 0, 1, 2, 3}, {}},
+      {plan::Kernel::Flatten, {GA, GB}, {GFlat}, {0, 3}, {}},
+      {plan::Kernel::ReduceScatter, {GFlat}, {GShard}, {1, 4, 3, 2, 1, 0}, {}},
+      {plan::Kernel::AllReduce, {GShard}, {GShard}, {0, 2, 0, 2, 1, 3}, {}},
+      {plan::Kernel::AllReduce, {Cnt}, {Cnt}, {0, 1, 0, 1, 2, 3}, {}}};
+  uint64_t flat = 7, padded = 8, shardNumel = 2;
+  uint32_t shardBuffer = Shard, groupSize = 4;
+  std::vector<ParamDef> params = {{"a", {3}, rt::kNoBuffer, 0, 0},
+                                  {"b", {2, 2}, rt::kNoBuffer, 0, 3},
+                                  {"frozen", {2}, Cnt, 0xFFFFFFFF, 0, plan::DType::I64}};
+};
+
+std::vector<uint8_t> buildShardedPlan(const ShardSpec &spec) {
+  flatbuffers::FlatBufferBuilder fbb;
+  struct Def {
+    const char *name;
+    plan::DType dtype;
+    std::vector<int64_t> shape;
+    plan::Region region;
+    uint64_t offset, size;
+  };
+  const plan::Region P = plan::Region::Persistent, A = plan::Region::Arena;
+  const std::vector<Def> defs = {
+      {"shard", plan::DType::F32, {2}, P, 0, 8},      {"full", plan::DType::F32, {8}, A, 0, 32},
+      {"gflat", plan::DType::F32, {8}, A, 64, 32},    {"gshard", plan::DType::F32, {2}, P, 64, 8},
+      {"ga", plan::DType::F32, {3}, A, 128, 12},      {"gb", plan::DType::F32, {2, 2}, A, 192, 16},
+      {"cnt", plan::DType::I64, {2}, P, 128, 16},     {"shard_arena", plan::DType::F32, {2}, A, 256, 8},
+      {"shard_f64", plan::DType::F64, {2}, P, 192, 16}, {"shard3", plan::DType::F32, {3}, P, 256, 12}};
+  std::vector<flatbuffers::Offset<plan::Buffer>> buffers;
+  for (const Def &d : defs)
+    buffers.push_back(plan::CreateBuffer(fbb, fbb.CreateString(d.name), d.dtype,
+                                         fbb.CreateVector(d.shape), d.region, d.offset, d.size));
+  std::vector<flatbuffers::Offset<plan::Instruction>> instructions;
+  for (const TrainInstruction &inst : spec.instructions)
+    instructions.push_back(plan::CreateInstruction(
+        fbb, inst.kernel, fbb.CreateVector(inst.inputs), fbb.CreateVector(inst.outputs),
+        fbb.CreateVector(inst.ints), fbb.CreateVector(inst.floats), 0, fbb.CreateString("i")));
+  std::vector<flatbuffers::Offset<plan::Parameter>> params;
+  for (const ParamDef &p : spec.params)
+    params.push_back(plan::CreateParameter(fbb, fbb.CreateString(p.name), p.dtype,
+                                           fbb.CreateVector(p.shape), p.buffer, p.unit, p.offset));
+  std::vector<flatbuffers::Offset<plan::Unit>> units{
+      plan::CreateUnit(fbb, fbb.CreateString("layers.0"), spec.flat, spec.padded, spec.shardNumel,
+                       spec.shardBuffer, spec.groupSize, plan::DType::F32)};
+  auto root = plan::CreatePlan(fbb, rt::kPlanFormatVersion, fbb.CreateString("test"),
+                               fbb.CreateString(""), fbb.CreateString("forward"), spec.world,
+                               fbb.CreateVector(buffers), fbb.CreateVector(instructions),
+                               fbb.CreateVector(params), fbb.CreateVector(units), 0, 0, 320, 320);
+  plan::FinishPlanBuffer(fbb, root);
+  return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
+}
+
+class ShardedPlanTest : public PlanFileTest {
+protected:
+  /// Loads `spec` after `change`; returns the refusal ("" when it loads).
+  std::string refusal(const std::function<void(ShardSpec &)> &change) {
+    ShardSpec spec;
+    change(spec);
+    return writeAndLoad(buildShardedPlan(spec)).message();
+  }
+  /// Refusal of the default plan with instruction `i` replaced.
+  std::string instructionRefusal(size_t i, const TrainInstruction &inst) {
+    return refusal([&](ShardSpec &spec) { spec.instructions[i] = inst; });
+  }
+};
+
+#define EXPECT_REFUSED(message, text)                                                              \
+  EXPECT_NE((message).find(text), std::string::npos) << "message: " << (message)
+
+TEST_F(ShardedPlanTest, ValidShardedPlanLoads) {
+  EXPECT_EQ(refusal([](ShardSpec &) {}), "");
+  // Unsharded layouts: a unit without shard buffer whose parameters have
+  // their own buffers, and groups of one.
+  EXPECT_EQ(refusal([](ShardSpec &s) {
+              s.world = 1;
+              s.instructions = {{plan::Kernel::AllReduce, {Cnt}, {Cnt}, {0, 1, 0}, {}}};
+              s.padded = s.shardNumel = 7;
+              s.shardBuffer = rt::kNoBuffer;
+              s.groupSize = 1;
+              s.params = {{"a", {2}, Shard, 0, 0}};
+            }),
+            "");
+}
+
+TEST_F(ShardedPlanTest, FlattenOffsetsAreChecked) {
+  using plan::Kernel;
+  EXPECT_REFUSED(instructionRefusal(1, {Kernel::Flatten, {GA, GB}, {GFlat}, {0}, {}}),
+                 "(Flatten): has 1 offsets for 2 operands");
+  EXPECT_REFUSED(instructionRefusal(1, {Kernel::Flatten, {GA, GB}, {GFlat}, {0, 5}, {}}),
+                 "operand 1 (4 elements at offset 5) does not fit in the result's 8 elements");
+  EXPECT_REFUSED(instructionRefusal(1, {Kernel::Flatten, {GA, GB}, {GFlat}, {-1, 3}, {}}),
+                 "operand 0 (3 elements at offset -1)");
+  EXPECT_REFUSED(instructionRefusal(1, {Kernel::Flatten, {GA, Cnt}, {GFlat}, {0, 3}, {}}),
+                 "operand 1 is i64, the result f32");
+  EXPECT_REFUSED(instructionRefusal(1, {Kernel::Flatten, {GA}, {GFlat}, {0}, {1.0f}}),
+                 "float attributes");
+}
+
+TEST_F(ShardedPlanTest, CollectiveGroupsAreChecked) {
+  using plan::Kernel;
+  EXPECT_REFUSED(instructionRefusal(2, {Kernel::ReduceScatter, {GFlat}, {GShard}, {1}, {}}),
+                 "(ReduceScatter): has 1 integer attributes, too few for [reduction, group_size");
+  EXPECT_REFUSED(instructionRefusal(0, {Kernel::AllGather, {Shard}, {Full}, {}, {}}),
+                 "too few for [group_size, ranks...]");
+  EXPECT_REFUSED(
+      instructionRefusal(2, {Kernel::ReduceScatter, {GFlat}, {GShard}, {2, 4, 0, 1, 2, 3}, {}}),
+      "reduction 2 is neither 0 (sum) nor 1 (avg)");
+  EXPECT_REFUSED(instructionRefusal(3, {Kernel::AllReduce, {GShard}, {GShard}, {0, 3, 0, 1, 2, 3}, {}}),
+                 "group size 3 does not divide the world size 4");
+  EXPECT_REFUSED(instructionRefusal(3, {Kernel::AllReduce, {GShard}, {GShard}, {0, 0, 0, 1, 2, 3}, {}}),
+                 "group size 0 does not divide");
+  EXPECT_REFUSED(instructionRefusal(0, {Kernel::AllGather, {Shard}, {Full}, {4, 0, 1, 2}, {}}),
+                 "lists 3 ranks for a world of 4");
+  EXPECT_REFUSED(instructionRefusal(0, {Kernel::AllGather, {Shard}, {Full}, {4, 0, 1, 1, 3}, {}}),
+                 "ranks are not a permutation of 0..3 (rank 1 at position 2)");
+  EXPECT_REFUSED(instructionRefusal(0, {Kernel::AllGather, {Shard}, {Full}, {4, 0, 1, 2, 4}, {}}),
+                 "not a permutation");
+  // Element counts: all-gather out = in x group size, reduce-scatter the
+  // other way round, all-reduce equal.
+  EXPECT_REFUSED(instructionRefusal(0, {Kernel::AllGather, {Shard}, {Full}, {2, 0, 1, 2, 3}, {}}),
+                 "2 elements in, 8 out do not fit a group of 2");
+  EXPECT_REFUSED(instructionRefusal(2, {Kernel::ReduceScatter, {GFlat}, {Shard3}, {1, 4, 0, 1, 2, 3}, {}}),
+                 "8 elements in, 3 out do not fit a group of 4");
+  EXPECT_REFUSED(instructionRefusal(3, {Kernel::AllReduce, {GShard}, {Shard3}, {0, 4, 0, 1, 2, 3}, {}}),
+                 "do not fit");
+  EXPECT_REFUSED(instructionRefusal(3, {Kernel::AllReduce, {GShard}, {ShardF64}, {0, 4, 0, 1, 2, 3}, {}}),
+                 "operand and result dtypes differ");
+  EXPECT_REFUSED(instructionRefusal(4, {Kernel::AllReduce, {Cnt}, {Cnt}, {1, 4, 0, 1, 2, 3}, {}}),
+                 "avg needs a float type, not i64");
+  EXPECT_REFUSED(instructionRefusal(0, {Kernel::AllGather, {Shard, Shard}, {Full}, {4, 0, 1, 2, 3}, {}}),
+                 "(AllGather): has 2 operands");
+}
+
+TEST_F(ShardedPlanTest, UnitsAreChecked) {
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.shardNumel = 3; }),
+                 "unit 0 ('layers.0'): 4 shards of 3 elements do not make a padded buffer of 8");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.flat = 9; }),
+                 "do not make a padded buffer of 8 holding its 9 elements");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) {
+                   s.groupSize = 3;
+                   s.padded = 6;
+                 }),
+                 "unit 0 ('layers.0'): group size 3 does not divide the world size 4");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.groupSize = 0; }), "group size 0");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.shardBuffer = ShardArena; }),
+                 "shard buffer 7 must be a persistent buffer of 2 x f32");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.shardBuffer = ShardF64; }),
+                 "must be a persistent buffer of 2 x f32");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.shardBuffer = Shard3; }),
+                 "must be a persistent buffer of 2 x f32");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.shardBuffer = 40; }),
+                 "shard buffer 40 of 10 does not exist");
+}
+
+TEST_F(ShardedPlanTest, ParametersAreChecked) {
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.params[1].offset = 4; }),
+                 "parameter 'b': elements [4, 8) lie outside unit 0's 7 elements");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.params[0].unit = 0xFFFFFFFF; }),
+                 "parameter 'a': has neither a buffer nor a unit");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.params[0].unit = 3; }),
+                 "parameter 'a': unit 3 of 1 does not exist");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.shardBuffer = rt::kNoBuffer; }),
+                 "parameter 'a': has no buffer and its unit 0 has no shard buffer");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.params[0].dtype = plan::DType::F64; }),
+                 "parameter 'a' is f64, its unit 0 f32");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.params[2].buffer = 77; }),
+                 "parameter 'frozen': buffer 77 of 10 does not exist");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.params[2].dtype = plan::DType::F32; }),
+                 "parameter 'frozen' does not match its buffer");
 }
 
 } // namespace

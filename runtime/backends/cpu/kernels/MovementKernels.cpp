@@ -1,7 +1,8 @@
 //===- MovementKernels.cpp - data movement on the CPU ---------------------===//
 //
 // The data-movement family of CpuKernels.h: copy (reshape), transpose,
-// concat/split, slice, expand, gather and trilu. None of them does
+// concat/split, slice, expand, gather, trilu and flatten (a unit's
+// gradients packed into its flat buffer). None of them does
 // arithmetic, so they move elements as unsigned integers of the element's
 // size (dispatchBySize) or as bytes. Transpose, slice and expand describe
 // the input as a strided view of the output's index space (StridedLayout in
@@ -166,6 +167,40 @@ Status copy(const TensorRef &in, const TensorRef &out) {
   if (in.data == out.data || in.byteSize() == 0)
     return Status::ok();
   std::memmove(out.data, in.data, in.byteSize());
+  return Status::ok();
+}
+
+Status flatten(const TensorRef *inputs, const int64_t *offsets, int count, const TensorRef &out) {
+  const size_t elementSize = dtypeSize(out.dtype), total = static_cast<size_t>(out.numElements());
+  bool ascending = true; // inputs in offset order, none overlapping the next
+  for (int i = 0; i < count; ++i) {
+    const TensorRef &in = inputs[i];
+    size_t n = static_cast<size_t>(in.numElements());
+    if (in.dtype != out.dtype || offsets[i] < 0 || n > total ||
+        static_cast<size_t>(offsets[i]) > total - n)
+      return Status::error(cat("flatten: operand ", i, " (", n, " x ", dtypeName(in.dtype),
+                               " at ", offsets[i], ") does not fit in ", total, " x ",
+                               dtypeName(out.dtype)));
+    if (i > 0 && offsets[i] < offsets[i - 1] + inputs[i - 1].numElements())
+      ascending = false;
+  }
+  // The compiler lays a unit's parameters out in order, so normally every
+  // output byte is written once: the gaps (and the end padding) zeroed, the
+  // inputs copied. Any other order zeroes everything first.
+  char *dst = static_cast<char *>(out.data);
+  if (!ascending)
+    std::memset(dst, 0, total * elementSize);
+  size_t done = 0; // elements of out already written
+  for (int i = 0; i < count; ++i) {
+    size_t begin = static_cast<size_t>(offsets[i]), n = static_cast<size_t>(inputs[i].numElements());
+    if (ascending && begin > done)
+      std::memset(dst + done * elementSize, 0, (begin - done) * elementSize);
+    if (n > 0)
+      std::memcpy(dst + begin * elementSize, inputs[i].data, n * elementSize);
+    done = begin + n;
+  }
+  if (ascending && total > done)
+    std::memset(dst + done * elementSize, 0, (total - done) * elementSize);
   return Status::ok();
 }
 

@@ -15,11 +15,24 @@
 // (setLearningRate, setStep), and afterwards reads the loss output and, at
 // the end, the parameters.
 //
+// Distributed plans run SPMD: every rank creates its own executor (its own
+// device memory) over the same plan and a Communicator for the world, and
+// runs the same instruction stream. Collective instructions run through the
+// communicator, or a sub-communicator for a group layout other than the
+// whole world (split once at creation, in plan order, identically on every
+// rank); everything else runs on the device. A sharded parameter lives only
+// as a slice of its unit's flat buffer, of which each rank holds one shard:
+// loadWeights fills this rank's part of it, and getParameter and
+// saveWeights all-gather the shards, so every rank must call them. When a
+// rank fails inside run(), it aborts the group so no other rank waits for
+// it.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_RUNTIME_EXECUTOR_H
 #define FSDP_RUNTIME_EXECUTOR_H
 
+#include "fsdp/runtime/Communicator.h"
 #include "fsdp/runtime/Device.h"
 #include "fsdp/runtime/HostTensor.h"
 #include "fsdp/runtime/PlanFile.h"
@@ -33,11 +46,17 @@ namespace fsdp::rt {
 class Executor {
 public:
   /// Allocates the plan's memory on `device` and prepares its launches.
-  static Status create(const LoadedPlan &plan, Device &device, std::unique_ptr<Executor> &out);
+  /// `comm` is this rank's handle on the world (size() must be the plan's
+  /// world size); it may be null only for world size 1, and must outlive
+  /// the executor. Collective: with sub-groups, every rank splits `comm`.
+  static Status create(const LoadedPlan &plan, Device &device, Communicator *comm,
+                       std::unique_ptr<Executor> &out);
   ~Executor();
 
   /// Loads every parameter from a safetensors file: `path`, or the plan's
   /// own weights file when empty (whose content hash must match the plan).
+  /// The file holds full parameters; a sharded one fills only this rank's
+  /// elements of its unit's shard.
   Status loadWeights(const std::string &path = "");
 
   /// Copies a host tensor into the named graph input; dtype and shape must
@@ -62,10 +81,18 @@ public:
   /// `dtype` (optional) receives the loss's own float type.
   Status getLoss(double &loss, DType *dtype = nullptr) const;
   /// Copies the named parameter's full value (plan dtype and shape).
+  /// Collective when the parameter is sharded: every rank of its unit's
+  /// group must call it (fsdp-run calls it on every rank).
   Status getParameter(const std::string &name, HostTensor &out) const;
-  /// Writes every parameter, named as in the plan's parameter table, to a
-  /// safetensors file (torch's loader reads it).
+  /// Writes every parameter, full and named as in the plan's parameter
+  /// table, to a safetensors file (torch's loader reads it). Collective on
+  /// sharded plans: every rank calls it, rank 0 writes the file, the others
+  /// only contribute their shards and return OK.
   Status saveWeights(const std::string &path) const;
+  /// Fails every communicator this executor uses (the world and its
+  /// sub-groups), so ranks waiting on this one get an error naming
+  /// `reason`. run() does this itself when one of its instructions fails.
+  void abort(const std::string &reason);
 
   /// Names in binding order.
   std::vector<std::string> inputNames() const;
@@ -83,18 +110,39 @@ public:
   double baseLearningRate() const;
   /// The number of ranks the plan was compiled for.
   uint32_t worldSize() const;
+  /// This executor's rank in the world, 0 .. worldSize() - 1.
+  int rank() const { return comm_->rank(); }
   /// Bytes allocated for plan-managed memory (persistent + arena): exactly
   /// the plan's numbers.
   size_t allocatedBytes() const { return persistent_.size + arena_.size; }
 
 private:
+  /// How a collective instruction runs: through `comm`, or as a local copy
+  /// when its groups have one rank (comm == nullptr).
+  struct Collective {
+    Communicator *comm = nullptr;
+    ReduceOp op = ReduceOp::Sum;
+  };
+
   /// Copies a plan buffer to the host, with its dtype and shape.
   Status copyToHost(uint32_t buffer, HostTensor &out) const;
   Executor(const LoadedPlan &plan, Device &device) : plan_(plan), device_(device) {}
   Status prepare();
+  /// The communicator of the group holding this rank when the world's
+  /// `ranks` (group by group) are split into groups of `groupSize`: the
+  /// world itself, a sub-communicator split the first time a layout is
+  /// seen, or null for groups of one.
+  Status groupComm(const int64_t *ranks, size_t numRanks, int64_t groupSize,
+                   Communicator *&out);
+  Status runCollective(const Launch &launch, const Collective &collective);
+  /// The full value of a parameter (gathered from its unit's shards when it
+  /// has no buffer of its own).
+  Status parameterValue(uint32_t index, HostTensor &out) const;
+  /// Every rank's shard of unit `unit`, gathered into its padded flat buffer.
+  Status gatherUnit(uint32_t unit, HostTensor &flat) const;
   TensorRef viewOf(uint32_t buffer) const;
   Status bindingBuffer(bool input, const std::string &name, uint32_t &buffer) const;
-  Status parameterBuffer(const std::string &name, uint32_t &buffer) const;
+  Status parameterIndex(const std::string &name, uint32_t &index) const;
   Status zeroPersistent();
   Status writeScalar(uint32_t buffer, DType dtype, const void *value, const char *what);
 
@@ -105,6 +153,12 @@ private:
   std::vector<std::vector<int64_t>> ints_;    // attributes, one vector per launch
   std::vector<std::vector<float>> floats_;
   std::vector<Launch> launches_;
+  std::vector<Collective> collectives_;        // one per launch
+  Communicator *comm_ = nullptr;               // the world
+  std::unique_ptr<Communicator> ownComm_;      // world size 1 without a caller's
+  /// Sub-communicators by group layout (the ranks list and group size).
+  std::vector<std::pair<std::vector<int64_t>, std::unique_ptr<Communicator>>> subComms_;
+  std::vector<Communicator *> unitComms_;      // one per unit (null: group of one)
   uint64_t step_ = 0;
 };
 

@@ -8,6 +8,8 @@
 // the fast paths (inner-contiguous rows, tiled transposes with ragged
 // tiles, broadcast fills) and the edge cases (negative slice steps, size-1
 // and zero-size dims, negative axes and indices, out-of-range gathers).
+// Flatten (FSDP's flat gradient buffer) is checked for zeroed gaps and
+// padding with its inputs in layout order and out of it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -314,6 +316,50 @@ TEST(TriluTest, InPlace) {
     EXPECT_EQ(in.getBits(e), expected.getBits(e));
   EXPECT_EQ(in.getBits(1), 0u);
   EXPECT_NE(in.getBits(3), 0u);
+}
+
+struct FlattenCase { std::vector<Shape> parts; std::vector<int64_t> offsets; int64_t total; };
+
+TEST(FlattenTest, PlacesInputsAndZeroesTheRest) {
+  const FlattenCase cases[] = {
+      {{{2, 3}, {4}}, {0, 6}, 10},       // packed, no padding
+      {{{2, 3}, {4}, {1}}, {1, 8, 13}, 16}, // gaps and end padding
+      {{{3}, {2, 2}}, {5, 0}, 9},        // out of layout order
+      {{{0}, {2}}, {3, 3}, 5},           // a zero-size input
+  };
+  for (DType t : kSizes)
+    for (const FlattenCase &c : cases) {
+      SCOPED_TRACE(testing::Message() << dtypeName(t) << " total " << c.total);
+      std::vector<Buffer> parts;
+      std::vector<TensorRef> refs;
+      for (size_t p = 0; p < c.parts.size(); ++p) {
+        parts.emplace_back(t, c.parts[p]);
+        parts.back().fillPattern(30 + p);
+      }
+      for (const Buffer &b : parts)
+        refs.push_back(b.ref());
+      Buffer out(t, {c.total});
+      out.fillPattern(99); // stale values must not survive
+      ASSERT_TRUE(flatten(refs.data(), c.offsets.data(), static_cast<int>(refs.size()), out.ref())
+                      .isOk());
+      std::vector<uint64_t> expected(c.total, 0);
+      for (size_t p = 0; p < parts.size(); ++p)
+        for (int64_t i = 0; i < parts[p].size(); ++i)
+          expected[c.offsets[p] + i] = parts[p].getBits(i);
+      for (int64_t i = 0; i < c.total; ++i)
+        ASSERT_EQ(out.getBits(i), expected[i]) << i;
+    }
+}
+
+TEST(FlattenTest, InputsOutsideTheResultAreErrors) {
+  Buffer a(DType::F32, {4}), out(DType::F32, {6}), wide(DType::F64, {2});
+  TensorRef refs[] = {a.ref()};
+  const int64_t past[] = {3}, negative[] = {-1}, fits[] = {0};
+  EXPECT_NE(flatten(refs, past, 1, out.ref()).message().find("does not fit in 6 x f32"),
+            std::string::npos);
+  EXPECT_FALSE(flatten(refs, negative, 1, out.ref()).isOk());
+  TensorRef mixed[] = {wide.ref()};
+  EXPECT_FALSE(flatten(mixed, fits, 1, out.ref()).isOk());
 }
 
 } // namespace

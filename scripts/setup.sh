@@ -18,6 +18,9 @@ PACKAGES=(
   python3-torch python3-onnx python3-numpy libopenblas-dev
   # Plans: the FlatBuffers schema compiler and headers.
   flatbuffers-compiler libflatbuffers-dev
+  # The MPI communicator (multi-process runs under mpirun) and its tests,
+  # which ctest runs under mpirun: Open MPI's headers, library and launcher.
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

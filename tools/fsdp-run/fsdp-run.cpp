@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "comm/InProcessCommunicator.h"
+#include "comm/MpiCommunicator.h"
 #include "fsdp/runtime/Device.h"
 #include "fsdp/runtime/Executor.h"
 #include "fsdp/runtime/Npy.h"
@@ -281,38 +282,50 @@ Status checkRanksAgree(const RunOptions &opts, const LoadedPlan &plan, Communica
   return Status::ok();
 }
 
-/// Remembers which rank failed first, so the in-process driver reports the
-/// cause rather than the other ranks' "aborted" errors.
-struct FirstFailure {
+/// How a failing rank of a multi-rank run reports, before it aborts the
+/// group (an MPI abort ends the process): in-process ranks record the
+/// first failure for the driver to print once; MPI ranks print their own.
+struct FailureReport {
   std::mutex mutex;
-  int rank = -1;
+  bool print = false; // MPI: print at once
+  int rank = -1;      // in-process: the first rank that failed
   std::string message;
+
+  void report(int failedRank, const std::string &what) {
+    if (print) {
+      fail(cat("rank ", failedRank, ": ", what));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    if (rank < 0) {
+      rank = failedRank;
+      message = what;
+    }
+  }
 };
 
 /// One rank's whole run on its own device and executor. `comm` is null for
-/// a world-size-1 plan; with several ranks, a failure aborts the group.
+/// a world-size-1 plan. With several ranks, a failure is reported and then
+/// aborts the group, except a failed start-up agreement, which every rank
+/// reports alike and which leaves nobody waiting.
 Status runRank(const RunOptions &opts, const LoadedPlan &plan, Communicator *comm,
-               FirstFailure *firstFailure) {
+               FailureReport *failures) {
+  bool multiRank = comm && comm->size() > 1;
+  if (multiRank)
+    if (Status s = checkRanksAgree(opts, plan, *comm); !s) {
+      failures->report(comm->rank(), s.message());
+      return s;
+    }
   std::unique_ptr<Device> device = createCpuDevice();
   std::unique_ptr<Executor> executor;
-  Status s;
-  if (comm && comm->size() > 1)
-    s = checkRanksAgree(opts, plan, *comm);
-  if (s)
-    s = Executor::create(plan, *device, comm, executor);
+  Status s = Executor::create(plan, *device, comm, executor);
   if (s)
     s = executor->loadWeights(opts.weightsPath);
   if (s)
     s = isTrainingPlan(plan) ? runTraining(opts, *executor) : runForward(opts, *executor);
-  if (s || !comm || comm->size() == 1)
+  if (s || !multiRank)
     return s;
-  if (firstFailure) {
-    std::lock_guard<std::mutex> lock(firstFailure->mutex);
-    if (firstFailure->rank < 0) {
-      firstFailure->rank = comm->rank();
-      firstFailure->message = s.message();
-    }
-  }
+  failures->report(comm->rank(), s.message());
   if (executor)
     executor->abort(s.message());
   else
@@ -335,16 +348,29 @@ int runInProcess(const RunOptions &opts, const LoadedPlan &plan, int ranks) {
   if (Status s = comm::createInProcessGroup(ranks, comms); !s)
     return fail(s.message());
   shareBlasThreads(ranks);
-  FirstFailure firstFailure;
-  std::vector<Status> results(ranks);
+  FailureReport failures;
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
-    threads.emplace_back(
-        [&, r] { results[r] = runRank(opts, plan, comms[r].get(), &firstFailure); });
+    threads.emplace_back([&, r] { (void)runRank(opts, plan, comms[r].get(), &failures); });
   for (std::thread &t : threads)
     t.join();
-  if (firstFailure.rank >= 0)
-    return fail(cat("rank ", firstFailure.rank, ": ", firstFailure.message));
+  if (failures.rank >= 0)
+    return fail(cat("rank ", failures.rank, ": ", failures.message));
+  return 0;
+}
+
+/// This process as one rank of an mpirun job.
+int runMpiRank(const RunOptions &opts, const LoadedPlan &plan) {
+  std::unique_ptr<Communicator> world;
+  if (Status s = comm::createMpiWorld(world); !s)
+    return fail(s.message());
+  FailureReport failures;
+  failures.print = true;
+  if (Status s = runRank(opts, plan, world.get(), &failures); !s) {
+    if (world->size() == 1)
+      return fail(s.message());
+    return 1; // reported by runRank
+  }
   return 0;
 }
 
@@ -366,6 +392,8 @@ int run(const RunOptions &opts) {
       return fail(flag + ": only training plans take it, and " + opts.planPath +
                   " is a forward plan (compile without --mode=forward)");
   }
+  if (comm::launchedUnderMpi())
+    return runMpiRank(opts, plan);
   if (planWorld == 1) {
     if (Status s = runRank(opts, plan, nullptr, nullptr); !s)
       return fail(s.message());

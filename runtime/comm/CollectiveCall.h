@@ -15,6 +15,8 @@
 
 #include "fsdp/runtime/Communicator.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,18 @@ Status checkCall(const CallDesc &desc, int size, const void *send, const void *r
 /// rank r's checkCall message (empty when its arguments were fine).
 std::string judgeCalls(const std::vector<CallDesc> &descs,
                        const std::vector<std::string> &localErrors);
+
+/// Bytes of `count` elements (0 for a non-positive count).
+inline size_t byteCount(int64_t count, DType dtype) {
+  return count > 0 ? static_cast<size_t>(count) * dtypeSize(dtype) : 0;
+}
+
+/// Whether two byte ranges share a byte: when an output must not be written
+/// in place because another rank (or the transport) still reads the input.
+inline bool overlaps(const void *a, size_t aBytes, const void *b, size_t bBytes) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return aBytes > 0 && bBytes > 0 && x < y + bBytes && y < x + aBytes;
+}
 
 } // namespace fsdp::rt::comm
 

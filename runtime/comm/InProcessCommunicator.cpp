@@ -101,11 +101,6 @@ struct Group {
   std::vector<int> worldRanks;
 };
 
-bool overlaps(const void *a, size_t aBytes, const void *b, size_t bBytes) {
-  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return aBytes > 0 && bBytes > 0 && x < y + bBytes && y < x + aBytes;
-}
-
 class InProcessCommunicator final : public Communicator {
 public:
   InProcessCommunicator(std::shared_ptr<Group> group, int rank)
@@ -217,10 +212,6 @@ public:
   }
 
 private:
-  static size_t byteCount(int64_t count, DType dtype) {
-    return count > 0 ? static_cast<size_t>(count) * dtypeSize(dtype) : 0;
-  }
-
   /// Forms the new groups of the split every rank of `g` has published:
   /// one per color, ranked by (key, old rank), registered in the family so
   /// abort() reaches them. Called once per split, under the family mutex.

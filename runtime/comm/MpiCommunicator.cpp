@@ -153,15 +153,6 @@ struct WireCall {
 };
 static_assert(sizeof(WireCall) == 256, "the call description is one fixed-size message");
 
-bool overlaps(const void *a, size_t aBytes, const void *b, size_t bytes) {
-  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return aBytes > 0 && bytes > 0 && x < y + bytes && y < x + aBytes;
-}
-
-size_t byteCount(int64_t count, DType dtype) {
-  return count > 0 ? static_cast<size_t>(count) * dtypeSize(dtype) : 0;
-}
-
 Status adopt(MPI_Comm comm, std::unique_ptr<Communicator> &out);
 
 class MpiCommunicator final : public Communicator {

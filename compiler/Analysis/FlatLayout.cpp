@@ -12,11 +12,13 @@
 
 namespace fsdp {
 
-FlatLayout computeFlatLayout(const std::vector<int64_t> &numels, int64_t worldSize) {
+FlatLayout computeFlatLayout(const std::vector<int64_t> &numels, int64_t worldSize,
+                             int64_t alignElements) {
   FlatLayout layout;
   for (int64_t n : numels) {
-    layout.offsets.push_back(layout.flatNumel);
-    layout.flatNumel += n;
+    int64_t offset = (layout.flatNumel + alignElements - 1) / alignElements * alignElements;
+    layout.offsets.push_back(offset);
+    layout.flatNumel = offset + n;
   }
   layout.shardNumel = (layout.flatNumel + worldSize - 1) / worldSize;
   layout.paddedNumel = layout.shardNumel * worldSize;

@@ -5,6 +5,10 @@
 // rank r holds elements [r * shard, (r + 1) * shard). World sizes that do
 // not divide the unit's size (3, 5, ...) only add padding. The layout is
 // what the plan records per unit and parameter (plan.fbs Unit, Parameter).
+// Each parameter may start at a multiple of an alignment (in elements), so
+// that a parameter viewed in place inside the gathered flat buffer is as
+// aligned as a buffer of its own (the plan requires 64-byte offsets); the
+// gaps count as part of the flat buffer and hold zeros.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +24,7 @@ namespace fsdp {
 
 struct FlatLayout {
   std::vector<int64_t> offsets; // element offset of each parameter in the flat buffer
-  int64_t flatNumel = 0;        // sum of the parameters' elements
+  int64_t flatNumel = 0;        // end of the last parameter (alignment gaps included)
   int64_t paddedNumel = 0;      // flatNumel rounded up to a multiple of worldSize
   int64_t shardNumel = 0;       // paddedNumel / worldSize
 
@@ -29,8 +33,10 @@ struct FlatLayout {
   std::pair<int64_t, int64_t> localRange(size_t p, int64_t n, int64_t rank) const;
 };
 
-/// `numels` in unit order; worldSize >= 1.
-FlatLayout computeFlatLayout(const std::vector<int64_t> &numels, int64_t worldSize);
+/// `numels` in unit order; worldSize >= 1; every offset is a multiple of
+/// `alignElements` (>= 1).
+FlatLayout computeFlatLayout(const std::vector<int64_t> &numels, int64_t worldSize,
+                             int64_t alignElements = 1);
 
 } // namespace fsdp
 

@@ -409,7 +409,7 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
     for (const char *flag :
          {"shard", "wrap", "ckpt", "prefetch", "limit-all-gathers", "optimizer",
           "lr", "beta1", "beta2", "eps", "weight-decay", "momentum", "nesterov",
-          "freeze", "no-decay", "loss", "reduce-dtype"})
+          "freeze", "no-decay", "loss", "param-dtype", "reduce-dtype"})
       if (given(flag))
         return fail("--" + std::string(flag) + " requires --mode=train");
   }
@@ -451,6 +451,16 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
         return fail("--" + std::string(flag) +
                     " acts in the train stage, which this output does not run (it needs "
                     "--emit=plan, or --emit=mlir with --stop-after=train or later)");
+  // Likewise the distribution flags act in the shard stage.
+  bool shardStageRuns = trainStageRuns && !(opts.emit == EmitKind::Mlir && opts.stopAfter &&
+                                            *opts.stopAfter < Stage::Shard);
+  if (opts.mode == Mode::Train && !shardStageRuns)
+    for (const char *flag : {"world-size", "shard", "wrap", "param-dtype", "reduce-dtype"})
+      if (given(flag))
+        return fail("--" + std::string(flag) +
+                    " acts in the shard stage, which this output does not run (it needs "
+                    "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard "
+                    "or later)");
   // torch.optim.SGD refuses the same: Nesterov without momentum is plain SGD.
   if (opts.nesterov && opts.momentum <= 0)
     return fail("--nesterov requires --momentum > 0");

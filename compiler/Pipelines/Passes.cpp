@@ -12,6 +12,9 @@
 #include "compiler/Autodiff/BuildTrainStep.h"
 #include "compiler/Transforms/ApplyOptimizer.h"
 #include "compiler/Transforms/FuseElementwise.h"
+#include "compiler/Transforms/ShardParameters.h"
+#include "compiler/Pipelines/Pipeline.h"
+#include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
 
 #include "mlir/Pass/Pass.h"
@@ -95,6 +98,44 @@ struct ApplyOptimizerPass : PassWrapper<ApplyOptimizerPass, OperationPass<Module
   Option<std::string> noDecay{*this, "no-decay", llvm::cl::desc("regex of undecayed params")};
 };
 
+struct ShardParametersPass : PassWrapper<ShardParametersPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ShardParametersPass)
+  ShardParametersPass() = default;
+  ShardParametersPass(const ShardParametersPass &other) : PassWrapper(other) {}
+  StringRef getArgument() const final { return "fsdp-shard-parameters"; }
+  void getDependentDialects(DialectRegistry &registry) const final {
+    registry.insert<dist::FSDPDialect>();
+  }
+  StringRef getDescription() const final {
+    return "FSDP: flat-parameter units, all-gathers, gradient reduce-scatters and sharded "
+           "optimizer updates in @train_step";
+  }
+  void runOnOperation() final {
+    // The flag parser (CompileOptions) owns the spelling of these values;
+    // the pass reuses it so both accept exactly the same text.
+    CompileOptions parsed;
+    std::string error;
+    for (const std::string &arg :
+         {"--world-size=" + std::to_string(worldSize), "--shard=" + shard, "--wrap=" + wrap,
+          "--param-dtype=" + paramDtype, "--reduce-dtype=" + reduceDtype})
+      if (parseCompileFlag(arg, parsed, error) != FlagParse::Ok) {
+        getOperation().emitError(error.empty() ? "bad option " + arg : error);
+        return signalPassFailure();
+      }
+    if (!validateCompileOptions(parsed, error)) {
+      getOperation().emitError(error);
+      return signalPassFailure();
+    }
+    if (failed(shardParameters(getOperation(), shardOptionsFor(parsed))))
+      signalPassFailure();
+  }
+  Option<int64_t> worldSize{*this, "world-size", llvm::cl::init(1)};
+  Option<std::string> shard{*this, "shard", llvm::cl::init("full")};
+  Option<std::string> wrap{*this, "wrap", llvm::cl::init("blocks")};
+  Option<std::string> paramDtype{*this, "param-dtype", llvm::cl::init("f32")};
+  Option<std::string> reduceDtype{*this, "reduce-dtype", llvm::cl::init("f32")};
+};
+
 struct FuseElementwisePass : PassWrapper<FuseElementwisePass, OperationPass<func::FuncOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
   StringRef getArgument() const final { return "fsdp-fuse-elementwise"; }
@@ -111,6 +152,7 @@ void registerFsdpPasses() {
   PassRegistration<AttachLossPass>();
   PassRegistration<BuildTrainStepPass>();
   PassRegistration<ApplyOptimizerPass>();
+  PassRegistration<ShardParametersPass>();
 }
 
 } // namespace fsdp

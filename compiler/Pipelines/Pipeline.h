@@ -13,6 +13,7 @@
 #include "compiler/Autodiff/AttachLoss.h"
 #include "compiler/Pipelines/CompileOptions.h"
 #include "compiler/Transforms/ApplyOptimizer.h"
+#include "compiler/Transforms/ShardParameters.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -35,6 +36,15 @@ std::optional<std::string> findUnimplemented(const CompileOptions &opts);
 /// The loss and optimizer settings `opts` describes.
 LossSpec lossSpecFor(const CompileOptions &opts);
 OptimizerOptions optimizerOptionsFor(const CompileOptions &opts);
+ShardOptions shardOptionsFor(const CompileOptions &opts);
+
+/// The flags of the shard stage. A training plan is sharded when any is
+/// given or the world size exceeds one; otherwise it stays a plain
+/// single-rank step (no flat buffers, no collectives).
+extern const char *const kShardFlags[5];
+bool shardingRequested(const CompileOptions &opts);
+/// --shard as written: "full", "grad-op", "none" or "hybrid:G".
+std::string shardStrategyName(const CompileOptions &opts);
 
 /// Runs the stages after import that `opts` asks for and this build has:
 /// in train mode, loss selection, autodiff and the optimizer (@forward

@@ -8,6 +8,7 @@
 
 #include "compiler/Target/BufferViews.h"
 
+#include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
 
 using namespace mlir;
@@ -40,7 +41,10 @@ BufferViews findBufferViews(Block &body, const llvm::DenseSet<Value> &ownBuffer)
     if (op.getNumResults() != 1 || ownBuffer.count(op.getResult(0)))
       continue;
     Value result = op.getResult(0);
-    if (auto reshape = dyn_cast<nn::ReshapeOp>(op)) {
+    if (auto view = dyn_cast<dist::FlatViewOp>(op)) {
+      views.flatViews.insert(&op);
+      views.root[result] = views.rootOf(view.getFlat());
+    } else if (auto reshape = dyn_cast<nn::ReshapeOp>(op)) {
       views.aliasedReshapes.insert(&op);
       views.root[result] = views.rootOf(reshape.getInput());
     } else if (auto transpose = dyn_cast<nn::TransposeOp>(op)) {

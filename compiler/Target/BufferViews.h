@@ -7,7 +7,9 @@
 // pass's transposed operands). This analysis finds those views, maps each to
 // the value that owns the memory (its root), and computes every root's
 // last use over all of its views, so the arena keeps a buffer alive exactly
-// as long as any view of it is still read.
+// as long as any view of it is still read. A parameter sliced out of its
+// unit's gathered flat buffer (fsdp.flat_view) is a view too: that is how
+// a gathered unit stays alive exactly while any of its parameters is read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +27,8 @@ struct BufferViews {
   llvm::DenseSet<mlir::Operation *> aliasedReshapes;
   /// Last-two-dims transposes that their matmuls read in place.
   llvm::DenseSet<mlir::Operation *> foldedTransposes;
+  /// Parameters read in place from a unit's flat buffer (fsdp.flat_view).
+  llvm::DenseSet<mlir::Operation *> flatViews;
   /// View result -> the value whose memory it reads (never itself a view).
   llvm::DenseMap<mlir::Value, mlir::Value> root;
   /// Root value -> the last op (other than views) that reads it or a view
@@ -36,7 +40,7 @@ struct BufferViews {
     return it == root.end() ? v : it->second;
   }
   bool isView(mlir::Operation *op) const {
-    return aliasedReshapes.count(op) || foldedTransposes.count(op);
+    return aliasedReshapes.count(op) || foldedTransposes.count(op) || flatViews.count(op);
   }
 };
 

@@ -17,6 +17,8 @@
 
 #include "compiler/Target/ArenaAllocator.h"
 #include "compiler/Target/BufferViews.h"
+#include "compiler/Transforms/ShardParameters.h"
+#include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
 #include "fsdp/runtime/PlanFile.h"
 #include "fsdp/runtime/Safetensors.h"
@@ -41,6 +43,24 @@ struct BufferDesc {
   std::vector<int64_t> shape;
   plan::Region region;
   uint64_t offset = 0, size = 0;
+};
+
+/// A row of the plan's parameter table (plan.fbs Parameter).
+struct ParamEntry {
+  std::string name;
+  rt::DType dtype;
+  std::vector<int64_t> shape;
+  uint32_t buffer = rt::kNoBuffer; // kNoBuffer: lives in its unit's shards
+  uint32_t unit = rt::kNoBuffer;   // 0xFFFFFFFF: replicated, in no unit
+  uint64_t flatOffset = 0;
+};
+
+/// A row of the plan's unit table (plan.fbs Unit).
+struct UnitEntry {
+  std::string name;
+  uint64_t flatNumel = 0, paddedNumel = 0, shardNumel = 0;
+  uint32_t shardBuffer = rt::kNoBuffer, groupSize = 1;
+  rt::DType dtype = rt::DType::F32;
 };
 
 struct InstructionDesc {
@@ -87,11 +107,13 @@ private:
   LogicalResult placeConstant(nn::ConstantOp op);
   LogicalResult lower(Operation *op);
   LogicalResult writeWeights(const WeightLookup &weights, uint64_t &hash);
+  LogicalResult buildParameterTable();
   uint32_t bufferOf(Value v) { return v ? buffers.lookup(v) : rt::kNoBuffer; }
   /// The buffer a kernel reads for `v`: a folded transpose reads its input.
   uint32_t operandBuffer(Value v);
-  /// A buffer description over the bytes of `v`'s root, with `v`'s shape.
-  void addView(Value v, const std::string &name);
+  /// A buffer description over the bytes of `source`'s buffer from
+  /// `elementOffset` on, with `v`'s shape.
+  void addView(Value v, Value source, int64_t elementOffset, const std::string &name);
 
   BufferViews views;
   func::FuncOp func;
@@ -103,6 +125,11 @@ private:
   uint64_t persistentTop = 0;
   ArenaAllocator arena;
   std::vector<std::pair<std::string, uint32_t>> inputs, outputs, params, state;
+  /// Flat-parameter shards of a sharded step: the fsdp.unit description
+  /// and the shard's buffer.
+  std::vector<std::pair<DictionaryAttr, uint32_t>> units;
+  std::vector<ParamEntry> paramTable;
+  std::vector<UnitEntry> unitTable;
   uint32_t lrBuffer = rt::kNoBuffer, stepBuffer = rt::kNoBuffer;
   /// Results of a training step that overwrite an argument's buffer.
   llvm::DenseMap<Value, uint32_t> inPlace;
@@ -141,11 +168,13 @@ uint32_t Emitter::operandBuffer(Value v) {
   return bufferOf(v);
 }
 
-void Emitter::addView(Value v, const std::string &name) {
-  BufferDesc desc = descs[bufferOf(views.rootOf(v))];
+void Emitter::addView(Value v, Value source, int64_t elementOffset, const std::string &name) {
+  BufferDesc desc = descs[bufferOf(source)];
   auto type = cast<RankedTensorType>(v.getType());
   desc.name = name;
   desc.shape.assign(type.getShape().begin(), type.getShape().end());
+  desc.offset += elementOffset * rt::dtypeSize(desc.dtype);
+  desc.size = type.getNumElements() * rt::dtypeSize(desc.dtype);
   buffers[v] = descs.size();
   descs.push_back(std::move(desc));
 }
@@ -177,6 +206,18 @@ LogicalResult Emitter::placeConstant(nn::ConstantOp op) {
                   elementBytes);
   }
   return success();
+}
+
+/// A collective's ints as plan.fbs lays them out: [reduction (0 sum, 1
+/// avg; reductions only), group_size, ranks...].
+std::vector<int64_t> collectiveInts(std::optional<StringRef> reduction, int64_t groupSize,
+                                    ArrayRef<int64_t> groups) {
+  std::vector<int64_t> ints;
+  if (reduction)
+    ints.push_back(*reduction == "avg" ? 1 : 0);
+  ints.push_back(groupSize);
+  ints.insert(ints.end(), groups.begin(), groups.end());
+  return ints;
 }
 
 /// The kernel code of ReduceKind/SCE reductions as plan.fbs lays them out.
@@ -389,6 +430,26 @@ LogicalResult Emitter::lower(Operation *op) {
                            static_cast<float>(s.getWeightDecay().convertToDouble())};
             return true;
           })
+          .Case([&](dist::AllGatherOp c) {
+            inst.kernel = Kernel::AllGather;
+            inst.ints = collectiveInts(std::nullopt, c.getGroupSize(), c.getGroups());
+            return true;
+          })
+          .Case([&](dist::ReduceScatterOp c) {
+            inst.kernel = Kernel::ReduceScatter;
+            inst.ints = collectiveInts(c.getReduction(), c.getGroupSize(), c.getGroups());
+            return true;
+          })
+          .Case([&](dist::AllReduceOp c) {
+            inst.kernel = Kernel::AllReduce;
+            inst.ints = collectiveInts(c.getReduction(), c.getGroupSize(), c.getGroups());
+            return true;
+          })
+          .Case([&](dist::FlattenOp f) {
+            inst.kernel = Kernel::Flatten;
+            inst.ints.assign(f.getOffsets().begin(), f.getOffsets().end());
+            return true;
+          })
           .Case([&](nn::FusedOp f) {
             inst.kernel = Kernel::Fused;
             inst.ints = {static_cast<int64_t>(f.getProgram().size() / 3)};
@@ -403,15 +464,60 @@ LogicalResult Emitter::lower(Operation *op) {
   return success();
 }
 
-LogicalResult Emitter::writeWeights(const WeightLookup &weights, uint64_t &hash) {
-  std::vector<rt::NamedTensor> named;
+/// The parameter and unit tables. An unsharded step has one root unit
+/// holding every parameter in its own buffer; a sharded one has a unit per
+/// flat-parameter shard argument (its fsdp.unit description) and keeps the
+/// parameters without an update replicated, outside every unit.
+LogicalResult Emitter::buildParameterTable() {
+  const bool sharded = !units.empty();
+  uint64_t flatOffset = 0;
   for (const auto &[name, index] : params) {
+    const BufferDesc &d = descs[index];
+    paramTable.push_back({name, d.dtype, d.shape, index, sharded ? rt::kNoBuffer : 0,
+                          sharded ? 0 : flatOffset});
+    flatOffset += d.size / rt::dtypeSize(d.dtype);
+  }
+  if (!sharded) {
+    if (!params.empty())
+      unitTable.push_back({"root", flatOffset, flatOffset, flatOffset});
+    return success();
+  }
+  for (const auto &[unit, index] : units) {
+    UnitEntry u;
+    u.name = unit.getAs<StringAttr>("name").str();
+    u.flatNumel = unit.getAs<IntegerAttr>("flat_numel").getInt();
+    u.paddedNumel = unit.getAs<IntegerAttr>("padded_numel").getInt();
+    u.groupSize = unit.getAs<IntegerAttr>("group_size").getInt();
+    u.shardNumel = u.paddedNumel / std::max<uint64_t>(u.groupSize, 1);
+    u.shardBuffer = index;
+    u.dtype = descs[index].dtype;
+    for (Attribute a : unit.getAs<ArrayAttr>("params")) {
+      auto p = cast<DictionaryAttr>(a);
+      auto type = cast<RankedTensorType>(p.getAs<TypeAttr>("type").getValue());
+      std::optional<rt::DType> dtype = dtypeOf(type.getElementType());
+      if (!dtype)
+        return func.emitError("unit '") << u.name << "' holds a parameter of type " << type;
+      paramTable.push_back({p.getAs<StringAttr>("name").str(), *dtype,
+                            {type.getShape().begin(), type.getShape().end()}, rt::kNoBuffer,
+                            static_cast<uint32_t>(unitTable.size()),
+                            static_cast<uint64_t>(p.getAs<IntegerAttr>("offset").getInt())});
+    }
+    unitTable.push_back(std::move(u));
+  }
+  return success();
+}
+
+LogicalResult Emitter::writeWeights(const WeightLookup &weights, uint64_t &hash) {
+  // The full values under the model's names, sharded or not: each rank
+  // takes its own slice at load time.
+  std::vector<rt::NamedTensor> named;
+  for (const ParamEntry &param : paramTable) {
+    const std::string &name = param.name;
     std::optional<rt::TensorRef> value = weights(name);
-    const BufferDesc &desc = descs[index];
     if (!value)
       return func.emitError("parameter '") << name << "' has no initial value in the source model";
-    if (value->dtype != desc.dtype ||
-        ArrayRef<int64_t>(value->dims, value->rank) != ArrayRef<int64_t>(desc.shape))
+    if (value->dtype != param.dtype ||
+        ArrayRef<int64_t>(value->dims, value->rank) != ArrayRef<int64_t>(param.shape))
       return func.emitError("initial value of parameter '") << name << "' does not match its type";
     named.push_back({name, *value});
   }
@@ -430,9 +536,11 @@ LogicalResult Emitter::placeArguments(Block &body) {
     auto param = func.getArgAttrOfType<StringAttr>(i, nn::kParamAttr);
     auto input = func.getArgAttrOfType<StringAttr>(i, nn::kInputAttr);
     auto stateName = func.getArgAttrOfType<StringAttr>(i, nn::kStateAttr);
+    auto unit = func.getArgAttrOfType<DictionaryAttr>(i, kUnitAttr);
     bool lr = static_cast<bool>(func.getArgAttr(i, nn::kLrAttr));
     bool step = static_cast<bool>(func.getArgAttr(i, nn::kStepAttr));
     std::string name = param       ? param.str()
+                       : unit      ? unit.getAs<StringAttr>("name").str()
                        : input     ? input.str()
                        : stateName ? stateName.str()
                        : lr        ? "lr"
@@ -443,6 +551,8 @@ LogicalResult Emitter::placeArguments(Block &body) {
       return failure();
     if (param)
       params.emplace_back(name, *index);
+    else if (unit)
+      units.push_back({unit, *index});
     else if (stateName)
       state.emplace_back(name, *index);
     else if (lr)
@@ -468,6 +578,8 @@ LogicalResult Emitter::findInPlaceUpdates(Block &body,
       byName[name.getValue()] = arg;
     if (auto name = func.getArgAttrOfType<StringAttr>(i, nn::kStateAttr))
       byName[name.getValue()] = arg;
+    if (auto unit = func.getArgAttrOfType<DictionaryAttr>(i, kUnitAttr))
+      byName[unit.getAs<StringAttr>("name").getValue()] = arg;
   }
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
@@ -521,7 +633,11 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
     if (views.foldedTransposes.count(&op))
       continue; // read in place by its matmuls
     if (views.aliasedReshapes.count(&op)) {
-      addView(op.getResult(0), locationName(op.getLoc()));
+      addView(op.getResult(0), op.getOperand(0), 0, locationName(op.getLoc()));
+      continue;
+    }
+    if (auto view = dyn_cast<dist::FlatViewOp>(op); view && views.flatViews.count(&op)) {
+      addView(view.getResult(), view.getFlat(), view.getOffset(), locationName(op.getLoc()));
       continue;
     }
     if (auto constant = dyn_cast<nn::ConstantOp>(op)) {
@@ -581,8 +697,13 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
     outputs.emplace_back(n, target);
   }
 
+  // In memory (a report) the plan needs no weights: a model planned
+  // without its weight files on disk still gets its numbers.
+  if (failed(buildParameterTable()))
+    return failure();
+  const bool hasWeights = !paramTable.empty();
   uint64_t weightsHash = 0;
-  if (!params.empty() && failed(writeWeights(weights, weightsHash)))
+  if (!options.planBytes && hasWeights && failed(writeWeights(weights, weightsHash)))
     return failure();
 
   flatbuffers::FlatBufferBuilder fbb(1 << 16);
@@ -596,20 +717,17 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
     fbInstructions.push_back(plan::CreateInstruction(
         fbb, i.kernel, fbb.CreateVector(i.inputs), fbb.CreateVector(i.outputs),
         fbb.CreateVector(i.ints), fbb.CreateVector(i.floats), 0, fbb.CreateString(i.name)));
-  // One root unit holds every parameter (sharding arrives with FSDP).
   std::vector<flatbuffers::Offset<plan::Parameter>> fbParams;
-  uint64_t flatOffset = 0;
-  for (const auto &[name, index] : params) {
-    const BufferDesc &d = descs[index];
-    fbParams.push_back(plan::CreateParameter(fbb, fbb.CreateString(name),
-                                             static_cast<plan::DType>(d.dtype),
-                                             fbb.CreateVector(d.shape), index, 0, flatOffset));
-    flatOffset += d.size / rt::dtypeSize(d.dtype);
-  }
+  for (const ParamEntry &p : paramTable)
+    fbParams.push_back(plan::CreateParameter(fbb, fbb.CreateString(p.name),
+                                             static_cast<plan::DType>(p.dtype),
+                                             fbb.CreateVector(p.shape), p.buffer, p.unit,
+                                             p.flatOffset));
   std::vector<flatbuffers::Offset<plan::Unit>> fbUnits;
-  if (!params.empty())
-    fbUnits.push_back(plan::CreateUnit(fbb, fbb.CreateString("root"), flatOffset, flatOffset,
-                                       flatOffset));
+  for (const UnitEntry &u : unitTable)
+    fbUnits.push_back(plan::CreateUnit(fbb, fbb.CreateString(u.name), u.flatNumel,
+                                       u.paddedNumel, u.shardNumel, u.shardBuffer, u.groupSize,
+                                       static_cast<plan::DType>(u.dtype)));
   auto bindings = [&](const std::vector<std::pair<std::string, uint32_t>> &list) {
     std::vector<flatbuffers::Offset<plan::Binding>> out;
     for (const auto &[name, index] : list)
@@ -628,16 +746,23 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
       fbb.CreateString(source ? source.str() : ""), fbb.CreateString(options.mode),
       options.worldSize, fbb.CreateVector(fbBuffers), fbb.CreateVector(fbInstructions),
       fbb.CreateVector(fbParams), fbb.CreateVector(fbUnits), fbInputs, fbOutputs, persistentTop,
-      arenaBytes, 1, fbConstants, fbb.CreateString(params.empty() ? "" : weightsName),
+      arenaBytes, 1, fbConstants, fbb.CreateString(hasWeights ? weightsName : ""),
       weightsHash, /*num_events=*/0, fbState, lrBuffer, stepBuffer,
       fbb.CreateString(options.mode == "train" && !outputs.empty() ? outputs.front().first : ""),
-      fbb.CreateString(options.optimizer), options.baseLr);
+      fbb.CreateString(options.optimizer), options.baseLr, fbb.CreateString(options.strategy),
+      fbb.CreateString(options.strategy.empty() ? "" : options.paramDtype),
+      fbb.CreateString(options.strategy.empty() ? "" : options.reduceDtype));
   plan::FinishPlanBuffer(fbb, root);
-  rt::Status status = rt::writePlanFile(options.planPath, fbb.GetBufferPointer(), fbb.GetSize());
-  if (!status.isOk())
-    return func.emitError(status.message());
+  if (options.planBytes) {
+    options.planBytes->assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  } else {
+    rt::Status status =
+        rt::writePlanFile(options.planPath, fbb.GetBufferPointer(), fbb.GetSize());
+    if (!status.isOk())
+      return func.emitError(status.message());
+  }
 
-  result.weightsPath = params.empty() ? "" : weightsPathFor(options.planPath);
+  result.weightsPath = !hasWeights || options.planBytes ? "" : weightsPathFor(options.planPath);
   result.persistentBytes = persistentTop;
   result.arenaBytes = arenaBytes;
   result.arenaLowerBound = arena.peakLive();

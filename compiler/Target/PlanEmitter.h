@@ -22,6 +22,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fsdp {
 
@@ -37,6 +38,11 @@ struct PlanEmitOptions {
   uint32_t worldSize = 1;
   std::string optimizer; // train plans: "adamw" or "sgd"
   double baseLr = 0.0;   // train plans: the learning rate schedules scale
+  /// When set, receives the serialized plan FlatBuffer (without the file
+  /// header) instead of a plan file being written, and no weights file is
+  /// written either: what --emit=report analyzes. planPath still names the
+  /// plan (its weights file name is recorded) but nothing is written there.
+  std::vector<uint8_t> *planBytes = nullptr;
 };
 
 /// What was written, for the driver's summary line.

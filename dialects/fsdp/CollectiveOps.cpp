@@ -1,7 +1,7 @@
 //===- CollectiveOps.cpp - verifiers of the collectives -------------------===//
 //
-// A group is a sorted list of distinct ranks; all_gather multiplies dim 0
-// by the group size and reduce_scatter divides it (evenly: flat shards are
+// `groups` partitions ranks 0..n-1 into groups of `group_size` ranks, each
+// listed in ascending order; all_gather multiplies dim 0 by the group size and reduce_scatter divides it (evenly: flat shards are
 // padded so every rank holds the same count); other dims and the element
 // type are unchanged; reductions are "sum" or "avg".
 //
@@ -9,15 +9,26 @@
 
 #include "dialects/fsdp/FSDPDialect.h"
 
+#include <vector>
+
 using namespace mlir;
 using namespace fsdp::dist;
 
-static LogicalResult verifyGroup(Operation *op, ArrayRef<int64_t> group) {
-  if (group.empty())
-    return op->emitOpError("group must list at least one rank");
-  for (size_t i = 0; i < group.size(); ++i)
-    if (group[i] < 0 || (i > 0 && group[i] <= group[i - 1]))
-      return op->emitOpError("group must be sorted, distinct, non-negative ranks");
+static LogicalResult verifyGroups(Operation *op, ArrayRef<int64_t> groups, int64_t groupSize) {
+  if (groupSize < 1)
+    return op->emitOpError("group_size must be at least 1");
+  if (groups.empty() || groups.size() % groupSize != 0)
+    return op->emitOpError("groups must list the world's ranks in groups of group_size (")
+           << groupSize << "), not " << groups.size() << " ranks";
+  std::vector<bool> seen(groups.size(), false);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    int64_t r = groups[i];
+    if (r < 0 || r >= static_cast<int64_t>(groups.size()) || seen[r])
+      return op->emitOpError("groups must hold each rank 0..") << groups.size() - 1 << " once";
+    seen[r] = true;
+    if (i % groupSize != 0 && r <= groups[i - 1])
+      return op->emitOpError("each group must list its ranks in ascending order");
+  }
   return success();
 }
 
@@ -41,19 +52,20 @@ static LogicalResult verifyDim0Scaled(Operation *op, RankedTensorType small, Ran
 }
 
 LogicalResult AllGatherOp::verify() {
-  if (failed(verifyGroup(*this, getGroup())))
+  if (failed(verifyGroups(*this, getGroups(), getGroupSize())))
     return failure();
-  return verifyDim0Scaled(*this, getInput().getType(), getResult().getType(), getGroup().size());
+  return verifyDim0Scaled(*this, getInput().getType(), getResult().getType(), getGroupSize());
 }
 
 LogicalResult ReduceScatterOp::verify() {
-  if (failed(verifyGroup(*this, getGroup())) || failed(verifyReduction(*this, getReduction())))
+  if (failed(verifyGroups(*this, getGroups(), getGroupSize())) ||
+      failed(verifyReduction(*this, getReduction())))
     return failure();
-  return verifyDim0Scaled(*this, getResult().getType(), getInput().getType(), getGroup().size());
+  return verifyDim0Scaled(*this, getResult().getType(), getInput().getType(), getGroupSize());
 }
 
 LogicalResult AllReduceOp::verify() {
-  if (failed(verifyGroup(*this, getGroup())))
+  if (failed(verifyGroups(*this, getGroups(), getGroupSize())))
     return failure();
   return verifyReduction(*this, getReduction());
 }

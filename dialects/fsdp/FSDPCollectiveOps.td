@@ -3,8 +3,8 @@
 // The three collectives FSDP needs, with NCCL's semantics, on the local
 // rank's value: all_gather concatenates every rank's tensor along dim 0 in
 // group order, reduce_scatter reduces tensors split along dim 0 and keeps
-// this rank's chunk, all_reduce reduces whole tensors. `group` lists the
-// participating ranks in order (sorted, unique); `reduction` is "sum" or
+// this rank's chunk, all_reduce reduces whole tensors, each within this
+// rank's group (below); `reduction` is "sum" or
 // "avg" (sum, then one division by the group size, which is how FSDP
 // averages gradients). They communicate, so they are not Pure: a collective
 // whose result is unused still has to run on every rank.
@@ -14,11 +14,17 @@
 #ifndef FSDP_FSDP_COLLECTIVE_OPS_TD
 #define FSDP_FSDP_COLLECTIVE_OPS_TD
 
+// Every collective names its groups the way the plan does: `groups` lists
+// all ranks of the world, group after group, each group of `group_size`
+// ranks in ascending order. The IR is SPMD (every rank runs the same ops),
+// so one op describes, for instance, the shard groups {0,1} and {2,3} of
+// hybrid sharding at once; each rank takes part in the group listing it.
+
 include "dialects/fsdp/FSDPBase.td"
 
 def FSDP_AllGatherOp : FSDP_Op<"all_gather"> {
   let summary = "concatenate every rank's tensor along dim 0 (ncclAllGather)";
-  let arguments = (ins FSDP_FloatTensor:$input, DenseI64ArrayAttr:$group);
+  let arguments = (ins FSDP_FloatTensor:$input, DenseI64ArrayAttr:$groups, I64Attr:$group_size);
   let results = (outs FSDP_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
@@ -26,7 +32,7 @@ def FSDP_AllGatherOp : FSDP_Op<"all_gather"> {
 
 def FSDP_ReduceScatterOp : FSDP_Op<"reduce_scatter"> {
   let summary = "reduce across ranks and keep this rank's dim-0 chunk (ncclReduceScatter)";
-  let arguments = (ins FSDP_FloatTensor:$input, DenseI64ArrayAttr:$group, StrAttr:$reduction);
+  let arguments = (ins FSDP_FloatTensor:$input, DenseI64ArrayAttr:$groups, I64Attr:$group_size, StrAttr:$reduction);
   let results = (outs FSDP_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
@@ -34,7 +40,7 @@ def FSDP_ReduceScatterOp : FSDP_Op<"reduce_scatter"> {
 
 def FSDP_AllReduceOp : FSDP_Op<"all_reduce", [AllTypesMatch<["input", "result"]>]> {
   let summary = "reduce across ranks (ncclAllReduce)";
-  let arguments = (ins FSDP_FloatTensor:$input, DenseI64ArrayAttr:$group, StrAttr:$reduction);
+  let arguments = (ins FSDP_FloatTensor:$input, DenseI64ArrayAttr:$groups, I64Attr:$group_size, StrAttr:$reduction);
   let results = (outs FSDP_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;

@@ -9,5 +9,6 @@
 
 include "dialects/fsdp/FSDPBase.td"
 include "dialects/fsdp/FSDPCollectiveOps.td"
+include "dialects/fsdp/FSDPFlatParamOps.td"
 
 #endif // FSDP_FSDP_OPS_TD

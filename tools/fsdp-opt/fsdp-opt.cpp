@@ -2,8 +2,9 @@
 //
 // Entry point of the compiler. ONNX input is read, imported into the nn
 // dialect, and run through the pipeline stages the options ask for; the
-// result is emitted as MLIR or a model summary (plans, reports and traces
-// arrive with later issues and are refused as not implemented yet). MLIR
+// result is emitted as a plan, MLIR, a memory report of the plan or a model
+// summary (traces arrive with a later issue and are refused as not
+// implemented yet). MLIR
 // input with no --emit behaves like mlir-opt (--pass-pipeline,
 // --verify-diagnostics, --split-input-file ...), so every pass and verifier
 // can be tested alone with lit. Every error ends in exit code 1 with a
@@ -11,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Analysis/MemoryReport.h"
 #include "compiler/Analysis/ModelSummary.h"
 #include "compiler/Pipelines/CompileOptions.h"
 #include "compiler/Pipelines/Passes.h"
@@ -19,6 +21,7 @@
 #include "compiler/Target/PlanEmitter.h"
 #include "frontends/onnx/HostTensorAdapter.h"
 #include "frontends/onnx/Importer.h"
+#include "runtime/schema/plan_generated.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -78,11 +81,9 @@ fsdp::WeightLookup weightsFrom(std::shared_ptr<const fsdp::onnx::Model> model) {
   };
 }
 
-/// Writes the plan and, beside it, the parameters' initial values.
-int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module,
-                 const fsdp::WeightLookup &weights) {
-  if (opts.outputPath == "-")
-    return fail("--emit=plan writes a plan file and its weights: give -o FILE.plan");
+/// The emitter's options for `opts`: --emit=plan and --emit=report emit
+/// the same plan.
+fsdp::PlanEmitOptions planEmitOptionsFor(const fsdp::CompileOptions &opts) {
   fsdp::PlanEmitOptions options;
   options.planPath = opts.outputPath;
   options.mode = opts.mode == fsdp::Mode::Forward ? "forward" : "train";
@@ -90,6 +91,15 @@ int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module,
     options.optimizer = opts.optimizer == fsdp::OptimizerKind::Sgd ? "sgd" : "adamw";
     options.baseLr = opts.lr;
   }
+  return options;
+}
+
+/// Writes the plan and, beside it, the parameters' initial values.
+int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module,
+                 const fsdp::WeightLookup &weights) {
+  if (opts.outputPath == "-")
+    return fail("--emit=plan writes a plan file and its weights: give -o FILE.plan");
+  fsdp::PlanEmitOptions options = planEmitOptionsFor(opts);
   fsdp::prepareForEmission(module, opts);
   FailureOr<fsdp::EmittedPlan> plan = fsdp::emitPlan(module, options, weights);
   if (failed(plan))
@@ -100,6 +110,33 @@ int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module,
                << " B, arena " << plan->arenaBytes << " B (live peak " << plan->arenaLowerBound
                << " B), constants " << plan->constantBytes << " B"
                << (plan->weightsPath.empty() ? "" : "; weights " + plan->weightsPath) << "\n";
+  return 0;
+}
+
+/// Emits the plan in memory (no plan or weights file) and writes its memory
+/// report to the output file (stdout by default, or `-o -`). The numbers
+/// come from the plan fsdp-run would allocate, not from the IR.
+int emitReport(const fsdp::CompileOptions &opts, ModuleOp module) {
+  fsdp::PlanEmitOptions options = planEmitOptionsFor(opts);
+  std::vector<uint8_t> bytes;
+  options.planBytes = &bytes;
+  fsdp::prepareForEmission(module, opts);
+  if (failed(fsdp::emitPlan(module, options, [](const std::string &) {
+        return std::optional<fsdp::rt::TensorRef>();
+      })))
+    return 1;
+  // The emitter just built it, but the analysis walks every offset: verify
+  // as the runtime's loader does before reading a field.
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size());
+  if (!fsdp::plan::VerifyPlanBuffer(verifier))
+    return fail("internal error: the emitted plan fails FlatBuffers verification");
+  fsdp::MemoryReport report = fsdp::analyzeMemory(*fsdp::plan::GetPlan(bytes.data()));
+  auto output = openOutput(opts.outputPath);
+  if (!output)
+    return 1;
+  output->os() << fsdp::renderMemoryReport(report,
+                                           opts.reportFormat == fsdp::ReportFormat::Json);
+  output->keep();
   return 0;
 }
 
@@ -164,6 +201,8 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
                         weightsFrom(std::make_shared<fsdp::onnx::Model>(std::move(*model))));
   if (opts.emit == fsdp::EmitKind::Summary)
     return emitSummary(opts, *module);
+  if (opts.emit == fsdp::EmitKind::Report)
+    return emitReport(opts, *module);
   auto output = openOutput(opts.outputPath);
   if (!output)
     return 1;
@@ -173,7 +212,7 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   return 0;
 }
 
-/// .mlir input compiled like ONNX input (summary, plan). A plan's initial
+/// .mlir input compiled like ONNX input (summary, plan, report). A plan's initial
 /// weights come from the module's `nn.source` model when it names one.
 int compileMlir(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   std::string error;
@@ -191,6 +230,8 @@ int compileMlir(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
     return emitSummary(opts, *module);
   if (failed(fsdp::runStages(*module, opts)))
     return 1;
+  if (opts.emit == fsdp::EmitKind::Report)
+    return emitReport(opts, *module); // needs no weights
   std::shared_ptr<const fsdp::onnx::Model> source;
   if (auto path = (*module)->getAttrOfType<StringAttr>(fsdp::nn::kSourceAttr)) {
     std::optional<fsdp::onnx::Model> model =
@@ -310,7 +351,8 @@ int main(int argc, char **argv) {
     return fail(error);
   if (std::optional<std::string> pending = fsdp::findUnimplemented(opts))
     return fail(*pending);
-  if (mlirInput && (opts.emit == fsdp::EmitKind::Summary || opts.emit == fsdp::EmitKind::Plan))
+  if (mlirInput && (opts.emit == fsdp::EmitKind::Summary || opts.emit == fsdp::EmitKind::Plan ||
+                    opts.emit == fsdp::EmitKind::Report))
     return compileMlir(opts, registry);
   if (mlirInput)
     return runMlirOpt(opts, registry);

@@ -412,10 +412,18 @@ TEST(CompileOptionsTest, CrossFlagRules) {
       {{"--optimizer=sgd", "--eps=1e-6"}, "--eps requires --optimizer=adamw"},
       {{"--optimizer=sgd", "--weight-decay=0"}, ""},
       {{"--beta1=0.8", "--beta2=0.9", "--eps=1e-6"}, ""},
-      {{"--mode=forward", "--world-size=1", "--param-dtype=bf16",
-        "--emit=report", "--report-format=json", "--mem-budget=1GiB",
-        "--offload=cpu", "--device=cpu"},
+      {{"--mode=forward", "--world-size=1", "--emit=report", "--report-format=json",
+        "--mem-budget=1GiB", "--offload=cpu", "--device=cpu"},
        ""},
+      {{"--mode=forward", "--param-dtype=bf16"}, "--param-dtype requires --mode=train"},
+      // Distribution flags need the shard stage to run.
+      {{"--emit=mlir", "--stop-after=train", "--world-size=2"},
+       "--world-size acts in the shard stage, which this output does not run (it needs "
+       "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard or later)"},
+      {{"--emit=summary", "--param-dtype=bf16"},
+       "--param-dtype acts in the shard stage, which this output does not run (it needs "
+       "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard or later)"},
+      {{"--emit=mlir", "--stop-after=shard", "--world-size=2", "--shard=hybrid:2"}, ""},
       {{"--mode=forward", "--world-size=2"},
        "--world-size=2 requires --mode=train: forward plans run on one rank"},
       // Training flags need the train stage to run.

@@ -25,10 +25,20 @@ TEST(FlatLayout, PadsToEqualShards) {
   EXPECT_EQ(one.shardNumel, 13);
 }
 
+TEST(FlatLayout, AlignedOffsetsLeaveZeroGaps) {
+  // 16 f32 elements = 64 bytes: each parameter starts on a plan-aligned byte.
+  FlatLayout l = computeFlatLayout({6, 20, 3}, 3, 16);
+  EXPECT_EQ(l.offsets, (std::vector<int64_t>{0, 16, 48}));
+  EXPECT_EQ(l.flatNumel, 51);
+  EXPECT_EQ(l.shardNumel, 17);
+  EXPECT_EQ(l.paddedNumel, 51);
+}
+
 TEST(FlatLayout, RankRangesTileEveryParameter) {
   const std::vector<int64_t> numels{7, 1, 5, 11};
-  for (int64_t world : {1, 2, 3, 4, 5, 8}) {
-    FlatLayout l = computeFlatLayout(numels, world);
+  for (int64_t world : {1, 2, 3, 4, 5, 8})
+  for (int64_t align : {1, 4, 16}) {
+    FlatLayout l = computeFlatLayout(numels, world, align);
     for (size_t p = 0; p < numels.size(); ++p) {
       int64_t covered = 0, next = 0;
       for (int64_t r = 0; r < world; ++r) {

@@ -1,0 +1,524 @@
+//===- MemoryReport.cpp - where a plan's bytes go, per rank ---------------===//
+//
+// Two passes over the plan. The persistent region is classified buffer by
+// buffer, measuring the union of 64-byte-aligned extents (the emitter's
+// allocation unit), so views over one parameter or two bindings of one
+// buffer count once. The arena is replayed in instruction order: buffers an
+// instruction writes own their bytes; a buffer no instruction writes is a
+// view (a reshape, a parameter inside a gathered flat buffer) and belongs
+// to the owner most recently written over its first byte when it is first
+// read. An owner is live from its first write to the last read of it or
+// any of its views, which is exactly the lifetime the emitter's allocator
+// gave it (allocated before the writing instruction, released after the
+// last reader). Live bytes are measured as a union of ranges, so owners
+// overlapping in the arena are never counted twice.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Analysis/MemoryReport.h"
+
+#include "fsdp/runtime/DType.h"
+#include "fsdp/runtime/PlanFile.h"
+#include "runtime/schema/plan_generated.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <sstream>
+
+namespace fsdp {
+namespace {
+
+using plan::Kernel;
+
+uint64_t alignedExtent(uint64_t size) {
+  const uint64_t a = rt::kBufferAlignment;
+  return (std::max<uint64_t>(size, 1) + a - 1) / a * a;
+}
+
+template <typename T> size_t count(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
+
+std::string str(const flatbuffers::String *s) { return s ? s->str() : ""; }
+
+/// Measures the union of [offset, offset + extent) ranges given in offset
+/// order; bytes covered by several ranges go to the first one listed.
+/// `add(tag, bytes)` receives each range's newly covered bytes.
+template <typename Range, typename Add>
+void measureUnion(const std::vector<Range> &ranges, Add add) {
+  uint64_t coveredEnd = 0;
+  for (const Range &r : ranges) {
+    uint64_t begin = std::max(r.offset, coveredEnd), end = r.offset + r.extent;
+    if (end > begin) {
+      add(r, end - begin);
+      coveredEnd = end;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Persistent region
+//===----------------------------------------------------------------------===//
+
+struct PersistentRange {
+  uint64_t offset, extent;
+  int kind; // 0 parameters, 1 optimizer state (lower wins an overlap)
+};
+
+void classifyPersistent(const plan::Plan &p, RankMemory &row) {
+  std::vector<PersistentRange> ranges;
+  auto add = [&](uint32_t index, int kind) {
+    if (index >= count(p.buffers()))
+      return;
+    const plan::Buffer *b = p.buffers()->Get(index);
+    if (b->region() == plan::Region::Persistent)
+      ranges.push_back({b->offset(), alignedExtent(b->size()), kind});
+  };
+  if (p.units())
+    for (const plan::Unit *u : *p.units())
+      add(u->shard_buffer(), 0);
+  if (p.parameters())
+    for (const plan::Parameter *param : *p.parameters())
+      add(param->buffer(), 0);
+  if (p.state())
+    for (const plan::Binding *s : *p.state())
+      add(s->buffer(), 1);
+  std::sort(ranges.begin(), ranges.end(), [](const PersistentRange &a, const PersistentRange &b) {
+    return a.offset != b.offset ? a.offset < b.offset : a.kind < b.kind;
+  });
+  measureUnion(ranges, [&](const PersistentRange &r, uint64_t bytes) {
+    (r.kind == 0 ? row.parameters : row.optimizerState) += bytes;
+  });
+  // Everything else the region holds: inputs, outputs, lr and step.
+  uint64_t classified = row.parameters + row.optimizerState;
+  row.io = p.persistent_bytes() > classified ? p.persistent_bytes() - classified : 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Arena replay
+//===----------------------------------------------------------------------===//
+
+enum class Category : uint8_t { Activations, Gradients, Communication };
+
+struct Owner {
+  uint64_t offset = 0, extent = 0;
+  size_t start = 0, end = 0; // live over instructions [start, end]
+  Category category = Category::Activations;
+};
+
+/// Which owner holds each arena byte now: start offset -> (end, owner),
+/// non-overlapping. Writing an owner paints its range.
+class ArenaMap {
+public:
+  void paint(uint64_t begin, uint64_t end, size_t owner) {
+    split(begin);
+    split(end);
+    spans_.erase(spans_.lower_bound(begin), spans_.lower_bound(end));
+    spans_[begin] = {end, owner};
+  }
+  /// The owner of byte `at`, or npos.
+  size_t ownerAt(uint64_t at) const {
+    auto it = spans_.upper_bound(at);
+    if (it == spans_.begin())
+      return npos;
+    --it;
+    return at < it->second.first ? it->second.second : npos;
+  }
+  static constexpr size_t npos = std::numeric_limits<size_t>::max();
+
+private:
+  void split(uint64_t at) {
+    auto it = spans_.upper_bound(at);
+    if (it == spans_.begin())
+      return;
+    --it;
+    auto [end, owner] = it->second;
+    if (it->first < at && at < end) {
+      it->second.first = at;
+      spans_[at] = {end, owner};
+    }
+  }
+  std::map<uint64_t, std::pair<uint64_t, size_t>> spans_;
+};
+
+struct ArenaResult {
+  uint64_t livePeak = 0, activationsPeak = 0;
+  uint64_t gradients = 0, activations = 0, communication = 0; // at livePeak
+  size_t peakInstruction = 0;
+};
+
+/// Finds every arena buffer's owner and the owners' lifetimes and
+/// categories.
+std::vector<Owner> findOwners(const plan::Plan &p) {
+  const size_t numBuffers = count(p.buffers()), numInsts = count(p.instructions());
+  auto isArena = [&](uint32_t index) {
+    return index < numBuffers && p.buffers()->Get(index)->region() == plan::Region::Arena;
+  };
+  std::vector<Owner> owners;
+  std::vector<size_t> ownerOf(numBuffers, ArenaMap::npos);
+  ArenaMap map;
+  auto use = [&](uint32_t index, size_t t) -> Owner * {
+    if (!isArena(index))
+      return nullptr;
+    if (ownerOf[index] == ArenaMap::npos) {
+      // First seen as an operand: a view of whoever owns its first byte,
+      // or (an unwritten buffer, which a valid plan does not have) its own
+      // owner from here on.
+      const plan::Buffer *b = p.buffers()->Get(index);
+      size_t owner = map.ownerAt(b->offset());
+      if (owner == ArenaMap::npos) {
+        owner = owners.size();
+        owners.push_back({b->offset(), alignedExtent(b->size()), t, t});
+      }
+      ownerOf[index] = owner;
+    }
+    Owner &o = owners[ownerOf[index]];
+    o.end = std::max(o.end, t);
+    return &o;
+  };
+  for (size_t t = 0; t < numInsts; ++t) {
+    const plan::Instruction *inst = p.instructions()->Get(t);
+    // Operands are read before results are written: an instruction never
+    // reads through a view of its own result.
+    if (inst->inputs())
+      for (size_t i = 0; i < inst->inputs()->size(); ++i) {
+        Owner *o = use(inst->inputs()->Get(i), t);
+        bool gradOperand = i == 1 && (inst->kernel() == Kernel::AdamW || inst->kernel() == Kernel::Sgd);
+        if (o && gradOperand && o->category == Category::Activations)
+          o->category = Category::Gradients;
+      }
+    if (!inst->outputs())
+      continue;
+    for (uint32_t index : *inst->outputs()) {
+      if (!isArena(index))
+        continue;
+      if (ownerOf[index] == ArenaMap::npos) {
+        const plan::Buffer *b = p.buffers()->Get(index);
+        ownerOf[index] = owners.size();
+        owners.push_back({b->offset(), alignedExtent(b->size()), t, t});
+        map.paint(b->offset(), b->offset() + alignedExtent(b->size()), ownerOf[index]);
+      }
+      Owner &o = owners[ownerOf[index]];
+      o.end = std::max(o.end, t);
+      switch (inst->kernel()) {
+      case Kernel::AllGather:
+        o.category = Category::Communication;
+        break;
+      case Kernel::Flatten:
+      case Kernel::ReduceScatter:
+      case Kernel::AllReduce:
+        if (o.category == Category::Activations)
+          o.category = Category::Gradients;
+        break;
+      default:
+        break;
+      }
+    }
+  }
+  return owners;
+}
+
+ArenaResult replayArena(const plan::Plan &p) {
+  std::vector<Owner> owners = findOwners(p);
+  const size_t numInsts = count(p.instructions());
+  std::vector<std::vector<size_t>> starting(numInsts), ending(numInsts);
+  for (size_t i = 0; i < owners.size(); ++i) {
+    starting[owners[i].start].push_back(i);
+    ending[owners[i].end].push_back(i);
+  }
+  struct Live {
+    uint64_t offset, extent;
+    Category category;
+  };
+  std::multimap<uint64_t, size_t> active; // offset -> owner
+  ArenaResult result;
+  std::vector<Live> live;
+  for (size_t t = 0; t < numInsts; ++t) {
+    for (size_t i : starting[t])
+      active.emplace(owners[i].offset, i);
+    live.clear();
+    for (const auto &[offset, i] : active)
+      live.push_back({offset, owners[i].extent, owners[i].category});
+    uint64_t bytes[3] = {0, 0, 0};
+    measureUnion(live, [&](const Live &l, uint64_t n) { bytes[size_t(l.category)] += n; });
+    uint64_t total = bytes[0] + bytes[1] + bytes[2];
+    if (total > result.livePeak) {
+      result.livePeak = total;
+      result.peakInstruction = t;
+      result.activations = bytes[size_t(Category::Activations)];
+      result.gradients = bytes[size_t(Category::Gradients)];
+      result.communication = bytes[size_t(Category::Communication)];
+    }
+    result.activationsPeak =
+        std::max(result.activationsPeak, bytes[size_t(Category::Activations)]);
+    for (size_t i : ending[t]) {
+      auto [first, last] = active.equal_range(owners[i].offset);
+      for (auto it = first; it != last; ++it)
+        if (it->second == i) {
+          active.erase(it);
+          break;
+        }
+    }
+  }
+  return result;
+}
+
+const char *dtypeName(plan::DType t) {
+  return rt::dtypeName(static_cast<rt::DType>(static_cast<uint8_t>(t)));
+}
+
+} // namespace
+
+MemoryReport analyzeMemory(const plan::Plan &p) {
+  MemoryReport report;
+  report.source = str(p.source());
+  report.mode = str(p.mode());
+  report.optimizer = str(p.optimizer());
+  report.strategy = p.strategy() && p.strategy()->size() ? p.strategy()->str() : "unsharded";
+  report.paramDtype = p.param_dtype() && p.param_dtype()->size() ? p.param_dtype()->str() : "f32";
+  report.reduceDtype =
+      p.reduce_dtype() && p.reduce_dtype()->size() ? p.reduce_dtype()->str() : "f32";
+  report.worldSize = std::max<uint32_t>(p.world_size(), 1);
+  report.persistentBytes = p.persistent_bytes();
+  report.arenaBytes = p.arena_bytes();
+  report.constantBytes = count(p.constant_data());
+  report.peakBytes = report.persistentBytes + report.arenaBytes;
+  report.instructions = count(p.instructions());
+
+  RankMemory row;
+  classifyPersistent(p, row);
+  ArenaResult arena = replayArena(p);
+  row.gradients = arena.gradients;
+  row.activations = arena.activations;
+  row.communication = arena.communication;
+  row.activationsPeak = arena.activationsPeak;
+  // The allocator's slack: never negative for a plan the emitter wrote
+  // (its arena holds every live byte), reported as 0 otherwise.
+  row.fragmentation = report.arenaBytes > arena.livePeak ? report.arenaBytes - arena.livePeak : 0;
+  row.peak = report.peakBytes;
+  report.arenaLivePeak = arena.livePeak;
+  report.peakInstruction = arena.peakInstruction;
+  if (arena.peakInstruction < report.instructions)
+    report.peakInstructionName = str(p.instructions()->Get(arena.peakInstruction)->name());
+  report.activationsBytes = arena.activationsPeak;
+
+  // SPMD: every rank runs this plan over this layout, so each rank's row is
+  // the same one.
+  for (uint32_t r = 0; r < report.worldSize; ++r) {
+    row.rank = r;
+    report.ranks.push_back(row);
+  }
+
+  std::vector<uint64_t> perUnit(count(p.units()), 0);
+  if (p.parameters())
+    for (const plan::Parameter *param : *p.parameters())
+      if (param->unit() < perUnit.size())
+        ++perUnit[param->unit()];
+  for (size_t i = 0; i < perUnit.size(); ++i) {
+    const plan::Unit *u = p.units()->Get(i);
+    UnitMemory unit;
+    unit.name = str(u->name());
+    unit.parameters = perUnit[i];
+    unit.flatNumel = u->flat_numel();
+    unit.paddedNumel = u->padded_numel();
+    unit.shardNumel = u->shard_numel();
+    unit.groupSize = u->group_size();
+    unit.dtype = dtypeName(u->dtype());
+    unit.bytesPerRank =
+        u->shard_numel() * rt::dtypeSize(static_cast<rt::DType>(static_cast<uint8_t>(u->dtype())));
+    report.units.push_back(std::move(unit));
+  }
+  return report;
+}
+
+//===----------------------------------------------------------------------===//
+// Rendering
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::string humanSize(uint64_t bytes) {
+  static const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024)
+    return std::to_string(bytes) + " B";
+  double value = static_cast<double>(bytes) / 1024;
+  size_t u = 0;
+  while (value >= 1024 && u + 1 < std::size(units)) {
+    value /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f %s", value, units[u]);
+  return buf;
+}
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+/// Right-aligns `s` in `width` columns.
+std::string pad(const std::string &s, size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+std::string renderJson(const MemoryReport &r) {
+  std::ostringstream os;
+  os << "{\n";
+  os << "  \"source\": " << jsonString(r.source) << ",\n";
+  os << "  \"mode\": " << jsonString(r.mode) << ",\n";
+  os << "  \"optimizer\": " << jsonString(r.optimizer) << ",\n";
+  os << "  \"world_size\": " << r.worldSize << ",\n";
+  os << "  \"strategy\": " << jsonString(r.strategy) << ",\n";
+  os << "  \"param_dtype\": " << jsonString(r.paramDtype) << ",\n";
+  os << "  \"reduce_dtype\": " << jsonString(r.reduceDtype) << ",\n";
+  os << "  \"peak_bytes\": " << r.peakBytes << ",\n";
+  os << "  \"activations_bytes\": " << r.activationsBytes << ",\n";
+  os << "  \"persistent_bytes\": " << r.persistentBytes << ",\n";
+  os << "  \"arena_bytes\": " << r.arenaBytes << ",\n";
+  os << "  \"arena_live_peak_bytes\": " << r.arenaLivePeak << ",\n";
+  os << "  \"peak_instruction\": " << r.peakInstruction << ",\n";
+  os << "  \"peak_instruction_name\": " << jsonString(r.peakInstructionName) << ",\n";
+  os << "  \"constant_bytes\": " << r.constantBytes << ",\n";
+  os << "  \"instructions\": " << r.instructions << ",\n";
+  os << "  \"ranks\": [";
+  for (size_t i = 0; i < r.ranks.size(); ++i) {
+    const RankMemory &k = r.ranks[i];
+    os << (i ? ",\n" : "\n") << "    {\"rank\": " << k.rank << ", \"parameters\": " << k.parameters
+       << ", \"gradients\": " << k.gradients << ", \"optimizer_state\": " << k.optimizerState
+       << ", \"activations\": " << k.activations << ", \"communication\": " << k.communication
+       << ", \"io\": " << k.io << ", \"fragmentation\": " << k.fragmentation
+       << ", \"peak\": " << k.peak << ", \"activations_peak\": " << k.activationsPeak << "}";
+  }
+  os << (r.ranks.empty() ? "],\n" : "\n  ],\n");
+  os << "  \"units\": [";
+  for (size_t i = 0; i < r.units.size(); ++i) {
+    const UnitMemory &u = r.units[i];
+    os << (i ? ",\n" : "\n") << "    {\"name\": " << jsonString(u.name)
+       << ", \"parameters\": " << u.parameters << ", \"flat_numel\": " << u.flatNumel
+       << ", \"padded_numel\": " << u.paddedNumel << ", \"shard_numel\": " << u.shardNumel
+       << ", \"group_size\": " << u.groupSize << ", \"dtype\": " << jsonString(u.dtype)
+       << ", \"bytes_per_rank\": " << u.bytesPerRank << "}";
+  }
+  os << (r.units.empty() ? "]\n" : "\n  ]\n");
+  os << "}\n";
+  return os.str();
+}
+
+std::string renderText(const MemoryReport &r) {
+  std::ostringstream os;
+  os << "memory report: " << (r.source.empty() ? "(unnamed model)" : r.source) << "\n";
+  os << "  mode " << r.mode << (r.optimizer.empty() ? "" : " (" + r.optimizer + ")")
+     << ", world size " << r.worldSize << ", strategy " << r.strategy << ", param dtype "
+     << r.paramDtype << ", reduce dtype " << r.reduceDtype << "\n\n";
+
+  // Per rank. Every rank runs the same plan (SPMD), so the rows are equal.
+  const char *headers[] = {"rank",          "parameters", "gradients",     "optimizer state",
+                           "activations",   "communication", "io",         "fragmentation",
+                           "peak"};
+  std::vector<std::vector<std::string>> rows;
+  for (const RankMemory &k : r.ranks)
+    rows.push_back({std::to_string(k.rank), humanSize(k.parameters), humanSize(k.gradients),
+                    humanSize(k.optimizerState), humanSize(k.activations),
+                    humanSize(k.communication), humanSize(k.io), humanSize(k.fragmentation),
+                    humanSize(k.peak)});
+  std::vector<size_t> widths;
+  for (const char *h : headers)
+    widths.push_back(std::string(h).size());
+  for (const auto &row : rows)
+    for (size_t c = 0; c < row.size(); ++c)
+      widths[c] = std::max(widths[c], row[c].size());
+  os << "per rank (every rank runs the same plan, so the rows are equal):\n";
+  for (size_t c = 0; c < std::size(headers); ++c)
+    os << "  " << pad(headers[c], widths[c]);
+  os << "\n";
+  for (const auto &row : rows) {
+    for (size_t c = 0; c < row.size(); ++c)
+      os << "  " << pad(row[c], widths[c]);
+    os << "\n";
+  }
+
+  // One rank in exact bytes, with where each number comes from.
+  if (!r.ranks.empty()) {
+    const RankMemory &k = r.ranks.front();
+    std::string at = "at instruction " + std::to_string(r.peakInstruction) +
+                     (r.peakInstructionName.empty() ? "" : " '" + r.peakInstructionName + "'");
+    struct Line {
+      const char *name;
+      uint64_t bytes;
+      std::string note;
+    };
+    const Line lines[] = {
+        {"parameters", k.parameters, "persistent: shards and replicated parameters"},
+        {"optimizer state", k.optimizerState, "persistent"},
+        {"io", k.io, "persistent: inputs, outputs, lr, step"},
+        {"gradients", k.gradients, "arena, live " + at},
+        {"activations", k.activations, "arena, live " + at},
+        {"communication", k.communication, "arena, gathered parameters live " + at},
+        {"fragmentation", k.fragmentation, "arena, allocated but not live " + at},
+        {"peak", k.peak,
+         "persistent " + std::to_string(r.persistentBytes) + " + arena " +
+             std::to_string(r.arenaBytes)},
+    };
+    os << "\nper rank, bytes:\n";
+    size_t bytesWidth = std::to_string(k.peak).size();
+    auto line = [&](const std::string &name, uint64_t bytes, const std::string &note) {
+      os << "  " << name << std::string(name.size() < 18 ? 18 - name.size() : 1, ' ')
+         << pad(std::to_string(bytes), bytesWidth) << "  " << pad(humanSize(bytes), 10) << "  "
+         << note << "\n";
+    };
+    for (const Line &l : lines)
+      line(l.name, l.bytes, l.note);
+    line("activations peak", r.activationsBytes, "largest activation bytes live at any instruction");
+    line("arena live peak", r.arenaLivePeak,
+         "of arena " + std::to_string(r.arenaBytes) + ", " + at);
+    line("constants", r.constantBytes, "read in place from the plan file");
+  }
+
+  os << "\nunits (" << r.units.size() << "):\n";
+  const char *unitHeaders[] = {"unit",  "params", "flat_numel", "padded_numel", "shard_numel",
+                               "group", "dtype",  "per rank", "bytes"};
+  std::vector<std::vector<std::string>> unitRows;
+  for (const UnitMemory &u : r.units)
+    unitRows.push_back({u.name, std::to_string(u.parameters), std::to_string(u.flatNumel),
+                        std::to_string(u.paddedNumel), std::to_string(u.shardNumel),
+                        std::to_string(u.groupSize), u.dtype, humanSize(u.bytesPerRank),
+                        std::to_string(u.bytesPerRank)});
+  std::vector<size_t> unitWidths;
+  for (const char *h : unitHeaders)
+    unitWidths.push_back(std::string(h).size());
+  for (const auto &row : unitRows)
+    for (size_t c = 0; c < row.size(); ++c)
+      unitWidths[c] = std::max(unitWidths[c], row[c].size());
+  // Names left-aligned, numbers right-aligned.
+  auto unitLine = [&](const std::vector<std::string> &row) {
+    os << "  " << row[0] << std::string(unitWidths[0] - row[0].size(), ' ');
+    for (size_t c = 1; c < row.size(); ++c)
+      os << "  " << pad(row[c], unitWidths[c]);
+    os << "\n";
+  };
+  unitLine({std::begin(unitHeaders), std::end(unitHeaders)});
+  for (const auto &row : unitRows)
+    unitLine(row);
+  return os.str();
+}
+
+} // namespace
+
+std::string renderMemoryReport(const MemoryReport &report, bool json) {
+  return json ? renderJson(report) : renderText(report);
+}
+
+} // namespace fsdp

@@ -1,0 +1,95 @@
+//===- MemoryReport.h - where a plan's bytes go, per rank -----------------===//
+//
+// `fsdp-opt --emit=report` answers "how much memory will each rank take, and
+// for what" before launch. The answer is read from the emitted plan itself
+// (runtime/schema/plan.fbs), the exact thing fsdp-run allocates, not from an
+// estimate of the IR: the peak is the plan's persistent region plus its
+// arena. The persistent region is split by what its buffers hold
+// (parameter shards or replicated parameters, optimizer state, and io: graph
+// inputs, outputs and the lr/step scalars). The arena is split by replaying
+// the instruction stream: each arena byte range is live from the
+// instruction that writes it to the last one that reads it or a view of it,
+// and is a gathered parameter (communication: AllGather results), a
+// gradient (Flatten, ReduceScatter and AllReduce results, and what an
+// optimizer reads as its gradient) or an activation (everything else). The
+// categories are reported at the instruction where live arena bytes peak,
+// so they add up to that peak; the arena bytes the allocator could not
+// reuse there are reported as fragmentation, so a rank's row adds up to
+// the bytes fsdp-run allocates.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_COMPILER_ANALYSIS_MEMORYREPORT_H
+#define FSDP_COMPILER_ANALYSIS_MEMORYREPORT_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fsdp {
+namespace plan {
+struct Plan;
+} // namespace plan
+
+/// One rank's bytes. Every field is a byte count; the seven categories sum
+/// to `peak`.
+struct RankMemory {
+  uint32_t rank = 0;
+  // Persistent region.
+  uint64_t parameters = 0, optimizerState = 0, io = 0;
+  // Arena, at the instruction where live arena bytes peak.
+  uint64_t gradients = 0, activations = 0, communication = 0;
+  /// Arena bytes allocated but not live at that instruction.
+  uint64_t fragmentation = 0;
+  /// persistent + arena: what fsdp-run allocates for this rank.
+  uint64_t peak = 0;
+  /// The largest activation bytes live at any instruction (may be at
+  /// another instruction than the arena's peak).
+  uint64_t activationsPeak = 0;
+};
+
+/// One shard unit (FSDP's FlatParameter) as the plan lays it out.
+struct UnitMemory {
+  std::string name;
+  uint64_t parameters = 0; // parameters the unit holds
+  uint64_t flatNumel = 0, paddedNumel = 0, shardNumel = 0;
+  uint32_t groupSize = 1;
+  std::string dtype;
+  uint64_t bytesPerRank = 0; // shard_numel x dtype size
+};
+
+struct MemoryReport {
+  std::string source, mode, optimizer;
+  /// The plan's --shard, param and reduce dtypes; plans compiled before
+  /// sharding existed say "" and are reported as "unsharded" and "f32".
+  std::string strategy, paramDtype, reduceDtype;
+  uint32_t worldSize = 1;
+  uint64_t persistentBytes = 0, arenaBytes = 0, constantBytes = 0;
+  /// persistentBytes + arenaBytes, the same on every rank.
+  uint64_t peakBytes = 0;
+  /// Largest simultaneously live arena bytes (<= arenaBytes) and the first
+  /// instruction where it is reached (0 when the plan has none).
+  uint64_t arenaLivePeak = 0;
+  size_t peakInstruction = 0;
+  std::string peakInstructionName;
+  /// The largest activation bytes live at any instruction, over all ranks.
+  uint64_t activationsBytes = 0;
+  size_t instructions = 0;
+  /// One row per rank, rank order. The plan is SPMD (every rank runs the
+  /// same instructions over the same buffer layout), so the rows are equal;
+  /// they are listed per rank because that is the question a user asks.
+  std::vector<RankMemory> ranks;
+  std::vector<UnitMemory> units;
+};
+
+/// Analyzes a verified plan.
+MemoryReport analyzeMemory(const plan::Plan &plan);
+
+/// The report as an aligned text table (human sizes and exact bytes) or as
+/// one JSON object (byte counts; keys as the struct fields in snake_case:
+/// peak_bytes, activations_bytes, world_size, strategy, ranks[], units[] ...).
+std::string renderMemoryReport(const MemoryReport &report, bool json);
+
+} // namespace fsdp
+
+#endif // FSDP_COMPILER_ANALYSIS_MEMORYREPORT_H

@@ -1,0 +1,58 @@
+//===- ShardParameters.h - FSDP: flat-parameter units and collectives -----===//
+//
+// The distribution stage (DESIGN.md step 3). It takes the single-rank
+// @train_step (forward, backward, one optimizer update per parameter) and
+// makes it the step every rank of an FSDP group runs:
+//   - the parameters that have an update are grouped into units by the wrap
+//     policy, and each unit into flat buffers (one per distinct optimizer
+//     setting, as torch's FlatParameter requires), padded so each of the
+//     shard group's ranks holds an equal shard;
+//   - the step takes those shards (and optimizer state shards) as arguments;
+//     an `fsdp.all_gather` rebuilds a unit before it is used and
+//     `fsdp.flat_view`s read its parameters in place; under --shard=full a
+//     second gather serves the backward pass, so the first copy dies after
+//     the unit's forward;
+//   - each unit's gradients are packed (`fsdp.flatten`) and reduce-scattered
+//     (`fsdp.reduce_scatter`, avg), or all-reduced under --shard=none, and
+//     hybrid sharding adds an all-reduce across replica groups;
+//   - the optimizer runs once per flat buffer on the local shard only;
+//   - the returned loss is averaged over all ranks.
+// Parameters without an update (frozen buffers, unused ones) stay
+// replicated, as FSDP leaves modules' buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_COMPILER_TRANSFORMS_SHARDPARAMETERS_H
+#define FSDP_COMPILER_TRANSFORMS_SHARDPARAMETERS_H
+
+#include "compiler/Analysis/WrapPolicy.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace fsdp {
+
+/// The argument attribute describing a flat-parameter shard: a dictionary
+/// {name, params = [{name, offset, type}], flat_numel, padded_numel,
+/// group_size} (the plan's Unit and Parameter tables are written from it).
+inline constexpr llvm::StringLiteral kUnitAttr = "fsdp.unit";
+
+struct ShardOptions {
+  enum class Strategy { Full, GradOp, None, Hybrid };
+  int64_t worldSize = 1;
+  Strategy strategy = Strategy::Full;
+  int64_t hybridGroupSize = 0; // ranks per shard group under Hybrid
+  WrapPolicy wrap;
+  bool bf16Params = false; // gather and compute with bf16 copies
+  bool bf16Reduce = false; // reduce gradients in bf16
+};
+
+/// Ranks a unit's flat buffer is split over: the world under full/grad-op,
+/// G under hybrid:G, one (no split) under none.
+int64_t shardGroupSize(const ShardOptions &options);
+
+mlir::LogicalResult shardParameters(mlir::ModuleOp module, const ShardOptions &options);
+
+} // namespace fsdp
+
+#endif // FSDP_COMPILER_TRANSFORMS_SHARDPARAMETERS_H

@@ -12,6 +12,7 @@
 #include "compiler/Autodiff/BuildTrainStep.h"
 #include "compiler/Transforms/ApplyOptimizer.h"
 #include "compiler/Transforms/FuseElementwise.h"
+#include "compiler/Transforms/ShardParameters.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -25,11 +26,6 @@ struct PendingFlag {
 
 /// Flags whose stage is not built yet, with the work that brings it.
 const PendingFlag kPendingFlags[] = {
-    {"world-size", "sharding arrives with the FSDP issue"},
-    {"shard", "sharding arrives with the FSDP issue"},
-    {"wrap", "wrap policies arrive with the FSDP issue"},
-    {"param-dtype", "mixed precision arrives with the FSDP issue"},
-    {"reduce-dtype", "mixed precision arrives with the FSDP issue"},
     {"ckpt", "activation checkpointing arrives with the memory issue"},
     {"prefetch", "scheduling arrives with the memory issue"},
     {"limit-all-gathers", "scheduling arrives with the memory issue"},
@@ -56,13 +52,26 @@ std::optional<std::string> pendingEmit(const CompileOptions &opts) {
   return std::nullopt;
 }
 
+/// Whether the step is already sharded (IR printed after the shard stage).
+bool isSharded(mlir::ModuleOp module) {
+  auto step = module.lookupSymbol<mlir::func::FuncOp>(kTrainStepName);
+  if (!step)
+    return false;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (step.getArgAttr(i, kUnitAttr))
+      return true;
+  return false;
+}
+
 } // namespace
+
+const char *const kShardFlags[] = {"world-size", "shard", "wrap", "param-dtype", "reduce-dtype"};
 
 Stage lastRequestedStage(const CompileOptions &opts) {
   return opts.stopAfter.value_or(Stage::Memory);
 }
 
-Stage lastImplementedStage() { return Stage::Train; }
+Stage lastImplementedStage() { return Stage::Shard; }
 
 std::optional<std::string> findUnimplemented(const CompileOptions &opts) {
   if (std::optional<std::string> emit = pendingEmit(opts))
@@ -101,20 +110,64 @@ OptimizerOptions optimizerOptionsFor(const CompileOptions &opts) {
   return o;
 }
 
+ShardOptions shardOptionsFor(const CompileOptions &opts) {
+  ShardOptions o;
+  o.worldSize = opts.worldSize;
+  switch (opts.shard) {
+  case ShardKind::Full: o.strategy = ShardOptions::Strategy::Full; break;
+  case ShardKind::GradOp: o.strategy = ShardOptions::Strategy::GradOp; break;
+  case ShardKind::None: o.strategy = ShardOptions::Strategy::None; break;
+  case ShardKind::Hybrid: o.strategy = ShardOptions::Strategy::Hybrid; break;
+  }
+  o.hybridGroupSize = opts.hybridGroupSize;
+  switch (opts.wrap) {
+  case WrapKind::Blocks: o.wrap.kind = WrapPolicyKind::Blocks; break;
+  case WrapKind::Size: o.wrap.kind = WrapPolicyKind::Size; break;
+  case WrapKind::Regex: o.wrap.kind = WrapPolicyKind::Regex; break;
+  }
+  o.wrap.minParams = opts.wrapMinParams;
+  o.wrap.regex = opts.wrapRegex;
+  o.bf16Params = opts.paramDtype == DType::BF16;
+  o.bf16Reduce = opts.reduceDtype == DType::BF16;
+  return o;
+}
+
+std::string shardStrategyName(const CompileOptions &opts) {
+  switch (opts.shard) {
+  case ShardKind::Full: return "full";
+  case ShardKind::GradOp: return "grad-op";
+  case ShardKind::None: return "none";
+  case ShardKind::Hybrid: return "hybrid:" + std::to_string(opts.hybridGroupSize);
+  }
+  return "";
+}
+
+bool shardingRequested(const CompileOptions &opts) {
+  if (opts.mode != Mode::Train || opts.worldSize > 1)
+    return opts.mode == Mode::Train;
+  for (const char *flag : kShardFlags)
+    if (opts.explicitlySet.count(flag))
+      return true;
+  return false;
+}
+
 mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts) {
   if (opts.mode == Mode::Forward || lastRequestedStage(opts) < Stage::Train)
     return mlir::success();
-  // IR printed after the train stage (--stop-after=train) compiles as is.
-  if (module.lookupSymbol(kTrainStepName))
+  // IR printed after an earlier stage (--stop-after=train) resumes there.
+  if (!module.lookupSymbol(kTrainStepName)) {
+    auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
+    if (!forward)
+      return module.emitError("no @forward function to train");
+    if (mlir::failed(attachLoss(forward, lossSpecFor(opts))) ||
+        mlir::failed(buildTrainStep(module, {opts.freezeRegex})) ||
+        mlir::failed(applyOptimizer(module, optimizerOptionsFor(opts))))
+      return mlir::failure();
+  }
+  if (lastRequestedStage(opts) < Stage::Shard || !shardingRequested(opts) ||
+      isSharded(module))
     return mlir::success();
-  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
-  if (!forward)
-    return module.emitError("no @forward function to train");
-  if (mlir::failed(attachLoss(forward, lossSpecFor(opts))) ||
-      mlir::failed(buildTrainStep(module, {opts.freezeRegex})) ||
-      mlir::failed(applyOptimizer(module, optimizerOptionsFor(opts))))
-    return mlir::failure();
-  return mlir::success();
+  return shardParameters(module, shardOptionsFor(opts));
 }
 
 void prepareForEmission(mlir::ModuleOp module, const CompileOptions &opts) {

@@ -38,6 +38,8 @@ struct PlanEmitOptions {
   uint32_t worldSize = 1;
   std::string optimizer; // train plans: "adamw" or "sgd"
   double baseLr = 0.0;   // train plans: the learning rate schedules scale
+  std::string strategy;  // sharded plans: --shard as written; "" unsharded
+  std::string paramDtype = "f32", reduceDtype = "f32";
   /// When set, receives the serialized plan FlatBuffer (without the file
   /// header) instead of a plan file being written, and no weights file is
   /// written either: what --emit=report analyzes. planPath still names the

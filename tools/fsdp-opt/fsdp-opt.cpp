@@ -90,6 +90,11 @@ fsdp::PlanEmitOptions planEmitOptionsFor(const fsdp::CompileOptions &opts) {
   if (opts.mode == fsdp::Mode::Train) {
     options.optimizer = opts.optimizer == fsdp::OptimizerKind::Sgd ? "sgd" : "adamw";
     options.baseLr = opts.lr;
+    options.worldSize = static_cast<uint32_t>(opts.worldSize);
+    if (fsdp::shardingRequested(opts))
+      options.strategy = fsdp::shardStrategyName(opts);
+    options.paramDtype = opts.paramDtype == fsdp::DType::BF16 ? "bf16" : "f32";
+    options.reduceDtype = opts.reduceDtype == fsdp::DType::BF16 ? "bf16" : "f32";
   }
   return options;
 }

@@ -28,14 +28,22 @@
 #           nn.Transformer (and the tied GPT at N=4)
 #   neg     the N=2 run against torch trained on rank 0's micro-batch only
 #           (a different global batch) must FAIL the comparison
-#   shard   grad-op and none at N=4 and N=3 (padding) are bitwise the full
-#           run: per-step losses and saved weights
-#   hybrid  hybrid:2 at N=4
-#   bf16    --param-dtype=bf16 with --reduce-dtype=f32 and bf16 at N=2, and
+#   optim   SGD momentum and the no-decay regex at N=3 (padded shards), a
+#           frozen real parameter in the tied GPT at N=2
+#   shard   grad-op and none are bitwise the full run (per-step losses and
+#           saved weights): GPT at N=4 and N=3 (padding), tied GPT and
+#           Transformer at N=4
+#   hybrid  hybrid:2 at N=4 (GPT, Transformer), hybrid:2 and hybrid:4 at N=8
+#   bf16    --param-dtype=bf16 with --reduce-dtype=f32 and bf16 at N=2 and 4;
 #           the bf16 run against the fp32 reference, and the reduce-bf16 run
 #           against the reduce-f32 reference, must FAIL (the casts are there)
-#   mpirun  `mpirun -np 2` and `-np 4` give the in-process ranks' bits
+#   mpirun  `mpirun -np 2` and `-np 4` (full, hybrid:2, bf16) give the
+#           in-process ranks' bits
 #   tokens  --data=tokens.bin at N=3 (the token-file formula with B = b*N)
+#
+# Every plan compared with torch is also checked for its shape in
+# `fsdp-run --dump` (world_size, and which collectives its --shard implies),
+# so a plan that ignored the flags cannot pass the strategy rows.
 #
 # Prints one table row per check, then "N passed, M failed"; any failure
 # (compile, run, timeout, mismatch) fails the test.
@@ -44,6 +52,7 @@
 #       --fsdp-run build/bin/fsdp-run [--mpirun mpirun] [--only ROW ...] [--keep DIR]
 
 import argparse
+import collections
 import math
 import os
 import re
@@ -52,6 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 
 import numpy
 import torch
@@ -214,7 +224,7 @@ def same_bits(a, b):
 class Table:
     def __init__(self):
         self.passed = self.failed = 0
-        print(f"{'row':<8} {'check':<52} {'max loss rel':>12} {'param rel L2':>12}  result",
+        print(f"{'row':<8} {'check':<60} {'max loss rel':>12} {'param rel L2':>12}  result",
               flush=True)
 
     def row(self, row, check, loss_rel, param_rel, problems):
@@ -222,10 +232,33 @@ class Table:
         self.passed += ok
         self.failed += not ok
         fmt = lambda x: "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2e}"
-        print(f"{row:<8} {check:<52} {fmt(loss_rel):>12} {fmt(param_rel):>12}  "
+        print(f"{row:<8} {check:<60} {fmt(loss_rel):>12} {fmt(param_rel):>12}  "
               f"{'PASS' if ok else 'FAIL'}", flush=True)
         for p in problems:
             print(f"    {p}", flush=True)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One training configuration: model, world size, distribution flags and
+    (unless the model's default from SETUP) optimizer and frozen regex."""
+    model: str
+    world: object = 1  # None: a plan compiled without any FSDP flag
+    shard: str = "full"
+    param_dtype: str = "f32"
+    reduce_dtype: str = "f32"
+    optim: object = None
+    freeze: object = None
+
+    def resolved(self):
+        optim, freeze = SETUP[self.model]
+        return (self.optim or optim, freeze if self.freeze is None else self.freeze)
+
+    def name(self):
+        optim, freeze = self.resolved()
+        text = f"{self.model}-{self.world}-{self.shard}-{self.param_dtype}-{self.reduce_dtype}"
+        text += f"-{optim.describe()}-{freeze}"
+        return re.sub(r"[^A-Za-z0-9.=-]+", "_", text)
 
 
 class Session:
@@ -257,24 +290,28 @@ class Session:
             self._data[key] = (data, files)
         return self._data[key]
 
-    def reference(self, model, world, param_dtype="f32", reduce_dtype="f32", ranks=None):
-        key = (model, world, param_dtype, reduce_dtype, tuple(ranks or ()))
+    def reference(self, spec, ranks=None):
+        """torch at spec's world size, dtypes, optimizer (shard is
+        irrelevant); a plan without FSDP flags is world size 1."""
+        world = spec.world or 1
+        optim, freeze = spec.resolved()
+        key = (spec.model, world, spec.param_dtype, spec.reduce_dtype, optim.describe(), freeze,
+               tuple(ranks or ()))
         if key not in self._refs:
-            optim, freeze = SETUP[model]
-            data, _ = self.dataset(model, world)
-            self._refs[key] = torch_reference(self.entries[model], self.onnx(model), data, optim,
-                                              freeze, STEPS, world, param_dtype, reduce_dtype,
-                                              ranks)
+            data, _ = self.dataset(spec.model, world)
+            self._refs[key] = torch_reference(self.entries[spec.model], self.onnx(spec.model),
+                                              data, optim, freeze, STEPS, world,
+                                              spec.param_dtype, spec.reduce_dtype, ranks)
         return self._refs[key]
 
-    def plan(self, model, world, shard="full", param_dtype="f32", reduce_dtype="f32"):
-        key = (model, world, shard, param_dtype, reduce_dtype)
+    def plan(self, spec):
+        key = spec.name()
         if key not in self._plans:
-            optim, freeze = SETUP[model]
-            name = "-".join(str(k) for k in key).replace(":", "")
-            path = os.path.join(self.tmp, f"{name}.plan")
-            command = ([self.args.fsdp_opt, self.onnx(model), "-o", path] +
-                       config_flags(world, shard, param_dtype, reduce_dtype) + optim.flags())
+            optim, freeze = spec.resolved()
+            path = os.path.join(self.tmp, f"{spec.name()}.plan")
+            command = ([self.args.fsdp_opt, self.onnx(spec.model), "-o", path] +
+                       config_flags(spec.world, spec.shard, spec.param_dtype, spec.reduce_dtype) +
+                       optim.flags())
             if freeze:
                 command.append(f"--freeze={freeze}")
             try:
@@ -286,33 +323,32 @@ class Session:
             raise self._plans[key]
         return self._plans[key]
 
-    def train(self, model, world, shard="full", param_dtype="f32", reduce_dtype="f32",
-              mpi=False, inputs=None, data=None, tag=""):
-        """(metrics records, saved weights) of one fsdp-run; `mpi` runs it
-        under `mpirun -np N` instead of N in-process ranks."""
-        key = (model, world, shard, param_dtype, reduce_dtype, mpi, tag)
+    def train(self, spec, mpi=False, data=None):
+        """(metrics records, saved weights) of one fsdp-run of spec's plan on
+        the world size's data set (or --data=FILE); `mpi` runs it under
+        `mpirun -np N` instead of N in-process ranks."""
+        key = (spec.name(), mpi, data)
         if key not in self._runs:
             try:
-                plan = self.plan(model, world, shard, param_dtype, reduce_dtype)
-                workdir = os.path.join(self.tmp, "run-" + "-".join(str(k) for k in key)
-                                       .replace(":", ""))
+                plan = self.plan(spec)
+                workdir = os.path.join(self.tmp, f"run-{len(self._runs)}")
                 os.makedirs(workdir)
                 metrics = os.path.join(workdir, "metrics.jsonl")
                 weights = os.path.join(workdir, "weights.safetensors")
-                if inputs is None and data is None:
-                    inputs = self.dataset(model, world or 1)[1]
                 command = [self.args.fsdp_run, plan, f"--steps={STEPS}",
                            f"--metrics={metrics}", f"--save-weights={weights}"]
-                command += [f"--input={n}={f}" for n, f in (inputs or {}).items()]
                 if data:
                     command.append(f"--data={data}")
+                else:
+                    inputs = self.dataset(spec.model, spec.world or 1)[1]
+                    command += [f"--input={n}={f}" for n, f in inputs.items()]
                 env = None
                 if mpi:
                     if not self.args.mpirun:
                         raise Failure("no mpirun on PATH (pass --mpirun)")
                     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-                    command = [self.args.mpirun, "-np", str(world), "--oversubscribe",
+                    command = [self.args.mpirun, "-np", str(spec.world), "--oversubscribe",
                                "--bind-to", "none"] + command
                 run(command, env)
                 if not os.path.exists(weights):
@@ -324,12 +360,57 @@ class Session:
             raise self._runs[key]
         return self._runs[key]
 
-    def compare(self, model, result, reference):
-        optim, freeze = SETUP[model]
-        onnx_path = self.onnx(model)
+    def compare(self, spec, result, reference):
+        optim, freeze = spec.resolved()
+        onnx_path = self.onnx(spec.model)
         return tp.compare(result[0], result[1], reference[0], reference[1],
                           tp.frozen_names(onnx_path, freeze), tp.onnx_initializers(onnx_path),
                           optim.lr)
+
+    def parity(self, spec):
+        """spec's fsdp run against spec's torch reference, and the plan's
+        shape (structure())."""
+        loss_rel, param_rel, problems = self.compare(spec, self.train(spec),
+                                                     self.reference(spec))
+        return loss_rel, param_rel, self.structure(spec) + problems
+
+    def collectives(self, spec):
+        """(world size, {AllGather|ReduceScatter|AllReduce: count}) from
+        `fsdp-run --dump` of spec's plan."""
+        dump = run([self.args.fsdp_run, self.plan(spec), "--dump"]).stdout
+        world = re.search(r"\bworld_size=(\d+)", dump)
+        kinds = collections.Counter(re.findall(
+            r"^inst \d+ (AllGather|ReduceScatter|AllReduce)\b", dump, re.M))
+        return (int(world.group(1)) if world else None), kinds
+
+    def structure(self, spec):
+        """The plan is what its flags ask for, so rows that compare
+        strategies cannot pass on plans that ignored --shard: its world size,
+        and at N > 1 full gathers and reduce-scatters, grad-op gathers fewer
+        times than full, none only all-reduces, hybrid all-reduces more than
+        full (across groups)."""
+        world, kinds = self.collectives(spec)
+        problems = []
+        if world != (spec.world or 1):
+            problems.append(f"plan has world_size={world}, expected {spec.world or 1}")
+        if not spec.world or spec.world == 1:
+            return problems
+        full = kinds if spec.shard == "full" else self.collectives(
+            Spec(spec.model, spec.world, "full", spec.param_dtype, spec.reduce_dtype,
+                 spec.optim, spec.freeze))[1]
+        shape = dict(kinds)
+        if spec.shard == "full":
+            ok = kinds["AllGather"] > 0 and kinds["ReduceScatter"] > 0
+        elif spec.shard == "grad-op":
+            ok = kinds["ReduceScatter"] > 0 and 0 < kinds["AllGather"] < full["AllGather"]
+        elif spec.shard == "none":
+            ok = kinds["AllGather"] == 0 and kinds["ReduceScatter"] == 0 and kinds["AllReduce"] > 0
+        else:  # hybrid:G
+            ok = kinds["ReduceScatter"] > 0 and kinds["AllReduce"] > full["AllReduce"]
+        if not ok:
+            problems.append(f"--shard={spec.shard} plan has collectives {shape} "
+                            f"(full: {dict(full)})")
+        return problems
 
     def check(self, row, label, body):
         """Runs one row; a Failure is that row's FAIL."""
@@ -340,6 +421,14 @@ class Session:
         except Failure as e:
             loss_rel, param_rel, problems = None, None, [str(e)]
         self.table.row(row, label, loss_rel, param_rel, problems)
+
+    def must_differ(self, row, label, spec, reference, what):
+        """A negative control: spec's run against a wrong reference must
+        fail the comparison."""
+        def body():
+            loss_rel, param_rel, problems = self.compare(spec, self.train(spec), reference())
+            return loss_rel, param_rel, ([] if problems else [f"the comparison accepted {what}"])
+        self.check(row, label + " (must differ)", body)
 
 
 # --------------------------------------------------------------------------
@@ -352,7 +441,7 @@ def reference_rows(s):
         def body(model=model):
             optim, freeze = SETUP[model]
             data, _ = s.dataset(model, 1)
-            ours = s.reference(model, 1)
+            ours = s.reference(Spec(model, 1))
             theirs = tp.torch_train(s.entries[model], s.onnx(model), data, optim, freeze, STEPS)
             problems = []
             if not numpy.array_equal(tp.float32_bits(ours[0]), tp.float32_bits(theirs[0])):
@@ -365,7 +454,7 @@ def reference_rows(s):
     def body():
         data, _ = s.dataset(GPT, 3)
         optim, freeze = SETUP[GPT]
-        ours = s.reference(GPT, 3)
+        ours = s.reference(Spec(GPT, 3))
         theirs = torch_mean_loss_backward(s.entries[GPT], s.onnx(GPT), data, optim, freeze,
                                           STEPS, 3)
         loss_rel = float(numpy.max(numpy.abs(ours[0].astype(numpy.float64) - theirs[0])
@@ -380,67 +469,76 @@ def reference_rows(s):
 
 def world_rows(s, model, worlds):
     for world in worlds:
+        spec = Spec(model, world)
         s.check(f"ws{world}", f"{SHORT[model]} N={world} --shard=full --wrap=blocks",
-                lambda: s.compare(model, s.train(model, world), s.reference(model, world)))
+                lambda spec=spec: s.parity(spec))
         if world == 2 and model == GPT:
-            negative_row(s)
+            # A different global batch: rank 0's micro-batch only.
+            s.must_differ("neg", "gpt N=2 vs torch on rank 0's batch", spec,
+                          lambda spec=spec: s.reference(spec, ranks=[0]),
+                          "torch on rank 0's batch only")
 
 
-def negative_row(s):
-    """The N=2 run against torch trained on rank 0's micro-batch only."""
-    def body():
-        loss_rel, param_rel, problems = s.compare(GPT, s.train(GPT, 2),
-                                                  s.reference(GPT, 2, ranks=[0]))
-        return loss_rel, param_rel, ([] if problems else
-                                     ["the comparison accepted torch on rank 0's batch only"])
-    s.check("neg", "gpt N=2 vs torch on rank 0's batch (must differ)", body)
+def optimizer_rows(s):
+    """Optimizer state and per-parameter settings on shards: SGD momentum,
+    the no-decay regex across flat buffers (N=3 pads), a frozen real
+    parameter (a buffer in its unit) with the tied GPT."""
+    for spec, label in (
+            (Spec(GPT, 3, optim=tp.SGD_NESTEROV), "gpt N=3 " + tp.SGD_NESTEROV.describe()),
+            (Spec(GPT, 3, optim=tp.ADAMW_NO_DECAY), "gpt N=3 " + tp.ADAMW_NO_DECAY.describe()),
+            (Spec(TIED, 2, optim=tp.SGD_NESTEROV, freeze=r"pos_emb\.weight"),
+             "gpt-tied N=2 sgd, frozen pos_emb")):
+        s.check("optim", label, lambda spec=spec: s.parity(spec))
 
 
 def shard_rows(s):
-    for world in (4, 3):
+    """grad-op and none give the full run's bits (DESIGN: same world size,
+    same rank-order sums); N=3 pads every flat buffer."""
+    for model, world in ((GPT, 4), (GPT, 3), (TIED, 4), (TRANSFORMER, 4)):
         for shard in ("grad-op", "none"):
-            def body(world=world, shard=shard):
-                full = s.train(GPT, world, "full")
-                other = s.train(GPT, world, shard)
-                loss_rel, param_rel, problems = s.compare(GPT, other, s.reference(GPT, world))
-                return loss_rel, param_rel, same_bits(full, other) + problems
-            s.check("shard", f"gpt N={world} --shard={shard} == full (bits)", body)
+            def body(model=model, world=world, shard=shard):
+                spec = Spec(model, world, shard)
+                other = s.train(spec)
+                loss_rel, param_rel, problems = s.parity(spec)
+                return loss_rel, param_rel, same_bits(s.train(Spec(model, world)), other) + problems
+            s.check("shard", f"{SHORT[model]} N={world} --shard={shard} == full (bits)", body)
 
 
 def hybrid_rows(s):
-    s.check("hybrid", "gpt N=4 --shard=hybrid:2",
-            lambda: s.compare(GPT, s.train(GPT, 4, "hybrid:2"), s.reference(GPT, 4)))
+    for model, world, group in ((GPT, 4, 2), (TRANSFORMER, 4, 2), (GPT, 8, 2), (GPT, 8, 4)):
+        spec = Spec(model, world, f"hybrid:{group}")
+        s.check("hybrid", f"{SHORT[model]} N={world} --shard=hybrid:{group}",
+                lambda spec=spec: s.parity(spec))
 
 
 def bf16_rows(s):
-    for reduce in ("f32", "bf16"):
-        s.check("bf16", f"gpt N=2 --param-dtype=bf16 --reduce-dtype={reduce}",
-                lambda reduce=reduce: s.compare(GPT, s.train(GPT, 2, "full", "bf16", reduce),
-                                                s.reference(GPT, 2, "bf16", reduce)))
-
-    def body():
-        loss_rel, param_rel, problems = s.compare(GPT, s.train(GPT, 2, "full", "bf16", "f32"),
-                                                  s.reference(GPT, 2))
-        return loss_rel, param_rel, ([] if problems else
-                                     ["the comparison accepted the fp32 reference"])
-    s.check("bf16", "gpt N=2 bf16 run vs fp32 reference (must differ)", body)
-
-    def body():
-        loss_rel, param_rel, problems = s.compare(GPT, s.train(GPT, 2, "full", "bf16", "bf16"),
-                                                  s.reference(GPT, 2, "bf16", "f32"))
-        return loss_rel, param_rel, ([] if problems else
-                                     ["the comparison accepted the reduce-f32 reference"])
-    s.check("bf16", "gpt N=2 reduce bf16 vs reduce-f32 reference (must differ)", body)
+    for world in (2, 4):
+        for reduce in ("f32", "bf16"):
+            spec = Spec(GPT, world, "full", "bf16", reduce)
+            s.check("bf16", f"gpt N={world} --param-dtype=bf16 --reduce-dtype={reduce}",
+                    lambda spec=spec: s.parity(spec))
+    # The casts are really there: the bf16 run against the fp32 reference,
+    # and the reduce-bf16 run against the reduce-f32 reference.
+    s.must_differ("bf16", "gpt N=2 bf16 run vs fp32 reference",
+                  Spec(GPT, 2, "full", "bf16", "f32"), lambda: s.reference(Spec(GPT, 2)),
+                  "the fp32 reference")
+    s.must_differ("bf16", "gpt N=2 reduce bf16 vs reduce-f32 reference",
+                  Spec(GPT, 2, "full", "bf16", "bf16"),
+                  lambda: s.reference(Spec(GPT, 2, "full", "bf16", "f32")),
+                  "the reduce-f32 reference")
 
 
 def mpirun_rows(s):
-    for world in (2, 4):
-        def body(world=world):
-            threads = s.train(GPT, world)
-            procs = s.train(GPT, world, mpi=True)
-            loss_rel, param_rel, problems = s.compare(GPT, procs, s.reference(GPT, world))
+    for spec, label in ((Spec(GPT, 2), "gpt mpirun -np 2"),
+                        (Spec(GPT, 4), "gpt mpirun -np 4"),
+                        (Spec(GPT, 4, "hybrid:2"), "gpt mpirun -np 4 hybrid:2"),
+                        (Spec(GPT, 2, "full", "bf16", "bf16"), "gpt mpirun -np 2 bf16/bf16")):
+        def body(spec=spec):
+            threads = s.train(spec)
+            procs = s.train(spec, mpi=True)
+            loss_rel, param_rel, problems = s.compare(spec, procs, s.reference(spec))
             return loss_rel, param_rel, same_bits(threads, procs) + problems
-        s.check("mpirun", f"gpt mpirun -np {world} == in-process ranks (bits)", body)
+        s.check("mpirun", label + " == in-process ranks (bits)", body)
 
 
 def token_rows(s, world=3):
@@ -459,9 +557,10 @@ def token_rows(s, world=3):
         names = [spec["name"] for spec in entry["inputs"]]
         # STEPS*B rows: row (s*B + j) mod S is window s*B + j.
         data = {names[0]: idx, names[1]: targets}
-        optim, freeze = SETUP[GPT]
+        spec = Spec(GPT, world)
+        optim, freeze = spec.resolved()
         reference = torch_reference(entry, s.onnx(GPT), data, optim, freeze, STEPS, world)
-        return s.compare(GPT, s.train(GPT, world, data=binary, tag="tokens"), reference)
+        return s.compare(spec, s.train(spec, data=binary), reference)
     s.check("tokens", f"gpt N={world} --data=tokens.bin", body)
 
 
@@ -471,7 +570,8 @@ def main():
     parser.add_argument("--fsdp-run", required=True)
     parser.add_argument("--mpirun", default=shutil.which("mpirun"))
     parser.add_argument("--only", nargs="+", default=[], metavar="ROW",
-                        help="run only these rows (ref, ws1-0, ws2, neg, shard, bf16, ...)")
+                        help="run only these rows (ref, ws1-0, ws2, neg, optim, shard, hybrid, "
+                             "bf16, mpirun, tokens)")
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it")
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -491,11 +591,11 @@ def main():
                 sys.stdout = saved
         s = Session(args, tmp, entries)
         reference_rows(s)
-        s.check("ws1-0", "gpt N=1, plan without FSDP flags",
-                lambda: s.compare(GPT, s.train(GPT, None), s.reference(GPT, 1)))
+        s.check("ws1-0", "gpt N=1, plan without FSDP flags", lambda: s.parity(Spec(GPT, None)))
         world_rows(s, GPT, (1, 2, 3, 4, 8))
         world_rows(s, TRANSFORMER, (1, 2, 3, 4, 8))
         world_rows(s, TIED, (4,))
+        optimizer_rows(s)
         shard_rows(s)
         hybrid_rows(s)
         bf16_rows(s)

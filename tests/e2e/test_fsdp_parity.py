@@ -27,9 +27,12 @@
 #   wsN     --shard=full --wrap=blocks at N = 1, 2, 3, 4, 8, GPT and
 #           nn.Transformer (and the tied GPT at N=4)
 #   neg     the N=2 run against torch trained on rank 0's micro-batch only
-#           (a different global batch) must FAIL the comparison
+#           (a different global batch), and the N=3 SGD run against torch
+#           with summed instead of averaged gradients, must FAIL
 #   optim   SGD momentum and the no-decay regex at N=3 (padded shards), a
-#           frozen real parameter in the tied GPT at N=2
+#           frozen real parameter in the tied GPT at N=2; SGD through
+#           hybrid:2 and the bf16 reduce at N=4 (AdamW alone would not
+#           notice a wrong 1/N: summed gradients stay within tolerance)
 #   shard   grad-op and none are bitwise the full run (per-step losses and
 #           saved weights): GPT at N=4 and N=3 (padding), tied GPT and
 #           Transformer at N=4
@@ -72,7 +75,7 @@ import test_train_parity as tp  # noqa: E402  (files, data, torch model, compare
 
 Failure = tp.Failure
 STEPS = 5
-TIMEOUT = 300  # seconds per fsdp-opt / fsdp-run command: a hung collective fails
+TIMEOUT = 120  # seconds per fsdp-opt / fsdp-run command: a hung collective fails
 
 GPT = "gpt-op17-train"
 TIED = "gpt-tanh-tied-op17-train"
@@ -96,10 +99,11 @@ def round_bf16(t):
 # --------------------------------------------------------------------------
 
 def torch_reference(entry, onnx_path, data, optim, freeze, steps, world,
-                    param_dtype="f32", reduce_dtype="f32", ranks=None):
+                    param_dtype="f32", reduce_dtype="f32", ranks=None, average=True):
     """Returns (global losses as float32, {name: final parameter}). `ranks`
     (default all) picks the ranks whose micro-batches count: [0] is the
-    negative control's different global batch."""
+    negative control's different global batch. average=False sums the
+    ranks' gradients without dividing (a negative control)."""
     model = tp.torch_model(entry, onnx_path)
     named = [(n, p) for n, p in model.named_parameters()
              if not (freeze and re.fullmatch(freeze, n))]
@@ -137,7 +141,8 @@ def torch_reference(entry, onnx_path, data, optim, freeze, steps, world,
             total = grads[0].clone()
             for g in grads[1:]:  # rank order, fp32
                 total += g
-            total = total / len(ranks)
+            if average:
+                total = total / len(ranks)
             if reduce_dtype == "bf16":
                 total = round_bf16(total)
             p.grad = total
@@ -290,18 +295,19 @@ class Session:
             self._data[key] = (data, files)
         return self._data[key]
 
-    def reference(self, spec, ranks=None):
+    def reference(self, spec, ranks=None, average=True):
         """torch at spec's world size, dtypes, optimizer (shard is
         irrelevant); a plan without FSDP flags is world size 1."""
         world = spec.world or 1
         optim, freeze = spec.resolved()
         key = (spec.model, world, spec.param_dtype, spec.reduce_dtype, optim.describe(), freeze,
-               tuple(ranks or ()))
+               tuple(ranks or ()), average)
         if key not in self._refs:
             data, _ = self.dataset(spec.model, world)
             self._refs[key] = torch_reference(self.entries[spec.model], self.onnx(spec.model),
                                               data, optim, freeze, STEPS, world,
-                                              spec.param_dtype, spec.reduce_dtype, ranks)
+                                              spec.param_dtype, spec.reduce_dtype, ranks,
+                                              average)
         return self._refs[key]
 
     def plan(self, spec):
@@ -482,13 +488,23 @@ def world_rows(s, model, worlds):
 def optimizer_rows(s):
     """Optimizer state and per-parameter settings on shards: SGD momentum,
     the no-decay regex across flat buffers (N=3 pads), a frozen real
-    parameter (a buffer in its unit) with the tied GPT."""
+    parameter (a buffer in its unit) with the tied GPT. AdamW hardly sees a
+    constant factor on the gradient (summing the ranks' gradients instead of
+    averaging them stays within tolerance), so every reduction path that is
+    only compared with torch (full, hybrid, the bf16 reduce) also runs SGD,
+    and a negative control shows SGD rejects the sum."""
+    sgd = tp.SGD_NESTEROV
     for spec, label in (
-            (Spec(GPT, 3, optim=tp.SGD_NESTEROV), "gpt N=3 " + tp.SGD_NESTEROV.describe()),
+            (Spec(GPT, 3, optim=sgd), "gpt N=3 " + sgd.describe()),
             (Spec(GPT, 3, optim=tp.ADAMW_NO_DECAY), "gpt N=3 " + tp.ADAMW_NO_DECAY.describe()),
-            (Spec(TIED, 2, optim=tp.SGD_NESTEROV, freeze=r"pos_emb\.weight"),
-             "gpt-tied N=2 sgd, frozen pos_emb")):
+            (Spec(TIED, 2, optim=sgd, freeze=r"pos_emb\.weight"),
+             "gpt-tied N=2 sgd, frozen pos_emb"),
+            (Spec(GPT, 4, "hybrid:2", optim=sgd), "gpt N=4 hybrid:2 sgd"),
+            (Spec(GPT, 4, "full", "bf16", "bf16", optim=sgd), "gpt N=4 bf16/bf16 sgd")):
         s.check("optim", label, lambda spec=spec: s.parity(spec))
+    spec = Spec(GPT, 3, optim=sgd)
+    s.must_differ("neg", "gpt N=3 sgd vs summed (not averaged) gradients", spec,
+                  lambda: s.reference(spec, average=False), "summed gradients")
 
 
 def shard_rows(s):

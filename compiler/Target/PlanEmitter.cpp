@@ -790,6 +790,14 @@ FailureOr<EmittedPlan> emitPlan(ModuleOp module, const PlanEmitOptions &options,
     return module.emitError("no @") << name << " function to emit";
   if (!func.getBody().hasOneBlock())
     return func.emitError("plans need a single-block function");
+  if (auto sharded = module->getAttrOfType<IntegerAttr>(kWorldSizeAttr))
+    if (sharded.getInt() != static_cast<int64_t>(options.worldSize))
+      return emitError(module.getLoc(), "the step was sharded for world size ")
+             << sharded.getInt() << ", not " << options.worldSize
+             << " (compile with --world-size=" << sharded.getInt() << ")";
+  if (options.worldSize > 1 && !module->hasAttr(kWorldSizeAttr))
+    return emitError(module.getLoc(), "a plan for world size ")
+           << options.worldSize << " needs a sharded step (run the shard stage)";
   EmittedPlan result;
   Emitter emitter(func, options);
   if (failed(emitter.run(weights, result)))

@@ -481,6 +481,8 @@ LogicalResult Sharder::run() {
     types.push_back(v.getType());
   step.setType(FunctionType::get(step.getContext(), step.getArgumentTypes(), types));
   step.setAllResultAttrs(attrs);
+  // The plan must be emitted for the world the collectives were built for.
+  step->getParentOfType<ModuleOp>()->setAttr(kWorldSizeAttr, b.getI64IntegerAttr(n));
   return success();
 }
 

@@ -78,10 +78,26 @@ std::string dumpPlan(const LoadedPlan &loaded) {
     }
     os << "\n";
   }
+  auto bufferOrNone = [](uint32_t buffer) {
+    return buffer == kNoBuffer ? std::string("none") : "%" + std::to_string(buffer);
+  };
+  if (p.strategy() && p.strategy()->size())
+    os << "shard strategy=" << p.strategy()->str() << " param_dtype="
+       << (p.param_dtype() ? p.param_dtype()->str() : "") << " reduce_dtype="
+       << (p.reduce_dtype() ? p.reduce_dtype()->str() : "") << "\n";
+  for (size_t i = 0; p.units() && i < p.units()->size(); ++i) {
+    const plan::Unit *u = p.units()->Get(i);
+    os << "unit " << i << " \"" << (u->name() ? u->name()->str() : "") << "\" "
+       << dtypeName(static_cast<DType>(u->dtype())) << " flat=" << u->flat_numel()
+       << " padded=" << u->padded_numel() << " shard=" << u->shard_numel()
+       << " group_size=" << u->group_size() << " shard_buffer=" << bufferOrNone(u->shard_buffer())
+       << "\n";
+  }
   for (size_t i = 0; p.parameters() && i < p.parameters()->size(); ++i) {
     const plan::Parameter *param = p.parameters()->Get(i);
-    os << "param \"" << param->name()->str() << "\" %" << param->buffer() << " unit="
-       << param->unit() << " flat_offset=" << param->flat_offset() << "\n";
+    os << "param \"" << param->name()->str() << "\" " << bufferOrNone(param->buffer()) << " unit="
+       << (param->unit() == kNoBuffer ? std::string("none") : std::to_string(param->unit()))
+       << " flat_offset=" << param->flat_offset() << "\n";
   }
   for (size_t i = 0; p.inputs() && i < p.inputs()->size(); ++i)
     os << "input \"" << p.inputs()->Get(i)->name()->str() << "\" %" << p.inputs()->Get(i)->buffer()
@@ -93,12 +109,9 @@ std::string dumpPlan(const LoadedPlan &loaded) {
     os << "state \"" << p.state()->Get(i)->name()->str() << "\" %" << p.state()->Get(i)->buffer()
        << "\n";
   if (p.optimizer() && p.optimizer()->size()) {
-    auto optional = [](uint32_t buffer) {
-      return buffer == kNoBuffer ? std::string("none") : "%" + std::to_string(buffer);
-    };
     os << "train optimizer=" << p.optimizer()->str() << " base_lr=" << p.base_lr()
        << " loss=\"" << (p.loss_output() ? p.loss_output()->str() : "") << "\" lr="
-       << optional(p.lr_buffer()) << " step=" << optional(p.step_buffer()) << "\n";
+       << bufferOrNone(p.lr_buffer()) << " step=" << bufferOrNone(p.step_buffer()) << "\n";
   }
   return os.str();
 }

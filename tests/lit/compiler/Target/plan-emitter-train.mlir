@@ -36,6 +36,7 @@
 // ADAMW-NEXT: inst 4 ReduceSum [%[[DLOGITS]]] -> [%{{[0-9]+}}] ints=[0]
 // ADAMW-NEXT: inst 5 AdamW [%[[W]], %[[DW]], %[[WM]], %[[WV]], %[[LR]], %[[STEP]]] -> [%[[W]], %[[WM]], %[[WV]]] floats=[0.9, 0.999, 1e-08, 0.1]
 // ADAMW-NEXT: inst 6 AdamW [%[[B]], %{{[0-9]+}}, %[[BM]], %[[BV]], %[[LR]], %[[STEP]]] -> [%[[B]], %[[BM]], %[[BV]]] floats=[0.9, 0.999, 1e-08, 0]
+// ADAMW-NEXT: unit 0 "root" f32 flat=15 padded=15 shard=15 group_size=1 shard_buffer=none
 // ADAMW-NEXT: param "fc.weight" %[[W]]
 // ADAMW-NEXT: param "fc.bias" %[[B]]
 // ADAMW-NEXT: input "x" %[[X]]

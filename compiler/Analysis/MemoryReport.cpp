@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace fsdp {
@@ -180,12 +181,27 @@ std::vector<Owner> findOwners(const plan::Plan &p) {
     const plan::Instruction *inst = p.instructions()->Get(t);
     // Operands are read before results are written: an instruction never
     // reads through a view of its own result.
+    Kernel k = inst->kernel();
+    // The category of the first operand when it is in the arena: a dtype
+    // cast or copy of gathered parameters or of gradients (mixed
+    // precision's casts around the collectives) is the same tensor in
+    // another form, and an all-reduce of a gradient is a gradient (of the
+    // loss, not).
+    std::optional<Category> firstOperand;
     if (inst->inputs())
       for (size_t i = 0; i < inst->inputs()->size(); ++i) {
         Owner *o = use(inst->inputs()->Get(i), t);
-        bool gradOperand = i == 1 && (inst->kernel() == Kernel::AdamW || inst->kernel() == Kernel::Sgd);
-        if (o && gradOperand && o->category == Category::Activations)
+        if (!o)
+          continue;
+        // An all-gather's send buffer (the cast shard) is communication;
+        // what an optimizer reads as its gradient is a gradient.
+        bool gradOperand = i == 1 && (k == Kernel::AdamW || k == Kernel::Sgd);
+        if (k == Kernel::AllGather)
+          o->category = Category::Communication;
+        else if (gradOperand && o->category == Category::Activations)
           o->category = Category::Gradients;
+        if (i == 0)
+          firstOperand = o->category;
       }
     if (!inst->outputs())
       continue;
@@ -200,15 +216,23 @@ std::vector<Owner> findOwners(const plan::Plan &p) {
       }
       Owner &o = owners[ownerOf[index]];
       o.end = std::max(o.end, t);
-      switch (inst->kernel()) {
+      switch (k) {
       case Kernel::AllGather:
         o.category = Category::Communication;
         break;
       case Kernel::Flatten:
       case Kernel::ReduceScatter:
-      case Kernel::AllReduce:
         if (o.category == Category::Activations)
           o.category = Category::Gradients;
+        break;
+      case Kernel::AllReduce:
+        if (o.category == Category::Activations)
+          o.category = firstOperand.value_or(Category::Gradients);
+        break;
+      case Kernel::Cast:
+      case Kernel::Copy:
+        if (o.category == Category::Activations)
+          o.category = firstOperand.value_or(Category::Activations);
         break;
       default:
         break;

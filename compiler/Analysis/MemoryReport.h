@@ -9,9 +9,12 @@
 // inputs, outputs and the lr/step scalars). The arena is split by replaying
 // the instruction stream: each arena byte range is live from the
 // instruction that writes it to the last one that reads it or a view of it,
-// and is a gathered parameter (communication: AllGather results), a
-// gradient (Flatten, ReduceScatter and AllReduce results, and what an
-// optimizer reads as its gradient) or an activation (everything else). The
+// and is a gathered parameter (communication: AllGather results and send
+// buffers), a gradient (Flatten and ReduceScatter results, AllReduce
+// results unless the operand is an activation such as the loss, what an
+// optimizer reads as its gradient) or an activation (everything else); a
+// Cast or Copy of a gathered parameter or a gradient (mixed precision's
+// casts around the collectives) stays in its source's category. The
 // categories are reported at the instruction where live arena bytes peak,
 // so they add up to that peak; the arena bytes the allocator could not
 // reuse there are reported as fragmentation, so a rank's row adds up to

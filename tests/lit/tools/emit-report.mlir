@@ -49,6 +49,16 @@
 // SGD: "optimizer": "sgd",
 // SGD: {"rank": 0, "parameters": 128, {{.*}} "optimizer_state": 0,
 
+// Sharded over two ranks (one root unit: 19 elements with fc.bias 64-byte
+// aligned, padded to 20, 10 per rank): one row per rank, each holding a
+// 64-byte parameter shard and its two 64-byte moments.
+// RUN: fsdp-opt %s --emit=report --report-format=json --world-size=2 --shard=full | FileCheck %s --check-prefix=SHARDED
+// SHARDED: "world_size": 2,
+// SHARDED-NEXT: "strategy": "full",
+// SHARDED: {"rank": 0, "parameters": 64, {{.*}} "optimizer_state": 128,
+// SHARDED-NEXT: {"rank": 1, "parameters": 64, {{.*}} "optimizer_state": 128,
+// SHARDED: {"name": "root", "parameters": 2, "flat_numel": 19, "padded_numel": 20, "shard_numel": 10, "group_size": 2, "dtype": "f32", "bytes_per_rank": 40}
+
 // A real model: the report is valid JSON, every row adds up to its peak,
 // and the peak is the persistent + arena bytes --emit=plan prints.
 // RUN: fsdp-opt %fsdp_src/examples/gpt-tiny.onnx -o %t/gpt.plan > %t/gpt.txt

@@ -254,6 +254,52 @@ TEST(MemoryReport, GradientsAtThePeak) {
   EXPECT_EQ(rowSum(r.ranks[0]), r.peakBytes);
 }
 
+// Mixed precision: the bf16 send copy of the shard, the gathered bf16
+// flat buffer and its f32 compute copy are all communication; the flat
+// gradient, its bf16 cast, the reduced shard and its f32 cast gradients.
+TEST(MemoryReport, CastsKeepTheirSourcesCategory) {
+  PlanBuilder b;
+  b.worldSize = 2;
+  uint32_t shard = b.persistent(0, 128);
+  uint32_t m = b.persistent(128, 128), v = b.persistent(256, 128);
+  uint32_t x = b.persistent(384, 64);
+  b.lr = b.persistent(448, 8);
+  b.step = b.persistent(512, 8);
+  b.persistentBytes = 576;
+  b.units = {{64, 64, 32, shard, 2}};
+  b.params = {{kNone, 0}};
+  b.state = {m, v};
+  b.inputs = {x};
+  uint32_t send = b.arena(0, 64), gathered = b.arena(64, 128), full = b.arena(192, 256);
+  uint32_t y = b.arena(0, 64);
+  b.inst(Kernel::Cast, {shard}, {send});
+  b.inst(Kernel::AllGather, {send}, {gathered});
+  b.inst(Kernel::Cast, {gathered}, {full}); // peak: 128 + 256 (send is dead)
+  b.inst(Kernel::MatMul, {x, full}, {y});
+  uint32_t flat = b.arena(64, 192), flat16 = b.arena(256, 128);
+  uint32_t shard16 = b.arena(448, 64), grad = b.arena(0, 128);
+  b.inst(Kernel::Flatten, {y}, {flat});
+  b.inst(Kernel::Cast, {flat}, {flat16});
+  b.inst(Kernel::ReduceScatter, {flat16}, {shard16});
+  b.inst(Kernel::Cast, {shard16}, {grad});
+  b.inst(Kernel::AdamW, {shard, grad, m, v, b.lr, b.step}, {shard, m, v});
+  // The loss averaged over ranks is no gradient.
+  uint32_t loss = b.arena(64, 4), lossMean = b.arena(128, 4);
+  b.inst(Kernel::ReduceSum, {x}, {loss});
+  b.inst(Kernel::AllReduce, {loss}, {lossMean});
+  b.inst(Kernel::Copy, {lossMean}, {b.persistent(576, 4)});
+  b.persistentBytes = 640;
+  b.arenaBytes = 512;
+  MemoryReport r = b.analyze();
+  EXPECT_EQ(r.peakInstruction, 2u);
+  EXPECT_EQ(r.ranks[0].communication, 384u);
+  EXPECT_EQ(r.ranks[0].activations, 0u);
+  EXPECT_EQ(r.ranks[0].gradients, 0u);
+  EXPECT_EQ(r.activationsBytes, 128u); // the loss and its mean
+  EXPECT_EQ(r.ranks[0].io, 4 * 64u); // x, lr, step, loss
+  EXPECT_EQ(rowSum(r.ranks[0]), r.peakBytes);
+}
+
 // Two written buffers over the same bytes, both live, count once.
 TEST(MemoryReport, OverlappingOwnersCountOnce) {
   PlanBuilder b;

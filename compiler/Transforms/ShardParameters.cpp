@@ -74,7 +74,8 @@ struct FlatGroup {
   SmallVector<std::pair<std::string, BlockArgument>> state; // suffix, shard argument
 };
 
-/// Ranks 0..n-1 as groups of `size` consecutive ranks ({0,1},{2,3}).
+/// Ranks 0..n-1 in order: with a group size G, the groups of G consecutive
+/// ranks ({0,1},{2,3} for G = 2), or the whole world for G = n.
 SmallVector<int64_t> consecutiveGroups(int64_t n) {
   SmallVector<int64_t> ranks;
   for (int64_t r = 0; r < n; ++r)
@@ -155,8 +156,9 @@ LogicalResult Sharder::collectTrainables() {
     trainables.push_back({name.str(), arg, update});
   }
   // Model order, which the wrap policy and the flat layout follow.
-  llvm::sort(trainables,
-             [](const Trainable &a, const Trainable &c) { return a.arg.getArgNumber() < c.arg.getArgNumber(); });
+  llvm::sort(trainables, [](const Trainable &a, const Trainable &c) {
+    return a.arg.getArgNumber() < c.arg.getArgNumber();
+  });
   if (trainables.empty())
     return step.emitError("no parameter has an optimizer update: nothing to shard");
   return success();

@@ -55,7 +55,9 @@ namespace fsdp::run {
 using namespace fsdp::rt;
 
 int fail(const std::string &message) {
-  std::cerr << "fsdp-run: error: " << message << "\n";
+  // One write per line: ranks started by mpirun share stderr, and separate
+  // writes of prefix and message would interleave between processes.
+  std::cerr << ("fsdp-run: error: " + message + "\n");
   return 1;
 }
 

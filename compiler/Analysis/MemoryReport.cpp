@@ -398,6 +398,29 @@ std::string pad(const std::string &s, size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
 }
 
+/// Prints `rows` under `headers`, each column as wide as its widest cell,
+/// indented and separated by two spaces; numbers right-aligned, the first
+/// column left-aligned when it holds names (`namesFirst`).
+void printTable(std::ostream &os, const std::vector<std::string> &headers,
+                const std::vector<std::vector<std::string>> &rows, bool namesFirst) {
+  std::vector<size_t> widths;
+  for (const std::string &h : headers)
+    widths.push_back(h.size());
+  for (const auto &row : rows)
+    for (size_t c = 0; c < row.size(); ++c)
+      widths[c] = std::max(widths[c], row[c].size());
+  auto line = [&](const std::vector<std::string> &row) {
+    for (size_t c = 0; c < row.size(); ++c)
+      os << "  "
+         << (c == 0 && namesFirst ? row[c] + std::string(widths[c] - row[c].size(), ' ')
+                                  : pad(row[c], widths[c]));
+    os << "\n";
+  };
+  line(headers);
+  for (const auto &row : rows)
+    line(row);
+}
+
 std::string renderJson(const MemoryReport &r) {
   std::ostringstream os;
   os << "{\n";
@@ -449,30 +472,17 @@ std::string renderText(const MemoryReport &r) {
      << r.paramDtype << ", reduce dtype " << r.reduceDtype << "\n\n";
 
   // Per rank. Every rank runs the same plan (SPMD), so the rows are equal.
-  const char *headers[] = {"rank",          "parameters", "gradients",     "optimizer state",
-                           "activations",   "communication", "io",         "fragmentation",
-                           "peak"};
   std::vector<std::vector<std::string>> rows;
   for (const RankMemory &k : r.ranks)
     rows.push_back({std::to_string(k.rank), humanSize(k.parameters), humanSize(k.gradients),
                     humanSize(k.optimizerState), humanSize(k.activations),
                     humanSize(k.communication), humanSize(k.io), humanSize(k.fragmentation),
                     humanSize(k.peak)});
-  std::vector<size_t> widths;
-  for (const char *h : headers)
-    widths.push_back(std::string(h).size());
-  for (const auto &row : rows)
-    for (size_t c = 0; c < row.size(); ++c)
-      widths[c] = std::max(widths[c], row[c].size());
   os << "per rank (every rank runs the same plan, so the rows are equal):\n";
-  for (size_t c = 0; c < std::size(headers); ++c)
-    os << "  " << pad(headers[c], widths[c]);
-  os << "\n";
-  for (const auto &row : rows) {
-    for (size_t c = 0; c < row.size(); ++c)
-      os << "  " << pad(row[c], widths[c]);
-    os << "\n";
-  }
+  printTable(os,
+             {"rank", "parameters", "gradients", "optimizer state", "activations",
+              "communication", "io", "fragmentation", "peak"},
+             rows, /*namesFirst=*/false);
 
   // One rank in exact bytes, with where each number comes from.
   if (!r.ranks.empty()) {
@@ -512,30 +522,16 @@ std::string renderText(const MemoryReport &r) {
   }
 
   os << "\nunits (" << r.units.size() << "):\n";
-  const char *unitHeaders[] = {"unit",  "params", "flat_numel", "padded_numel", "shard_numel",
-                               "group", "dtype",  "per rank", "bytes"};
   std::vector<std::vector<std::string>> unitRows;
   for (const UnitMemory &u : r.units)
     unitRows.push_back({u.name, std::to_string(u.parameters), std::to_string(u.flatNumel),
                         std::to_string(u.paddedNumel), std::to_string(u.shardNumel),
                         std::to_string(u.groupSize), u.dtype, humanSize(u.bytesPerRank),
                         std::to_string(u.bytesPerRank)});
-  std::vector<size_t> unitWidths;
-  for (const char *h : unitHeaders)
-    unitWidths.push_back(std::string(h).size());
-  for (const auto &row : unitRows)
-    for (size_t c = 0; c < row.size(); ++c)
-      unitWidths[c] = std::max(unitWidths[c], row[c].size());
-  // Names left-aligned, numbers right-aligned.
-  auto unitLine = [&](const std::vector<std::string> &row) {
-    os << "  " << row[0] << std::string(unitWidths[0] - row[0].size(), ' ');
-    for (size_t c = 1; c < row.size(); ++c)
-      os << "  " << pad(row[c], unitWidths[c]);
-    os << "\n";
-  };
-  unitLine({std::begin(unitHeaders), std::end(unitHeaders)});
-  for (const auto &row : unitRows)
-    unitLine(row);
+  printTable(os,
+             {"unit", "params", "flat_numel", "padded_numel", "shard_numel", "group", "dtype",
+              "per rank", "bytes"},
+             unitRows, /*namesFirst=*/true);
   return os.str();
 }
 

@@ -65,6 +65,24 @@ struct PlanBuilder {
     insts.push_back({k, std::move(in), std::move(out)});
   }
 
+  /// An AdamW step's persistent region, in this order: the parameter (or
+  /// unit shard) of `paramBytes`, its two moments, a 64-byte input x, lr
+  /// and step, each in 64-byte-aligned slots.
+  struct TrainState {
+    uint32_t param, m, v, x;
+  };
+  TrainState trainState(uint64_t paramBytes) {
+    uint64_t slot = (paramBytes + 63) / 64 * 64;
+    TrainState t{persistent(0, paramBytes), persistent(slot, paramBytes),
+                 persistent(2 * slot, paramBytes), persistent(3 * slot, 64)};
+    lr = persistent(3 * slot + 64, 8);
+    step = persistent(3 * slot + 128, 8);
+    persistentBytes = 3 * slot + 192;
+    state = {t.m, t.v};
+    inputs = {t.x};
+    return t;
+  }
+
   /// Serializes, verifies and analyzes.
   MemoryReport analyze() {
     flatbuffers::FlatBufferBuilder fbb;
@@ -185,16 +203,9 @@ TEST(MemoryReport, GatheredParametersAreCommunication) {
   PlanBuilder b;
   b.worldSize = 4;
   b.strategy = "full";
-  uint32_t shard = b.persistent(0, 64);
-  uint32_t m = b.persistent(64, 64), v = b.persistent(128, 64);
-  uint32_t x = b.persistent(192, 64);
-  b.lr = b.persistent(256, 8);
-  b.step = b.persistent(320, 8);
-  b.persistentBytes = 384;
+  auto [shard, m, v, x] = b.trainState(64);
   b.units = {{60, 64, 16, shard, 4}};
   b.params = {{kNone, 0}, {kNone, 0}};
-  b.state = {m, v};
-  b.inputs = {x};
   uint32_t full = b.arena(0, 256);
   uint32_t w1 = b.arena(0, 64), w2 = b.arena(64, 64); // parameters inside the flat buffer
   uint32_t y = b.arena(256, 64), z = b.arena(320, 64);
@@ -232,14 +243,8 @@ TEST(MemoryReport, GatheredParametersAreCommunication) {
 // gradient too, whatever kernel computed it.
 TEST(MemoryReport, GradientsAtThePeak) {
   PlanBuilder b;
-  uint32_t w = b.persistent(0, 64), m = b.persistent(64, 64), v = b.persistent(128, 64);
-  uint32_t x = b.persistent(192, 64);
-  b.lr = b.persistent(256, 8);
-  b.step = b.persistent(320, 8);
-  b.persistentBytes = 384;
+  auto [w, m, v, x] = b.trainState(64);
   b.params = {{w, kNone}};
-  b.state = {m, v};
-  b.inputs = {x};
   uint32_t h = b.arena(0, 64), dw = b.arena(64, 128);
   b.inst(Kernel::Relu, {x}, {h});
   b.inst(Kernel::MatMul, {h, x}, {dw}); // h dies here
@@ -260,16 +265,9 @@ TEST(MemoryReport, GradientsAtThePeak) {
 TEST(MemoryReport, CastsKeepTheirSourcesCategory) {
   PlanBuilder b;
   b.worldSize = 2;
-  uint32_t shard = b.persistent(0, 128);
-  uint32_t m = b.persistent(128, 128), v = b.persistent(256, 128);
-  uint32_t x = b.persistent(384, 64);
-  b.lr = b.persistent(448, 8);
-  b.step = b.persistent(512, 8);
-  b.persistentBytes = 576;
+  auto [shard, m, v, x] = b.trainState(128);
   b.units = {{64, 64, 32, shard, 2}};
   b.params = {{kNone, 0}};
-  b.state = {m, v};
-  b.inputs = {x};
   uint32_t send = b.arena(0, 64), gathered = b.arena(64, 128), full = b.arena(192, 256);
   uint32_t y = b.arena(0, 64);
   b.inst(Kernel::Cast, {shard}, {send});

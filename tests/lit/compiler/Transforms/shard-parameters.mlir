@@ -4,6 +4,8 @@
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=4 shard=hybrid:2})' | FileCheck %s --check-prefix=HYBRID
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 param-dtype=bf16 reduce-dtype=bf16})' | FileCheck %s --check-prefix=BF16
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{weight-decay=0.1 no-decay=bias$},fsdp-shard-parameters{world-size=3})' | FileCheck %s --check-prefix=ADAMW
+// RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 wrap=size:20})' | FileCheck %s --check-prefix=SIZE
+// RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 wrap=regex:layers\.[0-9]})' | FileCheck %s --check-prefix=REGEX
 
 // fsdp-shard-parameters (compiler/Transforms/ShardParameters.cpp) on a
 // two-block MLP whose head bias is outside every block (the root unit).
@@ -107,3 +109,16 @@ func.func @forward(%w0: tensor<4x4xf32> {nn.param = "layers.0.w"}, %b0: tensor<4
 // ADAMW: nn.adamw {{.*}} weight_decay = 0.000000e+00 {{.*}} : tensor<2xf32>
 // ADAMW: nn.adamw {{.*}} weight_decay = 1.000000e-01 {{.*}} : tensor<6xf32>
 // ADAMW: nn.adamw {{.*}} weight_decay = 0.000000e+00 {{.*}} : tensor<2xf32>
+
+// --wrap=size:20: consecutive parameters until a unit holds 20 elements;
+// nothing is left for the root unit, which then has no flat buffer.
+// SIZE-LABEL: func.func @train_step(
+// SIZE-NOT: name = "root"
+// SIZE-SAME: name = "unit0", padded_numel = 20 : i64, params = [{name = "layers.0.w"{{.*}}{name = "layers.0.bias"
+// SIZE-SAME: name = "unit1", padded_numel = 20 : i64, params = [{name = "layers.1.w"{{.*}}{name = "head.bias"
+
+// --wrap=regex:RE: a unit per distinct matched text; the rest is the root.
+// REGEX-LABEL: func.func @train_step(
+// REGEX-SAME: name = "root", padded_numel = 4 : i64
+// REGEX-SAME: name = "layers.0", padded_numel = 20 : i64
+// REGEX-SAME: name = "layers.1", padded_numel = 16 : i64

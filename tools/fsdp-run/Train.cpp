@@ -12,6 +12,7 @@
 
 #include "tools/fsdp-run/Train.h"
 
+#include "comm/MpiCommunicator.h"
 #include "fsdp/runtime/DataSource.h"
 #include "fsdp/runtime/TrainLog.h"
 #include "tools/fsdp-run/Progress.h"
@@ -65,7 +66,10 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
       return s;
   double baseLr = opts.lr ? *opts.lr : executor.baseLearningRate();
   int64_t firstStep = 1, lastStep = opts.steps;
-  Progress progress(stdout, isatty(STDOUT_FILENO), firstStep, lastStep,
+  // mpirun hands each rank a pseudo-terminal whatever the job's output is
+  // (often a log file), so MPI runs print plain lines.
+  bool terminal = isatty(STDOUT_FILENO) && !comm::launchedUnderMpi();
+  Progress progress(stdout, terminal, firstStep, lastStep,
                     opts.logEvery ? *opts.logEvery : defaultLogEvery(lastStep));
   std::vector<double> kernelSeconds;
   for (int64_t step = firstStep; step <= lastStep; ++step) {

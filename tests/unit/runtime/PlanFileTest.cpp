@@ -28,6 +28,7 @@
 #include <functional>
 #include <optional>
 #include <sstream>
+#include <unistd.h>
 
 namespace {
 
@@ -131,7 +132,9 @@ const TrainInstruction kAdamW{plan::Kernel::AdamW, {W, G, M, V, Lr, Step}, {W, M
 
 class PlanFileTest : public ::testing::Test {
 protected:
-  std::string path = ::testing::TempDir() + "fsdp-plan-test.plan";
+  // One file per process and test: ctest runs tests in parallel processes.
+  std::string path = ::testing::TempDir() + "fsdp-plan-test-" + std::to_string(::getpid()) + "-" +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".plan";
   void TearDown() override { std::remove(path.c_str()); }
 
   rt::Status writeAndLoad(const std::vector<uint8_t> &fb) {

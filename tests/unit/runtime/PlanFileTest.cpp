@@ -87,15 +87,29 @@ struct TrainSpec {
 /// loss f32[]; lr32 f32[]; vec f64[1]; idx i64[4]; x f32[2, 4].
 enum TrainBuffer : uint32_t { W, G, M, V, Lr, Step, Loss, Lr32, Vec, Idx, X };
 
+/// A buffer of the hand-built plans (region and offset where not implied).
+struct BufferDef {
+  const char *name;
+  plan::DType dtype;
+  std::vector<int64_t> shape;
+  uint64_t size;
+  plan::Region region = plan::Region::Persistent;
+  uint64_t offset = 0;
+};
+
+std::vector<flatbuffers::Offset<plan::Instruction>>
+createInstructions(flatbuffers::FlatBufferBuilder &fbb, const std::vector<TrainInstruction> &list) {
+  std::vector<flatbuffers::Offset<plan::Instruction>> instructions;
+  for (const TrainInstruction &inst : list)
+    instructions.push_back(plan::CreateInstruction(
+        fbb, inst.kernel, fbb.CreateVector(inst.inputs), fbb.CreateVector(inst.outputs),
+        fbb.CreateVector(inst.ints), fbb.CreateVector(inst.floats), 0, fbb.CreateString("i")));
+  return instructions;
+}
+
 std::vector<uint8_t> buildTrainPlan(const TrainSpec &spec) {
   flatbuffers::FlatBufferBuilder fbb;
-  struct Def {
-    const char *name;
-    plan::DType dtype;
-    std::vector<int64_t> shape;
-    uint64_t size;
-  };
-  const std::vector<Def> defs = {
+  const std::vector<BufferDef> defs = {
       {"w", plan::DType::F32, {4}, 16},     {"g", plan::DType::F32, {4}, 16},
       {"m", plan::DType::F32, {4}, 16},     {"v", plan::DType::F32, {4}, 16},
       {"lr", plan::DType::F64, {}, 8},      {"step", plan::DType::I64, {}, 8},
@@ -108,11 +122,8 @@ std::vector<uint8_t> buildTrainPlan(const TrainSpec &spec) {
         fbb, fbb.CreateString(defs[i].name), defs[i].dtype, fbb.CreateVector(defs[i].shape),
         i == G ? plan::Region::Arena : plan::Region::Persistent, i == G ? 0 : 64 * i,
         defs[i].size));
-  std::vector<flatbuffers::Offset<plan::Instruction>> instructions;
-  for (const TrainInstruction &inst : spec.instructions)
-    instructions.push_back(plan::CreateInstruction(
-        fbb, inst.kernel, fbb.CreateVector(inst.inputs), fbb.CreateVector(inst.outputs),
-        fbb.CreateVector(inst.ints), fbb.CreateVector(inst.floats), 0, fbb.CreateString("i")));
+  std::vector<flatbuffers::Offset<plan::Instruction>> instructions =
+      createInstructions(fbb, spec.instructions);
   std::vector<flatbuffers::Offset<plan::Binding>> state, out{
       plan::CreateBinding(fbb, fbb.CreateString("loss"), Loss)};
   for (const auto &[name, buffer] : spec.state)
@@ -323,29 +334,19 @@ struct ShardSpec {
 
 std::vector<uint8_t> buildShardedPlan(const ShardSpec &spec) {
   flatbuffers::FlatBufferBuilder fbb;
-  struct Def {
-    const char *name;
-    plan::DType dtype;
-    std::vector<int64_t> shape;
-    plan::Region region;
-    uint64_t offset, size;
-  };
   const plan::Region P = plan::Region::Persistent, A = plan::Region::Arena;
-  const std::vector<Def> defs = {
-      {"shard", plan::DType::F32, {2}, P, 0, 8},      {"full", plan::DType::F32, {8}, A, 0, 32},
-      {"gflat", plan::DType::F32, {8}, A, 64, 32},    {"gshard", plan::DType::F32, {2}, P, 64, 8},
-      {"ga", plan::DType::F32, {3}, A, 128, 12},      {"gb", plan::DType::F32, {2, 2}, A, 192, 16},
-      {"cnt", plan::DType::I64, {2}, P, 128, 16},     {"shard_arena", plan::DType::F32, {2}, A, 256, 8},
-      {"shard_f64", plan::DType::F64, {2}, P, 192, 16}, {"shard3", plan::DType::F32, {3}, P, 256, 12}};
+  const std::vector<BufferDef> defs = {
+      {"shard", plan::DType::F32, {2}, 8, P, 0},      {"full", plan::DType::F32, {8}, 32, A, 0},
+      {"gflat", plan::DType::F32, {8}, 32, A, 64},    {"gshard", plan::DType::F32, {2}, 8, P, 64},
+      {"ga", plan::DType::F32, {3}, 12, A, 128},      {"gb", plan::DType::F32, {2, 2}, 16, A, 192},
+      {"cnt", plan::DType::I64, {2}, 16, P, 128},     {"shard_arena", plan::DType::F32, {2}, 8, A, 256},
+      {"shard_f64", plan::DType::F64, {2}, 16, P, 192}, {"shard3", plan::DType::F32, {3}, 12, P, 256}};
   std::vector<flatbuffers::Offset<plan::Buffer>> buffers;
-  for (const Def &d : defs)
+  for (const BufferDef &d : defs)
     buffers.push_back(plan::CreateBuffer(fbb, fbb.CreateString(d.name), d.dtype,
                                          fbb.CreateVector(d.shape), d.region, d.offset, d.size));
-  std::vector<flatbuffers::Offset<plan::Instruction>> instructions;
-  for (const TrainInstruction &inst : spec.instructions)
-    instructions.push_back(plan::CreateInstruction(
-        fbb, inst.kernel, fbb.CreateVector(inst.inputs), fbb.CreateVector(inst.outputs),
-        fbb.CreateVector(inst.ints), fbb.CreateVector(inst.floats), 0, fbb.CreateString("i")));
+  std::vector<flatbuffers::Offset<plan::Instruction>> instructions =
+      createInstructions(fbb, spec.instructions);
   std::vector<flatbuffers::Offset<plan::Parameter>> params;
   for (const ParamDef &p : spec.params)
     params.push_back(plan::CreateParameter(fbb, fbb.CreateString(p.name), p.dtype,

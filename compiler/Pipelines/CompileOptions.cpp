@@ -32,8 +32,8 @@ namespace {
 // ':' ("hybrid:G") is parametric: a value starting with the text up to and
 // including ':' selects it and the rest is the parameter; the placeholder
 // after ':' is what help and errors show.
-constexpr const char *stageNames[] = {"import",     "train",    "shard",
-                                      "checkpoint", "schedule", "memory"};
+constexpr const char *stageNames[] = {"import", "train",    "checkpoint",
+                                      "shard",  "schedule", "memory"};
 constexpr const char *modeNames[] = {"train", "forward"};
 constexpr const char *emitNames[] = {"plan",   "mlir",  "binary",
                                      "report", "trace", "summary"};
@@ -452,6 +452,14 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
         return fail("--" + std::string(flag) +
                     " acts in the train stage, which this output does not run (it needs "
                     "--emit=plan, or --emit=mlir with --stop-after=train or later)");
+  // Likewise --ckpt acts in the checkpoint stage.
+  bool checkpointStageRuns =
+      trainStageRuns &&
+      !(opts.emit == EmitKind::Mlir && opts.stopAfter && *opts.stopAfter < Stage::Checkpoint);
+  if (opts.mode == Mode::Train && !checkpointStageRuns && given("ckpt"))
+    return fail("--ckpt acts in the checkpoint stage, which this output does not run (it needs "
+                "--emit=plan or --emit=report, or --emit=mlir with --stop-after=checkpoint or "
+                "later)");
   // Likewise the distribution flags act in the shard stage.
   bool shardStageRuns = trainStageRuns && !(opts.emit == EmitKind::Mlir && opts.stopAfter &&
                                             *opts.stopAfter < Stage::Shard);

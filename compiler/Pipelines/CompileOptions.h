@@ -23,7 +23,7 @@
 namespace fsdp {
 
 /// The pipeline stages `--stop-after` can name, in the order they run.
-enum class Stage { Import, Train, Shard, Checkpoint, Schedule, Memory };
+enum class Stage { Import, Train, Checkpoint, Shard, Schedule, Memory };
 
 /// "import", "train", ...: the spelling `--stop-after` accepts.
 const char *stageName(Stage stage);

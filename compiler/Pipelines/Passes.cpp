@@ -12,6 +12,7 @@
 #include "compiler/Autodiff/BuildTrainStep.h"
 #include "compiler/Transforms/ApplyOptimizer.h"
 #include "compiler/Transforms/FuseElementwise.h"
+#include "compiler/Transforms/RecomputeActivations.h"
 #include "compiler/Transforms/ShardParameters.h"
 #include "compiler/Pipelines/Pipeline.h"
 #include "dialects/fsdp/FSDPDialect.h"
@@ -136,6 +137,31 @@ struct ShardParametersPass : PassWrapper<ShardParametersPass, OperationPass<Modu
   Option<std::string> reduceDtype{*this, "reduce-dtype", llvm::cl::init("f32")};
 };
 
+struct RecomputeActivationsPass
+    : PassWrapper<RecomputeActivationsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(RecomputeActivationsPass)
+  RecomputeActivationsPass() = default;
+  RecomputeActivationsPass(const RecomputeActivationsPass &other) : PassWrapper(other) {}
+  StringRef getArgument() const final { return "fsdp-recompute-activations"; }
+  StringRef getDescription() const final {
+    return "Activation checkpointing: the backward pass of @train_step reads recomputed "
+           "copies of each block's forward values instead of saved ones";
+  }
+  void runOnOperation() final {
+    if (ckpt != "blocks" && ckpt != "selective") {
+      getOperation().emitError("ckpt must be blocks or selective, not '") << ckpt << "'";
+      return signalPassFailure();
+    }
+    RecomputeOptions o;
+    o.policy = ckpt == "blocks" ? RecomputeOptions::Policy::Blocks
+                                : RecomputeOptions::Policy::Selective;
+    if (failed(recomputeActivations(getOperation(), o)))
+      signalPassFailure();
+  }
+  Option<std::string> ckpt{*this, "ckpt", llvm::cl::init("blocks"),
+                           llvm::cl::desc("blocks or selective")};
+};
+
 struct FuseElementwisePass : PassWrapper<FuseElementwisePass, OperationPass<func::FuncOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
   StringRef getArgument() const final { return "fsdp-fuse-elementwise"; }
@@ -152,6 +178,7 @@ void registerFsdpPasses() {
   PassRegistration<AttachLossPass>();
   PassRegistration<BuildTrainStepPass>();
   PassRegistration<ApplyOptimizerPass>();
+  PassRegistration<RecomputeActivationsPass>();
   PassRegistration<ShardParametersPass>();
 }
 

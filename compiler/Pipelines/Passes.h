@@ -7,6 +7,7 @@
 //   fsdp-build-train-step{freeze=RE}
 //   fsdp-apply-optimizer{optimizer=adamw|sgd beta1= beta2= eps= weight-decay=
 //                        momentum= nesterov= no-decay=RE}
+//   fsdp-recompute-activations{ckpt=blocks|selective}
 //   fsdp-fuse-elementwise (on func.func; run before a plan is emitted)
 //
 //===----------------------------------------------------------------------===//

@@ -12,6 +12,7 @@
 #include "compiler/Autodiff/BuildTrainStep.h"
 #include "compiler/Transforms/ApplyOptimizer.h"
 #include "compiler/Transforms/FuseElementwise.h"
+#include "compiler/Transforms/RecomputeActivations.h"
 #include "compiler/Transforms/ShardParameters.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -26,7 +27,6 @@ struct PendingFlag {
 
 /// Flags whose stage is not built yet, with the work that brings it.
 const PendingFlag kPendingFlags[] = {
-    {"ckpt", "activation checkpointing arrives with the memory issue"},
     {"prefetch", "scheduling arrives with the memory issue"},
     {"limit-all-gathers", "scheduling arrives with the memory issue"},
     {"offload", "offload arrives with the memory issue"},
@@ -76,6 +76,10 @@ Stage lastImplementedStage() { return Stage::Shard; }
 std::optional<std::string> findUnimplemented(const CompileOptions &opts) {
   if (std::optional<std::string> emit = pendingEmit(opts))
     return emit;
+  if (opts.ckpt == CkptKind::Auto)
+    return std::string("--ckpt=auto: not implemented yet (choosing what to recompute for "
+                       "--mem-budget arrives with memory planning; use --ckpt=blocks or "
+                       "--ckpt=selective)");
   for (const PendingFlag &pending : kPendingFlags)
     if (opts.explicitlySet.count(pending.flag))
       return std::string("--") + pending.flag + ": not implemented yet (" +
@@ -162,6 +166,17 @@ mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts)
     if (mlir::failed(attachLoss(forward, lossSpecFor(opts))) ||
         mlir::failed(buildTrainStep(module, {opts.freezeRegex})) ||
         mlir::failed(applyOptimizer(module, optimizerOptionsFor(opts))))
+      return mlir::failure();
+  }
+  // Checkpointing runs before sharding: the recomputed ops it places in the
+  // backward pass then read each unit's backward all-gather.
+  if (lastRequestedStage(opts) < Stage::Checkpoint)
+    return mlir::success();
+  if (opts.ckpt == CkptKind::Blocks || opts.ckpt == CkptKind::Selective) {
+    RecomputeOptions recompute;
+    recompute.policy = opts.ckpt == CkptKind::Blocks ? RecomputeOptions::Policy::Blocks
+                                                      : RecomputeOptions::Policy::Selective;
+    if (mlir::failed(recomputeActivations(module, recompute)))
       return mlir::failure();
   }
   if (lastRequestedStage(opts) < Stage::Shard || !shardingRequested(opts) ||

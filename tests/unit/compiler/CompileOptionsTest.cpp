@@ -88,13 +88,15 @@ TEST(CompileOptionsTest, Defaults) {
 }
 
 TEST(CompileOptionsTest, StageNamesRoundTripInPipelineOrder) {
-  const char *names[] = {"import",     "train",    "shard",
-                         "checkpoint", "schedule", "memory"};
+  const char *names[] = {"import", "train",    "checkpoint",
+                         "shard",  "schedule", "memory"};
   for (int i = 0; i < 6; ++i) {
     EXPECT_EQ(stageName(Stage(i)), std::string(names[i]));
     EXPECT_EQ(parseStage(names[i]), Stage(i));
   }
   EXPECT_LT(Stage::Import, Stage::Train);
+  // Checkpointing runs before sharding (compiler/Transforms/RecomputeActivations.h).
+  EXPECT_LT(Stage::Checkpoint, Stage::Shard);
   EXPECT_LT(Stage::Schedule, Stage::Memory);
   EXPECT_EQ(parseStage("Import"), std::nullopt);
   EXPECT_EQ(parseStage(""), std::nullopt);
@@ -200,7 +202,7 @@ TEST(CompileOptionsTest, InvalidValuesNameTheFlagAndValidValues) {
       {"--mode=eval", "valid: train, forward"},
       {"--emit=ir", "valid: plan, mlir, binary, report, trace, summary"},
       {"--stop-after=lower",
-       "valid: import, train, shard, checkpoint, schedule, memory"},
+       "valid: import, train, checkpoint, shard, schedule, memory"},
       {"--shard=fulll", "valid: full, grad-op, none, hybrid:G"},
       {"--shard=hybrid", "valid: full, grad-op, none, hybrid:G"},
       {"--shard=hybrid:", "G must be an integer"},
@@ -424,6 +426,19 @@ TEST(CompileOptionsTest, CrossFlagRules) {
        "--param-dtype acts in the shard stage, which this output does not run (it needs "
        "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard or later)"},
       {{"--emit=mlir", "--stop-after=shard", "--world-size=2", "--shard=hybrid:2"}, ""},
+      {{"--emit=mlir", "--stop-after=checkpoint", "--world-size=2"},
+       "--world-size acts in the shard stage, which this output does not run (it needs "
+       "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard or later)"},
+      // --ckpt needs the checkpoint stage to run.
+      {{"--emit=mlir", "--stop-after=train", "--ckpt=blocks"},
+       "--ckpt acts in the checkpoint stage, which this output does not run (it needs "
+       "--emit=plan or --emit=report, or --emit=mlir with --stop-after=checkpoint or later)"},
+      {{"--emit=summary", "--ckpt=selective"},
+       "--ckpt acts in the checkpoint stage, which this output does not run (it needs "
+       "--emit=plan or --emit=report, or --emit=mlir with --stop-after=checkpoint or later)"},
+      {{"--emit=mlir", "--stop-after=checkpoint", "--ckpt=blocks"}, ""},
+      {{"--emit=report", "--ckpt=selective"}, ""},
+      {{"--mode=forward", "--ckpt=blocks"}, "--ckpt requires --mode=train"},
       {{"--mode=forward", "--world-size=2"},
        "--world-size=2 requires --mode=train: forward plans run on one rank"},
       // Training flags need the train stage to run.
@@ -481,7 +496,7 @@ TEST(CompileOptionsTest, UsageListsEveryFlagWithValuesAndDefault) {
   for (const char *flag :
        {"mode=train|forward",
         "emit=plan|mlir|binary|report|trace|summary\n",
-        "stop-after=import|train|shard|checkpoint|schedule|memory\n",
+        "stop-after=import|train|checkpoint|shard|schedule|memory\n",
         "world-size=N ",
         "shard=full|grad-op|none|hybrid:G\n",
         "wrap=blocks|size:N|regex:RE ",

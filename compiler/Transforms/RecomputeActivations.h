@@ -1,0 +1,61 @@
+//===- RecomputeActivations.h - activation checkpointing ------------------===//
+//
+// The checkpoint stage (DESIGN.md step 4, `--ckpt`). It runs on the
+// single-rank @train_step the train stage builds (forward ops, the loss op,
+// backward ops, optimizer updates) and before the shard stage, so the ops
+// it moves into the backward pass read each unit's backward all-gather.
+//
+// A block is what `--wrap=blocks` calls a unit (compiler/Analysis/
+// WrapPolicy.h: `layers.3.`, `encoder.layers.0.` ...), formed from the
+// trainable parameters. A block's forward region is the contiguous run of
+// forward ops from the first op that reads one of its parameters up to,
+// not including, the next op that reads a trainable parameter of another
+// unit (another block or the root), or the loss op. For a GPT that is
+// ln1 .. residual add of the MLP; for nn.Transformer the last encoder
+// layer's region also holds the encoder's final norm, whose output the
+// decoder reads and which is therefore kept.
+//
+// Inside a region, a value is dropped when the backward pass reads it and
+// no forward op outside the region does; values read outside the region
+// (the block's output, which is the next block's input; masks shared by
+// blocks) and constants stay saved. The backward reads a recomputed copy
+// instead: the region's ops that the dropped values need (and only those)
+// are cloned, in order, right before the first backward op that reads one
+// of them, from the region's inputs (values defined before it, or kept).
+//   blocks     every value of the region may be dropped: a block keeps
+//              only its input (and outputs it shares with later ops);
+//   selective  the outputs of nn.matmul, nn.gemm and nn.softmax (the
+//              attention scores and probabilities) are kept too; only the
+//              cheap ops between them (elementwise, layer norm, shape
+//              ops) are recomputed.
+// Clones are the same ops on the same inputs, so every bit is unchanged;
+// only pure ops are recomputed (nn.dropout is: its mask is a pure function
+// of the op's seed, the step and the element index). Each clone carries
+// `fsdp.recompute = "<block>"`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_COMPILER_TRANSFORMS_RECOMPUTEACTIVATIONS_H
+#define FSDP_COMPILER_TRANSFORMS_RECOMPUTEACTIVATIONS_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace fsdp {
+
+/// The attribute naming the block a recomputed op belongs to.
+inline constexpr llvm::StringLiteral kRecomputeAttr = "fsdp.recompute";
+
+struct RecomputeOptions {
+  enum class Policy { Blocks, Selective };
+  Policy policy = Policy::Blocks;
+};
+
+/// Rewrites @train_step as described above. Fails (with a diagnostic) when
+/// there is no @train_step, when it is already sharded, or when the
+/// parameter names show no repeated blocks to checkpoint.
+mlir::LogicalResult recomputeActivations(mlir::ModuleOp module, const RecomputeOptions &options);
+
+} // namespace fsdp
+
+#endif // FSDP_COMPILER_TRANSFORMS_RECOMPUTEACTIVATIONS_H

@@ -30,7 +30,6 @@ const PendingFlag kPendingFlags[] = {
     {"prefetch", "scheduling arrives with the memory issue"},
     {"limit-all-gathers", "scheduling arrives with the memory issue"},
     {"offload", "offload arrives with the memory issue"},
-    {"mem-budget", "memory planning arrives with the memory issue"},
     {"device", "the cost model arrives with the memory issue"},
 };
 
@@ -134,6 +133,22 @@ ShardOptions shardOptionsFor(const CompileOptions &opts) {
   o.bf16Params = opts.paramDtype == DType::BF16;
   o.bf16Reduce = opts.reduceDtype == DType::BF16;
   return o;
+}
+
+PlanEmitOptions planEmitOptionsFor(const CompileOptions &opts) {
+  PlanEmitOptions options;
+  options.planPath = opts.outputPath;
+  options.mode = opts.mode == Mode::Forward ? "forward" : "train";
+  if (opts.mode == Mode::Train) {
+    options.optimizer = opts.optimizer == OptimizerKind::Sgd ? "sgd" : "adamw";
+    options.baseLr = opts.lr;
+    options.worldSize = static_cast<uint32_t>(opts.worldSize);
+    if (shardingRequested(opts))
+      options.strategy = shardStrategyName(opts);
+    options.paramDtype = opts.paramDtype == DType::BF16 ? "bf16" : "f32";
+    options.reduceDtype = opts.reduceDtype == DType::BF16 ? "bf16" : "f32";
+  }
+  return options;
 }
 
 std::string shardStrategyName(const CompileOptions &opts) {

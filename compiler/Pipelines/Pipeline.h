@@ -13,6 +13,7 @@
 #include "compiler/Autodiff/AttachLoss.h"
 #include "compiler/Pipelines/CompileOptions.h"
 #include "compiler/Transforms/ApplyOptimizer.h"
+#include "compiler/Target/PlanEmitter.h"
 #include "compiler/Transforms/ShardParameters.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -37,6 +38,9 @@ std::optional<std::string> findUnimplemented(const CompileOptions &opts);
 LossSpec lossSpecFor(const CompileOptions &opts);
 OptimizerOptions optimizerOptionsFor(const CompileOptions &opts);
 ShardOptions shardOptionsFor(const CompileOptions &opts);
+/// The plan emitter's options for `opts`: --emit=plan, --emit=report and
+/// --mem-budget's planned alternatives emit the same plan.
+PlanEmitOptions planEmitOptionsFor(const CompileOptions &opts);
 
 /// The flags of the shard stage. A training plan is sharded when any is
 /// given or the world size exceeds one; otherwise it stays a plain

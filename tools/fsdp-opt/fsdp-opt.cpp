@@ -15,6 +15,7 @@
 #include "compiler/Analysis/MemoryReport.h"
 #include "compiler/Analysis/ModelSummary.h"
 #include "compiler/Pipelines/CompileOptions.h"
+#include "compiler/Pipelines/MemoryBudget.h"
 #include "compiler/Pipelines/Passes.h"
 #include "compiler/Pipelines/Pipeline.h"
 #include "compiler/RegisterDialects.h"
@@ -37,6 +38,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -81,34 +83,34 @@ fsdp::WeightLookup weightsFrom(std::shared_ptr<const fsdp::onnx::Model> model) {
   };
 }
 
-/// The emitter's options for `opts`: --emit=plan and --emit=report emit
-/// the same plan.
-fsdp::PlanEmitOptions planEmitOptionsFor(const fsdp::CompileOptions &opts) {
-  fsdp::PlanEmitOptions options;
-  options.planPath = opts.outputPath;
-  options.mode = opts.mode == fsdp::Mode::Forward ? "forward" : "train";
-  if (opts.mode == fsdp::Mode::Train) {
-    options.optimizer = opts.optimizer == fsdp::OptimizerKind::Sgd ? "sgd" : "adamw";
-    options.baseLr = opts.lr;
-    options.worldSize = static_cast<uint32_t>(opts.worldSize);
-    if (fsdp::shardingRequested(opts))
-      options.strategy = fsdp::shardStrategyName(opts);
-    options.paramDtype = opts.paramDtype == fsdp::DType::BF16 ? "bf16" : "f32";
-    options.reduceDtype = opts.reduceDtype == fsdp::DType::BF16 ? "bf16" : "f32";
-  }
-  return options;
+/// 0 when no --mem-budget is given or the plan's per-rank peak fits it;
+/// otherwise reports what is live at the peak and planned alternatives
+/// (compiled from `imported`, the module before any stage) and returns 1.
+int checkBudget(const fsdp::CompileOptions &opts, ModuleOp imported, uint64_t peakBytes) {
+  if (!opts.memBudget || peakBytes <= static_cast<uint64_t>(*opts.memBudget))
+    return 0;
+  FailureOr<fsdp::MemoryReport> report = fsdp::planMemory(imported, opts);
+  if (failed(report))
+    return 1;
+  return fail(fsdp::overBudgetMessage(*report, *opts.memBudget,
+                                      fsdp::suggestSmallerPlans(imported, opts)));
 }
 
 /// Writes the plan and, beside it, the parameters' initial values.
-int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module,
+int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module, ModuleOp imported,
                  const fsdp::WeightLookup &weights) {
   if (opts.outputPath == "-")
     return fail("--emit=plan writes a plan file and its weights: give -o FILE.plan");
-  fsdp::PlanEmitOptions options = planEmitOptionsFor(opts);
+  fsdp::PlanEmitOptions options = fsdp::planEmitOptionsFor(opts);
   fsdp::prepareForEmission(module, opts);
   FailureOr<fsdp::EmittedPlan> plan = fsdp::emitPlan(module, options, weights);
   if (failed(plan))
     return 1;
+  if (int rc = checkBudget(opts, imported, plan->persistentBytes + plan->arenaBytes)) {
+    std::remove(opts.outputPath.c_str()); // an over-budget plan is no result
+    std::remove(plan->weightsPath.c_str());
+    return rc;
+  }
   // The memory the plan will take, known before launch.
   llvm::outs() << "wrote " << opts.outputPath << ": " << plan->instructions << " instructions, "
                << plan->buffers << " buffers; persistent " << plan->persistentBytes
@@ -121,8 +123,8 @@ int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module,
 /// Emits the plan in memory (no plan or weights file) and writes its memory
 /// report to the output file (stdout by default, or `-o -`). The numbers
 /// come from the plan fsdp-run would allocate, not from the IR.
-int emitReport(const fsdp::CompileOptions &opts, ModuleOp module) {
-  fsdp::PlanEmitOptions options = planEmitOptionsFor(opts);
+int emitReport(const fsdp::CompileOptions &opts, ModuleOp module, ModuleOp imported) {
+  fsdp::PlanEmitOptions options = fsdp::planEmitOptionsFor(opts);
   std::vector<uint8_t> bytes;
   options.planBytes = &bytes;
   fsdp::prepareForEmission(module, opts);
@@ -136,6 +138,8 @@ int emitReport(const fsdp::CompileOptions &opts, ModuleOp module) {
   if (!fsdp::plan::VerifyPlanBuffer(verifier))
     return fail("internal error: the emitted plan fails FlatBuffers verification");
   fsdp::MemoryReport report = fsdp::analyzeMemory(*fsdp::plan::GetPlan(bytes.data()));
+  if (int rc = checkBudget(opts, imported, report.peakBytes))
+    return rc;
   auto output = openOutput(opts.outputPath);
   if (!output)
     return 1;
@@ -199,15 +203,17 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
       fsdp::onnx::importModel(context, *model, fsdp::onnx::ImportOptions(), error);
   if (!module)
     return fail(error);
+  // --mem-budget plans alternatives from the module as imported.
+  OwningOpRef<ModuleOp> imported(opts.memBudget ? module->clone() : nullptr);
   if (opts.emit != fsdp::EmitKind::Summary && failed(fsdp::runStages(*module, opts)))
     return 1;
   if (opts.emit == fsdp::EmitKind::Plan)
-    return emitPlanFile(opts, *module,
+    return emitPlanFile(opts, *module, imported.get(),
                         weightsFrom(std::make_shared<fsdp::onnx::Model>(std::move(*model))));
   if (opts.emit == fsdp::EmitKind::Summary)
     return emitSummary(opts, *module);
   if (opts.emit == fsdp::EmitKind::Report)
-    return emitReport(opts, *module);
+    return emitReport(opts, *module, imported.get());
   auto output = openOutput(opts.outputPath);
   if (!output)
     return 1;
@@ -233,10 +239,11 @@ int compileMlir(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
     return 1;
   if (opts.emit == fsdp::EmitKind::Summary)
     return emitSummary(opts, *module);
+  OwningOpRef<ModuleOp> imported(opts.memBudget ? module->clone() : nullptr);
   if (failed(fsdp::runStages(*module, opts)))
     return 1;
   if (opts.emit == fsdp::EmitKind::Report)
-    return emitReport(opts, *module); // needs no weights
+    return emitReport(opts, *module, imported.get()); // needs no weights
   std::shared_ptr<const fsdp::onnx::Model> source;
   if (auto path = (*module)->getAttrOfType<StringAttr>(fsdp::nn::kSourceAttr)) {
     std::optional<fsdp::onnx::Model> model =
@@ -245,7 +252,7 @@ int compileMlir(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
       return fail(error);
     source = std::make_shared<fsdp::onnx::Model>(std::move(*model));
   }
-  return emitPlanFile(opts, *module, weightsFrom(source));
+  return emitPlanFile(opts, *module, imported.get(), weightsFrom(source));
 }
 
 /// mlir-opt behaviour for .mlir input.

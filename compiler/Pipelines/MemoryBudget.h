@@ -1,0 +1,56 @@
+//===- MemoryBudget.h - refuse plans that do not fit --mem-budget ---------===//
+//
+// `--mem-budget=SIZE` makes memory a compile-time contract: a plan whose
+// per-rank peak (persistent region + arena, exactly what fsdp-run
+// allocates) exceeds it is an error, not an out-of-memory crash after
+// launch. The error says what is live at the peak and, because the
+// compiler can plan any configuration before launch, which other flags
+// would fit and with what predicted peak: each suggestion is a real plan of
+// the same model compiled in memory, not an estimate.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_COMPILER_PIPELINES_MEMORYBUDGET_H
+#define FSDP_COMPILER_PIPELINES_MEMORYBUDGET_H
+
+#include "compiler/Analysis/MemoryReport.h"
+#include "compiler/Pipelines/CompileOptions.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fsdp {
+
+/// Compiles `imported` (the module as imported, before any stage; it is
+/// cloned, not changed) with `opts` into an in-memory plan and analyzes its
+/// memory. Failure means the configuration does not compile (its
+/// diagnostics are reported).
+mlir::FailureOr<MemoryReport> planMemory(mlir::ModuleOp imported, const CompileOptions &opts);
+
+/// Another configuration of the same model and its planned peak per rank.
+struct BudgetSuggestion {
+  std::string flags; // e.g. "--world-size=4" or "--shard=full"
+  uint64_t peakBytes = 0;
+};
+
+/// Configurations that change one or two flags of `opts` towards less
+/// memory per rank (full sharding, a larger world, both), planned from
+/// `imported`; those that fail to compile are left out.
+std::vector<BudgetSuggestion> suggestSmallerPlans(mlir::ModuleOp imported,
+                                                  const CompileOptions &opts);
+
+/// The error text for a plan of `report` over `budget` bytes: the peak, the
+/// budget, what is live at the peak, and `suggestions` (those that fit
+/// first).
+std::string overBudgetMessage(const MemoryReport &report, uint64_t budget,
+                              const std::vector<BudgetSuggestion> &suggestions);
+
+/// Bytes as "1.50 GiB (1610612736 B)".
+std::string formatBytes(uint64_t bytes);
+
+} // namespace fsdp
+
+#endif // FSDP_COMPILER_PIPELINES_MEMORYBUDGET_H

@@ -418,6 +418,8 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
   const std::tuple<const char *, bool, const char *> partners[] = {
       {"stop-after", opts.emit == EmitKind::Mlir, "--emit=mlir"},
       {"report-format", opts.emit == EmitKind::Report, "--emit=report"},
+      {"mem-budget", opts.emit == EmitKind::Plan || opts.emit == EmitKind::Report,
+       "--emit=plan or --emit=report"},
       {"fusion", opts.emit == EmitKind::Plan || opts.emit == EmitKind::Report,
        "--emit=plan or --emit=report"},
       {"momentum", sgd, "--optimizer=sgd"},

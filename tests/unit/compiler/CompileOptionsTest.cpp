@@ -418,6 +418,8 @@ TEST(CompileOptionsTest, CrossFlagRules) {
         "--mem-budget=1GiB", "--offload=cpu", "--device=cpu"},
        ""},
       {{"--mode=forward", "--param-dtype=bf16"}, "--param-dtype requires --mode=train"},
+      {{"--emit=mlir", "--mem-budget=8GiB"}, "--mem-budget requires --emit=plan or --emit=report"},
+      {{"--emit=plan", "--mem-budget=8GiB"}, ""},
       // Distribution flags need the shard stage to run.
       {{"--emit=mlir", "--stop-after=train", "--world-size=2"},
        "--world-size acts in the shard stage, which this output does not run (it needs "

@@ -472,6 +472,9 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
                     " acts in the shard stage, which this output does not run (it needs "
                     "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard "
                     "or later)");
+  // --ckpt=auto chooses what to recompute against the budget.
+  if (opts.ckpt == CkptKind::Auto && !opts.memBudget)
+    return fail("--ckpt=auto needs --mem-budget=SIZE (it recomputes the fewest blocks that fit)");
   // torch.optim.SGD refuses the same: Nesterov without momentum is plain SGD.
   if (opts.nesterov && opts.momentum <= 0)
     return fail("--nesterov requires --momentum > 0");

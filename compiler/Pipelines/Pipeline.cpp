@@ -11,6 +11,7 @@
 #include "compiler/Autodiff/AttachLoss.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
 #include "compiler/Transforms/ApplyOptimizer.h"
+#include "compiler/Pipelines/AutoCheckpoint.h"
 #include "compiler/Transforms/FuseElementwise.h"
 #include "compiler/Transforms/RecomputeActivations.h"
 #include "compiler/Transforms/ShardParameters.h"
@@ -75,10 +76,6 @@ Stage lastImplementedStage() { return Stage::Shard; }
 std::optional<std::string> findUnimplemented(const CompileOptions &opts) {
   if (std::optional<std::string> emit = pendingEmit(opts))
     return emit;
-  if (opts.ckpt == CkptKind::Auto)
-    return std::string("--ckpt=auto: not implemented yet (choosing what to recompute for "
-                       "--mem-budget arrives with memory planning; use --ckpt=blocks or "
-                       "--ckpt=selective)");
   for (const PendingFlag &pending : kPendingFlags)
     if (opts.explicitlySet.count(pending.flag))
       return std::string("--") + pending.flag + ": not implemented yet (" +
@@ -173,6 +170,16 @@ bool shardingRequested(const CompileOptions &opts) {
 mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts) {
   if (opts.mode == Mode::Forward || lastRequestedStage(opts) < Stage::Train)
     return mlir::success();
+  // --ckpt=auto plans candidates from the module as it is now and goes on
+  // with the one chosen; the choice is recorded for the driver to print.
+  if (opts.ckpt == CkptKind::Auto && lastRequestedStage(opts) >= Stage::Checkpoint) {
+    mlir::FailureOr<CheckpointChoice> choice = chooseCheckpointing(module, opts);
+    if (mlir::failed(choice))
+      return mlir::failure();
+    module->setAttr(kCheckpointChoiceAttr,
+                    mlir::StringAttr::get(module.getContext(), choice->summary));
+    return runStages(module, choice->opts);
+  }
   // IR printed after an earlier stage (--stop-after=train) resumes there.
   if (!module.lookupSymbol(kTrainStepName)) {
     auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
@@ -189,6 +196,7 @@ mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts)
     return mlir::success();
   if (opts.ckpt == CkptKind::Blocks || opts.ckpt == CkptKind::Selective) {
     RecomputeOptions recompute;
+    recompute.maxBlocks = opts.ckptBlocks;
     recompute.policy = opts.ckpt == CkptKind::Blocks ? RecomputeOptions::Policy::Blocks
                                                       : RecomputeOptions::Policy::Selective;
     if (mlir::failed(recomputeActivations(module, recompute)))

@@ -46,7 +46,7 @@ class Recomputer {
 public:
   Recomputer(func::FuncOp step, const RecomputeOptions &options)
       : step(step), options(options), body(step.getBody().front()) {}
-  LogicalResult run();
+  FailureOr<RecomputeResult> run();
 
 private:
   LogicalResult findRegions();
@@ -180,7 +180,7 @@ void Recomputer::rewrite(const Region &region) {
                         [&](OpOperand &use) { return isBackward(use.getOwner()); });
 }
 
-LogicalResult Recomputer::run() {
+FailureOr<RecomputeResult> Recomputer::run() {
   for (unsigned i = 0; i < step.getNumArguments(); ++i)
     if (step.getArgAttr(i, kUnitAttr))
       return step.emitError("@train_step is already sharded (checkpointing runs before the "
@@ -197,14 +197,21 @@ LogicalResult Recomputer::run() {
   boundary = order.lookup(lossOp);
   if (failed(findRegions()))
     return failure();
-  for (const Region &region : regions)
+  RecomputeResult result;
+  result.blocks = static_cast<int64_t>(regions.size());
+  for (const Region &region : regions) {
+    if (options.maxBlocks >= 0 && result.checkpointed >= options.maxBlocks)
+      break;
     rewrite(region);
-  return success();
+    ++result.checkpointed;
+  }
+  return result;
 }
 
 } // namespace
 
-LogicalResult recomputeActivations(ModuleOp module, const RecomputeOptions &options) {
+FailureOr<RecomputeResult> recomputeActivations(ModuleOp module,
+                                                const RecomputeOptions &options) {
   auto step = module.lookupSymbol<func::FuncOp>(kTrainStepName);
   if (!step)
     return module.emitError("no @train_step to checkpoint (run the train stage first)");

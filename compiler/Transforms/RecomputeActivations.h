@@ -49,12 +49,25 @@ inline constexpr llvm::StringLiteral kRecomputeAttr = "fsdp.recompute";
 struct RecomputeOptions {
   enum class Policy { Blocks, Selective };
   Policy policy = Policy::Blocks;
+  /// Checkpoint only the first `maxBlocks` blocks in model order (-1: all).
+  /// The first blocks are the ones to give up first: their activations are
+  /// held the longest (until the end of the backward pass), and their
+  /// recomputation happens late in the backward, after the peak at the
+  /// forward/backward turn has passed. --ckpt=auto chooses the count.
+  int64_t maxBlocks = -1;
+};
+
+/// What the rewrite found and did.
+struct RecomputeResult {
+  int64_t blocks = 0;       // blocks found in the forward pass
+  int64_t checkpointed = 0; // blocks rewritten (the first ones)
 };
 
 /// Rewrites @train_step as described above. Fails (with a diagnostic) when
 /// there is no @train_step, when it is already sharded, or when the
 /// parameter names show no repeated blocks to checkpoint.
-mlir::LogicalResult recomputeActivations(mlir::ModuleOp module, const RecomputeOptions &options);
+mlir::FailureOr<RecomputeResult> recomputeActivations(mlir::ModuleOp module,
+                                                      const RecomputeOptions &options);
 
 } // namespace fsdp
 

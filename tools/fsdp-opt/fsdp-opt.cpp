@@ -184,6 +184,13 @@ LogicalResult printModelDiagnostic(Diagnostic &diag) {
   return success();
 }
 
+/// Choices the stages made for the user (--ckpt=auto), as notes on stderr
+/// so they never mix with a report or IR on stdout.
+void printStageNotes(ModuleOp module) {
+  if (auto choice = module->getAttrOfType<StringAttr>(fsdp::kCheckpointChoiceAttr))
+    llvm::errs() << "fsdp-opt: note: " << choice.getValue() << "\n";
+}
+
 /// Imports an ONNX file, runs the implemented stages and emits the result.
 int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   std::string error;
@@ -207,6 +214,7 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   OwningOpRef<ModuleOp> imported(opts.memBudget ? module->clone() : nullptr);
   if (opts.emit != fsdp::EmitKind::Summary && failed(fsdp::runStages(*module, opts)))
     return 1;
+  printStageNotes(*module);
   if (opts.emit == fsdp::EmitKind::Plan)
     return emitPlanFile(opts, *module, imported.get(),
                         weightsFrom(std::make_shared<fsdp::onnx::Model>(std::move(*model))));
@@ -242,6 +250,7 @@ int compileMlir(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   OwningOpRef<ModuleOp> imported(opts.memBudget ? module->clone() : nullptr);
   if (failed(fsdp::runStages(*module, opts)))
     return 1;
+  printStageNotes(*module);
   if (opts.emit == fsdp::EmitKind::Report)
     return emitReport(opts, *module, imported.get()); // needs no weights
   std::shared_ptr<const fsdp::onnx::Model> source;

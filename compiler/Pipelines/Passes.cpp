@@ -13,6 +13,7 @@
 #include "compiler/Transforms/ApplyOptimizer.h"
 #include "compiler/Transforms/FuseElementwise.h"
 #include "compiler/Transforms/RecomputeActivations.h"
+#include "compiler/Transforms/ScheduleCollectives.h"
 #include "compiler/Transforms/ShardParameters.h"
 #include "compiler/Pipelines/Pipeline.h"
 #include "dialects/fsdp/FSDPDialect.h"
@@ -162,6 +163,26 @@ struct RecomputeActivationsPass
                            llvm::cl::desc("blocks or selective")};
 };
 
+struct ScheduleCollectivesPass
+    : PassWrapper<ScheduleCollectivesPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ScheduleCollectivesPass)
+  ScheduleCollectivesPass() = default;
+  ScheduleCollectivesPass(const ScheduleCollectivesPass &other) : PassWrapper(other) {}
+  StringRef getArgument() const final { return "fsdp-schedule-collectives"; }
+  StringRef getDescription() const final {
+    return "Collectives of the sharded @train_step on the communication stream, all-gathers "
+           "prefetched K units ahead with at most L non-root units in full";
+  }
+  void runOnOperation() final {
+    if (failed(scheduleCollectives(getOperation(), {prefetch, limit})))
+      signalPassFailure();
+  }
+  Option<int64_t> prefetch{*this, "prefetch", llvm::cl::init(1),
+                           llvm::cl::desc("units gathered ahead (0: at first use)")};
+  Option<int64_t> limit{*this, "limit-all-gathers", llvm::cl::init(2),
+                        llvm::cl::desc("non-root units in full at once (0: no limit)")};
+};
+
 struct FuseElementwisePass : PassWrapper<FuseElementwisePass, OperationPass<func::FuncOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
   StringRef getArgument() const final { return "fsdp-fuse-elementwise"; }
@@ -180,6 +201,7 @@ void registerFsdpPasses() {
   PassRegistration<ApplyOptimizerPass>();
   PassRegistration<RecomputeActivationsPass>();
   PassRegistration<ShardParametersPass>();
+  PassRegistration<ScheduleCollectivesPass>();
 }
 
 } // namespace fsdp

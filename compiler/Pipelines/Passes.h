@@ -8,6 +8,7 @@
 //   fsdp-apply-optimizer{optimizer=adamw|sgd beta1= beta2= eps= weight-decay=
 //                        momentum= nesterov= no-decay=RE}
 //   fsdp-recompute-activations{ckpt=blocks|selective}
+//   fsdp-schedule-collectives{prefetch=K limit-all-gathers=L}
 //   fsdp-fuse-elementwise (on func.func; run before a plan is emitted)
 //
 //===----------------------------------------------------------------------===//

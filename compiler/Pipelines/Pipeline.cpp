@@ -28,8 +28,6 @@ struct PendingFlag {
 
 /// Flags whose stage is not built yet, with the work that brings it.
 const PendingFlag kPendingFlags[] = {
-    {"prefetch", "scheduling arrives with the memory issue"},
-    {"limit-all-gathers", "scheduling arrives with the memory issue"},
     {"offload", "offload arrives with the memory issue"},
     {"device", "the cost model arrives with the memory issue"},
 };
@@ -61,6 +59,16 @@ bool isSharded(mlir::ModuleOp module) {
     if (step.getArgAttr(i, kUnitAttr))
       return true;
   return false;
+}
+
+/// Whether the step's collectives already have streams (IR printed after
+/// the schedule stage).
+bool isScheduled(mlir::ModuleOp module) {
+  auto step = module.lookupSymbol<mlir::func::FuncOp>(kTrainStepName);
+  bool scheduled = false;
+  if (step)
+    step.walk([&](mlir::Operation *op) { scheduled |= op->hasAttr(kStreamAttr); });
+  return scheduled;
 }
 
 } // namespace
@@ -202,10 +210,19 @@ mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts)
     if (mlir::failed(recomputeActivations(module, recompute)))
       return mlir::failure();
   }
-  if (lastRequestedStage(opts) < Stage::Shard || !shardingRequested(opts) ||
-      isSharded(module))
+  if (lastRequestedStage(opts) < Stage::Shard || !shardingRequested(opts))
     return mlir::success();
-  return shardParameters(module, shardOptionsFor(opts));
+  if (!isSharded(module) && mlir::failed(shardParameters(module, shardOptionsFor(opts))))
+    return mlir::failure();
+  // Scheduling (compiler/Transforms/ScheduleCollectives.h) runs once, on the
+  // sharded step: IR printed after it already carries its streams.
+  if (lastRequestedStage(opts) < Stage::Schedule || isScheduled(module))
+    return mlir::success();
+  return scheduleCollectives(module, scheduleOptionsFor(opts));
+}
+
+ScheduleOptions scheduleOptionsFor(const CompileOptions &opts) {
+  return {opts.prefetch, opts.limitAllGathers};
 }
 
 void prepareForEmission(mlir::ModuleOp module, const CompileOptions &opts) {

@@ -13,6 +13,7 @@
 #include "compiler/Autodiff/AttachLoss.h"
 #include "compiler/Pipelines/CompileOptions.h"
 #include "compiler/Transforms/ApplyOptimizer.h"
+#include "compiler/Transforms/ScheduleCollectives.h"
 #include "compiler/Target/PlanEmitter.h"
 #include "compiler/Transforms/ShardParameters.h"
 
@@ -38,6 +39,7 @@ std::optional<std::string> findUnimplemented(const CompileOptions &opts);
 LossSpec lossSpecFor(const CompileOptions &opts);
 OptimizerOptions optimizerOptionsFor(const CompileOptions &opts);
 ShardOptions shardOptionsFor(const CompileOptions &opts);
+ScheduleOptions scheduleOptionsFor(const CompileOptions &opts);
 /// The plan emitter's options for `opts`: --emit=plan, --emit=report and
 /// --mem-budget's planned alternatives emit the same plan.
 PlanEmitOptions planEmitOptionsFor(const CompileOptions &opts);

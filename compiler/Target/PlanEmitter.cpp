@@ -17,6 +17,7 @@
 
 #include "compiler/Target/ArenaAllocator.h"
 #include "compiler/Target/BufferViews.h"
+#include "compiler/Transforms/ScheduleCollectives.h"
 #include "compiler/Transforms/ShardParameters.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
@@ -27,6 +28,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 
@@ -69,6 +71,23 @@ struct InstructionDesc {
   std::vector<int64_t> ints;
   std::vector<float> floats;
   std::string name;
+  uint8_t stream = 0;
+  std::vector<uint32_t> waits;
+  int32_t signal = -1;
+};
+
+/// How an async collective (fsdp.stream = 1, compiler/Transforms/
+/// ScheduleCollectives.h) is ordered against the compute stream: issued
+/// after every compute instruction before it, and waited for by `waiter`,
+/// the first compute op that reads its result or touches its operands (null:
+/// only the end of the step, which drains the communication stream).
+struct AsyncOp {
+  Operation *waiter = nullptr;
+  /// The first compute op by which the collective is known complete: its
+  /// waiter or that of any later collective (the stream runs in order).
+  Operation *complete = nullptr;
+  llvm::SmallVector<Value> roots; // operand owners and results
+  uint32_t instruction = 0;
 };
 
 std::optional<rt::DType> dtypeOf(Type element) {
@@ -135,7 +154,88 @@ private:
   llvm::DenseMap<Value, uint32_t> inPlace;
   LogicalResult placeArguments(Block &body);
   LogicalResult findInPlaceUpdates(Block &body, const BufferViews &views);
+
+  /// Async collectives and where each is waited for; owners whose arena
+  /// bytes an async op still reads or writes after their last compute
+  /// reader, with the op after which they are released (null: never).
+  void findAsyncWaits(Block &body);
+  /// The event `inst` signals, made on first need.
+  uint32_t eventOf(InstructionDesc &inst);
+  llvm::MapVector<Operation *, AsyncOp> asyncOps;
+  llvm::DenseMap<Value, Operation *> heldUntil;
+  uint32_t numEvents = 0;
 };
+
+bool isAsync(Operation *op) {
+  auto stream = op->getAttrOfType<IntegerAttr>(kStreamAttr);
+  return stream && stream.getInt() == kCommStream;
+}
+
+uint32_t Emitter::eventOf(InstructionDesc &inst) {
+  if (inst.signal < 0)
+    inst.signal = static_cast<int32_t>(numEvents++);
+  return static_cast<uint32_t>(inst.signal);
+}
+
+void Emitter::findAsyncWaits(Block &body) {
+  llvm::DenseMap<Operation *, size_t> position;
+  for (Operation &op : body)
+    position[&op] = position.size();
+  std::vector<Operation *> pending;
+  for (Operation &op : body.without_terminator()) {
+    if (views.isView(&op) || isa<nn::ConstantOp>(op))
+      continue;
+    if (isAsync(&op)) {
+      AsyncOp &async = asyncOps[&op];
+      for (Value v : op.getOperands())
+        async.roots.push_back(views.rootOf(v));
+      async.roots.append(op.result_begin(), op.result_end());
+      pending.push_back(&op);
+      continue;
+    }
+    // The communication stream runs in order, so only compute ops wait.
+    llvm::SmallDenseSet<Value> reads;
+    for (Value v : op.getOperands())
+      reads.insert(views.rootOf(v));
+    llvm::erase_if(pending, [&](Operation *c) {
+      AsyncOp &async = asyncOps[c];
+      if (llvm::none_of(async.roots, [&](Value r) { return reads.count(r); }))
+        return false;
+      async.waiter = &op;
+      return true;
+    });
+  }
+  Operation *earliest = nullptr;
+  for (auto it = asyncOps.rbegin(); it != asyncOps.rend(); ++it) {
+    Operation *done = it->second.waiter;
+    if (earliest && (!done || position[earliest] < position[done]))
+      done = earliest;
+    it->second.complete = earliest = done;
+  }
+  // Operand owners (and unread results) stay allocated until the
+  // collective is known complete: the later of their last compute reader
+  // and that point, or for good when nothing waits for it.
+  for (auto &[op, async] : asyncOps) {
+    auto extend = [&, waiter = async.complete](Value owner) {
+      std::optional<Operation *> current;
+      if (auto held = heldUntil.find(owner); held != heldUntil.end())
+        current = held->second;
+      else if (Operation *last = views.lastUse.lookup(owner))
+        current = last;
+      if (!current)
+        heldUntil[owner] = waiter;
+      else if (!*current || !waiter)
+        heldUntil[owner] = nullptr;
+      else
+        heldUntil[owner] = position[*current] >= position[waiter] ? *current : waiter;
+    };
+    for (Value v : op->getOperands())
+      extend(views.rootOf(v));
+    for (Value r : op->getResults())
+      if (!views.lastUse.count(r))
+        extend(r);
+  }
+}
 
 FailureOr<uint32_t> Emitter::addBuffer(Value value, const std::string &name,
                                        plan::Region region) {
@@ -629,6 +729,12 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
   views = findBufferViews(body, ownBuffer);
   if (failed(findInPlaceUpdates(body, views)))
     return failure();
+  findAsyncWaits(body);
+  // Stream order: the last compute instruction so far, and the event the
+  // communication stream last waited for (a later collective needs no
+  // second wait on it, the stream runs in order).
+  std::optional<size_t> lastCompute;
+  int64_t commWaited = -1;
   for (Operation &op : body.without_terminator()) {
     if (views.foldedTransposes.count(&op))
       continue; // read in place by its matmuls
@@ -662,21 +768,48 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
     }
     if (failed(lower(&op)))
       return failure();
+    InstructionDesc &inst = instructions.back();
+    if (auto async = asyncOps.find(&op); async != asyncOps.end()) {
+      inst.stream = kCommStream;
+      async->second.instruction = instructions.size() - 1;
+      if (lastCompute) {
+        uint32_t event = eventOf(instructions[*lastCompute]);
+        if (static_cast<int64_t>(event) != commWaited)
+          inst.waits.push_back(event);
+        commWaited = event;
+      }
+    } else {
+      lastCompute = instructions.size() - 1;
+      for (auto &[c, async] : asyncOps)
+        if (async.waiter == &op)
+          inst.waits.push_back(eventOf(instructions[async.instruction]));
+    }
     // Release arena buffers whose last use this op was, and results nobody
-    // reads (LayerNorm's statistics in a forward plan).
+    // reads (LayerNorm's statistics in a forward plan); what an async
+    // collective still uses goes when it is waited for.
+    auto releaseOwner = [&](Value owner) {
+      auto it = buffers.find(owner);
+      if (it != buffers.end() && descs[it->second].region == plan::Region::Arena)
+        arena.release(descs[it->second].offset);
+    };
     auto releaseIfDead = [&](Value v, bool unused) {
       Value owner = views.rootOf(v);
-      auto it = buffers.find(owner);
-      if (it == buffers.end() || descs[it->second].region != plan::Region::Arena)
+      if (heldUntil.count(owner))
         return;
       if (unused || views.lastUse.lookup(owner) == &op)
-        arena.release(descs[it->second].offset);
+        releaseOwner(owner);
     };
     for (Value operand : op.getOperands())
       releaseIfDead(operand, false);
     for (Value r : op.getResults())
       releaseIfDead(r, !views.lastUse.count(r) && !outputName.count(r));
+    for (auto &[owner, until] : heldUntil)
+      if (until == &op)
+        releaseOwner(owner);
   }
+  // Copies of returned values read collective results only once done: the
+  // first waits for every collective nothing else waited for.
+  bool waitedForAll = false;
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     if (inPlace.count(value))
       continue; // a parameter or state update, already in its argument's buffer
@@ -693,7 +826,13 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
     persistentTop += ArenaAllocator::align(std::max<uint64_t>(copy.size, 1));
     descs.push_back(copy);
     uint32_t target = descs.size() - 1;
+    std::vector<uint32_t> waits;
+    for (auto &[c, async] : asyncOps)
+      if (!async.waiter && !waitedForAll)
+        waits.push_back(eventOf(instructions[async.instruction]));
+    waitedForAll = true;
     instructions.push_back({Kernel::Copy, {source}, {target}, {}, {}, n});
+    instructions.back().waits = std::move(waits);
     outputs.emplace_back(n, target);
   }
 
@@ -716,7 +855,8 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
   for (const InstructionDesc &i : instructions)
     fbInstructions.push_back(plan::CreateInstruction(
         fbb, i.kernel, fbb.CreateVector(i.inputs), fbb.CreateVector(i.outputs),
-        fbb.CreateVector(i.ints), fbb.CreateVector(i.floats), 0, fbb.CreateString(i.name)));
+        fbb.CreateVector(i.ints), fbb.CreateVector(i.floats), i.stream, fbb.CreateString(i.name),
+        fbb.CreateVector(i.waits), i.signal));
   std::vector<flatbuffers::Offset<plan::Parameter>> fbParams;
   for (const ParamEntry &p : paramTable)
     fbParams.push_back(plan::CreateParameter(fbb, fbb.CreateString(p.name),
@@ -746,8 +886,8 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
       fbb.CreateString(source ? source.str() : ""), fbb.CreateString(options.mode),
       options.worldSize, fbb.CreateVector(fbBuffers), fbb.CreateVector(fbInstructions),
       fbb.CreateVector(fbParams), fbb.CreateVector(fbUnits), fbInputs, fbOutputs, persistentTop,
-      arenaBytes, 1, fbConstants, fbb.CreateString(hasWeights ? weightsName : ""),
-      weightsHash, /*num_events=*/0, fbState, lrBuffer, stepBuffer,
+      arenaBytes, asyncOps.empty() ? 1 : 2, fbConstants,
+      fbb.CreateString(hasWeights ? weightsName : ""), weightsHash, numEvents, fbState, lrBuffer, stepBuffer,
       fbb.CreateString(options.mode == "train" && !outputs.empty() ? outputs.front().first : ""),
       fbb.CreateString(options.optimizer), options.baseLr, fbb.CreateString(options.strategy),
       fbb.CreateString(options.strategy.empty() ? "" : options.paramDtype),

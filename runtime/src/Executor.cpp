@@ -30,7 +30,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 namespace fsdp::rt {
 namespace {
@@ -73,6 +76,32 @@ void sliceParameter(const plan::Parameter &param, const HostTensor &flat, HostTe
 
 } // namespace
 
+/// The communication worker of a plan with two streams and the step's
+/// events. Every field is guarded by `mutex`; `generation` counts steps
+/// requested, `done` steps the worker finished (or abandoned).
+struct Executor::Streams {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<uint8_t> signaled;   // per event, reset every step
+  uint64_t generation = 0, done = 0;
+  bool cancel = false;   // the compute stream failed: stop waiting
+  bool shutdown = false; // the executor is going away
+  bool failed = false;   // the communication stream failed this step
+  Status error;
+  std::vector<double> *kernelSeconds = nullptr; // the worker's own timings
+  std::vector<double> commSeconds;
+  std::thread thread;
+
+  bool ready(const std::vector<uint32_t> &events) const {
+    for (uint32_t e : events)
+      if (!signaled[e])
+        return false;
+    return true;
+  }
+};
+
+Executor::Executor(const LoadedPlan &plan, Device &device) : plan_(plan), device_(device) {}
+
 Status Executor::create(const LoadedPlan &plan, Device &device, Communicator *comm,
                         std::unique_ptr<Executor> &out) {
   std::unique_ptr<Executor> executor(new Executor(plan, device));
@@ -99,6 +128,14 @@ Status Executor::create(const LoadedPlan &plan, Device &device, Communicator *co
 }
 
 Executor::~Executor() {
+  if (streams_ && streams_->thread.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(streams_->mutex);
+      streams_->shutdown = true;
+    }
+    streams_->changed.notify_all();
+    streams_->thread.join();
+  }
   device_.release(persistent_);
   device_.release(arena_);
 }
@@ -170,6 +207,19 @@ Status Executor::prepare() {
     launch.numFloats = static_cast<int>(floats_[i].size());
     launch.stream = inst->stream();
     launch.name = inst->name() ? inst->name()->c_str() : "";
+  }
+  waits_.resize(numInstructions);
+  signals_.resize(numInstructions);
+  for (size_t i = 0; i < numInstructions; ++i) {
+    const plan::Instruction *inst = plan.instructions()->Get(i);
+    if (inst->wait_events())
+      waits_[i].assign(inst->wait_events()->begin(), inst->wait_events()->end());
+    signals_[i] = inst->signal_event();
+    (launches_[i].stream == 0 ? computeLaunches_ : commLaunches_).push_back(i);
+  }
+  if (!commLaunches_.empty()) {
+    streams_ = std::make_unique<Streams>();
+    streams_->signaled.assign(plan.num_events(), 0);
   }
   // Communicators, in plan order so every rank splits the same groups in
   // the same order: the collectives' groups, then the units'.
@@ -332,21 +382,114 @@ Status Executor::runCollective(const Launch &launch, const Collective &collectiv
   return s;
 }
 
-Status Executor::run(std::vector<double> *kernelSeconds) {
-  Status s;
-  for (size_t i = 0; s && i < launches_.size(); ++i) {
-    const Launch &launch = launches_[i];
-    auto start = std::chrono::steady_clock::now();
-    s = isCollective(launch.kernel) ? runCollective(launch, collectives_[i])
-                                    : device_.execute(launch, step_);
-    if (!s || !kernelSeconds)
-      continue;
-    s = device_.synchronize();
-    if (kernelSeconds->size() <= launch.kernel)
-      kernelSeconds->resize(launch.kernel + 1, 0.0);
-    (*kernelSeconds)[launch.kernel] +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+Status Executor::runLaunch(size_t i, std::vector<double> *kernelSeconds) {
+  const Launch &launch = launches_[i];
+  auto start = std::chrono::steady_clock::now();
+  Status s = isCollective(launch.kernel) ? runCollective(launch, collectives_[i])
+                                         : device_.execute(launch, step_);
+  if (!s || !kernelSeconds)
+    return s;
+  FSDP_RETURN_IF_ERROR(device_.synchronize());
+  if (kernelSeconds->size() <= launch.kernel)
+    kernelSeconds->resize(launch.kernel + 1, 0.0);
+  (*kernelSeconds)[launch.kernel] +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
+void Executor::commLoop() {
+  Streams &st = *streams_;
+  std::unique_lock<std::mutex> lock(st.mutex);
+  for (;;) {
+    st.changed.wait(lock, [&] { return st.shutdown || st.generation > st.done; });
+    if (st.shutdown)
+      return;
+    std::vector<double> *seconds = st.kernelSeconds ? &st.commSeconds : nullptr;
+    for (size_t i : commLaunches_) {
+      st.changed.wait(lock, [&] { return st.cancel || st.ready(waits_[i]); });
+      if (st.cancel)
+        break;
+      lock.unlock();
+      Status s = runLaunch(i, seconds);
+      lock.lock();
+      if (!s) {
+        st.failed = true;
+        st.error = s;
+        break;
+      }
+      if (signals_[i] >= 0)
+        st.signaled[signals_[i]] = 1;
+      st.changed.notify_all();
+    }
+    st.done = st.generation;
+    st.changed.notify_all();
   }
+}
+
+Status Executor::runStreams(std::vector<double> *kernelSeconds) {
+  Streams &st = *streams_;
+  std::unique_lock<std::mutex> lock(st.mutex);
+  std::fill(st.signaled.begin(), st.signaled.end(), 0);
+  st.cancel = st.failed = false;
+  st.error = Status::ok();
+  st.kernelSeconds = kernelSeconds;
+  st.commSeconds.clear();
+  ++st.generation;
+  if (!st.thread.joinable())
+    st.thread = std::thread([this] { commLoop(); });
+  st.changed.notify_all();
+  Status s;
+  for (size_t i : computeLaunches_) {
+    st.changed.wait(lock, [&] { return st.failed || st.ready(waits_[i]); });
+    if (st.failed)
+      break;
+    lock.unlock();
+    s = runLaunch(i, kernelSeconds);
+    lock.lock();
+    if (!s)
+      break;
+    if (signals_[i] >= 0) {
+      st.signaled[signals_[i]] = 1;
+      st.changed.notify_all();
+    }
+  }
+  if (!s || st.failed) {
+    // Stop the worker waiting for this stream; the abort fails a
+    // collective it may be blocked in (and every other rank's).
+    st.cancel = true;
+    st.changed.notify_all();
+    std::string reason = !s ? s.message() : st.error.message();
+    lock.unlock();
+    if (worldSize() > 1)
+      abort(reason);
+    lock.lock();
+  }
+  st.changed.wait(lock, [&] { return st.done == st.generation; });
+  if (s && st.failed)
+    s = st.error;
+  if (kernelSeconds)
+    for (size_t k = 0; k < st.commSeconds.size(); ++k) {
+      if (kernelSeconds->size() <= k)
+        kernelSeconds->resize(k + 1, 0.0);
+      (*kernelSeconds)[k] += st.commSeconds[k];
+    }
+  st.kernelSeconds = nullptr;
+  return s;
+}
+
+Status Executor::run(std::vector<double> *kernelSeconds) {
+  if (streams_) {
+    Status s = runStreams(kernelSeconds);
+    if (s)
+      s = device_.synchronize();
+    if (!s)
+      return s;
+    ++step_;
+    return Status::ok();
+  }
+  Status s;
+  for (size_t i = 0; s && i < launches_.size(); ++i)
+    s = runLaunch(i, kernelSeconds);
   if (s)
     s = device_.synchronize();
   if (!s) {

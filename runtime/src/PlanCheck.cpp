@@ -423,6 +423,81 @@ const char *kernelName(uint16_t kernel) {
   return name ? name : "unknown";
 }
 
+/// Streams and events: the runtime has a compute stream (0) and a
+/// communication stream (1) that runs only collectives, and then runs every
+/// collective (one thread per rank uses the communicators). Each waited
+/// event is signalled by exactly one instruction of the other stream, and
+/// running both streams in plan order, each instruction once its events are
+/// signalled, reaches the end (no wait that can never be satisfied).
+static Status checkStreams(const plan::Plan &plan, const std::string &path) {
+  size_t numInstructions = count(plan.instructions());
+  if (plan.num_streams() > 2)
+    return Status::error(cat(path, ": plan has ", int(plan.num_streams()),
+                             " streams; the runtime runs at most 2 (compute, communication)"));
+  std::vector<int64_t> signaller(plan.num_events(), -1);
+  bool hasComm = false;
+  for (size_t i = 0; i < numInstructions; ++i) {
+    const plan::Instruction &inst = *plan.instructions()->Get(i);
+    hasComm |= inst.stream() == 1;
+    if (inst.stream() == 1 && !isCollective(static_cast<uint16_t>(inst.kernel())))
+      return Status::error(cat(path, ": instruction ", i, " (", kernelName(static_cast<uint16_t>(inst.kernel())),
+                               ") is on the communication stream but is no collective"));
+    if (inst.signal_event() < 0)
+      continue;
+    int64_t &first = signaller[inst.signal_event()];
+    if (first >= 0)
+      return Status::error(cat(path, ": event ", inst.signal_event(), " is signalled by instructions ",
+                               first, " and ", i));
+    first = static_cast<int64_t>(i);
+  }
+  for (size_t i = 0; i < numInstructions; ++i) {
+    const plan::Instruction &inst = *plan.instructions()->Get(i);
+    if (hasComm && inst.stream() == 0 && isCollective(static_cast<uint16_t>(inst.kernel())))
+      return Status::error(cat(path, ": instruction ", i,
+                               " is a collective on the compute stream of a plan with a "
+                               "communication stream"));
+    for (size_t w = 0; w < count(inst.wait_events()); ++w) {
+      uint32_t e = inst.wait_events()->Get(w);
+      if (signaller[e] < 0)
+        return Status::error(cat(path, ": instruction ", i, " waits on event ", e,
+                                 ", which no instruction signals"));
+      if (plan.instructions()->Get(signaller[e])->stream() == inst.stream())
+        return Status::error(cat(path, ": instruction ", i, " waits on event ", e,
+                                 " of its own stream"));
+    }
+  }
+  // The two queues, run in plan order.
+  std::vector<uint8_t> signaled(plan.num_events(), 0);
+  std::vector<size_t> queue[2];
+  for (size_t i = 0; i < numInstructions; ++i)
+    queue[plan.instructions()->Get(i)->stream() == 0 ? 0 : 1].push_back(i);
+  size_t head[2] = {0, 0};
+  auto ready = [&](size_t i) {
+    const plan::Instruction &inst = *plan.instructions()->Get(i);
+    for (size_t w = 0; w < count(inst.wait_events()); ++w)
+      if (!signaled[inst.wait_events()->Get(w)])
+        return false;
+    return true;
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int q = 0; q < 2; ++q)
+      while (head[q] < queue[q].size() && ready(queue[q][head[q]])) {
+        int32_t e = plan.instructions()->Get(queue[q][head[q]])->signal_event();
+        if (e >= 0)
+          signaled[e] = 1;
+        ++head[q];
+        progress = true;
+      }
+  }
+  for (int q = 0; q < 2; ++q)
+    if (head[q] < queue[q].size())
+      return Status::error(cat(path, ": the streams deadlock: instruction ", queue[q][head[q]],
+                               " (stream ", q, ") waits for an event that is never signalled "
+                               "before it can run"));
+  return Status::ok();
+}
+
 Status checkPlan(const plan::Plan &plan, const std::string &path) {
   if (plan.format_version() != kPlanFormatVersion)
     return Status::error(path + ": plan format version mismatch");
@@ -437,6 +512,7 @@ Status checkPlan(const plan::Plan &plan, const std::string &path) {
     FSDP_RETURN_IF_ERROR(checkBuffer(*plan.buffers()->Get(i), i, plan, path));
   for (size_t i = 0; i < count(plan.instructions()); ++i)
     FSDP_RETURN_IF_ERROR(checkInstruction(*plan.instructions()->Get(i), i, plan, path));
+  FSDP_RETURN_IF_ERROR(checkStreams(plan, path));
   FSDP_RETURN_IF_ERROR(checkBindings(plan.inputs(), numBuffers, path + ": input binding"));
   FSDP_RETURN_IF_ERROR(checkBindings(plan.outputs(), numBuffers, path + ": output binding"));
   FSDP_RETURN_IF_ERROR(checkTraining(plan, path));

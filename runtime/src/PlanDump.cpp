@@ -50,6 +50,8 @@ std::string dumpPlan(const LoadedPlan &loaded) {
   os << "plan version=" << p.format_version() << " mode=" << (p.mode() ? p.mode()->str() : "")
      << " world_size=" << p.world_size() << " hash=" << std::hex << loaded.hash() << std::dec
      << "\n";
+  if (p.num_streams() > 1)
+    os << "streams " << int(p.num_streams()) << " events=" << p.num_events() << "\n";
   os << "memory persistent=" << p.persistent_bytes() << " arena=" << p.arena_bytes()
      << " constant=" << (p.constant_data() ? p.constant_data()->size() : 0) << "\n";
   if (p.weights_file() && p.weights_file()->size())
@@ -76,6 +78,17 @@ std::string dumpPlan(const LoadedPlan &loaded) {
       os << " floats=";
       list(os, inst->floats());
     }
+    // Stream order (plans with a communication stream).
+    if (inst->stream())
+      os << " stream=" << int(inst->stream());
+    if (inst->wait_events() && inst->wait_events()->size()) {
+      os << " wait=[";
+      for (size_t w = 0; w < inst->wait_events()->size(); ++w)
+        os << (w ? ", " : "") << inst->wait_events()->Get(w);
+      os << "]";
+    }
+    if (inst->signal_event() >= 0)
+      os << " signal=" << inst->signal_event();
     os << "\n";
   }
   auto bufferOrNone = [](uint32_t buffer) {

@@ -7,17 +7,25 @@ that reads one of its parameters. This test compiles sharded plans, replays
 `fsdp-run --dump` (buffers with their region, offset and size; instructions
 with their operands) and checks, per strategy:
 
-  - every gathered unit is read by the very next instruction (the gather sits
-    right before its first use) and dies at its last reader;
+  - every gathered unit's first reader is the compute instruction that waits
+    for the gather (collectives run on the communication stream; without
+    one, the gather sits right before its first use) and it dies at its last
+    reader;
   - --shard=full: a non-root unit is gathered once for the forward and at
-    most once for the backward, the two windows are disjoint, and no two
-    non-root units are ever held in full at the same instruction;
+    most once for the backward, the two windows are disjoint, and at most
+    min(K + 1, L) non-root units are held in full at any instruction under
+    --prefetch=K --limit-all-gathers=L (one at --prefetch=0: a unit's
+    window is the gather, while the previous unit computes, to its last
+    reader);
   - --shard=grad-op: one gather per non-root unit, alive across forward and
     backward;
   - --shard=none: no gathers at all (the flat buffer is replicated);
   - the memory plan never writes over bytes that are still to be read (each
-    arena write lands on bytes whose previous owner is dead), so the windows
-    measured here are the memory the runtime really uses.
+    arena write lands on bytes whose previous owner is dead; a collective on
+    the communication stream reads its operands until it is known complete:
+    the instruction that waits for it or for a later collective, the stream
+    running in order), so the windows measured here are the memory the
+    runtime really uses.
 
 Models: the shipped byte-level GPT (2 blocks) and a 4-layer GPT exported by
 tests/models/export_models.py.
@@ -36,6 +44,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
 
 BUFFER = re.compile(r'^buffer %(\d+) \w+\[[^\]]*\] (persistent|arena|constant)\+(\d+) size=(\d+) "(.*)"$')
 INST = re.compile(r"^inst (\d+) (\w+) \[([^\]]*)\] -> \[([^\]]*)\]")
+STREAM = re.compile(r" stream=(\d+)")
+WAIT = re.compile(r" wait=\[([^\]]*)\]")
+SIGNAL = re.compile(r" signal=(\d+)")
 GATHER_NAME = re.compile(r"^fsdp:(.+)\.(forward|backward|gather)\.all_gather$")
 
 
@@ -48,12 +59,31 @@ class Plan:
 
     def __init__(self, dump):
         self.buffers, self.insts = {}, []
+        self.streams, self.waits, self.signals = [], [], []
         for line in dump.splitlines():
             if m := BUFFER.match(line):
                 self.buffers[int(m[1])] = (m[2], int(m[3]), int(m[4]), m[5])
             elif m := INST.match(line):
                 self.insts.append((m[2], ids(m[3]), ids(m[4])))
+                stream = STREAM.search(line)
+                wait = WAIT.search(line)
+                signal = SIGNAL.search(line)
+                self.streams.append(int(stream[1]) if stream else 0)
+                self.waits.append([int(e) for e in wait[1].split(",")] if wait else [])
+                self.signals.append(int(signal[1]) if signal else None)
         self.written = {b for _, _, outs in self.insts for b in outs}
+        # The instruction that waits for each async one (the end if none),
+        # and the first by which it is known complete: its own waiter or
+        # that of any later collective (the stream runs in plan order).
+        self.waiter, self.done = {}, {}
+        for i, e in enumerate(self.signals):
+            if self.streams[i]:
+                self.waiter[i] = len(self.insts) if e is None else next(
+                    (j for j in range(i + 1, len(self.insts)) if e in self.waits[j]),
+                    len(self.insts))
+        earliest = len(self.insts)
+        for i in sorted(self.waiter, reverse=True):
+            earliest = self.done[i] = min(earliest, self.waiter[i])
         self._replay()
 
     def _replay(self):
@@ -70,7 +100,9 @@ class Plan:
                     continue
                 owner = b if b in self.written else self._owner(owners, off, size)
                 read.append(owner)
-                self.last_read[owner] = i
+                # An async collective reads until it is waited for.
+                until = self.done[i] if self.streams[i] else i
+                self.last_read[owner] = max(self.last_read.get(owner, -1), until)
             self.reads.append(read)
             for b in outs:
                 region, off, size, _ = self.buffers[b]
@@ -123,7 +155,7 @@ class Plan:
         return windows
 
 
-def check(plan, shard, failures, label):
+def check(plan, shard, failures, label, held=1):
     def fail(msg):
         failures.append(f"{label}: {msg}")
 
@@ -139,7 +171,11 @@ def check(plan, shard, failures, label):
         fail("no non-root unit is gathered")
     for unit, ws in windows.items():
         for phase, start, first, last in ws:
-            if first != start + 1 and plan.insts[start + 1][0] != "Cast":
+            if plan.streams[start]:
+                if first != plan.waiter.get(start) and plan.insts[first - 1][0] != "Cast":
+                    fail(f"{unit} {phase}: gathered at inst {start}, first read at {first} "
+                         f"but waited for at {plan.waiter.get(start)}")
+            elif first != start + 1 and plan.insts[start + 1][0] != "Cast":
                 fail(f"{unit} {phase}: gathered at inst {start}, first read at {first}")
     if shard == "grad-op":
         for unit, ws in blocks.items():
@@ -153,12 +189,13 @@ def check(plan, shard, failures, label):
             if len(ws) == 2 and ws[0][3] >= ws[1][1]:
                 fail(f"{unit}: forward copy alive at inst {ws[0][3]}, after the backward "
                      f"gather at inst {ws[1][1]}")
-        # At most one non-root unit in full at any instruction.
+        # At most `held` non-root units in full at any instruction.
         spans = [(s, e, u) for u, ws in blocks.items() for _, s, _, e in ws]
-        for s, e, u in spans:
-            for s2, e2, u2 in spans:
-                if u2 != u and s <= e2 and s2 <= e:
-                    fail(f"{u} [{s}, {e}] and {u2} [{s2}, {e2}] are held in full together")
+        for i in range(len(plan.insts)):
+            together = sorted({u for s, e, u in spans if s <= i <= e})
+            if len(together) > held:
+                fail(f"inst {i}: {together} are held in full together (at most {held})")
+                break
     return sum(len(w) for w in blocks.values())
 
 
@@ -178,12 +215,18 @@ def main():
     with export_models.quiet():
         export_models.export(model, export_models.gpt_inputs(gen), deep, 17, "train")
     models = {"gpt-tiny": os.path.join(ROOT, "examples", "gpt-tiny.onnx"), "gpt4": deep}
-    configs = [("full", 2, []), ("full", 3, []), ("grad-op", 4, []), ("none", 2, []),
-               ("hybrid:2", 4, []), ("full", 2, ["--param-dtype=bf16", "--reduce-dtype=bf16"])]
+    # (strategy, world size, flags, non-root units in full at once): the
+    # defaults prefetch one unit ahead (--prefetch=1 --limit-all-gathers=2).
+    configs = [("full", 2, [], 2), ("full", 3, [], 2), ("grad-op", 4, [], 2), ("none", 2, [], 2),
+               ("hybrid:2", 4, [], 2),
+               ("full", 2, ["--param-dtype=bf16", "--reduce-dtype=bf16"], 2),
+               ("full", 2, ["--prefetch=0"], 1),
+               ("full", 2, ["--prefetch=2", "--limit-all-gathers=3"], 3),
+               ("full", 2, ["--prefetch=2", "--limit-all-gathers=1"], 1)]
     failures, rows = [], []
     for name, path in models.items():
-        for shard, world, extra in configs:
-            tag = "-bf16" if extra else ""
+        for shard, world, extra, held in configs:
+            tag = "".join("-" + re.sub(r"\W", "", f) for f in extra)
             plan_path = os.path.join(tmp, f"{name}-{shard.replace(':', '')}-{world}{tag}.plan")
             subprocess.run([args.fsdp_opt, path, f"--world-size={world}", f"--shard={shard}",
                             "--wrap=blocks", *extra, "-o", plan_path],
@@ -193,7 +236,7 @@ def main():
             label = f"{name} --shard={shard} N={world} {' '.join(extra)}".strip()
             before = len(failures)
             kind = "full" if shard.startswith("hybrid") else shard
-            gathers = check(Plan(dump), kind, failures, label)
+            gathers = check(Plan(dump), kind, failures, label, held)
             rows.append((label, gathers, "PASS" if len(failures) == before else "FAIL"))
     # Negative control: a plan whose backward reads the forward copy (a
     # grad-op plan checked as if it were full) must be caught.

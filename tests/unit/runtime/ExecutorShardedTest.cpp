@@ -22,6 +22,14 @@
 // installed) one process per rank gives the same bits, and a job with the
 // wrong number of processes fails on every rank.
 //
+// The same step with its collectives on the communication stream (as
+// compiler/Transforms/ScheduleCollectives.cpp emits them: each collective
+// waits for the compute instruction before it, the first reader waits for
+// the collective) runs them on each executor's communication worker and
+// gives the same values; an error on that stream fails every rank's run()
+// instead of hanging; the plan check refuses events that deadlock or are
+// signalled twice.
+//
 //===----------------------------------------------------------------------===//
 
 #include "comm/InProcessCommunicator.h"
@@ -108,6 +116,13 @@ struct BufferSpec {
   plan::Region region;
 };
 
+/// An instruction's stream and events (plan.fbs Instruction).
+struct StreamOrder {
+  uint8_t stream = 0;
+  std::vector<uint32_t> waits;
+  int32_t signal = -1;
+};
+
 enum Buf : uint32_t {
   Shard, Lr, X, Y, Loss, C,                              // persistent
   Full, AView, BFlat, BView, GA, GB, GFlat, GShard, LossLocal, GCross // arena
@@ -120,6 +135,34 @@ protected:
   /// Writes the plan for `world` ranks whose unit is sharded over groups of
   /// `group` (hybrid when group < world) and its weights file, and loads it.
   void writePlan(int world, int group) {
+    writePlanFile(world, group);
+    Status s = loadPlan(path, loaded);
+    ASSERT_TRUE(s.isOk()) << s.message();
+  }
+
+  /// Stream order of the step's instructions when `async_`: the
+  /// collectives on stream 1 ordered as the plan emitter orders them, or
+  /// `order_` when a test sets it.
+  std::vector<StreamOrder> streamOrder(bool hybrid) const {
+    if (!order_.empty())
+      return order_;
+    std::vector<StreamOrder> order(hybrid ? 12 : 11);
+    if (!async_)
+      return order;
+    order[0] = {1, {}, 0};          // AllGather; the slices wait for it
+    order[1].waits = {0};
+    order[7].signal = 1;            // ReduceSum: the last compute before...
+    order[8] = {1, {1}, -1};        // ...the loss AllReduce (drained at the end)
+    order[9] = {1, {}, 2};          // ReduceScatter, in order behind it
+    if (hybrid) {
+      order[9].signal = -1;
+      order[10] = {1, {}, 2};       // the cross-group AllReduce
+    }
+    order.back().waits = {2};       // Sgd reads the reduced shard
+    return order;
+  }
+
+  void writePlanFile(int world, int group) {
     world_ = world;
     group_ = group;
     shardNumel_ = (kFlat + group - 1) / group;
@@ -162,12 +205,24 @@ protected:
                                            fbb.CreateVector(b.shape), b.region, end, size));
       end += (size + 63) / 64 * 64;
     }
+    const std::vector<StreamOrder> order = streamOrder(group < world);
+    size_t next = 0;
     auto inst = [&](plan::Kernel k, std::vector<uint32_t> in, std::vector<uint32_t> out,
                     std::vector<int64_t> ints = {}, std::vector<float> floats = {}) {
+      const StreamOrder &o = order.at(next++);
       return plan::CreateInstruction(fbb, k, fbb.CreateVector(in), fbb.CreateVector(out),
-                                     fbb.CreateVector(ints), fbb.CreateVector(floats), 0,
-                                     fbb.CreateString(plan::EnumNameKernel(k)));
+                                     fbb.CreateVector(ints), fbb.CreateVector(floats), o.stream,
+                                     fbb.CreateString(plan::EnumNameKernel(k)),
+                                     fbb.CreateVector(o.waits), o.signal);
     };
+    uint32_t numEvents = 0;
+    uint8_t numStreams = 1;
+    for (const StreamOrder &o : order) {
+      numEvents = std::max<uint32_t>(numEvents, o.signal + 1);
+      for (uint32_t e : o.waits)
+        numEvents = std::max<uint32_t>(numEvents, e + 1);
+      numStreams = std::max<uint8_t>(numStreams, o.stream + 1);
+    }
     // Groups of the unit: contiguous blocks of `group` ranks. Across them
     // (hybrid): the ranks holding the same shard, group by group.
     std::vector<int64_t> blocks(world), across;
@@ -218,16 +273,14 @@ protected:
         fbb, kPlanFormatVersion, fbb.CreateString("test"), fbb.CreateString("hand-built"),
         fbb.CreateString("train"), world, fbb.CreateVector(buffers),
         fbb.CreateVector(instructions), fbb.CreateVector(params), fbb.CreateVector(units),
-        fbb.CreateVector(inputs), fbb.CreateVector(outputs), regionEnd[0], regionEnd[1], 1, 0,
-        fbb.CreateString("step.safetensors"), weightsHash, 0,
+        fbb.CreateVector(inputs), fbb.CreateVector(outputs), regionEnd[0], regionEnd[1],
+        numStreams, 0, fbb.CreateString("step.safetensors"), weightsHash, numEvents,
         fbb.CreateVector(std::vector<flatbuffers::Offset<plan::Binding>>{}), Lr, kNoBuffer,
         fbb.CreateString("loss"), fbb.CreateString("sgd"), kLr,
         fbb.CreateString(hybrid ? cat("hybrid:", group) : std::string("full")),
         fbb.CreateString("f32"), fbb.CreateString("f32"));
     plan::FinishPlanBuffer(fbb, root);
-    ASSERT_TRUE(writePlanFile(path, fbb.GetBufferPointer(), fbb.GetSize()).isOk());
-    Status s = loadPlan(path, loaded);
-    ASSERT_TRUE(s.isOk()) << s.message();
+    ASSERT_TRUE(rt::writePlanFile(path, fbb.GetBufferPointer(), fbb.GetSize()).isOk());
   }
 
   /// Runs body(rank, executor) on one thread per rank, each with its own
@@ -330,6 +383,8 @@ protected:
   }
 
   LoadedPlan loaded;
+  bool async_ = false;
+  std::vector<StreamOrder> order_;
   int world_ = 1, group_ = 1;
   int64_t shardNumel_ = 0, padded_ = 0;
 };
@@ -385,6 +440,70 @@ TEST_F(ExecutorShardedTest, AFailingRankAbortsTheOthers) {
   });
   EXPECT_NE(results[0].message().find("rank 1 could not read its batch"), std::string::npos)
       << results[0].message();
+}
+
+// The communication worker: the same values with every collective on
+// stream 1, at world sizes 2 and 3 and under hybrid sharding.
+TEST_F(ExecutorShardedTest, CollectivesOnTheCommunicationStream) {
+  async_ = true;
+  ASSERT_NO_FATAL_FAILURE(writePlan(2, 2));
+  trainAndCheck(3);
+}
+
+TEST_F(ExecutorShardedTest, CommunicationStreamWithPaddingAndGroups) {
+  async_ = true;
+  ASSERT_NO_FATAL_FAILURE(writePlan(3, 3));
+  trainAndCheck(2);
+  ASSERT_NO_FATAL_FAILURE(writePlan(4, 2));
+  trainAndCheck(2);
+}
+
+// An error on the communication stream (the group is aborted while a
+// rank's worker is in a collective or about to start one) fails every
+// rank's run() with the reason, and the executors still shut down: no
+// rank waits forever for an event the worker will never signal.
+TEST_F(ExecutorShardedTest, ACommunicationErrorFailsEveryRankWithoutHanging) {
+  async_ = true;
+  ASSERT_NO_FATAL_FAILURE(writePlan(2, 2));
+  std::vector<Status> results(2);
+  runRanks([&](int r, Executor &ex) {
+    ASSERT_TRUE(ex.loadWeights().isOk());
+    ASSERT_TRUE(ex.run().isOk()); // one good step starts the worker
+    if (r == 1)
+      ex.abort("rank 1 lost its network");
+    results[r] = ex.run();
+  });
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NE(results[r].message().find("rank 1 lost its network"), std::string::npos)
+        << "rank " << r << ": " << results[r].message();
+}
+
+// The plan check: a wait no stream order can satisfy, an event signalled
+// twice, and a compute instruction on the communication stream.
+TEST_F(ExecutorShardedTest, StreamOrderIsChecked) {
+  auto refused = [&](std::vector<StreamOrder> order, const char *why) {
+    order_ = std::move(order);
+    ASSERT_NO_FATAL_FAILURE(writePlanFile(2, 2));
+    LoadedPlan plan;
+    Status s = loadPlan(path, plan);
+    EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
+  };
+  async_ = true;
+  std::vector<StreamOrder> order = streamOrder(false);
+  order[0].waits = {3}; // the gather waits for the slice that waits for it
+  order[1].signal = 3;
+  refused(order, "the streams deadlock");
+  order = std::vector<StreamOrder>(11);
+  order[0] = {1, {}, 0};
+  order[1] = {0, {0}, 0};
+  refused(order, "is signalled by instructions 0 and 1");
+  order = std::vector<StreamOrder>(11);
+  order[2].stream = 1;
+  refused(order, "is on the communication stream but is no collective");
+  order = std::vector<StreamOrder>(11);
+  order[1].waits = {0};
+  order[3].signal = 0;
+  refused(order, "of its own stream");
 }
 
 /// fsdp-run beside this test binary (both land in the build's bin/), or "".

@@ -27,6 +27,16 @@
 // rank fails inside run(), it aborts the group so no other rank waits for
 // it.
 //
+// Plans with a communication stream (stream 1, compiler/Transforms/
+// ScheduleCollectives.h) run it on a worker thread per executor, so
+// collectives overlap the compute stream, which runs on the caller's
+// thread; each instruction first waits for the events it lists and then
+// signals its own. Only the worker calls the communicators during run(),
+// and run() returns only once the worker is idle again, so the collective
+// calls outside run() (getParameter, saveWeights) never race with it. An
+// error on either stream aborts the group (so no rank hangs) and is
+// returned by run().
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_RUNTIME_EXECUTOR_H
@@ -52,6 +62,8 @@ public:
   static Status create(const LoadedPlan &plan, Device &device, Communicator *comm,
                        std::unique_ptr<Executor> &out);
   ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
 
   /// Loads every parameter from a safetensors file: `path`, or the plan's
   /// own weights file when empty (whose content hash must match the plan).
@@ -126,7 +138,7 @@ private:
 
   /// Copies a plan buffer to the host, with its dtype and shape.
   Status copyToHost(uint32_t buffer, HostTensor &out) const;
-  Executor(const LoadedPlan &plan, Device &device) : plan_(plan), device_(device) {}
+  Executor(const LoadedPlan &plan, Device &device); // in Executor.cpp, where Streams is complete
   Status prepare();
   /// The communicator of the group holding this rank when the world's
   /// `ranks` (group by group) are split into groups of `groupSize`: the
@@ -135,6 +147,12 @@ private:
   Status groupComm(const int64_t *ranks, size_t numRanks, int64_t groupSize,
                    Communicator *&out);
   Status runCollective(const Launch &launch, const Collective &collective);
+  /// Runs one instruction, adding its time to `kernelSeconds` if given.
+  Status runLaunch(size_t index, std::vector<double> *kernelSeconds);
+  /// run() for plans with a communication stream.
+  Status runStreams(std::vector<double> *kernelSeconds);
+  /// The communication worker's loop.
+  void commLoop();
   /// The full value of a parameter (gathered from its unit's shards when it
   /// has no buffer of its own).
   Status parameterValue(uint32_t index, HostTensor &out) const;
@@ -160,6 +178,13 @@ private:
   std::vector<std::pair<std::vector<int64_t>, std::unique_ptr<Communicator>>> subComms_;
   std::vector<Communicator *> unitComms_;      // one per unit (null: group of one)
   uint64_t step_ = 0;
+  /// Stream order: each launch's events, and the launches of each stream.
+  std::vector<std::vector<uint32_t>> waits_;
+  std::vector<int32_t> signals_;
+  std::vector<size_t> computeLaunches_, commLaunches_;
+  /// The communication worker and the events shared with it (Executor.cpp).
+  struct Streams;
+  std::unique_ptr<Streams> streams_;
 };
 
 } // namespace fsdp::rt

@@ -1,0 +1,50 @@
+//===- ScheduleCollectives.h - async collectives and all-gather prefetch --===//
+//
+// The scheduling stage (DESIGN.md step 5). It takes the sharded @train_step
+// and fixes, at compile time, where every collective is issued and on which
+// stream it runs:
+//   - every fsdp collective gets `fsdp.stream = 1`: it runs asynchronously
+//     on the communication stream. The plan emitter turns that into the
+//     start/wait pair of the plan: the collective is issued at its position
+//     (after every compute instruction before it), and the first compute
+//     instruction that reads its result waits for it; reduce-scatters and
+//     all-reduces thus overlap the backward of the next unit;
+//   - with prefetch K, the all-gather of the unit K places ahead is issued
+//     when a unit starts (right after that unit's own all-gather), in the
+//     forward in unit order and in the backward in its reverse order, so
+//     the gather overlaps the compute of the units in between;
+//   - with limit L, a gather is not issued while L non-root units are
+//     already gathered and not yet released (last reader not yet run); it
+//     waits for the next release instead, and never goes later than where
+//     the shard stage put it (K = 0).
+// Only positions move and only collectives change stream, so results are
+// bitwise identical for every K and L.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_COMPILER_TRANSFORMS_SCHEDULECOLLECTIVES_H
+#define FSDP_COMPILER_TRANSFORMS_SCHEDULECOLLECTIVES_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace fsdp {
+
+/// The stream an fsdp collective runs on (i64; absent: 0, the compute
+/// stream, run synchronously in program order).
+inline constexpr llvm::StringLiteral kStreamAttr = "fsdp.stream";
+/// The communication stream.
+inline constexpr int64_t kCommStream = 1;
+
+struct ScheduleOptions {
+  int64_t prefetch = 1;        // units gathered ahead of the one computing
+  int64_t limitAllGathers = 2; // non-root units in full at once; 0: no limit
+};
+
+/// Schedules the collectives of @train_step in `module` (a no-op on a step
+/// without collectives). Fails on a negative prefetch or limit.
+mlir::LogicalResult scheduleCollectives(mlir::ModuleOp module, const ScheduleOptions &options);
+
+} // namespace fsdp
+
+#endif // FSDP_COMPILER_TRANSFORMS_SCHEDULECOLLECTIVES_H

@@ -196,7 +196,7 @@ def run_fsdp_opt(binary, model, flags, runs):
     """Runs fsdp-opt `runs` times; returns (report JSON, wall times, peak RSS
     of the slowest-memory run in bytes, command)."""
     command = [binary, model] + flags
-    times, rss = [], 0
+    times, cpu, rss = [], [], 0
     report = None
     for _ in range(runs):
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -204,6 +204,7 @@ def run_fsdp_opt(binary, model, flags, runs):
             proc = subprocess.Popen(command, stdout=out, stderr=err)
             _, status, usage = os.wait4(proc.pid, 0)
             times.append(time.perf_counter() - t0)
+            cpu.append(usage.ru_utime + usage.ru_stime)
             rss = max(rss, usage.ru_maxrss * 1024)
             out.seek(0)
             err.seek(0)
@@ -211,6 +212,9 @@ def run_fsdp_opt(binary, model, flags, runs):
         if os.waitstatus_to_exitcode(status) != 0:
             return None, times, rss, command, etext.strip()
         report = json.loads(text)
+    # CPU seconds (user + sys) beside wall: this 2-core machine is shared with
+    # builds, and CPU time is what the compile itself costs.
+    report["_cpu_s"] = statistics.median(cpu)
     return report, times, rss, command, ""
 
 
@@ -299,25 +303,30 @@ def main():
     for label, _ in configs:
         rep, times, rss, command, err = results[label]
         if rep is None:
-            rows.append([label, "error", "", "", "", "", f"{statistics.median(times):.2f}", "", ""])
+            rows.append([label, "error", "", "", "", "", "", f"{statistics.median(times):.2f}", "", "", ""])
             continue
         strat = label.split()[0]
         tgt = TARGETS_MIB.get(label)
         peak = rep["peak_bytes"]
         step = next((rep[k] for k in ("predicted_step_s", "step_time_s", "predicted_step_time_s")
                      if k in rep), None)
-        rows.append([label, fmt_mib(peak), fmt_mib(rep["activations_bytes"]), fmt_mib(floor),
-                     f"{peak / floor:.3f}",
+        live = rep["persistent_bytes"] + rep["arena_live_peak_bytes"]
+        rows.append([label, fmt_mib(peak), fmt_mib(live), fmt_mib(rep["activations_bytes"]),
+                     fmt_mib(floor), f"{peak / floor:.3f}",
                      f"{SEED_MEASURED_MB:,} MB" if strat == "full" and label == "full" else "",
                      f"{statistics.median(times):.2f} (min {min(times):.2f})",
-                     f"{rss / MIB:,.0f}",
+                     f"{rep['_cpu_s']:.2f}", f"{rss / MIB:,.0f}",
                      "n/a" if step is None else f"{step * 1e3:.1f} ms"])
-    table(["configuration", "planned peak MiB", "activations MiB", "floor MiB", "peak/floor",
-           "seeds measured", "compile s", "fsdp-opt RSS MiB", "predicted step"], rows)
+    table(["configuration", "planned peak MiB", "live peak MiB", "activations MiB", "floor MiB",
+           "peak/floor",
+           "seeds measured", "compile s", "CPU s", "fsdp-opt RSS MiB", "predicted step"], rows)
     for label, _ in configs:
         rep, times, rss, command, err = results[label]
         if rep is None:
             print(f"  {label}: fsdp-opt failed: {err}")
+    print("  planned peak = persistent + arena; live peak = persistent + the most arena bytes live at\n"
+          "  one instruction (what a perfect arena packing would give); activations = the largest\n"
+          "  activation bytes live at any instruction (the report's activations_bytes)")
     print()
 
     # Per-rank breakdown of each configuration.
@@ -331,6 +340,7 @@ def main():
                                                        "activations", "communication", "io",
                                                        "fragmentation", "peak")]
                     + [rep.get("peak_instruction_name", "")])
+    print("per-rank breakdown at the peak instruction (MiB):")
     table(["configuration", "parameters", "gradients", "optimizer", "activations", "communication",
            "io", "fragmentation", "peak", "peak at"], rows)
     print()
@@ -383,13 +393,14 @@ def main():
         rep, times, rss, command, err = run_fsdp_opt(
             binary, os.path.join(args.workdir, n, "model.onnx"), ["--shard=full"] + base, args.runs)
         t = statistics.median(times)
-        points.append((blocks, t))
+        c_s = rep["_cpu_s"] if rep else float("nan")
+        points.append((blocks, c_s))
         rows.append([blocks, f"{m['torch_parameters']:,}", f"{m['onnx_nodes']:,}",
                      "error: " + err[:60] if rep is None else f"{rep['instructions']:,}",
-                     f"{t:.3f} (min {min(times):.3f})", f"{t / blocks * 1e3:.2f}",
-                     f"{t / m['onnx_nodes'] * 1e6:.1f}", f"{rss / MIB:,.0f}"])
-    table(["blocks", "parameters", "ONNX nodes", "plan instructions", "compile s",
-           "ms / block", "us / node", "RSS MiB"], rows)
+                     f"{t:.3f} (min {min(times):.3f})", f"{c_s:.3f}", f"{c_s / blocks * 1e3:.2f}",
+                     f"{c_s / m['onnx_nodes'] * 1e6:.1f}", f"{rss / MIB:,.0f}"])
+    table(["blocks", "parameters", "ONNX nodes", "plan instructions", "wall s", "CPU s",
+           "CPU ms / block", "CPU us / node", "RSS MiB"], rows)
     if len(points) >= 2:
         # Least-squares line t = a + b * blocks, and the worst relative residual.
         xs, ys = [p[0] for p in points], [p[1] for p in points]
@@ -398,7 +409,7 @@ def main():
         a = my - b * mx
         worst = max(abs(y - (a + b * x)) / y for x, y in zip(xs, ys))
         ratio = (ys[-1] / ys[0]) / (xs[-1] / xs[0])
-        print(f"  fit: t = {a:.3f} s + {b * 1e3:.2f} ms x blocks; worst residual {worst:.1%}; "
+        print(f"  fit (CPU s): t = {a:.3f} s + {b * 1e3:.2f} ms x blocks; worst residual {worst:.1%}; "
               f"time ratio / depth ratio ({xs[0]} -> {xs[-1]} blocks) = {ratio:.2f} "
               "(1.0 is linear, above 1 superlinear)")
     print("  command: " + " ".join(f"'{c}'" if "|" in c else c for c in command))

@@ -17,6 +17,7 @@
 
 #include "compiler/Target/ArenaAllocator.h"
 #include "compiler/Target/BufferViews.h"
+#include "compiler/Target/StreamOrder.h"
 #include "compiler/Transforms/ScheduleCollectives.h"
 #include "compiler/Transforms/ShardParameters.h"
 #include "dialects/fsdp/FSDPDialect.h"
@@ -76,19 +77,7 @@ struct InstructionDesc {
   int32_t signal = -1;
 };
 
-/// How an async collective (fsdp.stream = 1, compiler/Transforms/
-/// ScheduleCollectives.h) is ordered against the compute stream: issued
-/// after every compute instruction before it, and waited for by `waiter`,
-/// the first compute op that reads its result or touches its operands (null:
-/// only the end of the step, which drains the communication stream).
-struct AsyncOp {
-  Operation *waiter = nullptr;
-  /// The first compute op by which the collective is known complete: its
-  /// waiter or that of any later collective (the stream runs in order).
-  Operation *complete = nullptr;
-  llvm::SmallVector<Value> roots; // operand owners and results
-  uint32_t instruction = 0;
-};
+
 
 std::optional<rt::DType> dtypeOf(Type element) {
   if (element.isF32()) return rt::DType::F32;
@@ -155,21 +144,14 @@ private:
   LogicalResult placeArguments(Block &body);
   LogicalResult findInPlaceUpdates(Block &body, const BufferViews &views);
 
-  /// Async collectives and where each is waited for; owners whose arena
-  /// bytes an async op still reads or writes after their last compute
-  /// reader, with the op after which they are released (null: never).
-  void findAsyncWaits(Block &body);
+  /// Async collectives, their waiters and the buffers they hold
+  /// (compiler/Target/StreamOrder.h); each one's instruction index.
+  StreamOrder streams;
+  llvm::DenseMap<Operation *, uint32_t> asyncInstruction;
   /// The event `inst` signals, made on first need.
   uint32_t eventOf(InstructionDesc &inst);
-  llvm::MapVector<Operation *, AsyncOp> asyncOps;
-  llvm::DenseMap<Value, Operation *> heldUntil;
   uint32_t numEvents = 0;
 };
-
-bool isAsync(Operation *op) {
-  auto stream = op->getAttrOfType<IntegerAttr>(kStreamAttr);
-  return stream && stream.getInt() == kCommStream;
-}
 
 uint32_t Emitter::eventOf(InstructionDesc &inst) {
   if (inst.signal < 0)
@@ -177,65 +159,6 @@ uint32_t Emitter::eventOf(InstructionDesc &inst) {
   return static_cast<uint32_t>(inst.signal);
 }
 
-void Emitter::findAsyncWaits(Block &body) {
-  llvm::DenseMap<Operation *, size_t> position;
-  for (Operation &op : body)
-    position[&op] = position.size();
-  std::vector<Operation *> pending;
-  for (Operation &op : body.without_terminator()) {
-    if (views.isView(&op) || isa<nn::ConstantOp>(op))
-      continue;
-    if (isAsync(&op)) {
-      AsyncOp &async = asyncOps[&op];
-      for (Value v : op.getOperands())
-        async.roots.push_back(views.rootOf(v));
-      async.roots.append(op.result_begin(), op.result_end());
-      pending.push_back(&op);
-      continue;
-    }
-    // The communication stream runs in order, so only compute ops wait.
-    llvm::SmallDenseSet<Value> reads;
-    for (Value v : op.getOperands())
-      reads.insert(views.rootOf(v));
-    llvm::erase_if(pending, [&](Operation *c) {
-      AsyncOp &async = asyncOps[c];
-      if (llvm::none_of(async.roots, [&](Value r) { return reads.count(r); }))
-        return false;
-      async.waiter = &op;
-      return true;
-    });
-  }
-  Operation *earliest = nullptr;
-  for (auto it = asyncOps.rbegin(); it != asyncOps.rend(); ++it) {
-    Operation *done = it->second.waiter;
-    if (earliest && (!done || position[earliest] < position[done]))
-      done = earliest;
-    it->second.complete = earliest = done;
-  }
-  // Operand owners (and unread results) stay allocated until the
-  // collective is known complete: the later of their last compute reader
-  // and that point, or for good when nothing waits for it.
-  for (auto &[op, async] : asyncOps) {
-    auto extend = [&, waiter = async.complete](Value owner) {
-      std::optional<Operation *> current;
-      if (auto held = heldUntil.find(owner); held != heldUntil.end())
-        current = held->second;
-      else if (Operation *last = views.lastUse.lookup(owner))
-        current = last;
-      if (!current)
-        heldUntil[owner] = waiter;
-      else if (!*current || !waiter)
-        heldUntil[owner] = nullptr;
-      else
-        heldUntil[owner] = position[*current] >= position[waiter] ? *current : waiter;
-    };
-    for (Value v : op->getOperands())
-      extend(views.rootOf(v));
-    for (Value r : op->getResults())
-      if (!views.lastUse.count(r))
-        extend(r);
-  }
-}
 
 FailureOr<uint32_t> Emitter::addBuffer(Value value, const std::string &name,
                                        plan::Region region) {
@@ -729,7 +652,9 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
   views = findBufferViews(body, ownBuffer);
   if (failed(findInPlaceUpdates(body, views)))
     return failure();
-  findAsyncWaits(body);
+  streams = findStreamOrder(body, views);
+  auto &asyncOps = streams.collectives;
+  auto &heldUntil = streams.heldUntil;
   // Stream order: the last compute instruction so far, and the event the
   // communication stream last waited for (a later collective needs no
   // second wait on it, the stream runs in order).
@@ -771,7 +696,7 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
     InstructionDesc &inst = instructions.back();
     if (auto async = asyncOps.find(&op); async != asyncOps.end()) {
       inst.stream = kCommStream;
-      async->second.instruction = instructions.size() - 1;
+      asyncInstruction[&op] = instructions.size() - 1;
       if (lastCompute) {
         uint32_t event = eventOf(instructions[*lastCompute]);
         if (static_cast<int64_t>(event) != commWaited)
@@ -782,7 +707,7 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
       lastCompute = instructions.size() - 1;
       for (auto &[c, async] : asyncOps)
         if (async.waiter == &op)
-          inst.waits.push_back(eventOf(instructions[async.instruction]));
+          inst.waits.push_back(eventOf(instructions[asyncInstruction.lookup(c)]));
     }
     // Release arena buffers whose last use this op was, and results nobody
     // reads (LayerNorm's statistics in a forward plan); what an async
@@ -829,7 +754,7 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
     std::vector<uint32_t> waits;
     for (auto &[c, async] : asyncOps)
       if (!async.waiter && !waitedForAll)
-        waits.push_back(eventOf(instructions[async.instruction]));
+        waits.push_back(eventOf(instructions[asyncInstruction.lookup(c)]));
     waitedForAll = true;
     instructions.push_back({Kernel::Copy, {source}, {target}, {}, {}, n});
     instructions.back().waits = std::move(waits);

@@ -28,7 +28,6 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
-#include <climits>
 #include <limits>
 
 using namespace mlir;
@@ -63,6 +62,12 @@ private:
   /// Moves `op` (and its operands' producers after `anchor`) before `anchor`.
   void hoist(Operation *op, Operation *anchor);
   void schedulePhase(std::vector<Item *> &list);
+  void prefetchGathers();
+  /// The last reader of `v` or of a view of it, other than `except`.
+  int64_t lastReader(Value v, Operation *except) const;
+  /// Moves each optimizer update up behind the reduction (reduce-scatter
+  /// or all-reduce) that follows the one reducing its gradient.
+  void overlapOptimizer();
 
   func::FuncOp step;
   Block &body;
@@ -179,6 +184,65 @@ void Scheduler::schedulePhase(std::vector<Item *> &list) {
   }
 }
 
+int64_t Scheduler::lastReader(Value v, Operation *except) const {
+  int64_t last = -1;
+  SmallVector<Value> work{v};
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (user == except)
+        continue;
+      last = std::max(last, pos.lookup(user));
+      if (isa<dist::FlatViewOp, nn::ReshapeOp, nn::TransposeOp>(user))
+        work.append(user->result_begin(), user->result_end());
+    }
+  }
+  return last;
+}
+
+void Scheduler::overlapOptimizer() {
+  SmallVector<Operation *> updates;
+  for (Operation &op : body)
+    if (isa<nn::AdamWOp, nn::SgdOp>(op))
+      updates.push_back(&op);
+  auto isReduction = [](Operation *op) { return isa<dist::ReduceScatterOp, dist::AllReduceOp>(op); };
+  for (Operation *update : updates) {
+    number();
+    Value grad = isa<nn::AdamWOp>(update) ? cast<nn::AdamWOp>(update).getGrad()
+                                          : cast<nn::SgdOp>(update).getGrad();
+    Operation *reduce = grad.getDefiningOp();
+    if (!reduce || !isa<dist::ReduceScatterOp, dist::AllReduceOp>(reduce))
+      continue;
+    // One reduction of slack (the next unit's backward runs while the
+    // gradient is reduced), so the compute stream does not stall on it...
+    int64_t q = -1;
+    for (int64_t p = pos.lookup(reduce) + 1; p < static_cast<int64_t>(opAt.size()); ++p)
+      if (isReduction(opAt[p])) {
+        q = p;
+        break;
+      }
+    if (q < 0)
+      continue;
+    // ...and after every producer of its operands and every other reader
+    // of the values it updates in place (parameter and state; the lr and
+    // step scalars are only read).
+    SmallVector<Value> inPlace;
+    if (auto adam = dyn_cast<nn::AdamWOp>(update))
+      inPlace = {adam.getParam(), adam.getExpAvg(), adam.getExpAvgSq()};
+    else if (auto sgd = cast<nn::SgdOp>(update); sgd.getMomentumBuffer())
+      inPlace = {sgd.getParam(), sgd.getMomentumBuffer()};
+    else
+      inPlace = {sgd.getParam()};
+    for (Value operand : update->getOperands())
+      if (Operation *def = operand.getDefiningOp(); def && def->getBlock() == &body)
+        q = std::max(q, pos.lookup(def));
+    for (Value v : inPlace)
+      q = std::max(q, lastReader(v, update));
+    if (q + 1 < pos.lookup(update))
+      update->moveBefore(opAt[q]->getNextNode());
+  }
+}
+
 void Scheduler::run() {
   // Every collective runs on the communication stream.
   OpBuilder b(step.getContext());
@@ -194,8 +258,12 @@ void Scheduler::run() {
         lossOp = def;
         break;
       }
-  if (options.prefetch == 0)
-    return;
+  if (options.prefetch > 0)
+    prefetchGathers();
+  overlapOptimizer();
+}
+
+void Scheduler::prefetchGathers() {
   // Items: consecutive gathers of one unit in one phase (a unit with
   // several flat buffers gathers each of them).
   llvm::DenseSet<Value> gathered;

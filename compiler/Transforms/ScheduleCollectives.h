@@ -17,6 +17,9 @@
 //     already gathered and not yet released (last reader not yet run); it
 //     waits for the next release instead, and never goes later than where
 //     the shard stage put it (K = 0).
+//   - each optimizer update moves up behind the reduce-scatter (or
+//     all-reduce) that follows the one reducing its gradient, so the
+//     optimizer step overlaps the rest of the backward.
 // Only positions move and only collectives change stream, so results are
 // bitwise identical for every K and L.
 //

@@ -1,5 +1,6 @@
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 shard=full},fsdp-schedule-collectives{prefetch=0})' | FileCheck %s --check-prefix=K0
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 shard=full},fsdp-schedule-collectives{prefetch=1})' | FileCheck %s --check-prefix=K1
+// RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 shard=full},fsdp-schedule-collectives{prefetch=1})' | FileCheck %s --check-prefix=OPT
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 shard=full},fsdp-schedule-collectives{prefetch=2 limit-all-gathers=0})' | FileCheck %s --check-prefix=K2
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 shard=full},fsdp-schedule-collectives{prefetch=2 limit-all-gathers=1})' | FileCheck %s --check-prefix=L1
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 shard=grad-op},fsdp-schedule-collectives{prefetch=1})' | FileCheck %s --check-prefix=GRADOP
@@ -37,6 +38,7 @@ func.func @forward(%w0: tensor<4x4xf32> {nn.param = "layers.0.w"}, %w1: tensor<4
 // K0-NEXT: fsdp.all_gather %arg6
 // K0-NEXT: fsdp.flat_view
 // K0: fsdp.reduce_scatter {{.*}}fsdp.stream = 1 : i64
+// K0-NEXT: nn.sgd %arg2
 // K0-NEXT: nn.relu_grad
 // K0-NEXT: fsdp.all_gather %arg5
 // K0: fsdp.all_reduce {{.*}}fsdp.stream = 1 : i64
@@ -61,6 +63,24 @@ func.func @forward(%w0: tensor<4x4xf32> {nn.param = "layers.0.w"}, %w1: tensor<4
 // K1-NEXT: fsdp.flat_view
 // K1: nn.relu_grad
 // K1-NEXT: fsdp.all_gather %arg4
+
+// The optimizer overlaps the backward: each unit's update moves up behind
+// the reduce-scatter that follows its gradient's, so that reduction runs
+// during the next unit's backward and the update need not wait long; the
+// last unit's update stays behind the loss all-reduce.
+// OPT-LABEL: func.func @train_step(
+// OPT: %[[RSROOT:[0-9]+]] = fsdp.reduce_scatter
+// OPT: %[[RS3:[0-9]+]] = fsdp.reduce_scatter
+// OPT-NEXT: nn.sgd %arg2, %[[RSROOT]]
+// OPT: %[[RS2:[0-9]+]] = fsdp.reduce_scatter
+// OPT-NEXT: nn.sgd %arg6, %[[RS3]]
+// OPT: %[[RS1:[0-9]+]] = fsdp.reduce_scatter
+// OPT-NEXT: nn.sgd %arg5, %[[RS2]]
+// OPT: %[[RS0:[0-9]+]] = fsdp.reduce_scatter
+// OPT-NEXT: nn.sgd %arg4, %[[RS1]]
+// OPT-NEXT: fsdp.all_reduce
+// OPT-NEXT: nn.sgd %arg3, %[[RS0]]
+// OPT-NEXT: return
 
 // K = 2 without a limit: two units ahead.
 // K2-LABEL: func.func @train_step(

@@ -17,6 +17,8 @@
 
 #include "compiler/Analysis/MemoryReport.h"
 
+#include "compiler/Analysis/CostModel.h"
+
 #include "fsdp/runtime/DType.h"
 #include "fsdp/runtime/PlanFile.h"
 #include "runtime/schema/plan_generated.h"
@@ -146,6 +148,7 @@ struct ArenaResult {
   uint64_t livePeak = 0, activationsPeak = 0;
   uint64_t gradients = 0, activations = 0, communication = 0; // at livePeak
   size_t peakInstruction = 0;
+  std::vector<uint64_t> liveBytes; // per instruction
 };
 
 /// Finds every arena buffer's owner and the owners' lifetimes and
@@ -266,6 +269,7 @@ ArenaResult replayArena(const plan::Plan &p) {
     uint64_t bytes[3] = {0, 0, 0};
     measureUnion(live, [&](const Live &l, uint64_t n) { bytes[size_t(l.category)] += n; });
     uint64_t total = bytes[0] + bytes[1] + bytes[2];
+    result.liveBytes.push_back(total);
     if (total > result.livePeak) {
       result.livePeak = total;
       result.peakInstruction = t;
@@ -355,11 +359,11 @@ MemoryReport analyzeMemory(const plan::Plan &p) {
   return report;
 }
 
+std::vector<uint64_t> arenaLiveBytes(const plan::Plan &p) { return replayArena(p).liveBytes; }
+
 //===----------------------------------------------------------------------===//
 // Rendering
 //===----------------------------------------------------------------------===//
-
-namespace {
 
 std::string humanSize(uint64_t bytes) {
   static const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
@@ -391,6 +395,14 @@ std::string jsonString(const std::string &s) {
     }
   }
   return out + "\"";
+}
+
+namespace {
+
+std::string jsonNumber(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", value);
+  return buf;
 }
 
 /// Right-aligns `s` in `width` columns.
@@ -440,6 +452,16 @@ std::string renderJson(const MemoryReport &r) {
   os << "  \"peak_instruction_name\": " << jsonString(r.peakInstructionName) << ",\n";
   os << "  \"constant_bytes\": " << r.constantBytes << ",\n";
   os << "  \"instructions\": " << r.instructions << ",\n";
+  if (r.predicted) {
+    const PredictedTime &t = *r.predicted;
+    os << "  \"device\": " << jsonString(t.device) << ",\n";
+    os << "  \"predicted_step_s\": " << jsonNumber(t.stepSeconds) << ",\n";
+    os << "  \"predicted_compute_s\": " << jsonNumber(t.computeSeconds) << ",\n";
+    os << "  \"predicted_communication_s\": " << jsonNumber(t.communicationSeconds) << ",\n";
+    os << "  \"predicted_exposed_communication_s\": " << jsonNumber(t.exposedSeconds)
+       << ",\n";
+    os << "  \"predicted_overlapped\": " << (t.overlapped ? "true" : "false") << ",\n";
+  }
   os << "  \"ranks\": [";
   for (size_t i = 0; i < r.ranks.size(); ++i) {
     const RankMemory &k = r.ranks[i];
@@ -459,7 +481,21 @@ std::string renderJson(const MemoryReport &r) {
        << ", \"group_size\": " << u.groupSize << ", \"dtype\": " << jsonString(u.dtype)
        << ", \"bytes_per_rank\": " << u.bytesPerRank << "}";
   }
-  os << (r.units.empty() ? "]\n" : "\n  ]\n");
+  const char *unitsEnd = r.configurations.empty() ? "\n" : ",\n";
+  os << (r.units.empty() ? "]" : "\n  ]") << unitsEnd;
+  if (!r.configurations.empty()) {
+    os << "  \"configurations\": [";
+    for (size_t i = 0; i < r.configurations.size(); ++i) {
+      const ConfigurationRow &c = r.configurations[i];
+      os << (i ? ",\n" : "\n") << "    {\"name\": " << jsonString(c.name)
+         << ", \"flags\": " << jsonString(c.flags)
+         << ", \"chosen\": " << (c.chosen ? "true" : "false") << ", \"peak_bytes\": "
+         << (c.peakBytes ? std::to_string(*c.peakBytes) : "null")
+         << ", \"predicted_step_s\": " << (c.stepSeconds ? jsonNumber(*c.stepSeconds) : "null")
+         << ", \"note\": " << jsonString(c.note) << "}";
+    }
+    os << "\n  ]\n";
+  }
   os << "}\n";
   return os.str();
 }
@@ -532,6 +568,32 @@ std::string renderText(const MemoryReport &r) {
              {"unit", "params", "flat_numel", "padded_numel", "shard_numel", "group", "dtype",
               "per rank", "bytes"},
              unitRows, /*namesFirst=*/true);
+
+  if (r.predicted) {
+    const PredictedTime &t = *r.predicted;
+    os << "\npredicted step on " << t.device << " (a cost-model prediction, not a measurement; "
+       << t.deviceDescription << "):\n";
+    os << "  step " << formatSeconds(t.stepSeconds) << ": compute " << formatSeconds(t.computeSeconds)
+       << ", communication " << formatSeconds(t.communicationSeconds) << " ("
+       << formatSeconds(t.exposedSeconds) << " not hidden under compute; "
+       << (t.overlapped ? "streams overlap" : "one stream, serial") << ")\n";
+  }
+  if (!r.configurations.empty()) {
+    os << "\nconfigurations at world size " << r.worldSize
+       << " (each planned from the model; * the one reported above):\n";
+    std::vector<std::vector<std::string>> configRows;
+    std::string notes;
+    for (const ConfigurationRow &c : r.configurations) {
+      configRows.push_back({(c.chosen ? "* " : "  ") + c.name,
+                            c.peakBytes ? humanSize(*c.peakBytes) : "-",
+                            c.stepSeconds ? formatSeconds(*c.stepSeconds) : "-", c.flags});
+      if (!c.note.empty())
+        notes += "  " + c.name + ": " + c.note + "\n";
+    }
+    printTable(os, {"configuration", "peak per rank", "predicted step", "flags"}, configRows,
+               /*namesFirst=*/true);
+    os << notes;
+  }
   return os.str();
 }
 

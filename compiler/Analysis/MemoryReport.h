@@ -26,6 +26,7 @@
 #define FSDP_COMPILER_ANALYSIS_MEMORYREPORT_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,29 @@ struct UnitMemory {
   uint64_t bytesPerRank = 0; // shard_numel x dtype size
 };
 
+/// The cost model's prediction of the reported plan's step, filled by the
+/// caller from compiler/Analysis/CostModel.h (a prediction from datasheet
+/// rates, not a measurement).
+struct PredictedTime {
+  std::string device, deviceDescription;
+  double stepSeconds = 0, computeSeconds = 0, communicationSeconds = 0;
+  /// Communication not hidden under compute.
+  double exposedSeconds = 0;
+  bool overlapped = false; // the plan's streams overlap
+};
+
+/// One row of the configuration comparison: the same model at the same
+/// world size planned under other flags.
+struct ConfigurationRow {
+  std::string name;  // "none (DDP)", "grad-op", "full", "full + ckpt" ...
+  std::string flags; // "--shard=full --ckpt=blocks"
+  bool chosen = false;
+  /// Absent when the configuration was not planned; `note` says why.
+  std::optional<uint64_t> peakBytes;
+  std::optional<double> stepSeconds;
+  std::string note;
+};
+
 struct MemoryReport {
   std::string source, mode, optimizer;
   /// The plan's --shard, param and reduce dtypes; plans compiled before
@@ -83,15 +107,31 @@ struct MemoryReport {
   /// they are listed per rank because that is the question a user asks.
   std::vector<RankMemory> ranks;
   std::vector<UnitMemory> units;
+  /// Rendered when set / non-empty (--emit=report sets both).
+  std::optional<PredictedTime> predicted;
+  std::vector<ConfigurationRow> configurations;
 };
 
 /// Analyzes a verified plan.
 MemoryReport analyzeMemory(const plan::Plan &plan);
 
+/// The arena replay analyzeMemory measures its peak with, instruction by
+/// instruction: element t is the union of the arena bytes live while
+/// instruction t runs (the timeline of --emit=trace's memory counter).
+std::vector<uint64_t> arenaLiveBytes(const plan::Plan &plan);
+
 /// The report as an aligned text table (human sizes and exact bytes) or as
 /// one JSON object (byte counts; keys as the struct fields in snake_case:
-/// peak_bytes, activations_bytes, world_size, strategy, ranks[], units[] ...).
+/// peak_bytes, activations_bytes, world_size, strategy, ranks[], units[] ...;
+/// with a prediction device and predicted_step_s, with configurations
+/// configurations[]).
 std::string renderMemoryReport(const MemoryReport &report, bool json);
+
+/// Bytes as "1.50 GiB" (binary units, "17 B" below 1 KiB), as the report's
+/// tables print them.
+std::string humanSize(uint64_t bytes);
+/// `s` quoted and escaped as a JSON string.
+std::string jsonString(const std::string &s);
 
 } // namespace fsdp
 

@@ -334,7 +334,8 @@ const std::vector<FlagSpec> &flagTable() {
          return opts.memBudget ? std::to_string(*opts.memBudget) : "";
        }},
       enumFlag("device", deviceNames, &CompileOptions::device,
-               "the cost model scheduling and --ckpt=auto use"),
+               "device profile of the cost model whose predicted step "
+               "times --emit=report and --emit=trace show"),
       enumFlag("fusion", fusionNames, &CompileOptions::fusion,
                "fuse chains of elementwise ops in plans (results are the "
                "same bits either way)"),
@@ -420,8 +421,12 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
       {"report-format", opts.emit == EmitKind::Report, "--emit=report"},
       {"mem-budget", opts.emit == EmitKind::Plan || opts.emit == EmitKind::Report,
        "--emit=plan or --emit=report"},
-      {"fusion", opts.emit == EmitKind::Plan || opts.emit == EmitKind::Report,
-       "--emit=plan or --emit=report"},
+      {"fusion",
+       opts.emit == EmitKind::Plan || opts.emit == EmitKind::Report ||
+           opts.emit == EmitKind::Trace,
+       "--emit=plan, --emit=report or --emit=trace"},
+      {"device", opts.emit == EmitKind::Report || opts.emit == EmitKind::Trace,
+       "--emit=report or --emit=trace (only they predict times)"},
       {"momentum", sgd, "--optimizer=sgd"},
       {"nesterov", sgd, "--optimizer=sgd"},
       {"beta1", !sgd, "--optimizer=adamw"},

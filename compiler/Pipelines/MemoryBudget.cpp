@@ -16,6 +16,7 @@
 #include "runtime/schema/plan_generated.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 using namespace mlir;
@@ -39,21 +40,133 @@ std::string formatBytes(uint64_t bytes) {
   return text;
 }
 
-FailureOr<MemoryReport> planMemory(ModuleOp imported, const CompileOptions &opts) {
-  OwningOpRef<ModuleOp> module(imported.clone());
-  if (failed(runStages(*module, opts)))
-    return failure();
-  prepareForEmission(*module, opts);
+FailureOr<std::vector<uint8_t>> emitPlanInMemory(ModuleOp module, const CompileOptions &opts) {
+  prepareForEmission(module, opts);
   PlanEmitOptions options = planEmitOptionsFor(opts);
   std::vector<uint8_t> bytes;
   options.planBytes = &bytes;
-  if (failed(emitPlan(*module, options,
+  if (failed(emitPlan(module, options,
                       [](const std::string &) { return std::optional<rt::TensorRef>(); })))
     return failure();
+  // The emitter just built it, but the analyses walk every offset: verify
+  // as the runtime's loader does before reading a field.
   flatbuffers::Verifier verifier(bytes.data(), bytes.size());
   if (!plan::VerifyPlanBuffer(verifier))
-    return emitError(imported.getLoc(), "internal error: the emitted plan fails verification");
-  return analyzeMemory(*plan::GetPlan(bytes.data()));
+    return emitError(module.getLoc(), "internal error: the emitted plan fails verification");
+  return bytes;
+}
+
+FailureOr<PlannedStep> planStep(ModuleOp imported, const CompileOptions &opts) {
+  OwningOpRef<ModuleOp> module(imported.clone());
+  if (failed(runStages(*module, opts)))
+    return failure();
+  FailureOr<std::vector<uint8_t>> bytes = emitPlanInMemory(*module, opts);
+  if (failed(bytes))
+    return failure();
+  const plan::Plan &plan = *plan::GetPlan(bytes->data());
+  return PlannedStep{analyzeMemory(plan), predictStep(plan, deviceProfile(opts.device))};
+}
+
+FailureOr<MemoryReport> planMemory(ModuleOp imported, const CompileOptions &opts) {
+  FailureOr<PlannedStep> step = planStep(imported, opts);
+  if (failed(step))
+    return failure();
+  return std::move(step->memory);
+}
+
+PredictedTime predictedTimeOf(const StepPrediction &step, const DeviceProfile &device) {
+  PredictedTime t;
+  t.device = device.name;
+  t.deviceDescription = device.description;
+  t.stepSeconds = step.stepSeconds;
+  t.computeSeconds = step.computeSeconds;
+  t.communicationSeconds = step.communicationSeconds;
+  t.exposedSeconds = step.exposedCommunicationSeconds;
+  t.overlapped = step.overlapped;
+  return t;
+}
+
+std::vector<ConfigurationRow> compareConfigurations(ModuleOp imported, const CompileOptions &opts,
+                                                    const PlannedStep &chosen) {
+  struct Variant {
+    const char *name;
+    ShardKind shard;
+    CkptKind ckpt;
+    bool offload;
+  };
+  const Variant variants[] = {{"none (DDP)", ShardKind::None, CkptKind::None, false},
+                              {"grad-op", ShardKind::GradOp, CkptKind::None, false},
+                              {"full", ShardKind::Full, CkptKind::None, false},
+                              {"full + ckpt", ShardKind::Full, CkptKind::Blocks, false},
+                              {"full + offload", ShardKind::Full, CkptKind::None, true}};
+  // An unsharded plan (world size 1, no shard flag) is none of the rows.
+  const bool chosenIsVariant = shardingRequested(opts) && opts.offload == OffloadKind::None &&
+                               (opts.shard == ShardKind::None || opts.shard == ShardKind::GradOp ||
+                                opts.shard == ShardKind::Full) &&
+                               (opts.ckpt == CkptKind::None || opts.ckpt == CkptKind::Blocks);
+  auto fill = [](ConfigurationRow &row, const PlannedStep &step) {
+    row.peakBytes = step.memory.peakBytes;
+    row.stepSeconds = step.prediction.stepSeconds;
+  };
+  std::vector<ConfigurationRow> rows;
+  for (const Variant &v : variants) {
+    ConfigurationRow row;
+    row.name = v.name;
+    row.flags = "--shard=" + std::string(v.shard == ShardKind::None     ? "none"
+                                          : v.shard == ShardKind::GradOp ? "grad-op"
+                                                                         : "full");
+    if (v.ckpt == CkptKind::Blocks)
+      row.flags += " --ckpt=blocks";
+    if (v.offload) {
+      row.flags += " --offload=cpu";
+      row.note = "not implemented yet (--offload arrives with a later issue)";
+      rows.push_back(std::move(row));
+      continue;
+    }
+    row.chosen = chosenIsVariant && opts.shard == v.shard && opts.ckpt == v.ckpt;
+    if (row.chosen) {
+      fill(row, chosen);
+      rows.push_back(std::move(row));
+      continue;
+    }
+    CompileOptions variant = opts;
+    variant.shard = v.shard;
+    variant.ckpt = v.ckpt;
+    variant.ckptBlocks = -1; // every block
+    // Marked as given so the shard stage runs at world size 1 too.
+    variant.explicitlySet.insert("world-size");
+    variant.explicitlySet.insert("shard");
+    variant.explicitlySet.insert("ckpt");
+    variant.memBudget.reset();
+    std::string why;
+    if (!validateCompileOptions(variant, why) || findUnimplemented(variant)) {
+      row.note = "not planned: " + (why.empty() ? *findUnimplemented(variant) : why);
+      rows.push_back(std::move(row));
+      continue;
+    }
+    // Its diagnostics would only confuse the report of the chosen plan.
+    ScopedDiagnosticHandler quiet(imported.getContext(), [](Diagnostic &) { return success(); });
+    FailureOr<PlannedStep> step = planStep(imported, variant);
+    if (succeeded(step))
+      fill(row, *step);
+    else
+      row.note = "does not compile";
+    rows.push_back(std::move(row));
+  }
+  if (!chosenIsVariant) {
+    ConfigurationRow row;
+    row.name = "chosen";
+    row.flags = shardingRequested(opts) ? "--shard=" + shardStrategyName(opts)
+                                        : std::string("unsharded (no --shard, world size 1)");
+    if (opts.ckpt != CkptKind::None)
+      row.flags += opts.ckpt == CkptKind::Blocks      ? " --ckpt=blocks"
+                   : opts.ckpt == CkptKind::Selective ? " --ckpt=selective"
+                                                      : " --ckpt=auto";
+    row.chosen = true;
+    fill(row, chosen);
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 std::vector<BudgetSuggestion> suggestSmallerPlans(ModuleOp imported, const CompileOptions &opts) {

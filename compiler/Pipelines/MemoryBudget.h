@@ -13,22 +13,52 @@
 #ifndef FSDP_COMPILER_PIPELINES_MEMORYBUDGET_H
 #define FSDP_COMPILER_PIPELINES_MEMORYBUDGET_H
 
+#include "compiler/Analysis/CostModel.h"
 #include "compiler/Analysis/MemoryReport.h"
 #include "compiler/Pipelines/CompileOptions.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace fsdp {
 
+/// Emits `module` (already through its stages) as a plan in memory, no
+/// file and no weights, verified as the runtime's loader verifies it:
+/// what --emit=report and --emit=trace analyze.
+mlir::FailureOr<std::vector<uint8_t>> emitPlanInMemory(mlir::ModuleOp module,
+                                                       const CompileOptions &opts);
+
+/// A configuration planned in memory: its memory and its step predicted
+/// on opts.device.
+struct PlannedStep {
+  MemoryReport memory;
+  StepPrediction prediction;
+};
+
 /// Compiles `imported` (the module as imported, before any stage; it is
 /// cloned, not changed) with `opts` into an in-memory plan and analyzes its
-/// memory. Failure means the configuration does not compile (its
-/// diagnostics are reported).
+/// memory and predicted time. Failure means the configuration does not
+/// compile (its diagnostics are reported).
+mlir::FailureOr<PlannedStep> planStep(mlir::ModuleOp imported, const CompileOptions &opts);
+/// planStep's memory alone.
 mlir::FailureOr<MemoryReport> planMemory(mlir::ModuleOp imported, const CompileOptions &opts);
+
+/// The report's configuration comparison at opts' world size: none (DDP),
+/// grad-op, full, full + --ckpt=blocks, each planned from `imported` with
+/// opts' other flags, and full + offload (not implemented yet, no
+/// numbers); `chosen` (the reported plan) fills the row it matches
+/// instead of being compiled again, or is appended when it matches none.
+/// A variant that fails to compile gets a note instead of numbers.
+std::vector<ConfigurationRow> compareConfigurations(mlir::ModuleOp imported,
+                                                    const CompileOptions &opts,
+                                                    const PlannedStep &chosen);
+
+/// The report's prediction line for `step` on `device`.
+PredictedTime predictedTimeOf(const StepPrediction &step, const DeviceProfile &device);
 
 /// Another configuration of the same model and its planned peak per rank.
 struct BudgetSuggestion {

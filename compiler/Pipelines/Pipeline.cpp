@@ -29,7 +29,6 @@ struct PendingFlag {
 /// Flags whose stage is not built yet, with the work that brings it.
 const PendingFlag kPendingFlags[] = {
     {"offload", "offload arrives with the memory issue"},
-    {"device", "the cost model arrives with the memory issue"},
 };
 
 std::optional<std::string> pendingEmit(const CompileOptions &opts) {
@@ -39,10 +38,8 @@ std::optional<std::string> pendingEmit(const CompileOptions &opts) {
   case EmitKind::Binary:
     return std::string("--emit=binary: not implemented yet (a step binary embeds a plan in "
                        "fsdp-run; until then run the plan with fsdp-run)");
-  case EmitKind::Trace:
-    return std::string("--emit=trace: not implemented yet (traces arrive with the memory "
-                       "issue)");
   case EmitKind::Report: // the emitted plan's memory (compiler/Analysis/MemoryReport.h)
+  case EmitKind::Trace:  // its predicted timeline (compiler/Analysis/StepTrace.h)
   case EmitKind::Mlir:
   case EmitKind::Summary:
     return std::nullopt;

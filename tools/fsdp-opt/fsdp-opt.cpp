@@ -2,9 +2,8 @@
 //
 // Entry point of the compiler. ONNX input is read, imported into the nn
 // dialect, and run through the pipeline stages the options ask for; the
-// result is emitted as a plan, MLIR, a memory report of the plan or a model
-// summary (traces arrive with a later issue and are refused as not
-// implemented yet). MLIR
+// result is emitted as a plan, MLIR, a memory report of the plan, a trace
+// of its predicted step or a model summary. MLIR
 // input with no --emit behaves like mlir-opt (--pass-pipeline,
 // --verify-diagnostics, --split-input-file ...), so every pass and verifier
 // can be tested alone with lit. Every error ends in exit code 1 with a
@@ -12,8 +11,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Analysis/CostModel.h"
 #include "compiler/Analysis/MemoryReport.h"
 #include "compiler/Analysis/ModelSummary.h"
+#include "compiler/Analysis/StepTrace.h"
 #include "compiler/Pipelines/CompileOptions.h"
 #include "compiler/Pipelines/MemoryBudget.h"
 #include "compiler/Pipelines/Passes.h"
@@ -96,6 +97,12 @@ int checkBudget(const fsdp::CompileOptions &opts, ModuleOp imported, uint64_t pe
                                       fsdp::suggestSmallerPlans(imported, opts)));
 }
 
+/// Whether the output plans other configurations from the module as
+/// imported: --mem-budget's suggestions, the report's comparison.
+bool needsImported(const fsdp::CompileOptions &opts) {
+  return opts.memBudget || opts.emit == fsdp::EmitKind::Report;
+}
+
 /// Writes the plan and, beside it, the parameters' initial values.
 int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module, ModuleOp imported,
                  const fsdp::WeightLookup &weights) {
@@ -122,30 +129,57 @@ int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module, ModuleOp imp
 
 /// Emits the plan in memory (no plan or weights file) and writes its memory
 /// report to the output file (stdout by default, or `-o -`). The numbers
-/// come from the plan fsdp-run would allocate, not from the IR.
+/// come from the plan fsdp-run would allocate, not from the IR; in train
+/// mode the report adds its predicted step time on --device and the same
+/// model planned under the other strategies (compiled from `imported`,
+/// the module before any stage).
 int emitReport(const fsdp::CompileOptions &opts, ModuleOp module, ModuleOp imported) {
-  fsdp::PlanEmitOptions options = fsdp::planEmitOptionsFor(opts);
-  std::vector<uint8_t> bytes;
-  options.planBytes = &bytes;
-  fsdp::prepareForEmission(module, opts);
-  if (failed(fsdp::emitPlan(module, options, [](const std::string &) {
-        return std::optional<fsdp::rt::TensorRef>();
-      })))
+  FailureOr<std::vector<uint8_t>> bytes = fsdp::emitPlanInMemory(module, opts);
+  if (failed(bytes))
     return 1;
-  // The emitter just built it, but the analysis walks every offset: verify
-  // as the runtime's loader does before reading a field.
-  flatbuffers::Verifier verifier(bytes.data(), bytes.size());
-  if (!fsdp::plan::VerifyPlanBuffer(verifier))
-    return fail("internal error: the emitted plan fails FlatBuffers verification");
-  fsdp::MemoryReport report = fsdp::analyzeMemory(*fsdp::plan::GetPlan(bytes.data()));
-  if (int rc = checkBudget(opts, imported, report.peakBytes))
+  const fsdp::plan::Plan &plan = *fsdp::plan::GetPlan(bytes->data());
+  fsdp::PlannedStep step{fsdp::analyzeMemory(plan),
+                         fsdp::predictStep(plan, fsdp::deviceProfile(opts.device))};
+  if (int rc = checkBudget(opts, imported, step.memory.peakBytes))
     return rc;
+  fsdp::MemoryReport report = step.memory;
+  report.predicted =
+      fsdp::predictedTimeOf(step.prediction, fsdp::deviceProfile(opts.device));
+  if (opts.mode == fsdp::Mode::Train)
+    report.configurations = fsdp::compareConfigurations(imported, opts, step);
   auto output = openOutput(opts.outputPath);
   if (!output)
     return 1;
   output->os() << fsdp::renderMemoryReport(report,
                                            opts.reportFormat == fsdp::ReportFormat::Json);
   output->keep();
+  return 0;
+}
+
+/// Emits the plan in memory and writes its predicted step as a Chrome /
+/// Perfetto trace (-o FILE.json) or an HTML page with an inline SVG
+/// timeline (-o FILE.html).
+int emitTrace(const fsdp::CompileOptions &opts, ModuleOp module) {
+  llvm::StringRef path = opts.outputPath;
+  bool html = path.ends_with(".html") || path.ends_with(".htm");
+  if (path == "-" || !(html || path.ends_with(".json")))
+    return fail("--emit=trace writes a file: give -o FILE.json (Chrome/Perfetto trace) or -o "
+                "FILE.html (timeline picture)");
+  FailureOr<std::vector<uint8_t>> bytes = fsdp::emitPlanInMemory(module, opts);
+  if (failed(bytes))
+    return 1;
+  const fsdp::plan::Plan &plan = *fsdp::plan::GetPlan(bytes->data());
+  fsdp::StepPrediction step = fsdp::predictStep(plan, fsdp::deviceProfile(opts.device));
+  std::vector<uint64_t> live = fsdp::arenaLiveBytes(plan);
+  auto output = openOutput(opts.outputPath);
+  if (!output)
+    return 1;
+  output->os() << (html ? fsdp::renderTimelineHtml(plan, step, live)
+                        : fsdp::renderChromeTrace(plan, step, live));
+  output->keep();
+  llvm::outs() << "wrote " << opts.outputPath << ": " << step.costs.size()
+               << " instructions, predicted step " << fsdp::formatSeconds(step.stepSeconds)
+               << " on " << step.device << " (a cost-model prediction, not a measurement)\n";
   return 0;
 }
 
@@ -210,8 +244,9 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
       fsdp::onnx::importModel(context, *model, fsdp::onnx::ImportOptions(), error);
   if (!module)
     return fail(error);
-  // --mem-budget plans alternatives from the module as imported.
-  OwningOpRef<ModuleOp> imported(opts.memBudget ? module->clone() : nullptr);
+  // --mem-budget and the report plan alternatives from the module as
+  // imported.
+  OwningOpRef<ModuleOp> imported(needsImported(opts) ? module->clone() : nullptr);
   if (opts.emit != fsdp::EmitKind::Summary && failed(fsdp::runStages(*module, opts)))
     return 1;
   printStageNotes(*module);
@@ -222,6 +257,8 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
     return emitSummary(opts, *module);
   if (opts.emit == fsdp::EmitKind::Report)
     return emitReport(opts, *module, imported.get());
+  if (opts.emit == fsdp::EmitKind::Trace)
+    return emitTrace(opts, *module);
   auto output = openOutput(opts.outputPath);
   if (!output)
     return 1;
@@ -231,7 +268,7 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   return 0;
 }
 
-/// .mlir input compiled like ONNX input (summary, plan, report). A plan's initial
+/// .mlir input compiled like ONNX input (summary, plan, report, trace). A plan's initial
 /// weights come from the module's `nn.source` model when it names one.
 int compileMlir(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   std::string error;
@@ -247,12 +284,14 @@ int compileMlir(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
     return 1;
   if (opts.emit == fsdp::EmitKind::Summary)
     return emitSummary(opts, *module);
-  OwningOpRef<ModuleOp> imported(opts.memBudget ? module->clone() : nullptr);
+  OwningOpRef<ModuleOp> imported(needsImported(opts) ? module->clone() : nullptr);
   if (failed(fsdp::runStages(*module, opts)))
     return 1;
   printStageNotes(*module);
   if (opts.emit == fsdp::EmitKind::Report)
     return emitReport(opts, *module, imported.get()); // needs no weights
+  if (opts.emit == fsdp::EmitKind::Trace)
+    return emitTrace(opts, *module);
   std::shared_ptr<const fsdp::onnx::Model> source;
   if (auto path = (*module)->getAttrOfType<StringAttr>(fsdp::nn::kSourceAttr)) {
     std::optional<fsdp::onnx::Model> model =
@@ -373,7 +412,7 @@ int main(int argc, char **argv) {
   if (std::optional<std::string> pending = fsdp::findUnimplemented(opts))
     return fail(*pending);
   if (mlirInput && (opts.emit == fsdp::EmitKind::Summary || opts.emit == fsdp::EmitKind::Plan ||
-                    opts.emit == fsdp::EmitKind::Report))
+                    opts.emit == fsdp::EmitKind::Report || opts.emit == fsdp::EmitKind::Trace))
     return compileMlir(opts, registry);
   if (mlirInput)
     return runMlirOpt(opts, registry);

@@ -108,13 +108,15 @@ TEST(CostModel, ProfilesHaveTheDatasheetRates) {
   EXPECT_EQ(deviceProfile(DeviceKind::Cpu).name, "cpu");
 }
 
-// A large square f32 matmul is flop-bound at the f32 rate; in bf16 at the
-// bf16 rate. 2 * 1024^3 flops.
+// A large square f32 matmul is flop-bound at the f32 rate (2 * 1024^3
+// flops); in bf16 at the bf16 rate (2 * 4096^3 flops, above the launch
+// floor).
 TEST(CostModel, MatmulIsTwoMNKAtItsDtypeRate) {
   CostPlan b;
   uint32_t x = b.f32({1024, 1024}), w = b.f32({1024, 1024}), y = b.f32({1024, 1024});
-  uint32_t xh = b.buffer(plan::DType::BF16, {1024, 1024}), wh = b.buffer(plan::DType::BF16, {1024, 1024}),
-           yh = b.buffer(plan::DType::BF16, {1024, 1024});
+  uint32_t xh = b.buffer(plan::DType::BF16, {4096, 4096}),
+           wh = b.buffer(plan::DType::BF16, {4096, 4096}),
+           yh = b.buffer(plan::DType::BF16, {4096, 4096});
   b.inst(Kernel::MatMul, {x, w}, {y});
   b.inst(Kernel::MatMul, {xh, wh}, {yh});
   const plan::Plan &p = b.build();
@@ -126,7 +128,7 @@ TEST(CostModel, MatmulIsTwoMNKAtItsDtypeRate) {
   EXPECT_DOUBLE_EQ(f32.seconds, flops / 67e12);
   InstructionCost bf16 = predictInstruction(p, 1, h100());
   EXPECT_EQ(bf16.bound, CostBound::Compute);
-  EXPECT_DOUBLE_EQ(bf16.seconds, flops / 989e12);
+  EXPECT_DOUBLE_EQ(bf16.seconds, 2.0 * 4096 * 4096 * 4096 / 989e12);
 }
 
 // K comes from the operand's contracted dim: with trans_a the first

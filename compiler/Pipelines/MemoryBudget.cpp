@@ -179,6 +179,12 @@ std::vector<BudgetSuggestion> suggestSmallerPlans(ModuleOp imported, const Compi
     // Variants are marked as given so the shard stage runs for them.
     variant.explicitlySet.insert("world-size");
     variant.explicitlySet.insert("shard");
+    // Without a budget --ckpt=auto has nothing to choose against: the
+    // variant recomputes every block, the least memory auto could reach.
+    if (variant.ckpt == CkptKind::Auto) {
+      variant.ckpt = CkptKind::Blocks;
+      variant.ckptBlocks = -1;
+    }
     variant.memBudget.reset();
     std::string why;
     if (validateCompileOptions(variant, why) && !findUnimplemented(variant))

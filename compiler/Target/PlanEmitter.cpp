@@ -2,9 +2,10 @@
 //
 // Three steps. Placement: walk the function once, giving arguments and
 // returned values persistent buffers, constants bytes in the constant blob,
-// and op results arena offsets from ArenaAllocator (allocated before the op
-// runs, released after their last use, so an op never writes over its own
-// operands). Lowering: one TypeSwitch maps each nn op to its kernel and the
+// and op results arena lifetimes announced to ArenaAllocator (allocated
+// before the op runs, released after their last use, so an op never writes
+// over its own operands); once the walk knows every lifetime, the arena is
+// placed offline and the virtual offsets are resolved. Lowering: one TypeSwitch maps each nn op to its kernel and the
 // attribute layout plan.fbs documents; the one fusion at this level is a
 // weight transpose read in place by its matmuls. Serialization: the
 // FlatBuffer is written with the runtime's writePlanFile, the weights with
@@ -771,6 +772,12 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
     return failure();
 
   flatbuffers::FlatBufferBuilder fbb(1 << 16);
+  // Every lifetime is known: place the arena and resolve the virtual
+  // offsets of arena buffers and of the views inside them.
+  arena.finalize();
+  for (BufferDesc &d : descs)
+    if (d.region == plan::Region::Arena)
+      d.offset = arena.resolve(d.offset);
   std::vector<flatbuffers::Offset<plan::Buffer>> fbBuffers;
   for (const BufferDesc &d : descs)
     fbBuffers.push_back(plan::CreateBuffer(fbb, fbb.CreateString(d.name),

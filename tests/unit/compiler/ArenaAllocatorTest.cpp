@@ -1,8 +1,9 @@
-//===- ArenaAllocatorTest.cpp - best-fit placement of transient buffers ---===//
+//===- ArenaAllocatorTest.cpp - offline placement of transient buffers ----===//
 //
-// The arena allocator decides every transient offset of a plan: freed
-// blocks must be reused (smallest fitting gap first), live blocks must
-// never overlap, and the reported peak and live lower bound must be exact.
+// The arena allocator decides every transient offset of a plan: buffers
+// whose lifetimes overlap must never share bytes, dead buffers' bytes must
+// be reused, views inside a buffer resolve with it, and the arena must not
+// be larger than either placement strategy alone would make it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,53 +11,84 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
 #include <random>
+#include <vector>
 
 namespace {
 
 using fsdp::ArenaAllocator;
 
-TEST(ArenaAllocator, ReusesTheSmallestFittingGap) {
+TEST(ArenaAllocator, ReusesDeadBytesAndResolvesViews) {
   ArenaAllocator arena;
-  uint64_t a = arena.allocate(100), b = arena.allocate(64), c = arena.allocate(300),
-           d = arena.allocate(64);
-  EXPECT_EQ(a, 0u);
-  EXPECT_EQ(b, 128u); // 100 rounds up to 128
-  EXPECT_EQ(c, 192u);
-  EXPECT_EQ(d, 512u);
-  arena.release(a); // gap [0, 128)
-  arena.release(c); // gap [192, 512)
-  EXPECT_EQ(arena.allocate(60), 0u);    // fits both; the smaller gap wins
-  EXPECT_EQ(arena.allocate(200), 192u); // only the larger gap fits
-  EXPECT_EQ(arena.peak(), 576u);
-  EXPECT_EQ(arena.peakLive(), 128u + 64 + 320 + 64);
+  uint64_t a = arena.allocate(100), b = arena.allocate(64);
+  arena.release(a);
+  uint64_t c = arena.allocate(128); // a is dead: c may take its bytes
+  arena.release(b);
+  arena.release(c);
+  arena.finalize();
+  EXPECT_EQ(arena.peak(), 192u);
+  EXPECT_EQ(arena.peakLive(), 192u);
+  EXPECT_EQ(arena.resolve(a) % 64, 0u);
+  EXPECT_NE(arena.resolve(a), arena.resolve(b));
+  EXPECT_NE(arena.resolve(c), arena.resolve(b));
+  EXPECT_EQ(arena.resolve(b + 12), arena.resolve(b) + 12); // a view 12 bytes in
 }
 
-TEST(ArenaAllocator, LiveBlocksNeverOverlap) {
+// Best fit in program order loses here (the small early buffer pins the
+// bottom); greedy by size places the big buffers first and needs only the
+// lower bound.
+TEST(ArenaAllocator, GreedyBySizeBeatsOnlineBestFit) {
+  ArenaAllocator arena;
+  uint64_t small = arena.allocate(64);
+  uint64_t big1 = arena.allocate(1024);
+  arena.release(small);
+  uint64_t big2 = arena.allocate(1024 + 64);
+  arena.release(big1);
+  arena.release(big2);
+  arena.finalize();
+  EXPECT_EQ(arena.peakLive(), 1024u + 1024 + 64);
+  EXPECT_EQ(arena.greedyBySizePeak(), arena.peakLive());
+  EXPECT_LE(arena.peak(), arena.bestFitPeak());
+  EXPECT_EQ(arena.peak(), arena.peakLive());
+}
+
+TEST(ArenaAllocator, OverlappingLifetimesNeverShareBytes) {
   std::mt19937 rng(7);
   ArenaAllocator arena;
-  std::map<uint64_t, uint64_t> live; // offset -> aligned size
-  for (int step = 0; step < 2000; ++step) {
+  struct Life {
+    uint64_t virt, size, start, end;
+  };
+  std::vector<Life> lives;
+  std::vector<size_t> live;
+  uint64_t clock = 0;
+  for (int step = 0; step < 3000; ++step) {
     if (!live.empty() && rng() % 2) {
-      auto it = std::next(live.begin(), rng() % live.size());
-      arena.release(it->first);
-      live.erase(it);
+      size_t k = rng() % live.size();
+      arena.release(lives[live[k]].virt);
+      lives[live[k]].end = clock++;
+      live.erase(live.begin() + k);
       continue;
     }
     uint64_t size = 1 + rng() % 5000;
-    uint64_t offset = arena.allocate(size);
-    ASSERT_EQ(offset % 64, 0u);
-    uint64_t aligned = ArenaAllocator::align(size);
-    auto next = live.lower_bound(offset);
-    if (next != live.end())
-      ASSERT_LE(offset + aligned, next->first);
-    if (next != live.begin())
-      ASSERT_LE(std::prev(next)->first + std::prev(next)->second, offset);
-    live[offset] = aligned;
-    ASSERT_LE(offset + aligned, arena.peak());
+    lives.push_back({arena.allocate(size), ArenaAllocator::align(size), clock++, UINT64_MAX});
+    live.push_back(lives.size() - 1);
   }
+  arena.finalize();
   EXPECT_GE(arena.peak(), arena.peakLive());
+  EXPECT_EQ(arena.peak(), std::min(arena.greedyBySizePeak(), arena.bestFitPeak()));
+  for (size_t i = 0; i < lives.size(); ++i) {
+    uint64_t lo = arena.resolve(lives[i].virt);
+    ASSERT_EQ(lo % 64, 0u);
+    ASSERT_LE(lo + lives[i].size, arena.peak());
+    for (size_t j = i + 1; j < lives.size(); ++j) {
+      bool together = lives[i].start < lives[j].end && lives[j].start < lives[i].end;
+      if (!together)
+        continue;
+      uint64_t lo2 = arena.resolve(lives[j].virt);
+      ASSERT_TRUE(lo + lives[i].size <= lo2 || lo2 + lives[j].size <= lo)
+          << "buffers " << i << " and " << j << " overlap while both live";
+    }
+  }
 }
 
 } // namespace

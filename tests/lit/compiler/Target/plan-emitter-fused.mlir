@@ -15,7 +15,7 @@
 // UNFUSED-NEXT: inst 2 Add
 
 // RUN: not fsdp-opt %s --emit=mlir --fusion=none 2>&1 | FileCheck %s --check-prefix=FLAG
-// FLAG: --fusion requires --emit=plan or --emit=report
+// FLAG: --fusion requires --emit=plan, --emit=report or --emit=trace
 
 module {
   func.func @forward(%x: tensor<2x3xf32> {nn.input = "x"}) -> (tensor<2x3xf32> {nn.output = "e"}, tensor<2x3xf32> {nn.output = "y"}) {

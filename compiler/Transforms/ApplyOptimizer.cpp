@@ -58,11 +58,15 @@ LogicalResult applyOptimizer(ModuleOp module, const OptimizerOptions &options) {
   }
 
   OpBuilder b(step.getContext());
+  // New arguments are announced first and appended in one call: inserting
+  // them one at a time rebuilds the function type each time, quadratic in
+  // the number of parameters.
+  SmallVector<Type> newTypes;
+  SmallVector<DictionaryAttr> newAttrs;
   auto addArgument = [&](Type type, StringRef attr, Attribute value) {
-    unsigned index = step.getNumArguments();
-    step.insertArgument(index, type, b.getDictionaryAttr(b.getNamedAttr(attr, value)),
-                              step.getLoc());
-    return body.getArgument(index);
+    newTypes.push_back(type);
+    newAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(attr, value)));
+    return static_cast<unsigned>(newTypes.size() - 1);
   };
   auto namedState = [&](const Update &u, StringRef suffix) {
     std::string name = u.name + "." + suffix.str();
@@ -72,7 +76,7 @@ LogicalResult applyOptimizer(ModuleOp module, const OptimizerOptions &options) {
   bool adam = options.kind == OptimizerOptions::Kind::AdamW;
   bool momentum = !adam && options.momentum > 0.0;
   // State arguments, grouped per parameter in parameter order.
-  SmallVector<SmallVector<std::pair<BlockArgument, std::string>, 2>> state(updates.size());
+  SmallVector<SmallVector<std::pair<unsigned, std::string>, 2>> state(updates.size());
   for (auto [u, s] : llvm::zip(updates, state)) {
     if (adam) {
       s.push_back(namedState(u, "exp_avg"));
@@ -81,12 +85,18 @@ LogicalResult applyOptimizer(ModuleOp module, const OptimizerOptions &options) {
       s.push_back(namedState(u, "momentum_buffer"));
     }
   }
-  BlockArgument lr = addArgument(RankedTensorType::get({}, b.getF64Type()), nn::kLrAttr,
+  unsigned lrIndex = addArgument(RankedTensorType::get({}, b.getF64Type()), nn::kLrAttr,
                                  b.getUnitAttr());
-  BlockArgument stepNumber;
+  std::optional<unsigned> stepIndex;
   if (adam)
-    stepNumber = addArgument(RankedTensorType::get({}, b.getI64Type()), nn::kStepAttr,
-                             b.getUnitAttr());
+    stepIndex = addArgument(RankedTensorType::get({}, b.getI64Type()), nn::kStepAttr,
+                            b.getUnitAttr());
+  const unsigned first = step.getNumArguments();
+  step.insertArguments(SmallVector<unsigned>(newTypes.size(), first), newTypes, newAttrs,
+                       SmallVector<Location>(newTypes.size(), step.getLoc()));
+  auto argument = [&](unsigned k) -> Value { return body.getArgument(first + k); };
+  Value lr = argument(lrIndex);
+  Value stepNumber = stepIndex ? argument(*stepIndex) : Value();
 
   b.setInsertionPoint(ret);
   SmallVector<Value> results{ret.getOperand(0)};
@@ -100,15 +110,16 @@ LogicalResult applyOptimizer(ModuleOp module, const OptimizerOptions &options) {
     double decay = noDecay && noDecay->match(u.name) ? 0.0 : options.weightDecay;
     Location loc = NameLoc::get(b.getStringAttr("optimizer:" + u.name));
     if (adam) {
-      auto op = b.create<nn::AdamWOp>(loc, u.param, u.grad, s[0].first, s[1].first, lr,
-                                      stepNumber, b.getF64FloatAttr(options.beta1),
+      auto op = b.create<nn::AdamWOp>(loc, u.param, u.grad, argument(s[0].first),
+                                      argument(s[1].first), lr, stepNumber,
+                                      b.getF64FloatAttr(options.beta1),
                                       b.getF64FloatAttr(options.beta2),
                                       b.getF64FloatAttr(options.eps), b.getF64FloatAttr(decay));
       results.push_back(op.getNewParam());
       newState.push_back({op.getNewExpAvg(), s[0].second});
       newState.push_back({op.getNewExpAvgSq(), s[1].second});
     } else {
-      Value buffer = momentum ? Value(s[0].first) : Value();
+      Value buffer = momentum ? argument(s[0].first) : Value();
       SmallVector<Type> types{u.param.getType()};
       if (momentum)
         types.push_back(u.param.getType());

@@ -260,14 +260,34 @@ ArenaResult replayArena(const plan::Plan &p) {
   std::multimap<uint64_t, size_t> active; // offset -> owner
   ArenaResult result;
   std::vector<Live> live;
+  // Plans the emitter writes never overlap two live owners, so running
+  // per-category sums are exact; a new owner can only overlap its offset
+  // neighbours while nothing overlaps yet. Once an overlap is seen (a
+  // hand-built plan), every later instruction measures the union instead.
+  uint64_t running[3] = {0, 0, 0};
+  bool overlapSeen = false;
+  auto overlapsNeighbours = [&](std::multimap<uint64_t, size_t>::iterator it) {
+    uint64_t lo = it->first, hi = lo + owners[it->second].extent;
+    auto next = std::next(it);
+    if (next != active.end() && next->first < hi)
+      return true;
+    return it != active.begin() &&
+           std::prev(it)->first + owners[std::prev(it)->second].extent > lo;
+  };
   for (size_t t = 0; t < numInsts; ++t) {
-    for (size_t i : starting[t])
-      active.emplace(owners[i].offset, i);
-    live.clear();
-    for (const auto &[offset, i] : active)
-      live.push_back({offset, owners[i].extent, owners[i].category});
-    uint64_t bytes[3] = {0, 0, 0};
-    measureUnion(live, [&](const Live &l, uint64_t n) { bytes[size_t(l.category)] += n; });
+    for (size_t i : starting[t]) {
+      auto it = active.emplace(owners[i].offset, i);
+      running[size_t(owners[i].category)] += owners[i].extent;
+      overlapSeen = overlapSeen || overlapsNeighbours(it);
+    }
+    uint64_t bytes[3] = {running[0], running[1], running[2]};
+    if (overlapSeen) {
+      live.clear();
+      for (const auto &[offset, i] : active)
+        live.push_back({offset, owners[i].extent, owners[i].category});
+      bytes[0] = bytes[1] = bytes[2] = 0;
+      measureUnion(live, [&](const Live &l, uint64_t n) { bytes[size_t(l.category)] += n; });
+    }
     uint64_t total = bytes[0] + bytes[1] + bytes[2];
     result.liveBytes.push_back(total);
     if (total > result.livePeak) {
@@ -283,6 +303,7 @@ ArenaResult replayArena(const plan::Plan &p) {
       auto [first, last] = active.equal_range(owners[i].offset);
       for (auto it = first; it != last; ++it)
         if (it->second == i) {
+          running[size_t(owners[i].category)] -= owners[i].extent;
           active.erase(it);
           break;
         }

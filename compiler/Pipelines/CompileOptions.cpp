@@ -471,12 +471,21 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
   bool shardStageRuns = trainStageRuns && !(opts.emit == EmitKind::Mlir && opts.stopAfter &&
                                             *opts.stopAfter < Stage::Shard);
   if (opts.mode == Mode::Train && !shardStageRuns)
-    for (const char *flag : {"world-size", "shard", "wrap", "param-dtype", "reduce-dtype"})
+    for (const char *flag : kShardFlags)
       if (given(flag))
         return fail("--" + std::string(flag) +
                     " acts in the shard stage, which this output does not run (it needs "
                     "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard "
                     "or later)");
+  // The schedule stage moves all-gathers: a step without any would
+  // silently ignore its flags.
+  if (opts.mode == Mode::Train && shardStageRuns)
+    for (const char *flag : {"prefetch", "limit-all-gathers"})
+      if (given(flag) && (!shardingRequested(opts) || opts.shard == ShardKind::None))
+        return fail("--" + std::string(flag) + " schedules the all-gathers of a sharded step, " +
+                    (opts.shard == ShardKind::None
+                         ? "and --shard=none has none"
+                         : "and this plan is not sharded (give --world-size=N or --shard)"));
   // --ckpt=auto chooses what to recompute against the budget.
   if (opts.ckpt == CkptKind::Auto && !opts.memBudget)
     return fail("--ckpt=auto needs --mem-budget=SIZE (it recomputes the fewest blocks that fit)");
@@ -537,6 +546,15 @@ bool fsdp::parseByteSize(const std::string &text, int64_t &bytes,
   else
     bytes = int64_t(value);
   return numerator * scale % denominator == 0 && value <= limit;
+}
+
+bool fsdp::shardingRequested(const CompileOptions &opts) {
+  if (opts.mode != Mode::Train || opts.worldSize > 1)
+    return opts.mode == Mode::Train;
+  for (const char *flag : kShardFlags)
+    if (opts.explicitlySet.count(flag))
+      return true;
+  return false;
 }
 
 double fsdp::effectiveWeightDecay(const CompileOptions &opts) {

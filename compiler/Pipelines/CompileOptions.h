@@ -139,6 +139,13 @@ bool validateCompileOptions(const CompileOptions &opts, std::string &error);
 /// --weight-decay as given, else torch's default for the optimizer.
 double effectiveWeightDecay(const CompileOptions &opts);
 
+/// The flags of the shard stage. A training plan is sharded when any is
+/// given or the world size exceeds one; otherwise it stays a plain
+/// single-rank step (no flat buffers, no collectives).
+inline constexpr const char *kShardFlags[] = {"world-size", "shard", "wrap", "param-dtype",
+                                              "reduce-dtype"};
+bool shardingRequested(const CompileOptions &opts);
+
 /// Parses a byte count such as "80GiB", "1.5GB" or "1000". Units are
 /// case-sensitive: B, KB, MB, GB, TB (powers of 1000) and KiB, MiB, GiB, TiB
 /// (powers of 1024). The result must be a whole number of bytes that fits in

@@ -70,7 +70,6 @@ bool isScheduled(mlir::ModuleOp module) {
 
 } // namespace
 
-const char *const kShardFlags[] = {"world-size", "shard", "wrap", "param-dtype", "reduce-dtype"};
 
 Stage lastRequestedStage(const CompileOptions &opts) {
   return opts.stopAfter.value_or(Stage::Memory);
@@ -161,15 +160,6 @@ std::string shardStrategyName(const CompileOptions &opts) {
   case ShardKind::Hybrid: return "hybrid:" + std::to_string(opts.hybridGroupSize);
   }
   return "";
-}
-
-bool shardingRequested(const CompileOptions &opts) {
-  if (opts.mode != Mode::Train || opts.worldSize > 1)
-    return opts.mode == Mode::Train;
-  for (const char *flag : kShardFlags)
-    if (opts.explicitlySet.count(flag))
-      return true;
-  return false;
 }
 
 mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts) {

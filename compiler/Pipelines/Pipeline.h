@@ -44,11 +44,6 @@ ScheduleOptions scheduleOptionsFor(const CompileOptions &opts);
 /// --mem-budget's planned alternatives emit the same plan.
 PlanEmitOptions planEmitOptionsFor(const CompileOptions &opts);
 
-/// The flags of the shard stage. A training plan is sharded when any is
-/// given or the world size exceeds one; otherwise it stays a plain
-/// single-rank step (no flat buffers, no collectives).
-extern const char *const kShardFlags[5];
-bool shardingRequested(const CompileOptions &opts);
 /// --shard as written: "full", "grad-op", "none" or "hybrid:G".
 std::string shardStrategyName(const CompileOptions &opts);
 

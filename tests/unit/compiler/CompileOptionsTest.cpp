@@ -419,6 +419,15 @@ TEST(CompileOptionsTest, CrossFlagRules) {
        ""},
       {{"--mode=forward", "--param-dtype=bf16"}, "--param-dtype requires --mode=train"},
       {{"--emit=mlir", "--mem-budget=8GiB"}, "--mem-budget requires --emit=plan or --emit=report"},
+      // Scheduling flags need all-gathers to schedule.
+      {{"--prefetch=2"},
+       "--prefetch schedules the all-gathers of a sharded step, and this plan is not sharded "
+       "(give --world-size=N or --shard)"},
+      {{"--world-size=2", "--shard=none", "--limit-all-gathers=1"},
+       "--limit-all-gathers schedules the all-gathers of a sharded step, and --shard=none has "
+       "none"},
+      {{"--world-size=2", "--prefetch=2", "--limit-all-gathers=3"}, ""},
+      {{"--shard=full", "--prefetch=0"}, ""},
       {{"--emit=plan", "--mem-budget=8GiB"}, ""},
       // Distribution flags need the shard stage to run.
       {{"--emit=mlir", "--stop-after=train", "--world-size=2"},

@@ -385,6 +385,14 @@ Status createMpiWorld(std::unique_ptr<Communicator> &out) {
     state.weInitialized = true;
     std::atexit(finalizeAtExit);
   }
+  // Collectives run on the executor's communication thread while split and
+  // weight gathers run on the rank's main thread, one at a time: that is
+  // MPI_THREAD_SERIALIZED, whoever initialized MPI.
+  int level = MPI_THREAD_SINGLE;
+  FSDP_MPI_RETURN_IF_ERROR(MPI_Query_thread(&level));
+  if (level < MPI_THREAD_SERIALIZED)
+    return Status::error(cat("MPI world: this MPI provides thread level ", level,
+                             ", below MPI_THREAD_SERIALIZED, which fsdp-run needs"));
   MPI_Comm world = MPI_COMM_NULL;
   // Errors on MPI_COMM_WORLD itself stay fatal (MPI's default); the
   // duplicate returns them so they become Statuses.

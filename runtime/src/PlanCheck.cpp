@@ -385,6 +385,9 @@ Status checkParameter(const plan::Parameter &param, size_t index, const plan::Pl
     return Status::error(cat(what, " is ", dtypeName(static_cast<DType>(param.dtype())),
                              ", its unit ", param.unit(), " ",
                              dtypeName(static_cast<DType>(unit->dtype()))));
+  // The executor builds a TensorRef (at most kMaxRank dims) from it.
+  if (!param.shape() || param.shape()->size() > static_cast<size_t>(kMaxRank))
+    return Status::error(cat(what, ": shape missing or of rank above ", kMaxRank));
   uint64_t numel = 1;
   for (size_t d = 0; d < count(param.shape()); ++d) {
     int64_t dim = param.shape()->Get(d);

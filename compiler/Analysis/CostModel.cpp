@@ -13,6 +13,7 @@
 #include "fsdp/runtime/DType.h"
 #include "fsdp/runtime/PlanFile.h"
 #include "runtime/schema/plan_generated.h"
+#include "runtime/src/PlanCheck.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -85,10 +86,6 @@ uint64_t numel(const plan::Buffer *b) {
   return n;
 }
 
-bool isCollective(Kernel k) {
-  return k == Kernel::AllGather || k == Kernel::ReduceScatter || k == Kernel::AllReduce;
-}
-
 /// A data-movement kernel that leaves its result in its operand's bytes
 /// (a view the emitter kept as an instruction) moves nothing.
 bool isView(const plan::Plan &p, const plan::Instruction &inst) {
@@ -154,13 +151,14 @@ InstructionCost predictInstruction(const plan::Plan &p, uint32_t index,
   if (isView(p, inst))
     return cost;
 
-  if (isCollective(k)) {
-    // ints: AllGather [group_size, ranks...]; ReduceScatter and AllReduce
-    // [reduction, group_size, ranks...]. S is the full (unsharded) tensor:
-    // the all-gather's result, the reduce-scatter's and all-reduce's operand.
-    size_t at = k == Kernel::AllGather ? 0 : 1;
-    int64_t g = count(inst.ints()) > at ? inst.ints()->Get(at) : 1;
-    cost.groupSize = static_cast<uint32_t>(std::max<int64_t>(g, 1));
+  if (rt::isCollective(static_cast<uint16_t>(k))) {
+    // S is the full (unsharded) tensor: the all-gather's result, the
+    // reduce-scatter's and all-reduce's operand.
+    rt::CollectiveGroups groups;
+    bool known = count(inst.ints()) &&
+                 rt::readCollectiveGroups(static_cast<uint16_t>(k), inst.ints()->data(),
+                                          count(inst.ints()), groups);
+    cost.groupSize = static_cast<uint32_t>(std::max<int64_t>(known ? groups.groupSize : 1, 1));
     cost.bytes = k == Kernel::AllGather ? written : read;
     cost.bound = CostBound::Communication;
     if (cost.groupSize == 1) {

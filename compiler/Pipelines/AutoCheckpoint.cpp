@@ -32,7 +32,9 @@ FailureOr<int64_t> countBlocks(ModuleOp imported, const CompileOptions &opts) {
   trainOnly.stopAfter = Stage::Train;
   if (failed(runStages(*module, trainOnly)))
     return failure();
-  FailureOr<RecomputeResult> found = recomputeActivations(*module, {});
+  RecomputeOptions countOnly;
+  countOnly.maxBlocks = 0; // find the blocks, rewrite none
+  FailureOr<RecomputeResult> found = recomputeActivations(*module, countOnly);
   if (failed(found))
     return failure();
   return found->blocks;

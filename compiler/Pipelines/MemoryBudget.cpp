@@ -17,27 +17,14 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 
 using namespace mlir;
 
 namespace fsdp {
 
 std::string formatBytes(uint64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[64];
-  if (unit == 0)
-    std::snprintf(text, sizeof(text), "%llu B", static_cast<unsigned long long>(bytes));
-  else
-    std::snprintf(text, sizeof(text), "%.2f %s (%llu B)", value, units[unit],
-                  static_cast<unsigned long long>(bytes));
-  return text;
+  // The report's human size, with the exact count once it is rounded.
+  return bytes < 1024 ? humanSize(bytes) : humanSize(bytes) + " (" + std::to_string(bytes) + " B)";
 }
 
 FailureOr<std::vector<uint8_t>> emitPlanInMemory(ModuleOp module, const CompileOptions &opts) {

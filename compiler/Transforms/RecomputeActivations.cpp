@@ -199,12 +199,10 @@ FailureOr<RecomputeResult> Recomputer::run() {
     return failure();
   RecomputeResult result;
   result.blocks = static_cast<int64_t>(regions.size());
-  for (const Region &region : regions) {
-    if (options.maxBlocks >= 0 && result.checkpointed >= options.maxBlocks)
-      break;
-    rewrite(region);
-    ++result.checkpointed;
-  }
+  size_t count = options.maxBlocks < 0 ? regions.size()
+                                       : std::min<size_t>(regions.size(), options.maxBlocks);
+  for (size_t i = 0; i < count; ++i)
+    rewrite(regions[i]);
   return result;
 }
 

@@ -57,10 +57,9 @@ struct RecomputeOptions {
   int64_t maxBlocks = -1;
 };
 
-/// What the rewrite found and did.
+/// What the rewrite found.
 struct RecomputeResult {
-  int64_t blocks = 0;       // blocks found in the forward pass
-  int64_t checkpointed = 0; // blocks rewritten (the first ones)
+  int64_t blocks = 0; // blocks found in the forward pass
 };
 
 /// Rewrites @train_step as described above. Fails (with a diagnostic) when

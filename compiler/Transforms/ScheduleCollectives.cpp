@@ -211,7 +211,7 @@ void Scheduler::overlapOptimizer() {
     Value grad = isa<nn::AdamWOp>(update) ? cast<nn::AdamWOp>(update).getGrad()
                                           : cast<nn::SgdOp>(update).getGrad();
     Operation *reduce = grad.getDefiningOp();
-    if (!reduce || !isa<dist::ReduceScatterOp, dist::AllReduceOp>(reduce))
+    if (!reduce || !isReduction(reduce))
       continue;
     // One reduction of slack (the next unit's backward runs while the
     // gradient is reduced), so the compute stream does not stall on it...

@@ -87,12 +87,19 @@ fsdp::WeightLookup weightsFrom(std::shared_ptr<const fsdp::onnx::Model> model) {
 /// 0 when no --mem-budget is given or the plan's per-rank peak fits it;
 /// otherwise reports what is live at the peak and planned alternatives
 /// (compiled from `imported`, the module before any stage) and returns 1.
-int checkBudget(const fsdp::CompileOptions &opts, ModuleOp imported, uint64_t peakBytes) {
+/// `report` is the plan's own when the caller has it; otherwise the plan is
+/// analyzed again for the message.
+int checkBudget(const fsdp::CompileOptions &opts, ModuleOp imported, uint64_t peakBytes,
+                const fsdp::MemoryReport *report = nullptr) {
   if (!opts.memBudget || peakBytes <= static_cast<uint64_t>(*opts.memBudget))
     return 0;
-  FailureOr<fsdp::MemoryReport> report = fsdp::planMemory(imported, opts);
-  if (failed(report))
-    return 1;
+  FailureOr<fsdp::MemoryReport> analyzed;
+  if (!report) {
+    analyzed = fsdp::planMemory(imported, opts);
+    if (failed(analyzed))
+      return 1;
+    report = &*analyzed;
+  }
   return fail(fsdp::overBudgetMessage(*report, *opts.memBudget,
                                       fsdp::suggestSmallerPlans(imported, opts)));
 }
@@ -138,13 +145,12 @@ int emitReport(const fsdp::CompileOptions &opts, ModuleOp module, ModuleOp impor
   if (failed(bytes))
     return 1;
   const fsdp::plan::Plan &plan = *fsdp::plan::GetPlan(bytes->data());
-  fsdp::PlannedStep step{fsdp::analyzeMemory(plan),
-                         fsdp::predictStep(plan, fsdp::deviceProfile(opts.device))};
-  if (int rc = checkBudget(opts, imported, step.memory.peakBytes))
+  const fsdp::DeviceProfile &device = fsdp::deviceProfile(opts.device);
+  fsdp::PlannedStep step{fsdp::analyzeMemory(plan), fsdp::predictStep(plan, device)};
+  if (int rc = checkBudget(opts, imported, step.memory.peakBytes, &step.memory))
     return rc;
   fsdp::MemoryReport report = step.memory;
-  report.predicted =
-      fsdp::predictedTimeOf(step.prediction, fsdp::deviceProfile(opts.device));
+  report.predicted = fsdp::predictedTimeOf(step.prediction, device);
   if (opts.mode == fsdp::Mode::Train)
     report.configurations = fsdp::compareConfigurations(imported, opts, step);
   auto output = openOutput(opts.outputPath);

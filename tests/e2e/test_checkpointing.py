@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -42,16 +41,13 @@ WORLDS = [("N=1", [], 1), ("N=2 full", ["--world-size=2", "--shard=full", "--wra
 CKPTS = ["none", "blocks", "selective"]
 
 
-class Failure(Exception):
-    pass
+# One failure type for this file's commands and test_train_parity's readers
+# (metrics, safetensors), so either becomes a FAIL row.
+Failure = tp.Failure
 
 
 def run(command):
-    result = subprocess.run(command, capture_output=True, text=True, timeout=fp.TIMEOUT)
-    if result.returncode != 0:
-        raise Failure(f"exit {result.returncode}: {' '.join(command)}\n"
-                      f"{(result.stderr or result.stdout).strip()[-2000:]}")
-    return result.stdout
+    return fp.run(command).stdout
 
 
 def dataset(tmp, entry, model, world):

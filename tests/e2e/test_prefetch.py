@@ -8,7 +8,7 @@ worker thread per rank in fsdp-run), so every --prefetch=K and
 saved weights as --prefetch=0. Checked on a 4-block GPT exported by
 tests/models/export_models.py (so K = 2 reaches past the next unit) and the
 shipped 2-block gpt-tiny, at world sizes 2 and 4 with in-process ranks, and
-once under `mpirun -np 2` when mpirun exists; plus --shard=grad-op and
+once under `mpirun -np 2`; plus --shard=grad-op and
 hybrid:2 with prefetch. Each plan is also checked in `fsdp-run --dump` to
 really have a communication stream, and the prefetched plans to issue some
 all-gather before the instruction right before its first reader (so a
@@ -148,8 +148,11 @@ def main():
                 def same(flags=flags, name=name, world=world, base=base):
                     losses, weights, dump = train(name, world, flags)
                     _, lead0 = gather_lead(base["run"][2])
-                    _, lead = gather_lead(dump)
-                    if flags and "--limit-all-gathers=1" not in flags and lead <= lead0:
+                    streams, lead = gather_lead(dump)
+                    if not streams:
+                        return "no communication stream"
+                    # The defaults are --prefetch=1 --limit-all-gathers=2.
+                    if "--limit-all-gathers=1" not in flags and lead <= lead0:
                         return f"no gather is issued earlier than at --prefetch=0 (lead {lead})"
                     if losses != base["run"][0]:
                         return f"losses {losses} != {base['run'][0]}"
@@ -162,6 +165,10 @@ def main():
         def strategy(flags=flags, world=world):
             a = train("gpt4", world, flags + ["--prefetch=0"])
             b = train("gpt4", world, flags + ["--prefetch=2"])
+            if len(a[0]) != STEPS:
+                return f"losses {a[0]}"
+            if gather_lead(b[2])[1] <= gather_lead(a[2])[1]:
+                return "no gather is issued earlier than at --prefetch=0"
             return "" if a[:2] == b[:2] else "losses or weights differ"
         check(f"gpt4 N={world} {' '.join(flags)} --prefetch=2 == --prefetch=0 (bits)", strategy)
     if args.mpirun:
@@ -171,7 +178,9 @@ def main():
             return "" if a[:2] == b[:2] else "losses or weights differ"
         check("gpt4 mpirun -np 2 --prefetch=2 == in-process --prefetch=0 (bits)", mpi)
     else:
-        rows.append(("mpirun (not installed)", "SKIP"))
+        # setup.sh installs Open MPI: a missing mpirun is a broken setup.
+        rows.append(("mpirun", "FAIL"))
+        failures.append("mpirun: not on PATH (pass --mpirun)")
 
     width = max(len(r[0]) for r in rows)
     for label, result in rows:

@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fsdp/runtime/PlanFile.h"
+#include "fsdp/runtime/TensorRef.h"
 #include "runtime/schema/plan_generated.h"
 
 #include <gtest/gtest.h>
@@ -479,6 +480,10 @@ TEST_F(ShardedPlanTest, ParametersAreChecked) {
                  "parameter 'frozen': buffer 77 of 10 does not exist");
   EXPECT_REFUSED(refusal([](ShardSpec &s) { s.params[2].dtype = plan::DType::F32; }),
                  "parameter 'frozen' does not match its buffer");
+  // The executor sizes a TensorRef (at most kMaxRank dims) by a sharded
+  // parameter's shape; a deeper one would overflow it.
+  EXPECT_REFUSED(refusal([](ShardSpec &s) { s.params[0].shape.assign(rt::kMaxRank + 1, 1); }),
+                 "parameter 'a': shape missing or of rank above 8");
 }
 
 } // namespace

@@ -337,7 +337,7 @@ Status Executor::bindingBuffer(bool input, const std::string &name, uint32_t &bu
   const auto *bindings = input ? plan_.plan().inputs() : plan_.plan().outputs();
   if (bindings)
     for (const plan::Binding *binding : *bindings)
-      if (binding->name()->str() == name) {
+      if (binding->name()->string_view() == name) {
         buffer = binding->buffer();
         return Status::ok();
       }
@@ -552,9 +552,7 @@ Status Executor::setStep(int64_t step) {
   return Status::ok();
 }
 
-bool Executor::isTraining() const {
-  return plan_.plan().mode() && plan_.plan().mode()->str() == "train";
-}
+bool Executor::isTraining() const { return plan_.isTraining(); }
 
 std::string Executor::lossOutput() const {
   return plan_.plan().loss_output() ? plan_.plan().loss_output()->str() : "";

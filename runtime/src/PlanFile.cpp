@@ -49,6 +49,10 @@ std::string LoadedPlan::directory() const {
   return slash == std::string::npos ? "." : path_.substr(0, slash);
 }
 
+bool LoadedPlan::isTraining() const {
+  return plan_->mode() && plan_->mode()->string_view() == "train";
+}
+
 Status loadPlan(const std::string &path, LoadedPlan &out) {
   detail::InputFile file;
   FSDP_RETURN_IF_ERROR(detail::withContext(path, file.open(path)));

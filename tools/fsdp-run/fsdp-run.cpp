@@ -265,18 +265,14 @@ Status runForward(const RunOptions &opts, Executor &executor) {
   return Status::ok();
 }
 
-bool isTrainingPlan(const LoadedPlan &plan) {
-  return plan.plan().mode() && plan.plan().mode()->str() == "train";
-}
-
 /// The start-up agreement of a multi-rank run: every rank holds the same
 /// plan, compiled for as many ranks as there are.
 Status checkRanksAgree(const RunOptions &opts, const LoadedPlan &plan, Communicator &comm) {
   if (Status s = comm.checkSameOnAllRanks(plan.hash(), "the plan (content hash)"); !s)
     return Status::error(s.message() + "; every rank must run the same plan file");
+  // The hash covers the whole plan, world size included: ranks that agree
+  // on it agree on the world size, which must then be the number started.
   uint32_t planWorld = plan.plan().world_size();
-  if (Status s = comm.checkSameOnAllRanks(planWorld, "the plan's world size"); !s)
-    return s;
   if (comm.size() != static_cast<int>(planWorld))
     return Status::error(cat(opts.planPath, ": compiled for world size ", planWorld, ", but ",
                              comm.size(), " ranks were started (mpirun -np ", planWorld,
@@ -324,7 +320,7 @@ Status runRank(const RunOptions &opts, const LoadedPlan &plan, Communicator *com
   if (s)
     s = executor->loadWeights(opts.weightsPath);
   if (s)
-    s = isTrainingPlan(plan) ? runTraining(opts, *executor) : runForward(opts, *executor);
+    s = plan.isTraining() ? runTraining(opts, *executor) : runForward(opts, *executor);
   if (s || !multiRank)
     return s;
   failures->report(comm->rank(), s.message());
@@ -389,7 +385,7 @@ int run(const RunOptions &opts) {
     return fail(cat("--world-size=", *opts.worldSize, ": ", opts.planPath,
                     " was compiled for world size ", planWorld,
                     " (recompile with fsdp-opt --world-size=", *opts.worldSize, ")"));
-  if (!isTrainingPlan(plan)) {
+  if (!plan.isTraining()) {
     if (std::string flag = trainingFlagGiven(opts); !flag.empty())
       return fail(flag + ": only training plans take it, and " + opts.planPath +
                   " is a forward plan (compile without --mode=forward)");

@@ -51,6 +51,8 @@ public:
   const std::string &path() const { return path_; }
   /// Directory of the plan file (where its weights file lives).
   std::string directory() const;
+  /// Whether the plan is a training step (mode "train").
+  bool isTraining() const;
 
 private:
   friend Status loadPlan(const std::string &path, LoadedPlan &out);

@@ -13,6 +13,8 @@
 
 #include "compiler/Transforms/RecomputeActivations.h"
 
+#include "compiler/Analysis/TrainableParameters.h"
+
 #include "compiler/Analysis/WrapPolicy.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
 #include "compiler/Transforms/ShardParameters.h"
@@ -68,30 +70,15 @@ private:
 LogicalResult Recomputer::findRegions() {
   // Trainable parameters (those with an update), in model order: the
   // parameters the shard stage wraps, so a checkpointed block is a unit.
-  llvm::StringMap<BlockArgument> byName;
-  for (BlockArgument arg : body.getArguments())
-    if (auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kParamAttr))
-      byName[name.getValue()] = arg;
-  SmallVector<BlockArgument> trainable;
-  for (unsigned i = 0; i < step.getNumResults(); ++i)
-    if (auto name = step.getResultAttrOfType<StringAttr>(i, nn::kUpdateAttr))
-      if (BlockArgument arg = byName.lookup(name.getValue()))
-        trainable.push_back(arg);
-  llvm::sort(trainable, [](BlockArgument a, BlockArgument b) {
-    return a.getArgNumber() < b.getArgNumber();
-  });
-  std::vector<ParamInfo> infos;
-  for (BlockArgument arg : trainable)
-    infos.push_back({step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kParamAttr).str(),
-                     cast<ShapedType>(arg.getType()).getNumElements()});
-  std::vector<WrapUnit> units = formUnits(infos, WrapPolicy{});
+  std::vector<TrainableParameter> trainable = trainableParameters(step);
+  std::vector<WrapUnit> units = formUnits(wrapInfos(trainable), WrapPolicy{});
   if (units.size() < 2)
     return step.emitError("no repeated blocks to checkpoint: no trainable parameter names a "
                           "numbered block (such as 'layers.0.' or 'blocks.3.')");
   llvm::DenseMap<Value, size_t> unitOf;
   for (auto [u, unit] : llvm::enumerate(units))
     for (size_t p : unit.params)
-      unitOf[trainable[p]] = u;
+      unitOf[trainable[p].arg] = u;
 
   // One scan: a region opens at the first op reading a block's parameter
   // and closes before the next op reading another unit's parameter.

@@ -26,6 +26,7 @@
 #include "compiler/Transforms/ShardParameters.h"
 
 #include "compiler/Analysis/FlatLayout.h"
+#include "compiler/Analysis/TrainableParameters.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
@@ -131,45 +132,31 @@ private:
 };
 
 LogicalResult Sharder::collectTrainables() {
-  llvm::StringMap<BlockArgument> params;
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
     if (step.getArgAttr(i, kUnitAttr))
       return step.emitError("@train_step is already sharded");
-    if (auto name = step.getArgAttrOfType<StringAttr>(i, nn::kParamAttr))
-      params[name.getValue()] = arg;
     if (auto name = step.getArgAttrOfType<StringAttr>(i, nn::kStateAttr))
       stateArgs[name.getValue()] = arg;
   }
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-    auto name = step.getResultAttrOfType<StringAttr>(i, nn::kUpdateAttr);
-    if (!name || !params.count(name.getValue()))
-      continue;
-    Operation *update = value.getDefiningOp();
-    BlockArgument arg = params[name.getValue()];
-    if (!update || !isa<nn::AdamWOp, nn::SgdOp>(update) || update->getOperand(0) != arg)
+  for (const TrainableParameter &p : trainableParameters(step)) {
+    Operation *update = p.newValue.getDefiningOp();
+    if (!update || !isa<nn::AdamWOp, nn::SgdOp>(update) || update->getOperand(0) != p.arg)
       return step.emitError("the update of parameter '")
-             << name.getValue() << "' is not an optimizer op on it (run fsdp-apply-optimizer)";
-    if (!isa<FloatType>(cast<RankedTensorType>(arg.getType()).getElementType()))
-      return step.emitError("parameter '") << name.getValue() << "' is not a float tensor";
-    trainables.push_back({name.str(), arg, update});
+             << p.name << "' is not an optimizer op on it (run fsdp-apply-optimizer)";
+    if (!isa<FloatType>(cast<RankedTensorType>(p.arg.getType()).getElementType()))
+      return step.emitError("parameter '") << p.name << "' is not a float tensor";
+    trainables.push_back({p.name, p.arg, update});
   }
-  // Model order, which the wrap policy and the flat layout follow.
-  llvm::sort(trainables, [](const Trainable &a, const Trainable &c) {
-    return a.arg.getArgNumber() < c.arg.getArgNumber();
-  });
   if (trainables.empty())
     return step.emitError("no parameter has an optimizer update: nothing to shard");
   return success();
 }
 
 void Sharder::formGroups() {
-  std::vector<ParamInfo> infos;
-  for (const Trainable &t : trainables)
-    infos.push_back({t.name, cast<RankedTensorType>(t.arg.getType()).getNumElements()});
   const int64_t shardRanks = shardGroupSize(options);
-  std::vector<WrapUnit> units = formUnits(infos, options.wrap);
+  // The same list collectTrainables validated, in the same order.
+  std::vector<WrapUnit> units = formUnits(wrapInfos(trainableParameters(step)), options.wrap);
   for (auto [u, unit] : llvm::enumerate(units)) {
     // One flat buffer per (optimizer op, attributes, element type): a
     // FlatParameter has one optimizer setting (e.g. --no-decay splits).

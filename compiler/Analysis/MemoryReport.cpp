@@ -107,6 +107,7 @@ struct Owner {
   uint64_t offset = 0, extent = 0;
   size_t start = 0, end = 0; // live over instructions [start, end]
   Category category = Category::Activations;
+  uint32_t buffer = 0; // the buffer whose write (or first read) made it
 };
 
 /// Which owner holds each arena byte now: start offset -> (end, owner),
@@ -149,6 +150,7 @@ struct ArenaResult {
   uint64_t gradients = 0, activations = 0, communication = 0; // at livePeak
   size_t peakInstruction = 0;
   std::vector<uint64_t> liveBytes; // per instruction
+  std::vector<Owner> liveAtPeak;   // largest first
 };
 
 /// Finds every arena buffer's owner and the owners' lifetimes and
@@ -173,6 +175,7 @@ std::vector<Owner> findOwners(const plan::Plan &p) {
       if (owner == ArenaMap::npos) {
         owner = owners.size();
         owners.push_back({b->offset(), alignedExtent(b->size()), t, t});
+        owners.back().buffer = index;
       }
       ownerOf[index] = owner;
     }
@@ -197,8 +200,10 @@ std::vector<Owner> findOwners(const plan::Plan &p) {
         if (!o)
           continue;
         // An all-gather's send buffer (the cast shard) is communication;
-        // what an optimizer reads as its gradient is a gradient.
-        bool gradOperand = i == 1 && (k == Kernel::AdamW || k == Kernel::Sgd);
+        // what an optimizer reads as its gradient, and the parameter
+        // gradients a Flatten packs for its reduce-scatter, are gradients.
+        bool gradOperand =
+            (i == 1 && (k == Kernel::AdamW || k == Kernel::Sgd)) || k == Kernel::Flatten;
         if (k == Kernel::AllGather)
           o->category = Category::Communication;
         else if (gradOperand && o->category == Category::Activations)
@@ -215,6 +220,7 @@ std::vector<Owner> findOwners(const plan::Plan &p) {
         const plan::Buffer *b = p.buffers()->Get(index);
         ownerOf[index] = owners.size();
         owners.push_back({b->offset(), alignedExtent(b->size()), t, t});
+        owners.back().buffer = index;
         map.paint(b->offset(), b->offset() + alignedExtent(b->size()), ownerOf[index]);
       }
       Owner &o = owners[ownerOf[index]];
@@ -241,6 +247,24 @@ std::vector<Owner> findOwners(const plan::Plan &p) {
         break;
       }
     }
+  }
+  // A parameter's gradient is often assembled before it is packed: partial
+  // gradients summed (a shared embedding's two GatherGrads), a transposed
+  // matmul result turned back. Walking backwards, the operands of a
+  // same-shape Add, Transpose, Cast or Copy whose result is a gradient are
+  // gradients too (an activation is never summed into a gradient).
+  for (size_t t = numInsts; t-- > 0;) {
+    const plan::Instruction *inst = p.instructions()->Get(t);
+    Kernel k = inst->kernel();
+    if ((k != Kernel::Add && k != Kernel::Transpose && k != Kernel::Cast && k != Kernel::Copy) ||
+        !inst->inputs() || !inst->outputs() || inst->outputs()->size() != 1)
+      continue;
+    uint32_t out = inst->outputs()->Get(0);
+    if (!isArena(out) || owners[ownerOf[out]].category != Category::Gradients)
+      continue;
+    for (uint32_t in : *inst->inputs())
+      if (isArena(in) && owners[ownerOf[in]].category == Category::Activations)
+        owners[ownerOf[in]].category = Category::Gradients;
   }
   return owners;
 }
@@ -309,7 +333,24 @@ ArenaResult replayArena(const plan::Plan &p) {
         }
     }
   }
+  for (const Owner &o : owners)
+    if (o.start <= result.peakInstruction && result.peakInstruction <= o.end)
+      result.liveAtPeak.push_back(o);
+  std::stable_sort(result.liveAtPeak.begin(), result.liveAtPeak.end(),
+                   [](const Owner &a, const Owner &b) { return a.extent > b.extent; });
   return result;
+}
+
+const char *categoryName(Category c) {
+  switch (c) {
+  case Category::Gradients:
+    return "gradient";
+  case Category::Communication:
+    return "gathered parameters";
+  case Category::Activations:
+    break;
+  }
+  return "activation";
 }
 
 const char *dtypeName(plan::DType t) {
@@ -350,6 +391,13 @@ MemoryReport analyzeMemory(const plan::Plan &p) {
   if (arena.peakInstruction < report.instructions)
     report.peakInstructionName = str(p.instructions()->Get(arena.peakInstruction)->name());
   report.activationsBytes = arena.activationsPeak;
+  for (const Owner &o : arena.liveAtPeak) {
+    if (report.largestAtPeak.size() == kLargestAtPeak)
+      break;
+    const plan::Buffer *b = p.buffers()->Get(o.buffer);
+    report.largestAtPeak.push_back({str(b->name()), o.extent, categoryName(o.category),
+                                    o.start, o.end});
+  }
 
   // SPMD: every rank runs this plan over this layout, so each rank's row is
   // the same one.
@@ -473,6 +521,14 @@ std::string renderJson(const MemoryReport &r) {
   os << "  \"peak_instruction_name\": " << jsonString(r.peakInstructionName) << ",\n";
   os << "  \"constant_bytes\": " << r.constantBytes << ",\n";
   os << "  \"instructions\": " << r.instructions << ",\n";
+  os << "  \"largest_at_peak\": [";
+  for (size_t i = 0; i < r.largestAtPeak.size(); ++i) {
+    const LiveTensor &l = r.largestAtPeak[i];
+    os << (i ? ",\n" : "\n") << "    {\"name\": " << jsonString(l.name) << ", \"bytes\": " << l.bytes
+       << ", \"category\": " << jsonString(l.category) << ", \"first_instruction\": " << l.first
+       << ", \"last_instruction\": " << l.last << "}";
+  }
+  os << (r.largestAtPeak.empty() ? "],\n" : "\n  ],\n");
   if (r.predicted) {
     const PredictedTime &t = *r.predicted;
     os << "  \"device\": " << jsonString(t.device) << ",\n";
@@ -576,6 +632,15 @@ std::string renderText(const MemoryReport &r) {
     line("arena live peak", r.arenaLivePeak,
          "of arena " + std::to_string(r.arenaBytes) + ", " + at);
     line("constants", r.constantBytes, "read in place from the plan file");
+  }
+
+  if (!r.largestAtPeak.empty()) {
+    os << "\nlargest arena tensors live at the peak (instruction " << r.peakInstruction << "):\n";
+    std::vector<std::vector<std::string>> liveRows;
+    for (const LiveTensor &l : r.largestAtPeak)
+      liveRows.push_back({l.name, l.category, humanSize(l.bytes),
+                          std::to_string(l.first) + ".." + std::to_string(l.last)});
+    printTable(os, {"tensor", "kind", "bytes", "live over"}, liveRows, /*namesFirst=*/true);
   }
 
   os << "\nunits (" << r.units.size() << "):\n";

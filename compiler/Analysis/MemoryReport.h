@@ -10,9 +10,10 @@
 // the instruction stream: each arena byte range is live from the
 // instruction that writes it to the last one that reads it or a view of it,
 // and is a gathered parameter (communication: AllGather results and send
-// buffers), a gradient (Flatten and ReduceScatter results, AllReduce
-// results unless the operand is an activation such as the loss, what an
-// optimizer reads as its gradient) or an activation (everything else); a
+// buffers), a gradient (Flatten operands and results, ReduceScatter
+// results, AllReduce results unless the operand is an activation such as
+// the loss, what an optimizer reads as its gradient) or an activation
+// (everything else); a
 // Cast or Copy of a gathered parameter or a gradient (mixed precision's
 // casts around the collectives) stays in its source's category. The
 // categories are reported at the instruction where live arena bytes peak,
@@ -51,6 +52,17 @@ struct RankMemory {
   /// another instruction than the arena's peak).
   uint64_t activationsPeak = 0;
 };
+
+/// An arena tensor live at the peak: what a user would shrink first.
+struct LiveTensor {
+  std::string name;     // the plan buffer's value name
+  uint64_t bytes = 0;   // its aligned extent in the arena
+  std::string category; // "activation", "gradient" or "gathered parameters"
+  size_t first = 0, last = 0; // live over instructions [first, last]
+};
+
+/// How many of the largest tensors live at the peak a report lists.
+inline constexpr size_t kLargestAtPeak = 8;
 
 /// One shard unit (FSDP's FlatParameter) as the plan lays it out.
 struct UnitMemory {
@@ -102,6 +114,8 @@ struct MemoryReport {
   /// The largest activation bytes live at any instruction, over all ranks.
   uint64_t activationsBytes = 0;
   size_t instructions = 0;
+  /// The largest arena tensors live at the peak instruction, largest first.
+  std::vector<LiveTensor> largestAtPeak;
   /// One row per rank, rank order. The plan is SPMD (every rank runs the
   /// same instructions over the same buffer layout), so the rows are equal;
   /// they are listed per rank because that is the question a user asks.

@@ -10,6 +10,8 @@
 // as long as any view of it is still read. A parameter sliced out of its
 // unit's gathered flat buffer (fsdp.flat_view) is a view too: that is how
 // a gathered unit stays alive exactly while any of its parameters is read.
+// So is a slice that is one aligned run of its input (a row range of a
+// weight, such as attention's packed q/k/v projection split).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +31,9 @@ struct BufferViews {
   llvm::DenseSet<mlir::Operation *> foldedTransposes;
   /// Parameters read in place from a unit's flat buffer (fsdp.flat_view).
   llvm::DenseSet<mlir::Operation *> flatViews;
+  /// Slices whose result is one aligned run of their input's elements, and
+  /// the element offset of that run.
+  llvm::DenseMap<mlir::Operation *, int64_t> contiguousSlices;
   /// View result -> the value whose memory it reads (never itself a view).
   llvm::DenseMap<mlir::Value, mlir::Value> root;
   /// Root value -> the last op (other than views) that reads it or a view
@@ -40,7 +45,8 @@ struct BufferViews {
     return it == root.end() ? v : it->second;
   }
   bool isView(mlir::Operation *op) const {
-    return aliasedReshapes.count(op) || foldedTransposes.count(op) || flatViews.count(op);
+    return aliasedReshapes.count(op) || foldedTransposes.count(op) || flatViews.count(op) ||
+           contiguousSlices.count(op);
   }
 };
 

@@ -668,6 +668,10 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
       addView(op.getResult(0), op.getOperand(0), 0, locationName(op.getLoc()));
       continue;
     }
+    if (auto slice = views.contiguousSlices.find(&op); slice != views.contiguousSlices.end()) {
+      addView(op.getResult(0), op.getOperand(0), slice->second, locationName(op.getLoc()));
+      continue;
+    }
     if (auto view = dyn_cast<dist::FlatViewOp>(op); view && views.flatViews.count(&op)) {
       addView(view.getResult(), view.getFlat(), view.getOffset(), locationName(op.getLoc()));
       continue;

@@ -8,8 +8,8 @@
 //      first backward use; grad-op and the root unit get one gather before
 //      the first use of all; --shard=none reads the replicated flat buffer
 //      directly. Values the forward derives from parameters by pure views
-//      (transposes, reshapes) are re-derived from the backward copy, so no
-//      backward op keeps the forward copy alive.
+//      (transposes, reshapes, slices) are re-derived from the backward
+//      copy, so no backward op keeps the forward copy alive.
 //   2. Gradients. Right after the last of the group's gradients is
 //      computed, they are packed into the flat layout and reduced, so each
 //      unit's full-size gradients die as early as possible.
@@ -270,7 +270,10 @@ void Sharder::rewireUses(FlatGroup &g) {
 
   // Values the forward derives from members by views alone, and which
   // member (or derived value) each comes from.
+  // Their sources are recorded now: rewiring the forward window replaces
+  // a view's member operand with a view of the forward gather.
   llvm::SetVector<Value> derived;
+  llvm::DenseMap<Value, Value> sourceOf;
   llvm::DenseMap<Value, size_t> memberIndex;
   for (auto [i, p] : llvm::enumerate(g.members)) {
     derived.insert(trainables[p].arg);
@@ -279,8 +282,10 @@ void Sharder::rewireUses(FlatGroup &g) {
   for (Operation &op : body.without_terminator()) {
     if (!order.count(&op) || isBackward(&op))
       continue;
-    if (isa<nn::TransposeOp, nn::ReshapeOp>(op) && derived.count(op.getOperand(0)))
+    if (isa<nn::TransposeOp, nn::ReshapeOp, nn::SliceOp>(op) && derived.count(op.getOperand(0))) {
       derived.insert(op.getResult(0));
+      sourceOf[op.getResult(0)] = op.getOperand(0);
+    }
   }
 
   // The uses each window serves: 0 forward (or all), 1 backward.
@@ -328,7 +333,7 @@ void Sharder::rewireUses(FlatGroup &g) {
       } else {
         Operation *def = v.getDefiningOp();
         IRMapping mapping;
-        mapping.map(def->getOperand(0), materialize(def->getOperand(0)));
+        mapping.map(def->getOperand(0), materialize(sourceOf.lookup(v)));
         result = b.clone(*def, mapping)->getResult(cast<OpResult>(v).getResultNumber());
       }
       copy[v] = result;

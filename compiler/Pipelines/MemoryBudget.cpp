@@ -222,6 +222,13 @@ std::string overBudgetMessage(const MemoryReport &report, uint64_t budget,
           formatBytes(rank.optimizerState) + ", gradients " + formatBytes(rank.gradients) +
           ", gathered parameters " + formatBytes(rank.communication) + ", inputs/outputs " +
           formatBytes(rank.io) + ", unusable arena gaps " + formatBytes(rank.fragmentation);
+  // The few largest transient tensors there are what a user can act on.
+  const size_t named = std::min<size_t>(report.largestAtPeak.size(), 3);
+  for (size_t i = 0; i < named; ++i) {
+    const LiveTensor &t = report.largestAtPeak[i];
+    text += std::string(i ? "; " : "\n  largest there: ") + "'" + t.name + "' (" + t.category +
+            ", " + humanSize(t.bytes) + ")";
+  }
   std::vector<BudgetSuggestion> sorted = suggestions;
   std::stable_sort(sorted.begin(), sorted.end(),
                    [&](const BudgetSuggestion &a, const BudgetSuggestion &b) {

@@ -13,7 +13,7 @@
 namespace fsdp {
 
 FlatLayout computeFlatLayout(const std::vector<int64_t> &numels, int64_t worldSize,
-                             int64_t alignElements) {
+                             int64_t alignElements, bool alignShards) {
   FlatLayout layout;
   for (int64_t n : numels) {
     int64_t offset = (layout.flatNumel + alignElements - 1) / alignElements * alignElements;
@@ -21,6 +21,8 @@ FlatLayout computeFlatLayout(const std::vector<int64_t> &numels, int64_t worldSi
     layout.flatNumel = offset + n;
   }
   layout.shardNumel = (layout.flatNumel + worldSize - 1) / worldSize;
+  if (alignShards)
+    layout.shardNumel = (layout.shardNumel + alignElements - 1) / alignElements * alignElements;
   layout.paddedNumel = layout.shardNumel * worldSize;
   return layout;
 }

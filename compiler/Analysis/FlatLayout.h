@@ -34,9 +34,11 @@ struct FlatLayout {
 };
 
 /// `numels` in unit order; worldSize >= 1; every offset is a multiple of
-/// `alignElements` (>= 1).
+/// `alignElements` (>= 1), and so is the shard size with
+/// `alignShards` (a shard that is a chunk of the gathered buffer in place
+/// must start aligned on every rank).
 FlatLayout computeFlatLayout(const std::vector<int64_t> &numels, int64_t worldSize,
-                             int64_t alignElements = 1);
+                             int64_t alignElements = 1, bool alignShards = false);
 
 } // namespace fsdp
 

@@ -78,8 +78,10 @@ void classifyPersistent(const plan::Plan &p, RankMemory &row) {
       ranges.push_back({b->offset(), alignedExtent(b->size()), kind});
   };
   if (p.units())
-    for (const plan::Unit *u : *p.units())
+    for (const plan::Unit *u : *p.units()) {
       add(u->shard_buffer(), 0);
+      add(u->gathered_buffer(), 0);
+    }
   if (p.parameters())
     for (const plan::Parameter *param : *p.parameters())
       add(param->buffer(), 0);
@@ -423,6 +425,7 @@ MemoryReport analyzeMemory(const plan::Plan &p) {
     unit.dtype = dtypeName(u->dtype());
     unit.bytesPerRank =
         u->shard_numel() * rt::dtypeSize(static_cast<rt::DType>(static_cast<uint8_t>(u->dtype())));
+    unit.gatheredInPlace = u->gathered_buffer() != rt::kNoBuffer;
     report.units.push_back(std::move(unit));
   }
   return report;
@@ -556,7 +559,8 @@ std::string renderJson(const MemoryReport &r) {
        << ", \"parameters\": " << u.parameters << ", \"flat_numel\": " << u.flatNumel
        << ", \"padded_numel\": " << u.paddedNumel << ", \"shard_numel\": " << u.shardNumel
        << ", \"group_size\": " << u.groupSize << ", \"dtype\": " << jsonString(u.dtype)
-       << ", \"bytes_per_rank\": " << u.bytesPerRank << "}";
+       << ", \"bytes_per_rank\": " << u.bytesPerRank
+       << ", \"gathered_in_place\": " << (u.gatheredInPlace ? "true" : "false") << "}";
   }
   const char *unitsEnd = r.configurations.empty() ? "\n" : ",\n";
   os << (r.units.empty() ? "]" : "\n  ]") << unitsEnd;
@@ -608,7 +612,8 @@ std::string renderText(const MemoryReport &r) {
       std::string note;
     };
     const Line lines[] = {
-        {"parameters", k.parameters, "persistent: shards and replicated parameters"},
+        {"parameters", k.parameters,
+         "persistent: shards, units gathered in place, replicated parameters"},
         {"optimizer state", k.optimizerState, "persistent"},
         {"io", k.io, "persistent: inputs, outputs, lr, step"},
         {"gradients", k.gradients, "arena, live " + at},

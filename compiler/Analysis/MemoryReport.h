@@ -72,6 +72,9 @@ struct UnitMemory {
   uint32_t groupSize = 1;
   std::string dtype;
   uint64_t bytesPerRank = 0; // shard_numel x dtype size
+  /// Gathered once per step into a persistent buffer that holds the shard
+  /// in place: the rank holds the whole padded unit, not bytesPerRank.
+  bool gatheredInPlace = false;
 };
 
 /// The cost model's prediction of the reported plan's step, filled by the

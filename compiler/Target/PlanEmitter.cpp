@@ -47,6 +47,8 @@ struct BufferDesc {
   std::vector<int64_t> shape;
   plan::Region region;
   uint64_t offset = 0, size = 0;
+  uint64_t rankStride = 0; // plan.fbs Buffer.rank_stride / rank_group
+  uint32_t rankGroup = 1;
 };
 
 /// A row of the plan's parameter table (plan.fbs Parameter).
@@ -65,6 +67,7 @@ struct UnitEntry {
   uint64_t flatNumel = 0, paddedNumel = 0, shardNumel = 0;
   uint32_t shardBuffer = rt::kNoBuffer, groupSize = 1;
   rt::DType dtype = rt::DType::F32;
+  uint32_t gatheredBuffer = rt::kNoBuffer;
 };
 
 struct InstructionDesc {
@@ -137,12 +140,20 @@ private:
   /// Flat-parameter shards of a sharded step: the fsdp.unit description
   /// and the shard's buffer.
   std::vector<std::pair<DictionaryAttr, uint32_t>> units;
+  /// Unit shard argument -> the result of its persistent all-gather, whose
+  /// buffer holds the shard as this rank's chunk.
+  llvm::DenseMap<Value, Value> persistentGather;
+  /// The same by buffer: shard buffer -> gathered buffer (the unit table's).
+  llvm::DenseMap<uint32_t, uint32_t> gatheredBufferOf;
   std::vector<ParamEntry> paramTable;
   std::vector<UnitEntry> unitTable;
   uint32_t lrBuffer = rt::kNoBuffer, stepBuffer = rt::kNoBuffer;
-  /// Results of a training step that overwrite an argument's buffer.
+  /// Results written into a buffer placed before them: a training step's
+  /// updates overwrite their argument's buffer, and a persistent
+  /// all-gather writes the gathered buffer its shard argument lies in.
   llvm::DenseMap<Value, uint32_t> inPlace;
   LogicalResult placeArguments(Block &body);
+  FailureOr<uint32_t> placeShard(BlockArgument arg, DictionaryAttr unit, const std::string &name);
   LogicalResult findInPlaceUpdates(Block &body, const BufferViews &views);
 
   /// Async collectives, their waiters and the buffers they hold
@@ -515,6 +526,8 @@ LogicalResult Emitter::buildParameterTable() {
     u.shardNumel = u.paddedNumel / std::max<uint64_t>(u.groupSize, 1);
     u.shardBuffer = index;
     u.dtype = descs[index].dtype;
+    if (auto gathered = gatheredBufferOf.find(index); gathered != gatheredBufferOf.end())
+      u.gatheredBuffer = gathered->second;
     for (Attribute a : unit.getAs<ArrayAttr>("params")) {
       auto p = cast<DictionaryAttr>(a);
       auto type = cast<RankedTensorType>(p.getAs<TypeAttr>("type").getValue());
@@ -554,6 +567,46 @@ LogicalResult Emitter::writeWeights(const WeightLookup &weights, uint64_t &hash)
 
 /// Arguments live for the whole run: parameters, graph inputs, optimizer
 /// state, and the learning-rate and step scalars the runtime writes.
+/// A unit's shard gets a persistent buffer of its own, or, when the unit
+/// is gathered once by a persistent all-gather, the gathered buffer is
+/// placed and the shard is this rank's chunk of it (a rank-strided view):
+/// the unit's parameters are held once rather than twice.
+FailureOr<uint32_t> Emitter::placeShard(BlockArgument arg, DictionaryAttr unit,
+                                        const std::string &name) {
+  SmallVector<dist::AllGatherOp> gathers;
+  for (Operation *user : arg.getUsers())
+    if (auto gather = dyn_cast<dist::AllGatherOp>(user))
+      gathers.push_back(gather);
+  auto persistent = llvm::find_if(gathers, [](dist::AllGatherOp g) { return g.getPersistent(); });
+  if (persistent == gathers.end())
+    return addBuffer(arg, name, plan::Region::Persistent);
+  if (gathers.size() != 1)
+    return persistent->emitOpError("persistent, but unit '")
+           << name << "' is gathered " << gathers.size() << " times";
+  Value full = persistent->getResult();
+  FailureOr<uint32_t> gathered = addBuffer(full, name + ".gathered", plan::Region::Persistent);
+  if (failed(gathered))
+    return failure();
+  inPlace[full] = *gathered;
+  persistentGather[arg] = full;
+  BufferDesc chunk = descs[*gathered];
+  auto type = cast<RankedTensorType>(arg.getType());
+  chunk.name = name;
+  chunk.shape.assign(type.getShape().begin(), type.getShape().end());
+  chunk.size = type.getNumElements() * rt::dtypeSize(chunk.dtype);
+  chunk.rankGroup = static_cast<uint32_t>(persistent->getGroupSize());
+  chunk.rankStride = chunk.rankGroup > 1 ? chunk.size : 0;
+  if (chunk.rankStride % rt::kBufferAlignment != 0)
+    return persistent->emitOpError("persistent, but the shards of unit '")
+           << name << "' (" << chunk.size << " bytes) are not " << rt::kBufferAlignment
+           << "-byte aligned";
+  const uint32_t index = descs.size();
+  buffers[arg] = index;
+  descs.push_back(std::move(chunk));
+  gatheredBufferOf[index] = *gathered;
+  return index;
+}
+
 LogicalResult Emitter::placeArguments(Block &body) {
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -570,7 +623,8 @@ LogicalResult Emitter::placeArguments(Block &body) {
                        : lr        ? "lr"
                        : step      ? "step"
                                    : "arg" + std::to_string(i);
-    FailureOr<uint32_t> index = addBuffer(arg, name, plan::Region::Persistent);
+    FailureOr<uint32_t> index = unit ? placeShard(arg, unit, name)
+                                     : addBuffer(arg, name, plan::Region::Persistent);
     if (failed(index))
       return failure();
     if (param)
@@ -622,6 +676,13 @@ LogicalResult Emitter::findInPlaceUpdates(Block &body,
              << "' but is not an optimizer update that reads it last; it cannot be written in place";
     if (value.getType() != arg->second.getType())
       return func.emitError("result ") << i << " changes the type of '" << name.getValue() << "'";
+    // A shard held inside its gathered buffer is overwritten under every
+    // reader of that buffer's other views too.
+    if (Value full = persistentGather.lookup(arg->second))
+      if (Operation *last = views.lastUse.lookup(full); last && !last->isBeforeInBlock(def))
+        return func.emitError("result ")
+               << i << " updates '" << name.getValue()
+               << "' in place before the last read of its gathered buffer";
     inPlace[value] = buffers.lookup(arg->second);
   }
   return success();
@@ -786,7 +847,8 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
   for (const BufferDesc &d : descs)
     fbBuffers.push_back(plan::CreateBuffer(fbb, fbb.CreateString(d.name),
                                            static_cast<plan::DType>(d.dtype),
-                                           fbb.CreateVector(d.shape), d.region, d.offset, d.size));
+                                           fbb.CreateVector(d.shape), d.region, d.offset, d.size,
+                                           d.rankStride, d.rankGroup));
   std::vector<flatbuffers::Offset<plan::Instruction>> fbInstructions;
   for (const InstructionDesc &i : instructions)
     fbInstructions.push_back(plan::CreateInstruction(
@@ -803,7 +865,7 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
   for (const UnitEntry &u : unitTable)
     fbUnits.push_back(plan::CreateUnit(fbb, fbb.CreateString(u.name), u.flatNumel,
                                        u.paddedNumel, u.shardNumel, u.shardBuffer, u.groupSize,
-                                       static_cast<plan::DType>(u.dtype)));
+                                       static_cast<plan::DType>(u.dtype), u.gatheredBuffer));
   auto bindings = [&](const std::vector<std::pair<std::string, uint32_t>> &list) {
     std::vector<flatbuffers::Offset<plan::Binding>> out;
     for (const auto &[name, index] : list)

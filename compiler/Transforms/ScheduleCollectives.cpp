@@ -193,7 +193,11 @@ int64_t Scheduler::lastReader(Value v, Operation *except) const {
       if (user == except)
         continue;
       last = std::max(last, pos.lookup(user));
-      if (isa<dist::FlatViewOp, nn::ReshapeOp, nn::TransposeOp>(user))
+      // Values sharing v's bytes in the plan: views of it, and a persistent
+      // all-gather's buffer, which holds v as this rank's chunk.
+      auto gather = dyn_cast<dist::AllGatherOp>(user);
+      if (isa<dist::FlatViewOp, nn::ReshapeOp, nn::TransposeOp, nn::SliceOp>(user) ||
+          (gather && gather.getPersistent()))
         work.append(user->result_begin(), user->result_end());
     }
   }

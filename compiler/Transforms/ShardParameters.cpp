@@ -99,6 +99,17 @@ StringRef stateSuffix(StringRef stateName, StringRef param) {
   return stateName.drop_front(param.size() + 1);
 }
 
+/// Whether the group is gathered once per step into a persistent buffer
+/// holding its shard in place (fsdp.all_gather `persistent`): grad-op
+/// units and the root unit, which are gathered once and whose copy lives
+/// through the forward/backward turn where memory peaks anyway, so the
+/// shard need not be held a second time. Not under bf16 parameters, where
+/// the gathered copy has another type than the f32 master shard.
+bool gathersInPlace(const FlatGroup &g, const ShardOptions &options) {
+  return options.strategy != Strategy::None && !options.bf16Params &&
+         (g.root || options.strategy == Strategy::GradOp);
+}
+
 class Sharder {
 public:
   Sharder(func::FuncOp step, const ShardOptions &options)
@@ -182,7 +193,7 @@ void Sharder::formGroups() {
         numels.push_back(cast<RankedTensorType>(trainables[p].arg.getType()).getNumElements());
       // 64-byte aligned parameters: in-place views keep the plan's alignment.
       int64_t align = std::max<int64_t>(1, 512 / element.getIntOrFloatBitWidth());
-      g.layout = computeFlatLayout(numels, shardRanks, align);
+      g.layout = computeFlatLayout(numels, shardRanks, align, gathersInPlace(g, options));
       g.shardType = RankedTensorType::get({g.layout.shardNumel}, element);
       g.flatType = RankedTensorType::get({g.layout.paddedNumel}, element);
       groups.push_back(std::move(g));
@@ -237,7 +248,7 @@ Value Sharder::collective(Location l, StringRef kind, Value input, Type type,
   auto sizeAttr = b.getI64IntegerAttr(groupSize);
   auto avg = b.getStringAttr("avg");
   if (kind == "all_gather")
-    return b.create<dist::AllGatherOp>(l, type, input, groupsAttr, sizeAttr);
+    return b.create<dist::AllGatherOp>(l, type, input, groupsAttr, sizeAttr, UnitAttr());
   if (kind == "reduce_scatter")
     return b.create<dist::ReduceScatterOp>(l, type, input, groupsAttr, sizeAttr, avg);
   return b.create<dist::AllReduceOp>(l, type, input, groupsAttr, sizeAttr, avg);
@@ -260,6 +271,8 @@ Value Sharder::gatherAt(FlatGroup &g, Operation *before, StringRef tag) {
                           consecutiveGroups(options.worldSize), size);
   if (options.bf16Params)
     full = castTo(loc(g, tag.str() + ".to_compute"), full, master);
+  else if (gathersInPlace(g, options))
+    full.getDefiningOp()->setAttr("persistent", b.getUnitAttr());
   return full;
 }
 

@@ -54,6 +54,13 @@ static LogicalResult verifyDim0Scaled(Operation *op, RankedTensorType small, Ran
 LogicalResult AllGatherOp::verify() {
   if (failed(verifyGroups(*this, getGroups(), getGroupSize())))
     return failure();
+  if (getPersistent()) {
+    if (getInput().getType().getElementType() != getResult().getType().getElementType())
+      return emitOpError("persistent: the shard must have the gathered element type, as it is "
+                         "a chunk of the gathered buffer");
+    if (!isa<BlockArgument>(getInput()))
+      return emitOpError("persistent: the input must be a shard argument of the step");
+  }
   return verifyDim0Scaled(*this, getInput().getType(), getResult().getType(), getGroupSize());
 }
 

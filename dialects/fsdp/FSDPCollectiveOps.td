@@ -24,7 +24,17 @@ include "dialects/fsdp/FSDPBase.td"
 
 def FSDP_AllGatherOp : FSDP_Op<"all_gather"> {
   let summary = "concatenate every rank's tensor along dim 0 (ncclAllGather)";
-  let arguments = (ins FSDP_FloatTensor:$input, DenseI64ArrayAttr:$groups, I64Attr:$group_size);
+  let description = [{
+    With `persistent`, the result keeps a buffer of its own for the whole
+    step and across steps, and the input (a unit's shard argument, of the
+    result's element type) is this rank's chunk of that buffer: NCCL's
+    in-place all-gather. A unit gathered once per step (--shard=grad-op)
+    then holds its parameters once, not a shard plus a gathered copy; the
+    optimizer's in-place update of the shard must follow every read of the
+    result.
+  }];
+  let arguments = (ins FSDP_FloatTensor:$input, DenseI64ArrayAttr:$groups, I64Attr:$group_size,
+                       UnitAttr:$persistent);
   let results = (outs FSDP_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;

@@ -168,7 +168,9 @@ TensorRef Executor::viewOf(uint32_t index) const {
     base = const_cast<uint8_t *>(plan_.plan().constant_data()->data());
     break;
   }
-  ref.data = base + buffer->offset();
+  // A unit's shard inside its persistent gathered buffer: this rank's chunk.
+  const uint64_t chunk = buffer->rank_group() > 1 ? rank() % buffer->rank_group() : 0;
+  ref.data = base + buffer->offset() + chunk * buffer->rank_stride();
   return ref;
 }
 

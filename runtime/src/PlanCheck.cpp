@@ -211,8 +211,14 @@ Status checkBuffer(const plan::Buffer &buffer, size_t index, const plan::Plan &p
   case plan::Region::Constant: regionSize = count(plan.constant_data()); break;
   default: return Status::error(what + ": invalid region");
   }
+  // Every rank's placement must fit: the last chunk is the farthest.
+  if (buffer.rank_group() < 1 || buffer.rank_stride() % kBufferAlignment != 0 ||
+      (buffer.rank_group() > 1 && buffer.rank_stride() > (uint64_t(1) << 48)))
+    return Status::error(what + ": invalid rank stride");
+  const uint64_t lastChunk = (buffer.rank_group() - 1) * buffer.rank_stride();
   if (buffer.offset() % kBufferAlignment != 0 || buffer.offset() > regionSize ||
-      buffer.size() > regionSize - buffer.offset())
+      lastChunk > regionSize - buffer.offset() ||
+      buffer.size() > regionSize - buffer.offset() - lastChunk)
     return Status::error(what + ": lies outside its memory region");
   return Status::ok();
 }
@@ -351,6 +357,23 @@ Status checkUnit(const plan::Unit &unit, size_t index, const plan::Plan &plan,
     return Status::error(cat(what, ": shard buffer ", unit.shard_buffer(),
                              " must be a persistent buffer of ", shard, " x ",
                              dtypeName(static_cast<DType>(unit.dtype()))));
+  if (unit.gathered_buffer() == kNoBuffer)
+    return buffer->rank_stride() == 0 ? Status::ok()
+                                      : Status::error(what + ": a shard buffer with a rank "
+                                                             "stride needs a gathered buffer");
+  // Held in place: each rank's shard is its chunk of the gathered buffer.
+  if (unit.gathered_buffer() >= count(plan.buffers()))
+    return Status::error(cat(what, ": gathered buffer ", unit.gathered_buffer(), " of ",
+                             count(plan.buffers()), " does not exist"));
+  const plan::Buffer *gathered = plan.buffers()->Get(unit.gathered_buffer());
+  const uint64_t shardBytes = buffer->size();
+  if (gathered->region() != plan::Region::Persistent || gathered->dtype() != unit.dtype() ||
+      numElements(*gathered) != padded || gathered->rank_stride() != 0 ||
+      buffer->offset() != gathered->offset() || buffer->rank_group() != unit.group_size() ||
+      (unit.group_size() > 1 && buffer->rank_stride() != shardBytes))
+    return Status::error(cat(what, ": shard buffer ", unit.shard_buffer(),
+                             " is not this rank's chunk of gathered buffer ",
+                             unit.gathered_buffer()));
   return Status::ok();
 }
 

@@ -61,8 +61,10 @@ std::string dumpPlan(const LoadedPlan &loaded) {
     const plan::Buffer *b = p.buffers()->Get(i);
     os << "buffer %" << i << " " << dtypeName(static_cast<DType>(b->dtype()));
     list(os, b->shape());
-    os << " " << regionName(b->region()) << "+" << b->offset() << " size=" << b->size() << " \""
-       << (b->name() ? b->name()->str() : "") << "\"\n";
+    os << " " << regionName(b->region()) << "+" << b->offset();
+    if (b->rank_stride())
+      os << "+rank%" << b->rank_group() << "*" << b->rank_stride();
+    os << " size=" << b->size() << " \"" << (b->name() ? b->name()->str() : "") << "\"\n";
   }
   for (size_t i = 0; p.instructions() && i < p.instructions()->size(); ++i) {
     const plan::Instruction *inst = p.instructions()->Get(i);
@@ -103,8 +105,10 @@ std::string dumpPlan(const LoadedPlan &loaded) {
     os << "unit " << i << " \"" << (u->name() ? u->name()->str() : "") << "\" "
        << dtypeName(static_cast<DType>(u->dtype())) << " flat=" << u->flat_numel()
        << " padded=" << u->padded_numel() << " shard=" << u->shard_numel()
-       << " group_size=" << u->group_size() << " shard_buffer=" << bufferOrNone(u->shard_buffer())
-       << "\n";
+       << " group_size=" << u->group_size() << " shard_buffer=" << bufferOrNone(u->shard_buffer());
+    if (u->gathered_buffer() != kNoBuffer)
+      os << " gathered_buffer=%" << u->gathered_buffer();
+    os << "\n";
   }
   for (size_t i = 0; p.parameters() && i < p.parameters()->size(); ++i) {
     const plan::Parameter *param = p.parameters()->Get(i);

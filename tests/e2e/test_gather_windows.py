@@ -17,8 +17,10 @@ with their operands) and checks, per strategy:
     --prefetch=K --limit-all-gathers=L (one at --prefetch=0: a unit's
     window is the gather, while the previous unit computes, to its last
     reader);
-  - --shard=grad-op: one gather per non-root unit, alive across forward and
-    backward;
+  - --shard=grad-op: one gather per non-root unit, in place: into a
+    persistent buffer that holds the unit's shard as this rank's chunk (as
+    is the root unit's single gather under every strategy), so the unit is
+    held once, in full, for the whole step;
   - --shard=none: no gathers at all (the flat buffer is replicated);
   - the memory plan never writes over bytes that are still to be read (each
     arena write lands on bytes whose previous owner is dead; a collective on
@@ -42,12 +44,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
 
-BUFFER = re.compile(r'^buffer %(\d+) \w+\[[^\]]*\] (persistent|arena|constant)\+(\d+) size=(\d+) "(.*)"$')
+BUFFER = re.compile(r'^buffer %(\d+) \w+\[[^\]]*\] (persistent|arena|constant)\+(\d+)'
+                    r'(?:\+rank%\d+\*\d+)? size=(\d+) "(.*)"$')
 INST = re.compile(r"^inst (\d+) (\w+) \[([^\]]*)\] -> \[([^\]]*)\]")
 STREAM = re.compile(r" stream=(\d+)")
 WAIT = re.compile(r" wait=\[([^\]]*)\]")
 SIGNAL = re.compile(r" signal=(\d+)")
 GATHER_NAME = re.compile(r"^fsdp:(.+)\.(forward|backward|gather)\.all_gather$")
+IN_PLACE_NAME = re.compile(r"^(.+)\.gathered$")
 
 
 def ids(text):
@@ -139,8 +143,15 @@ class Plan:
         bf16 the widened copy (a Cast of the gathered buffer) is the unit in
         full too, so its readers extend the window."""
         windows = {}
+        self.in_place = []  # units gathered into their persistent buffer
         for i, (kernel, _, outs) in enumerate(self.insts):
             if kernel != "AllGather":
+                continue
+            region, _, _, name = self.buffers[outs[0]]
+            if region == "persistent":
+                m = IN_PLACE_NAME.match(name)
+                assert m, f"persistent gathered buffer {name!r} names no unit"
+                self.in_place.append(m[1])
                 continue
             m = GATHER_NAME.match(self.buffers[outs[0]][3])
             assert m, f"gathered buffer {self.buffers[outs[0]][3]!r} names no unit"
@@ -167,7 +178,7 @@ def check(plan, shard, failures, label, held=1):
         if windows:
             fail(f"--shard=none gathers {sorted(windows)}")
         return 0
-    if not blocks:
+    if not blocks and shard != "grad-op":
         fail("no non-root unit is gathered")
     for unit, ws in windows.items():
         for phase, start, first, last in ws:
@@ -177,10 +188,21 @@ def check(plan, shard, failures, label, held=1):
                          f"but waited for at {plan.waiter.get(start)}")
             elif first != start + 1 and plan.insts[start + 1][0] != "Cast":
                 fail(f"{unit} {phase}: gathered at inst {start}, first read at {first}")
+    # Units gathered once per step (grad-op's, and the root unit) are
+    # gathered in place into a persistent buffer holding their shard: each
+    # is then in full for the whole step, so it has no window to check.
     if shard == "grad-op":
-        for unit, ws in blocks.items():
-            if len(ws) != 1:
-                fail(f"grad-op gathers {unit} {len(ws)} times")
+        in_place = [u for u in plan.in_place if u != "root"]
+        if blocks:
+            fail(f"grad-op gathers {sorted(blocks)} into transient buffers, not in place")
+        if not in_place:
+            fail("no non-root unit is gathered")
+        for unit in set(in_place):
+            if in_place.count(unit) != 1:
+                fail(f"grad-op gathers {unit} {in_place.count(unit)} times")
+        return len(in_place)
+    if plan.in_place not in ([], ["root"]):
+        fail(f"--shard={shard} gathers {plan.in_place} in place")
     if shard == "full":
         for unit, ws in blocks.items():
             phases = [p for p, *_ in ws]

@@ -101,7 +101,13 @@ def check_scaling(args, _workdir):
         if r["world_size"] != world or r["strategy"] != "full":
             raise Failure(f"world {world}: report says world {r['world_size']}, "
                           f"strategy {r['strategy']}")
-        rows[world] = (r["ranks"][0], len(r["units"]))
+        # A unit gathered in place (the root unit, gathered once) is held
+        # whole on every rank: only the rest shards.
+        whole = sum(4 * u["padded_numel"] for u in r["units"] if u["gathered_in_place"])
+        if world > 1 and not any(u["gathered_in_place"] for u in r["units"]):
+            raise Failure(f"world {world}: the root unit is not gathered in place")
+        rows[world] = (dict(r["ranks"][0], parameters=r["ranks"][0]["parameters"] - whole),
+                       len(r["units"]))
     base, units = rows[1]
     for world in (2, 4):
         row, _ = rows[world]

@@ -40,7 +40,7 @@
 // JSON-NEXT: {"rank": 0, "parameters": 128, "gradients": 128, "optimizer_state": 256, "activations": 64, "communication": 0, "io": 320, "fragmentation": 0, "peak": 896, "activations_peak": 128}
 // JSON-NEXT: ],
 // JSON: "units": [
-// JSON-NEXT: {"name": "root", "parameters": 2, "flat_numel": 15, "padded_numel": 15, "shard_numel": 15, "group_size": 1, "dtype": "f32", "bytes_per_rank": 60}
+// JSON-NEXT: {"name": "root", "parameters": 2, "flat_numel": 15, "padded_numel": 15, "shard_numel": 15, "group_size": 1, "dtype": "f32", "bytes_per_rank": 60, "gathered_in_place": false}
 // FILES: report.json
 // FILES-NOT: {{.}}
 
@@ -50,14 +50,16 @@
 // SGD: {"rank": 0, "parameters": 128, {{.*}} "optimizer_state": 0,
 
 // Sharded over two ranks (one root unit: 19 elements with fc.bias 64-byte
-// aligned, padded to 20, 10 per rank): one row per rank, each holding a
-// 64-byte parameter shard and its two 64-byte moments.
+// aligned, padded to 32 so each rank's 16-element shard is a 64-byte
+// aligned chunk of the gathered buffer): one row per rank, each holding
+// the root unit gathered in place (128 B, its shard inside) and two
+// 64-byte moments.
 // RUN: fsdp-opt %s --emit=report --report-format=json --world-size=2 --shard=full | FileCheck %s --check-prefix=SHARDED
 // SHARDED: "world_size": 2,
 // SHARDED-NEXT: "strategy": "full",
-// SHARDED: {"rank": 0, "parameters": 64, {{.*}} "optimizer_state": 128,
-// SHARDED-NEXT: {"rank": 1, "parameters": 64, {{.*}} "optimizer_state": 128,
-// SHARDED: {"name": "root", "parameters": 2, "flat_numel": 19, "padded_numel": 20, "shard_numel": 10, "group_size": 2, "dtype": "f32", "bytes_per_rank": 40}
+// SHARDED: {"rank": 0, "parameters": 128, {{.*}} "optimizer_state": 128,
+// SHARDED-NEXT: {"rank": 1, "parameters": 128, {{.*}} "optimizer_state": 128,
+// SHARDED: {"name": "root", "parameters": 2, "flat_numel": 19, "padded_numel": 32, "shard_numel": 16, "group_size": 2, "dtype": "f32", "bytes_per_rank": 64, "gathered_in_place": true}
 
 // A real model: the report is valid JSON, every row adds up to its peak,
 // and the peak is the persistent + arena bytes --emit=plan prints.

@@ -96,6 +96,8 @@ struct BufferDef {
   uint64_t size;
   plan::Region region = plan::Region::Persistent;
   uint64_t offset = 0;
+  uint64_t rankStride = 0;
+  uint32_t rankGroup = 1;
 };
 
 std::vector<flatbuffers::Offset<plan::Instruction>>
@@ -307,8 +309,11 @@ TEST_F(PlanFileTest, TrainingFieldsAreChecked) {
 /// Buffers of the sharded plans (world size 4, one unit of 7 elements padded
 /// to 4 shards of 2): shard f32[2], full f32[8], gflat f32[8], gshard
 /// f32[2], ga f32[3], gb f32[2, 2], cnt i64[2], shardArena f32[2] (arena),
-/// shardF64 f64[2], shard3 f32[3].
-enum ShardBuffer : uint32_t { Shard, Full, GFlat, GShard, GA, GB, Cnt, ShardArena, ShardF64, Shard3 };
+/// shardF64 f64[2], shard3 f32[3]; and a unit gathered in place: gathered
+/// f32[64] (persistent) whose rank-strided 64-byte chunks are chunk f32[16].
+enum ShardBuffer : uint32_t {
+  Shard, Full, GFlat, GShard, GA, GB, Cnt, ShardArena, ShardF64, Shard3, Gathered, Chunk
+};
 
 struct ParamDef {
   const char *name;
@@ -327,7 +332,16 @@ struct ShardSpec {
       {plan::Kernel::AllReduce, {GShard}, {GShard}, {0, 2, 0, 2, 1, 3}, {}},
       {plan::Kernel::AllReduce, {Cnt}, {Cnt}, {0, 1, 0, 1, 2, 3}, {}}};
   uint64_t flat = 7, padded = 8, shardNumel = 2;
-  uint32_t shardBuffer = Shard, groupSize = 4;
+  uint32_t shardBuffer = Shard, groupSize = 4, gatheredBuffer = rt::kNoBuffer;
+  uint64_t chunkStride = 64; // rank stride of the chunk buffer
+  /// The unit gathered in place: 63 elements in shards of 16.
+  void gatherInPlace() {
+    flat = 63;
+    padded = 64;
+    shardNumel = 16;
+    shardBuffer = Chunk;
+    gatheredBuffer = Gathered;
+  }
   std::vector<ParamDef> params = {{"a", {3}, rt::kNoBuffer, 0, 0},
                                   {"b", {2, 2}, rt::kNoBuffer, 0, 3},
                                   {"frozen", {2}, Cnt, 0xFFFFFFFF, 0, plan::DType::I64}};
@@ -341,11 +355,14 @@ std::vector<uint8_t> buildShardedPlan(const ShardSpec &spec) {
       {"gflat", plan::DType::F32, {8}, 32, A, 64},    {"gshard", plan::DType::F32, {2}, 8, P, 64},
       {"ga", plan::DType::F32, {3}, 12, A, 128},      {"gb", plan::DType::F32, {2, 2}, 16, A, 192},
       {"cnt", plan::DType::I64, {2}, 16, P, 128},     {"shard_arena", plan::DType::F32, {2}, 8, A, 256},
-      {"shard_f64", plan::DType::F64, {2}, 16, P, 192}, {"shard3", plan::DType::F32, {3}, 12, P, 256}};
+      {"shard_f64", plan::DType::F64, {2}, 16, P, 192}, {"shard3", plan::DType::F32, {3}, 12, P, 256},
+      {"gathered", plan::DType::F32, {64}, 256, P, 320},
+      {"chunk", plan::DType::F32, {16}, 64, P, 320, spec.chunkStride, 4}};
   std::vector<flatbuffers::Offset<plan::Buffer>> buffers;
   for (const BufferDef &d : defs)
     buffers.push_back(plan::CreateBuffer(fbb, fbb.CreateString(d.name), d.dtype,
-                                         fbb.CreateVector(d.shape), d.region, d.offset, d.size));
+                                         fbb.CreateVector(d.shape), d.region, d.offset, d.size,
+                                         d.rankStride, d.rankGroup));
   std::vector<flatbuffers::Offset<plan::Instruction>> instructions =
       createInstructions(fbb, spec.instructions);
   std::vector<flatbuffers::Offset<plan::Parameter>> params;
@@ -354,11 +371,11 @@ std::vector<uint8_t> buildShardedPlan(const ShardSpec &spec) {
                                            fbb.CreateVector(p.shape), p.buffer, p.unit, p.offset));
   std::vector<flatbuffers::Offset<plan::Unit>> units{
       plan::CreateUnit(fbb, fbb.CreateString("layers.0"), spec.flat, spec.padded, spec.shardNumel,
-                       spec.shardBuffer, spec.groupSize, plan::DType::F32)};
+                       spec.shardBuffer, spec.groupSize, plan::DType::F32, spec.gatheredBuffer)};
   auto root = plan::CreatePlan(fbb, rt::kPlanFormatVersion, fbb.CreateString("test"),
                                fbb.CreateString(""), fbb.CreateString("forward"), spec.world,
                                fbb.CreateVector(buffers), fbb.CreateVector(instructions),
-                               fbb.CreateVector(params), fbb.CreateVector(units), 0, 0, 320, 320);
+                               fbb.CreateVector(params), fbb.CreateVector(units), 0, 0, 576, 320);
   plan::FinishPlanBuffer(fbb, root);
   return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
 }
@@ -462,7 +479,37 @@ TEST_F(ShardedPlanTest, UnitsAreChecked) {
   EXPECT_REFUSED(refusal([](ShardSpec &s) { s.shardBuffer = Shard3; }),
                  "must be a persistent buffer of 2 x f32");
   EXPECT_REFUSED(refusal([](ShardSpec &s) { s.shardBuffer = 40; }),
-                 "shard buffer 40 of 10 does not exist");
+                 "shard buffer 40 of 12 does not exist");
+}
+
+TEST_F(ShardedPlanTest, UnitsGatheredInPlaceAreChecked) {
+  EXPECT_EQ(refusal([](ShardSpec &s) { s.gatherInPlace(); }), "");
+  // Each rank's shard must be exactly its chunk of the gathered buffer.
+  EXPECT_REFUSED(refusal([](ShardSpec &s) {
+                   s.gatherInPlace();
+                   s.chunkStride = 128;
+                 }),
+                 "buffer 11 ('chunk'): lies outside its memory region");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) {
+                   s.gatherInPlace();
+                   s.chunkStride = 0;
+                 }),
+                 "shard buffer 11 is not this rank's chunk of gathered buffer 10");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) {
+                   s.gatherInPlace();
+                   s.chunkStride = 32;
+                 }),
+                 "buffer 11 ('chunk'): invalid rank stride");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) {
+                   s.gatherInPlace();
+                   s.gatheredBuffer = rt::kNoBuffer;
+                 }),
+                 "a shard buffer with a rank stride needs a gathered buffer");
+  EXPECT_REFUSED(refusal([](ShardSpec &s) {
+                   s.gatherInPlace();
+                   s.gatheredBuffer = Full;
+                 }),
+                 "is not this rank's chunk of gathered buffer 1");
 }
 
 TEST_F(ShardedPlanTest, ParametersAreChecked) {
@@ -477,7 +524,7 @@ TEST_F(ShardedPlanTest, ParametersAreChecked) {
   EXPECT_REFUSED(refusal([](ShardSpec &s) { s.params[0].dtype = plan::DType::F64; }),
                  "parameter 'a' is f64, its unit 0 f32");
   EXPECT_REFUSED(refusal([](ShardSpec &s) { s.params[2].buffer = 77; }),
-                 "parameter 'frozen': buffer 77 of 10 does not exist");
+                 "parameter 'frozen': buffer 77 of 12 does not exist");
   EXPECT_REFUSED(refusal([](ShardSpec &s) { s.params[2].dtype = plan::DType::F32; }),
                  "parameter 'frozen' does not match its buffer");
   // The executor sizes a TensorRef (at most kMaxRank dims) by a sharded

@@ -32,7 +32,7 @@ struct Plan;
 namespace fsdp::rt {
 
 /// Bumped whenever plan.fbs changes incompatibly.
-inline constexpr uint32_t kPlanFormatVersion = 3;
+inline constexpr uint32_t kPlanFormatVersion = 4;
 /// The buffer index of an absent optional operand.
 inline constexpr uint32_t kNoBuffer = 0xFFFFFFFFu;
 /// Every buffer offset and region size is a multiple of this.

@@ -16,7 +16,7 @@
 // RUN: fsdp-opt %t/train.mlir --emit=plan --optimizer=adamw --weight-decay=0.1 --no-decay='bias$' -o %t/adamw.plan | FileCheck %s --check-prefix=SUMMARY
 // RUN: fsdp-run %t/adamw.plan --dump | FileCheck %s --check-prefix=ADAMW
 // SUMMARY: wrote {{.+}}adamw.plan: 7 instructions, 18 buffers; {{.+}}; weights {{.+}}adamw.safetensors
-// ADAMW: plan version=3 mode=train world_size=1
+// ADAMW: plan version=4 mode=train world_size=1
 // ADAMW: weights adamw.safetensors hash=
 // ADAMW: buffer %[[W:[0-9]+]] f32[3, 4] persistent+{{[0-9]+}} size=48 "fc.weight"
 // ADAMW-NEXT: buffer %[[B:[0-9]+]] f32[3] persistent+{{[0-9]+}} size=12 "fc.bias"

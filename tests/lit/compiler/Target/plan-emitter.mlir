@@ -7,7 +7,7 @@
 // RUN: fsdp-opt %s --emit=plan --mode=forward -o %t.plan
 // RUN: fsdp-run %t.plan --dump | FileCheck %s
 
-// CHECK: plan version=3 mode=forward world_size=1
+// CHECK: plan version=4 mode=forward world_size=1
 // CHECK: memory persistent=256 arena=192 constant=12
 // CHECK-NOT: weights
 // CHECK: buffer %0 f32[2, 4] persistent+0 size=32 "x"

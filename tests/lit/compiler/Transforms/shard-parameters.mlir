@@ -25,10 +25,10 @@ func.func @forward(%w0: tensor<4x4xf32> {nn.param = "layers.0.w"}, %b0: tensor<4
 // Shards of 1/2 of each padded flat buffer; layers.0's bias starts at a
 // 64-byte boundary (element 16) after its weight.
 // FULL-LABEL: func.func @train_step(
-// FULL-SAME: %[[ROOT:[a-z0-9]+]]: tensor<2xf32> {fsdp.unit = {flat_numel = 4 : i64, group_size = 2 : i64, name = "root", padded_numel = 4 : i64, params = [{name = "head.bias", offset = 0 : i64, type = tensor<4xf32>}]}}
+// FULL-SAME: %[[ROOT:[a-z0-9]+]]: tensor<16xf32> {fsdp.unit = {flat_numel = 4 : i64, group_size = 2 : i64, name = "root", padded_numel = 32 : i64, params = [{name = "head.bias", offset = 0 : i64, type = tensor<4xf32>}]}}
 // FULL-SAME: %[[L0:[a-z0-9]+]]: tensor<10xf32> {fsdp.unit = {flat_numel = 20 : i64, group_size = 2 : i64, name = "layers.0", padded_numel = 20 : i64, params = [{name = "layers.0.w", offset = 0 : i64, type = tensor<4x4xf32>}, {name = "layers.0.bias", offset = 16 : i64, type = tensor<4xf32>}]}}
 // FULL-SAME: %[[L1:[a-z0-9]+]]: tensor<8xf32> {fsdp.unit = {{.*}} name = "layers.1"
-// FULL-SAME: -> (tensor<f32> {nn.output = "loss"}, tensor<2xf32> {nn.update = "root"}, tensor<10xf32> {nn.update = "layers.0"}, tensor<8xf32> {nn.update = "layers.1"})
+// FULL-SAME: -> (tensor<f32> {nn.output = "loss"}, tensor<16xf32> {nn.update = "root"}, tensor<10xf32> {nn.update = "layers.0"}, tensor<8xf32> {nn.update = "layers.1"})
 // Forward: each unit gathered right before its first use.
 // FULL: %[[G0:[0-9]+]] = fsdp.all_gather %[[L0]] {group_size = 2 : i64, groups = array<i64: 0, 1>} : tensor<10xf32> -> tensor<20xf32>
 // FULL-NEXT: fsdp.flat_view %[[G0]] {offset = 0 : i64} : tensor<20xf32> -> tensor<4x4xf32>
@@ -37,13 +37,15 @@ func.func @forward(%w0: tensor<4x4xf32> {nn.param = "layers.0.w"}, %b0: tensor<4
 // FULL: %[[G1:[0-9]+]] = fsdp.all_gather %[[L1]]
 // FULL-NEXT: %[[W1F:[0-9]+]] = fsdp.flat_view %[[G1]]
 // FULL-NEXT: nn.matmul %{{[0-9]+}}, %[[W1F]]
-// FULL: fsdp.all_gather %[[ROOT]]
+// The root unit, gathered once, is gathered in place (its shard padded to
+// 64 bytes so every rank's chunk of the persistent buffer is aligned).
+// FULL: fsdp.all_gather %[[ROOT]] {group_size = 2 : i64, groups = array<i64: 0, 1>, persistent} : tensor<16xf32> -> tensor<32xf32>
 // FULL: nn.reduce_sum
 // Backward: the root unit's gradient is reduced first; layers.1 is
 // gathered again (its backward reads W1^T); its forward copy is not read
 // after the forward.
 // FULL: fsdp.flatten
-// FULL-NEXT: fsdp.reduce_scatter %{{[0-9]+}} {group_size = 2 : i64, groups = array<i64: 0, 1>, reduction = "avg"} : tensor<4xf32> -> tensor<2xf32>
+// FULL-NEXT: fsdp.reduce_scatter %{{[0-9]+}} {group_size = 2 : i64, groups = array<i64: 0, 1>, reduction = "avg"} : tensor<32xf32> -> tensor<16xf32>
 // FULL: %[[G1B:[0-9]+]] = fsdp.all_gather %[[L1]]
 // FULL-NEXT: %[[W1B:[0-9]+]] = fsdp.flat_view %[[G1B]]
 // FULL-NEXT: nn.transpose %[[W1B]]
@@ -82,8 +84,8 @@ func.func @forward(%w0: tensor<4x4xf32> {nn.param = "layers.0.w"}, %b0: tensor<4
 // {2,3}, then an all-reduce across the replicas {0,2} and {1,3}.
 // HYBRID-LABEL: func.func @train_step(
 // HYBRID: fsdp.all_gather %{{.+}} {group_size = 2 : i64, groups = array<i64: 0, 1, 2, 3>} : tensor<10xf32> -> tensor<20xf32>
-// HYBRID: fsdp.reduce_scatter %{{[0-9]+}} {group_size = 2 : i64, groups = array<i64: 0, 1, 2, 3>, reduction = "avg"} : tensor<4xf32> -> tensor<2xf32>
-// HYBRID-NEXT: fsdp.all_reduce %{{[0-9]+}} {group_size = 2 : i64, groups = array<i64: 0, 2, 1, 3>, reduction = "avg"} : tensor<2xf32>
+// HYBRID: fsdp.reduce_scatter %{{[0-9]+}} {group_size = 2 : i64, groups = array<i64: 0, 1, 2, 3>, reduction = "avg"} : tensor<32xf32> -> tensor<16xf32>
+// HYBRID-NEXT: fsdp.all_reduce %{{[0-9]+}} {group_size = 2 : i64, groups = array<i64: 0, 2, 1, 3>, reduction = "avg"} : tensor<16xf32>
 // HYBRID: fsdp.all_reduce %{{[0-9]+}} {group_size = 4 : i64, groups = array<i64: 0, 1, 2, 3>, reduction = "avg"} : tensor<f32>
 
 // Mixed precision: bf16 copies are gathered and widened for compute;
@@ -100,13 +102,14 @@ func.func @forward(%w0: tensor<4x4xf32> {nn.param = "layers.0.w"}, %b0: tensor<4
 // AdamW with decay-exempt biases at world size 3: layers.0 splits into two
 // flat buffers (one optimizer setting each, as a FlatParameter needs),
 // padded to a multiple of 3, with sharded moments named after the unit.
+// The root unit, gathered in place, pads its shards to 64 bytes.
 // ADAMW-LABEL: func.func @train_step(
-// ADAMW-SAME: tensor<2xf32> {fsdp.unit = {flat_numel = 4 : i64, group_size = 3 : i64, name = "root", padded_numel = 6 : i64
-// ADAMW-SAME: tensor<2xf32> {nn.state = "root.exp_avg"}
+// ADAMW-SAME: tensor<16xf32> {fsdp.unit = {flat_numel = 4 : i64, group_size = 3 : i64, name = "root", padded_numel = 48 : i64
+// ADAMW-SAME: tensor<16xf32> {nn.state = "root.exp_avg"}
 // ADAMW-SAME: tensor<6xf32> {fsdp.unit = {flat_numel = 16 : i64, group_size = 3 : i64, name = "layers.0", padded_numel = 18 : i64
 // ADAMW-SAME: tensor<2xf32> {fsdp.unit = {flat_numel = 4 : i64, group_size = 3 : i64, name = "layers.0.group1", padded_numel = 6 : i64, params = [{name = "layers.0.bias"
 // ADAMW-SAME: tensor<2xf32> {nn.state = "layers.0.group1.exp_avg_sq"}
-// ADAMW: nn.adamw {{.*}} weight_decay = 0.000000e+00 {{.*}} : tensor<2xf32>
+// ADAMW: nn.adamw {{.*}} weight_decay = 0.000000e+00 {{.*}} : tensor<16xf32>
 // ADAMW: nn.adamw {{.*}} weight_decay = 1.000000e-01 {{.*}} : tensor<6xf32>
 // ADAMW: nn.adamw {{.*}} weight_decay = 0.000000e+00 {{.*}} : tensor<2xf32>
 
@@ -119,6 +122,6 @@ func.func @forward(%w0: tensor<4x4xf32> {nn.param = "layers.0.w"}, %b0: tensor<4
 
 // --wrap=regex:RE: a unit per distinct matched text; the rest is the root.
 // REGEX-LABEL: func.func @train_step(
-// REGEX-SAME: name = "root", padded_numel = 4 : i64
+// REGEX-SAME: name = "root", padded_numel = 32 : i64
 // REGEX-SAME: name = "layers.0", padded_numel = 20 : i64
 // REGEX-SAME: name = "layers.1", padded_numel = 16 : i64

@@ -5,7 +5,7 @@
 // remembers its parent in the previous step's frontier and whether it
 // checkpointed the block, so the selection is read back from the end. A
 // state also carries the largest backward-time live set on its path, so
-// that ties in cost go to the selection with the lower peak.
+// that ties in cost can go to the selection with the most headroom.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,17 +20,17 @@ namespace {
 struct State {
   uint64_t kept = 0; // bytes blocks 0..i keep for backward
   double cost = 0;
-  uint64_t peak = 0; // the largest live set at a backward point so far
+  uint64_t backward = 0; // the largest live set at a block's backward so far
   uint32_t parent = 0;
   bool chosen = false;
 };
 
 /// The Pareto frontier of `states` in (kept, cost): sorted by kept, each
 /// state cheaper than every state before it; of states equal in both, the
-/// one with the lower peak.
+/// one with the lower backward peak.
 std::vector<State> prune(std::vector<State> states) {
   std::sort(states.begin(), states.end(), [](const State &a, const State &b) {
-    return std::tie(a.kept, a.cost, a.peak) < std::tie(b.kept, b.cost, b.peak);
+    return std::tie(a.kept, a.cost, a.backward) < std::tie(b.kept, b.cost, b.backward);
   });
   std::vector<State> frontier;
   for (const State &s : states)
@@ -47,19 +47,24 @@ std::vector<State> prune(std::vector<State> states) {
   return thinned;
 }
 
+/// The smaller of the two margins of `peaks` under `capacity` (both fit).
+uint64_t headroom(const ChainPeaks &peaks, const ChainCapacity &capacity) {
+  return std::min(capacity.turn - peaks.turn, capacity.backward - peaks.backward);
+}
+
 } // namespace
 
-uint64_t chainPeak(const std::vector<ChainBlock> &blocks, const std::vector<bool> &chosen) {
-  uint64_t kept = 0, peak = 0;
+ChainPeaks chainPeaks(const std::vector<ChainBlock> &blocks, const std::vector<bool> &chosen) {
+  ChainPeaks peaks;
   for (size_t i = 0; i < blocks.size(); ++i) {
-    peak = std::max(peak, kept + blocks[i].heldBytes);
-    kept += blocks[i].heldBytes - (chosen[i] ? blocks[i].freedBytes : 0);
+    peaks.backward = std::max(peaks.backward, peaks.turn + blocks[i].heldBytes);
+    peaks.turn += blocks[i].heldBytes - (chosen[i] ? blocks[i].freedBytes : 0);
   }
-  return std::max(peak, kept);
+  return peaks;
 }
 
 std::optional<ChainSelection> solveCheckpointChain(const std::vector<ChainBlock> &blocks,
-                                                   uint64_t capacity) {
+                                                   const ChainCapacity &capacity) {
   // steps[i] is the frontier before block i; steps[n] the final one.
   std::vector<std::vector<State>> steps(1, std::vector<State>(1));
   for (const ChainBlock &block : blocks) {
@@ -70,29 +75,28 @@ std::optional<ChainSelection> solveCheckpointChain(const std::vector<ChainBlock>
       // Block i's backward sees what blocks before it keep plus all it
       // holds, whether it recomputes or not: its choice only matters later.
       uint64_t live = before[s].kept + block.heldBytes;
-      if (live > capacity)
+      if (live > capacity.backward)
         continue;
-      uint64_t peak = std::max(before[s].peak, live);
-      after.push_back({live, before[s].cost, peak, s, false});
-      after.push_back(
-          {live - block.freedBytes, before[s].cost + block.cost, peak, s, true});
+      uint64_t backward = std::max(before[s].backward, live);
+      after.push_back({live, before[s].cost, backward, s, false});
+      after.push_back({live - block.freedBytes, before[s].cost + block.cost, backward, s, true});
     }
     steps.push_back(prune(std::move(after)));
   }
 
   // The turn: everything kept is live at once.
   const std::vector<State> &last = steps.back();
-  const State *best = nullptr;
-  uint32_t bestIndex = 0;
+  std::optional<uint32_t> best;
+  uint64_t bestHeadroom = 0;
   for (uint32_t s = 0; s < last.size(); ++s) {
-    const State &state = last[s];
-    if (state.kept > capacity)
+    ChainPeaks peaks{last[s].kept, last[s].backward};
+    if (!fitsChain(peaks, capacity))
       continue;
-    uint64_t peak = std::max(state.peak, state.kept);
-    if (!best || state.cost < best->cost ||
-        (state.cost == best->cost && peak < std::max(best->peak, best->kept))) {
-      best = &state;
-      bestIndex = s;
+    uint64_t room = headroom(peaks, capacity);
+    if (!best || last[s].cost < last[*best].cost ||
+        (last[s].cost == last[*best].cost && room > bestHeadroom)) {
+      best = s;
+      bestHeadroom = room;
     }
   }
   if (!best)
@@ -100,12 +104,12 @@ std::optional<ChainSelection> solveCheckpointChain(const std::vector<ChainBlock>
 
   ChainSelection selection;
   selection.chosen.assign(blocks.size(), false);
-  selection.cost = best->cost;
-  selection.peakBytes = std::max(best->peak, best->kept);
+  selection.cost = last[*best].cost;
+  selection.peaks = {last[*best].kept, last[*best].backward};
+  uint32_t index = *best;
   for (size_t i = blocks.size(); i > 0; --i) {
-    const State &state = steps[i][bestIndex];
-    selection.chosen[i - 1] = state.chosen;
-    bestIndex = state.parent;
+    selection.chosen[i - 1] = steps[i][index].chosen;
+    index = steps[i][index].parent;
   }
   return selection;
 }

@@ -12,10 +12,13 @@
 //   at the forward/backward turn    sum over all blocks of what they keep
 //   at block i's backward           what blocks 0..i-1 keep + heldBytes[i]
 // (a checkpointed block's recomputation brings back everything it had
-// dropped; later blocks have already been released). The model's peak is
-// the largest of these; a selection is feasible when it is at most
-// `capacity`, the bytes the budget leaves for block activations. Among
-// feasible selections the solver returns one of least summed `cost`.
+// dropped; later blocks have already been released). The rest of the step
+// is not the same at the two kinds of point (the loss and its gradient are
+// live at the turn, gradients in flight during a block's backward), so a
+// selection is feasible when the turn fits `ChainCapacity::turn` and every
+// block's backward fits `ChainCapacity::backward`: what the budget leaves
+// for block activations at each. Among feasible selections the solver
+// returns one of least summed `cost`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,19 +39,30 @@ struct ChainBlock {
   double cost = 0;         // what recomputing it adds (any unit, >= 0)
 };
 
+/// Bytes of block activations: live at the forward/backward turn, and the
+/// most live at any block's backward.
+struct ChainPeaks {
+  uint64_t turn = 0, backward = 0;
+};
+using ChainCapacity = ChainPeaks; // the most each may be
+
+/// The model's peaks of `blocks` with `chosen` checkpointed.
+ChainPeaks chainPeaks(const std::vector<ChainBlock> &blocks, const std::vector<bool> &chosen);
+/// Whether `peaks` are within `capacity` at both kinds of point.
+inline bool fitsChain(const ChainPeaks &peaks, const ChainCapacity &capacity) {
+  return peaks.turn <= capacity.turn && peaks.backward <= capacity.backward;
+}
+
 /// A selection: `chosen[i]` checkpoints block i.
 struct ChainSelection {
   std::vector<bool> chosen;
   double cost = 0;
-  uint64_t peakBytes = 0; // the model's peak (see the file comment)
+  ChainPeaks peaks;
 };
 
-/// The model's activation peak of `blocks` with `chosen` checkpointed.
-uint64_t chainPeak(const std::vector<ChainBlock> &blocks, const std::vector<bool> &chosen);
-
-/// A least-cost selection whose chainPeak is at most `capacity`, or nullopt
-/// when even checkpointing every block exceeds it. Ties in cost are broken
-/// towards a lower peak, which leaves the real plan more room.
+/// A least-cost selection whose chainPeaks fit `capacity`, or nullopt when
+/// none does. Ties in cost go to the selection with the most headroom (the
+/// larger of the two smallest margins), which leaves the real plan room.
 ///
 /// A dynamic program over the chain: after block i, a state is the bytes
 /// blocks 0..i keep and the cost so far; a state that is both larger and
@@ -59,7 +73,7 @@ uint64_t chainPeak(const std::vector<ChainBlock> &blocks, const std::vector<bool
 /// to evenly spaced states, which keeps every answer feasible but may lose
 /// optimality, as Rotor's discretisation of memory does.
 std::optional<ChainSelection> solveCheckpointChain(const std::vector<ChainBlock> &blocks,
-                                                   uint64_t capacity);
+                                                   const ChainCapacity &capacity);
 
 inline constexpr size_t kMaxChainStates = 4096;
 

@@ -20,8 +20,9 @@ using namespace fsdp;
 
 namespace {
 
-/// The least cost over all 2^n selections whose peak fits, or nullopt.
-std::optional<double> bruteForce(const std::vector<ChainBlock> &blocks, uint64_t capacity) {
+/// The least cost over all 2^n selections whose peaks fit, or nullopt.
+std::optional<double> bruteForce(const std::vector<ChainBlock> &blocks,
+                                 const ChainCapacity &capacity) {
   std::optional<double> best;
   for (uint32_t mask = 0; mask < (1u << blocks.size()); ++mask) {
     std::vector<bool> chosen(blocks.size());
@@ -29,7 +30,7 @@ std::optional<double> bruteForce(const std::vector<ChainBlock> &blocks, uint64_t
     for (size_t i = 0; i < blocks.size(); ++i)
       if ((chosen[i] = mask >> i & 1))
         cost += blocks[i].cost; // in block order, as the solver sums
-    if (chainPeak(blocks, chosen) <= capacity && (!best || cost < *best))
+    if (fitsChain(chainPeaks(blocks, chosen), capacity) && (!best || cost < *best))
       best = cost;
   }
   return best;
@@ -63,11 +64,15 @@ TEST(CheckpointSolver, MatchesBruteForceOnRandomChains) {
   for (int trial = 0; trial < 3000; ++trial) {
     size_t n = 1 + trial % 12;
     std::vector<ChainBlock> blocks = randomChain(rng, n);
-    uint64_t least = chainPeak(blocks, std::vector<bool>(n, true));
-    uint64_t most = chainPeak(blocks, std::vector<bool>(n, false));
-    // Capacities from a little under "everything checkpointed" to "nothing".
-    std::uniform_int_distribution<uint64_t> pick(least - std::min<uint64_t>(least, 50), most);
-    uint64_t capacity = pick(rng);
+    ChainPeaks least = chainPeaks(blocks, std::vector<bool>(n, true));
+    ChainPeaks most = chainPeaks(blocks, std::vector<bool>(n, false));
+    // Each capacity from a little under "everything checkpointed" to
+    // "nothing" (the backward peak does not depend on the choice of the
+    // last block, so it can be tight on its own).
+    auto pick = [&](uint64_t low, uint64_t high) {
+      return std::uniform_int_distribution<uint64_t>(low - std::min<uint64_t>(low, 50), high)(rng);
+    };
+    ChainCapacity capacity{pick(least.turn, most.turn), pick(least.backward, most.backward)};
 
     std::optional<double> expected = bruteForce(blocks, capacity);
     std::optional<ChainSelection> got = solveCheckpointChain(blocks, capacity);
@@ -80,8 +85,10 @@ TEST(CheckpointSolver, MatchesBruteForceOnRandomChains) {
     ASSERT_EQ(got->chosen.size(), n);
     EXPECT_EQ(got->cost, *expected) << "trial " << trial; // the optimum, exactly
     EXPECT_EQ(got->cost, costOf(blocks, got->chosen)) << "trial " << trial;
-    EXPECT_EQ(got->peakBytes, chainPeak(blocks, got->chosen)) << "trial " << trial;
-    EXPECT_LE(got->peakBytes, capacity) << "trial " << trial;
+    ChainPeaks peaks = chainPeaks(blocks, got->chosen);
+    EXPECT_EQ(got->peaks.turn, peaks.turn) << "trial " << trial;
+    EXPECT_EQ(got->peaks.backward, peaks.backward) << "trial " << trial;
+    EXPECT_TRUE(fitsChain(peaks, capacity)) << "trial " << trial;
   }
   // Both outcomes were exercised.
   EXPECT_GT(feasible, 1000);
@@ -89,31 +96,35 @@ TEST(CheckpointSolver, MatchesBruteForceOnRandomChains) {
 }
 
 TEST(CheckpointSolver, EmptyChain) {
-  std::optional<ChainSelection> got = solveCheckpointChain({}, 0);
+  std::optional<ChainSelection> got = solveCheckpointChain({}, {0, 0});
   ASSERT_TRUE(got);
   EXPECT_TRUE(got->chosen.empty());
   EXPECT_EQ(got->cost, 0);
-  EXPECT_EQ(got->peakBytes, 0u);
+  EXPECT_EQ(got->peaks.turn, 0u);
 }
 
 TEST(CheckpointSolver, NothingNeededChoosesNothing) {
   std::vector<ChainBlock> blocks = {{100, 80, 1}, {300, 250, 2}, {200, 150, 3}};
-  std::optional<ChainSelection> got = solveCheckpointChain(blocks, 600);
+  std::optional<ChainSelection> got = solveCheckpointChain(blocks, {600, 600});
   ASSERT_TRUE(got);
   EXPECT_EQ(got->chosen, std::vector<bool>(3, false));
   EXPECT_EQ(got->cost, 0);
-  EXPECT_EQ(got->peakBytes, 600u);
+  EXPECT_EQ(got->peaks.turn, 600u);
+  EXPECT_EQ(got->peaks.backward, 600u);
 }
 
 TEST(CheckpointSolver, ImpossibleBudget) {
   std::vector<ChainBlock> blocks = {{100, 80, 1}, {300, 250, 2}, {200, 150, 3}};
-  // Everything checkpointed still peaks at 20 + 300 (block 1's
-  // recomputation, after block 0 kept 20) = 320.
-  EXPECT_EQ(chainPeak(blocks, {true, true, true}), 320u);
-  EXPECT_FALSE(solveCheckpointChain(blocks, 319));
-  ASSERT_TRUE(solveCheckpointChain(blocks, 320));
+  // Everything checkpointed keeps 20 + 50 + 50 at the turn, and still
+  // peaks at 20 + 300 in block 1's backward (its recomputation).
+  ChainPeaks all = chainPeaks(blocks, {true, true, true});
+  EXPECT_EQ(all.turn, 120u);
+  EXPECT_EQ(all.backward, 320u);
+  EXPECT_FALSE(solveCheckpointChain(blocks, {119, 1000}));
+  EXPECT_FALSE(solveCheckpointChain(blocks, {1000, 319}));
+  ASSERT_TRUE(solveCheckpointChain(blocks, {120, 320}));
   // A block that holds more than the capacity by itself never fits.
-  EXPECT_FALSE(solveCheckpointChain({{1000, 1000, 1}}, 999));
+  EXPECT_FALSE(solveCheckpointChain({{1000, 1000, 1}}, {1000, 999}));
 }
 
 TEST(CheckpointSolver, EqualBlocksGiveUpTheFirstOnes) {
@@ -121,11 +132,12 @@ TEST(CheckpointSolver, EqualBlocksGiveUpTheFirstOnes) {
   // turn, but its recomputation peaks at everything the blocks before it
   // keep plus all it holds, so the only three that fit are the first.
   std::vector<ChainBlock> blocks(4, ChainBlock{100, 90, 1});
-  std::optional<ChainSelection> got = solveCheckpointChain(blocks, 210);
+  std::optional<ChainSelection> got = solveCheckpointChain(blocks, {210, 210});
   ASSERT_TRUE(got);
   EXPECT_EQ(got->chosen, (std::vector<bool>{true, true, true, false}));
   EXPECT_EQ(got->cost, 3);
-  EXPECT_EQ(got->peakBytes, 130u);
+  EXPECT_EQ(got->peaks.turn, 130u);
+  EXPECT_EQ(got->peaks.backward, 130u);
 }
 
 TEST(CheckpointSolver, UnequalBlocksAreNotTakenInOrder) {
@@ -133,13 +145,14 @@ TEST(CheckpointSolver, UnequalBlocksAreNotTakenInOrder) {
   // it alone frees enough (peak 400), where the first-k rule would need
   // blocks 0-1 at cost 6.
   std::vector<ChainBlock> blocks = {{100, 90, 5}, {300, 290, 1}, {100, 90, 1}};
-  EXPECT_GT(chainPeak(blocks, {true, false, false}), 400u);
-  std::optional<ChainSelection> got = solveCheckpointChain(blocks, 400);
+  EXPECT_GT(chainPeaks(blocks, {true, false, false}).turn, 400u);
+  std::optional<ChainSelection> got = solveCheckpointChain(blocks, {400, 400});
   ASSERT_TRUE(got);
   EXPECT_EQ(formatBlockRanges(got->chosen), "1");
   EXPECT_EQ(got->cost, 1);
-  EXPECT_EQ(got->peakBytes, 400u);
-  EXPECT_EQ(*bruteForce(blocks, 400), 1);
+  EXPECT_EQ(got->peaks.turn, 210u);
+  EXPECT_EQ(got->peaks.backward, 400u);
+  EXPECT_EQ(*bruteForce(blocks, {400, 400}), 1);
 }
 
 TEST(CheckpointSolver, LongChainsStayFeasibleWhenThinned) {
@@ -149,11 +162,13 @@ TEST(CheckpointSolver, LongChainsStayFeasibleWhenThinned) {
   std::mt19937_64 rng(7);
   std::vector<ChainBlock> blocks = randomChain(rng, 200);
   std::vector<bool> all(200, true);
-  uint64_t capacity = chainPeak(blocks, std::vector<bool>(200)) * 3 / 4;
+  ChainPeaks none = chainPeaks(blocks, std::vector<bool>(200));
+  ChainCapacity capacity{none.turn * 3 / 4, none.backward * 3 / 4};
   std::optional<ChainSelection> got = solveCheckpointChain(blocks, capacity);
   ASSERT_TRUE(got);
-  EXPECT_LE(chainPeak(blocks, got->chosen), capacity);
-  EXPECT_EQ(got->peakBytes, chainPeak(blocks, got->chosen));
+  ChainPeaks peaks = chainPeaks(blocks, got->chosen);
+  EXPECT_TRUE(fitsChain(peaks, capacity));
+  EXPECT_EQ(got->peaks.turn, peaks.turn);
   EXPECT_LE(got->cost, costOf(blocks, all));
 }
 

@@ -135,10 +135,13 @@ FailureOr<CheckpointChoice> chooseCheckpointing(ModuleOp imported, const Compile
         return failure();
       if (*peak <= budget) {
         fitting = selection->chosen;
-      } else { // the model was short by the miss: ask it for that much more
+      } else {
+        // The model was short by the miss: ask for that much more than
+        // this selection gives, which also rules the selection out.
         uint64_t miss = *peak - budget;
-        capacity.turn -= std::min(capacity.turn, miss);
-        capacity.backward -= std::min(capacity.backward, miss);
+        auto below = [&](uint64_t modelled) { return modelled > miss ? modelled - miss : 0; };
+        capacity.turn = std::min(capacity.turn, below(selection->peaks.turn));
+        capacity.backward = std::min(capacity.backward, below(selection->peaks.backward));
       }
     }
     if (!fitting) // the model could not find what the real plans show fits

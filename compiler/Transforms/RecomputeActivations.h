@@ -33,6 +33,11 @@
 // of the op's seed, the step and the element index). Each clone carries
 // `fsdp.recompute = "<block>"`.
 //
+// Any set of blocks can be checkpointed (RecomputeOptions::blocks); every
+// block is reported whether rewritten or not (what it holds, what
+// checkpointing it frees and what its recomputation costs), which is what
+// --ckpt=auto chooses a set from.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_COMPILER_TRANSFORMS_RECOMPUTEACTIVATIONS_H
@@ -68,7 +73,7 @@ struct RecomputeOptions {
 /// whether or not it was chosen. Bytes count each value once, as the
 /// memory planner allocates it (before elementwise fusion).
 struct BlockRecompute {
-  std::string name; // the unit, e.g. "layers.3."
+  std::string name; // the unit, e.g. "layers.3"
   /// The region's values the backward pass reads, all held from the
   /// forward pass until their backward use when the block is not
   /// checkpointed; a checkpointed block brings them back while its

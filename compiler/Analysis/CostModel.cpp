@@ -114,9 +114,8 @@ bool isView(const plan::Plan &p, const plan::Instruction &inst) {
   return true;
 }
 
-/// 2 * M * N * K of a MatMul or Gemm: every result element is a K-long dot
-/// product (batch dims included in the result's element count).
-double matmulFlops(const plan::Plan &p, const plan::Instruction &inst) {
+/// A MatMul's or Gemm's flops (matmulFlops) from its buffers.
+double matmulFlopsOf(const plan::Plan &p, const plan::Instruction &inst) {
   if (!count(inst.inputs()) || !count(inst.outputs()))
     return 0;
   const plan::Buffer *a = bufferAt(p, inst.inputs()->Get(0));
@@ -126,7 +125,7 @@ double matmulFlops(const plan::Plan &p, const plan::Instruction &inst) {
   size_t rank = a->shape()->size();
   bool transA = count(inst.ints()) >= 2 && inst.ints()->Get(0) != 0;
   int64_t k = rank == 1 ? a->shape()->Get(0) : a->shape()->Get(transA ? rank - 2 : rank - 1);
-  return 2.0 * static_cast<double>(numel(out)) * static_cast<double>(std::max<int64_t>(k, 0));
+  return matmulFlops(numel(out), k);
 }
 
 } // namespace
@@ -174,19 +173,34 @@ InstructionCost predictInstruction(const plan::Plan &p, uint32_t index,
     return cost;
   }
 
-  cost.bytes = read + written;
-  double memorySeconds = static_cast<double>(cost.bytes) / device.memoryBandwidth;
-  cost.seconds = memorySeconds;
-  cost.bound = CostBound::Memory;
+  double flops = 0;
+  bool half = false;
   if (k == Kernel::MatMul || k == Kernel::Gemm) {
-    cost.flops = matmulFlops(p, inst);
+    flops = matmulFlopsOf(p, inst);
     const plan::Buffer *out = count(inst.outputs()) ? bufferAt(p, inst.outputs()->Get(0)) : nullptr;
-    bool half = out && (out->dtype() == plan::DType::BF16 || out->dtype() == plan::DType::F16);
-    double computeSeconds = cost.flops / (half ? device.bf16Flops : device.f32Flops);
-    if (computeSeconds > memorySeconds) {
-      cost.seconds = computeSeconds;
-      cost.bound = CostBound::Compute;
-    }
+    half = out && (out->dtype() == plan::DType::BF16 || out->dtype() == plan::DType::F16);
+  }
+  return computeKernelCost(flops, read + written, half, device);
+}
+
+double matmulFlops(uint64_t resultElements, int64_t reduction) {
+  // Every result element is a `reduction`-long dot product (batch
+  // dimensions are in the result's element count).
+  return 2.0 * static_cast<double>(resultElements) *
+         static_cast<double>(std::max<int64_t>(reduction, 0));
+}
+
+InstructionCost computeKernelCost(double flops, uint64_t bytes, bool half,
+                                  const DeviceProfile &device) {
+  InstructionCost cost;
+  cost.flops = flops;
+  cost.bytes = bytes;
+  cost.seconds = static_cast<double>(bytes) / device.memoryBandwidth;
+  cost.bound = CostBound::Memory;
+  double computeSeconds = flops / (half ? device.bf16Flops : device.f32Flops);
+  if (flops > 0 && computeSeconds > cost.seconds) {
+    cost.seconds = computeSeconds;
+    cost.bound = CostBound::Compute;
   }
   if (cost.seconds < device.kernelFloor) {
     cost.seconds = device.kernelFloor;

@@ -66,6 +66,18 @@ struct InstructionCost {
 InstructionCost predictInstruction(const plan::Plan &plan, uint32_t inst,
                                    const DeviceProfile &device);
 
+/// 2 * M * N * K of a matrix product with `resultElements` = M * N (times
+/// any batch) and reduction length K.
+double matmulFlops(uint64_t resultElements, int64_t reduction);
+
+/// The roofline of one compute kernel that reads and writes `bytes` and,
+/// for a matmul or gemm, does `flops` (0 otherwise) at the bf16 rate when
+/// `half`, else f32; never below the launch floor. predictInstruction
+/// prices plan instructions with it, and the checkpoint stage the ops it
+/// would recompute (compiler/Transforms/RecomputeActivations.h).
+InstructionCost computeKernelCost(double flops, uint64_t bytes, bool half,
+                                  const DeviceProfile &device);
+
 /// The step on a timeline: every instruction's start and duration.
 struct StepPrediction {
   std::string device;

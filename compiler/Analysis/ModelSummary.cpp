@@ -9,6 +9,7 @@
 
 #include "compiler/Analysis/ModelSummary.h"
 
+#include "compiler/Analysis/OpCost.h"
 #include "dialects/nn/NNDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -26,8 +27,7 @@ TensorSummary describe(const std::string &name, Type type) {
   type.print(os);
   if (auto shaped = llvm::dyn_cast<ShapedType>(type); shaped && shaped.hasStaticShape()) {
     summary.elements = shaped.getNumElements();
-    int64_t bits = shaped.getElementTypeBitWidth();
-    summary.bytes = summary.elements * ((bits + 7) / 8);
+    summary.bytes = static_cast<int64_t>(tensorBytes(type));
   }
   return summary;
 }

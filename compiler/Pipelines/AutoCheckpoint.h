@@ -1,21 +1,39 @@
 //===- AutoCheckpoint.h - --ckpt=auto: recompute only what the budget needs -===//
 //
-// `--ckpt=auto --mem-budget=SIZE` chooses how much to recompute: none if the
-// plan fits as is, else the fewest blocks, taken in model order, whose
-// recomputation brings the planned per-rank peak under the budget. Each
-// candidate is a real plan of the model (compiler/Pipelines/MemoryBudget.h),
-// so the choice is measured, not estimated.
+// `--ckpt=auto --mem-budget=SIZE` chooses which blocks to recompute: none
+// if the plan fits as is, else a set of blocks of least added recompute
+// cost whose plan fits the budget.
 //
-// Why this is the optimum for the models FSDP trains: their blocks are
-// repeated (identical shapes and ops), so every block saves the same
-// activation bytes and costs the same recomputation, and the least added
-// compute that fits is the smallest count that fits. Which blocks matters
-// for the peak: the first blocks' activations are held the longest and
-// their recomputation runs late in the backward pass, after the peak at the
-// forward/backward turn, so they are given up first. The search is a
-// binary search over the count (the peak falls monotonically with it), a
-// handful of compiles. For chains of unequal blocks a Rotor-style dynamic
-// program over per-block costs would do better; it is not built.
+// How: the recompute pass prices every block without rewriting any
+// (compiler/Transforms/RecomputeActivations.h: the activation bytes it
+// holds, those checkpointing it frees, and the forward ops it would clone
+// priced by the cost model on --device). A dynamic program over the block
+// chain (compiler/Analysis/CheckpointSolver.h, Rotor's peak model with one
+// recomputation per block) picks the cheapest set whose modelled
+// activations fit what the budget leaves for them, at the forward/backward
+// turn and at each block's backward. What the step holds besides block
+// activations (parameters, gradients, optimizer state, the loss and
+// embedding activations, gradients in flight) is taken from two real
+// plans (compiler/Pipelines/MemoryBudget.h): the plan without
+// checkpointing, whose peak is at the turn, and the plan checkpointing
+// every block, which is also the proof that some set fits. The chosen set
+// is then planned for real; when that plan still misses the budget, the
+// miss is taken off both capacities and the program solved again, a few
+// times at most. The returned choice and its peak are always a real
+// plan's.
+//
+// How close to optimal: for the peak model, exactly optimal (the unit
+// test checks the program against every subset of random unequal chains;
+// only chains past kMaxChainStates frontier states are approximated); for
+// the real plan, as close as the model is to the planner. The model leaves
+// out what the planner sees: elementwise fusion (fewer, larger buffers),
+// arena fragmentation, rest-of-step bytes that differ from block to block
+// (it has one number for the turn and one for all backward points), and
+// where exactly each recomputation is placed.
+// Tightening corrects misses towards "fits"; a model too pessimistic can
+// leave a cheaper fitting set unfound. Rotor's schedules that recompute a
+// block more than once, or checkpoint inside a block, are outside what the
+// recompute pass can do and so outside the search.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,8 +55,8 @@ struct CheckpointChoice {
 
 /// Resolves --ckpt=auto in `opts` (which must carry --mem-budget) by
 /// planning `imported` (the module before any stage; it is not changed).
-/// When even recomputing every block does not fit, the choice is all
-/// blocks; the budget check then reports the overflow and alternatives.
+/// When no set of blocks fits, the choice is all blocks; the budget check
+/// then reports the overflow and alternatives.
 mlir::FailureOr<CheckpointChoice> chooseCheckpointing(mlir::ModuleOp imported,
                                                       const CompileOptions &opts);
 

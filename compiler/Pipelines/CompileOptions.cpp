@@ -488,7 +488,7 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
                          : "and this plan is not sharded (give --world-size=N or --shard)"));
   // --ckpt=auto chooses what to recompute against the budget.
   if (opts.ckpt == CkptKind::Auto && !opts.memBudget)
-    return fail("--ckpt=auto needs --mem-budget=SIZE (it recomputes the fewest blocks that fit)");
+    return fail("--ckpt=auto needs --mem-budget=SIZE (it recomputes the cheapest set of blocks that fits)");
   // torch.optim.SGD refuses the same: Nesterov without momentum is plain SGD.
   if (opts.nesterov && opts.momentum <= 0)
     return fail("--nesterov requires --momentum > 0");

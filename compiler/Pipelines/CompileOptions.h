@@ -19,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace fsdp {
 
@@ -76,9 +77,10 @@ struct CompileOptions {
   std::string wrapRegex;
 
   CkptKind ckpt = CkptKind::None;
-  /// Blocks to checkpoint under `Blocks`, the first ones in model order (-1:
-  /// all). Not a flag: --ckpt=auto resolves to Blocks with a count.
-  int64_t ckptBlocks = -1;
+  /// Blocks to checkpoint under `Blocks` or `Selective`, by index in model
+  /// order (unset: all). Not a flag: --ckpt=auto resolves to Blocks with
+  /// the set it chose.
+  std::optional<std::vector<int64_t>> ckptBlocks;
   int64_t prefetch = 1;        // units gathered ahead of use; 0 disables.
   int64_t limitAllGathers = 2; // all-gathers in flight at once.
 

@@ -86,11 +86,13 @@ std::vector<ConfigurationRow> compareConfigurations(ModuleOp imported, const Com
                               {"full", ShardKind::Full, CkptKind::None, false},
                               {"full + ckpt", ShardKind::Full, CkptKind::Blocks, false},
                               {"full + offload", ShardKind::Full, CkptKind::None, true}};
-  // An unsharded plan (world size 1, no shard flag) is none of the rows.
+  // An unsharded plan (world size 1, no shard flag) is none of the rows,
+  // nor is one that checkpoints only some blocks (--ckpt=auto's choice).
   const bool chosenIsVariant = shardingRequested(opts) && opts.offload == OffloadKind::None &&
                                (opts.shard == ShardKind::None || opts.shard == ShardKind::GradOp ||
                                 opts.shard == ShardKind::Full) &&
-                               (opts.ckpt == CkptKind::None || opts.ckpt == CkptKind::Blocks);
+                               (opts.ckpt == CkptKind::None ||
+                                (opts.ckpt == CkptKind::Blocks && !opts.ckptBlocks));
   auto fill = [](ConfigurationRow &row, const PlannedStep &step) {
     row.peakBytes = step.memory.peakBytes;
     row.stepSeconds = step.prediction.stepSeconds;
@@ -119,7 +121,7 @@ std::vector<ConfigurationRow> compareConfigurations(ModuleOp imported, const Com
     CompileOptions variant = opts;
     variant.shard = v.shard;
     variant.ckpt = v.ckpt;
-    variant.ckptBlocks = -1; // every block
+    variant.ckptBlocks.reset(); // every block
     // Marked as given so the shard stage runs at world size 1 too.
     variant.explicitlySet.insert("world-size");
     variant.explicitlySet.insert("shard");
@@ -170,7 +172,7 @@ std::vector<BudgetSuggestion> suggestSmallerPlans(ModuleOp imported, const Compi
     // variant recomputes every block, the least memory auto could reach.
     if (variant.ckpt == CkptKind::Auto) {
       variant.ckpt = CkptKind::Blocks;
-      variant.ckptBlocks = -1;
+      variant.ckptBlocks.reset();
     }
     variant.memBudget.reset();
     std::string why;

@@ -156,11 +156,16 @@ struct RecomputeActivationsPass
     RecomputeOptions o;
     o.policy = ckpt == "blocks" ? RecomputeOptions::Policy::Blocks
                                 : RecomputeOptions::Policy::Selective;
+    if (blocks.hasValue())
+      o.blocks.emplace(blocks.begin(), blocks.end());
     if (failed(recomputeActivations(getOperation(), o)))
       signalPassFailure();
   }
   Option<std::string> ckpt{*this, "ckpt", llvm::cl::init("blocks"),
                            llvm::cl::desc("blocks or selective")};
+  ListOption<int64_t> blocks{*this, "blocks",
+                             llvm::cl::desc("indices of the blocks to checkpoint, in model order "
+                                            "(default: all)")};
 };
 
 struct ScheduleCollectivesPass

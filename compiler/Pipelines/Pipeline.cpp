@@ -191,7 +191,8 @@ mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts)
     return mlir::success();
   if (opts.ckpt == CkptKind::Blocks || opts.ckpt == CkptKind::Selective) {
     RecomputeOptions recompute;
-    recompute.maxBlocks = opts.ckptBlocks;
+    recompute.blocks = opts.ckptBlocks;
+    recompute.device = opts.device;
     recompute.policy = opts.ckpt == CkptKind::Blocks ? RecomputeOptions::Policy::Blocks
                                                       : RecomputeOptions::Policy::Selective;
     if (mlir::failed(recomputeActivations(module, recompute)))

@@ -3,18 +3,20 @@
 // Works by op positions in the one block of @train_step: everything at or
 // before the loss op is forward, everything after it backward (the same
 // boundary the shard stage uses). Regions are found in one forward scan;
-// each region is then rewritten on its own: which of its values to drop,
-// the ops those need, one clone of each at the region's first backward
-// use, and the backward uses redirected to the clones. Regions never share
-// ops and a clone only reads clones of its own region or values that stay
-// saved, so the order regions are rewritten in does not matter.
+// each region is then analyzed on its own (which of its values to drop,
+// the ops those need, what that frees and costs) and every block is
+// reported; the selected ones are rewritten: one clone of each needed op
+// at the region's first backward use, and the backward uses redirected to
+// the clones. Regions never share ops and a clone only reads clones of its
+// own region or values that stay saved, so all regions can be analyzed on
+// the IR before any rewrite and rewritten in any order.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Transforms/RecomputeActivations.h"
 
+#include "compiler/Analysis/OpCost.h"
 #include "compiler/Analysis/TrainableParameters.h"
-
 #include "compiler/Analysis/WrapPolicy.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
 #include "compiler/Transforms/ShardParameters.h"
@@ -40,6 +42,14 @@ struct Region {
   unsigned begin = 0, end = 0;
 };
 
+/// What checkpointing a region does: the values the backward stops
+/// reading, the region's ops that recompute them, and the block's report.
+struct RegionPlan {
+  SmallVector<Value> dropped;
+  llvm::DenseSet<Operation *> needed;
+  BlockRecompute report;
+};
+
 /// Ops whose outputs selective checkpointing keeps: the expensive ones
 /// (matmuls; attention scores are matmuls) and the attention probabilities.
 bool isSavedBySelective(Operation *op) { return isa<nn::MatMulOp, nn::GemmOp, nn::SoftmaxOp>(op); }
@@ -52,7 +62,8 @@ public:
 
 private:
   LogicalResult findRegions();
-  void rewrite(const Region &region);
+  RegionPlan analyze(const Region &region) const;
+  void rewrite(const Region &region, const RegionPlan &plan);
   bool isBackward(Operation *op) const {
     auto it = order.find(op);
     return it != order.end() && it->second > boundary;
@@ -105,20 +116,27 @@ LogicalResult Recomputer::findRegions() {
   return success();
 }
 
-void Recomputer::rewrite(const Region &region) {
+RegionPlan Recomputer::analyze(const Region &region) const {
   auto inRegion = [&](Operation *op) {
     auto it = order.find(op);
     return it != order.end() && it->second >= region.begin && it->second < region.end;
   };
+  auto readByBackward = [&](Value v) {
+    return llvm::any_of(v.getUsers(), [&](Operation *user) { return isBackward(user); });
+  };
   const bool selective = options.policy == Policy::Selective;
+  RegionPlan plan;
+  plan.report.name = region.name;
 
   // Which values stay saved and which the backward reads from a copy.
+  // Constants are no activations: the plan keeps them in their own region.
   llvm::DenseSet<Value> saved;
-  SmallVector<Value> dropped;
+  uint64_t droppedBytes = 0;
   for (unsigned pos = region.begin; pos < region.end; ++pos) {
     Operation *op = ops[pos];
-    bool keepAll = op->hasTrait<OpTrait::ConstantLike>() || !isMemoryEffectFree(op) ||
-                   op->getNumRegions() != 0 || (selective && isSavedBySelective(op));
+    bool constant = op->hasTrait<OpTrait::ConstantLike>();
+    bool keepAll = constant || !isMemoryEffectFree(op) || op->getNumRegions() != 0 ||
+                   (selective && isSavedBySelective(op));
     for (Value v : op->getResults()) {
       bool keep = keepAll, backward = false;
       for (Operation *user : v.getUsers()) {
@@ -127,32 +145,64 @@ void Recomputer::rewrite(const Region &region) {
         else if (!inRegion(user)) // a later forward op, or the return
           keep = true;
       }
-      if (keep)
+      if (backward && !constant)
+        plan.report.heldBytes += tensorBytes(v.getType());
+      if (keep) {
         saved.insert(v);
-      else if (backward)
-        dropped.push_back(v);
+      } else if (backward) {
+        plan.dropped.push_back(v);
+        droppedBytes += tensorBytes(v.getType());
+      }
     }
   }
-  if (dropped.empty())
-    return;
+  if (plan.dropped.empty())
+    return plan;
 
   // The region's ops the dropped values depend on through unsaved values.
-  llvm::DenseSet<Operation *> needed;
   SmallVector<Operation *> worklist;
-  for (Value v : dropped)
+  for (Value v : plan.dropped)
     worklist.push_back(v.getDefiningOp());
   while (!worklist.empty()) {
     Operation *op = worklist.pop_back_val();
-    if (!needed.insert(op).second)
+    if (!plan.needed.insert(op).second)
       continue;
     for (Value operand : op->getOperands())
       if (Operation *def = operand.getDefiningOp(); def && inRegion(def) && !saved.count(operand))
         worklist.push_back(def);
   }
 
-  // Clone them in program order before the first backward reader.
+  // The price: each clone once. What the clones read from outside the
+  // recomputation must now live until the block's backward; values a
+  // gradient reads anyway, arguments and constants cost nothing more.
+  const DeviceProfile &device = deviceProfile(options.device);
+  llvm::DenseSet<Value> extended;
+  uint64_t extendedBytes = 0;
+  for (unsigned pos = region.begin; pos < region.end; ++pos) {
+    Operation *op = ops[pos];
+    if (!plan.needed.count(op))
+      continue; // in program order, so the sums do not depend on hashing
+    InstructionCost cost = opCost(op, device);
+    plan.report.flops += cost.flops;
+    plan.report.bytesMoved += cost.bytes;
+    plan.report.seconds += cost.seconds;
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (!def || plan.needed.count(def) || def->hasTrait<OpTrait::ConstantLike>() ||
+          readByBackward(operand) || !extended.insert(operand).second)
+        continue;
+      extendedBytes += tensorBytes(operand.getType());
+    }
+  }
+  plan.report.freedBytes = droppedBytes > extendedBytes ? droppedBytes - extendedBytes : 0;
+  return plan;
+}
+
+void Recomputer::rewrite(const Region &region, const RegionPlan &plan) {
+  if (plan.dropped.empty())
+    return;
+  // Clone the needed ops in program order before the first backward reader.
   Operation *firstUse = nullptr;
-  for (Value v : dropped)
+  for (Value v : plan.dropped)
     for (Operation *user : v.getUsers())
       if (isBackward(user) && (!firstUse || order.lookup(user) < order.lookup(firstUse)))
         firstUse = user;
@@ -160,9 +210,9 @@ void Recomputer::rewrite(const Region &region) {
   IRMapping mapping;
   StringAttr name = b.getStringAttr(region.name);
   for (unsigned pos = region.begin; pos < region.end; ++pos)
-    if (needed.count(ops[pos]))
+    if (plan.needed.count(ops[pos]))
       b.clone(*ops[pos], mapping)->setAttr(kRecomputeAttr, name);
-  for (Value v : dropped)
+  for (Value v : plan.dropped)
     v.replaceUsesWithIf(mapping.lookup(v),
                         [&](OpOperand &use) { return isBackward(use.getOwner()); });
 }
@@ -184,12 +234,26 @@ FailureOr<RecomputeResult> Recomputer::run() {
   boundary = order.lookup(lossOp);
   if (failed(findRegions()))
     return failure();
+  // Every block is analyzed before any is rewritten (see the file comment).
   RecomputeResult result;
-  result.blocks = static_cast<int64_t>(regions.size());
-  size_t count = options.maxBlocks < 0 ? regions.size()
-                                       : std::min<size_t>(regions.size(), options.maxBlocks);
-  for (size_t i = 0; i < count; ++i)
-    rewrite(regions[i]);
+  SmallVector<RegionPlan> plans;
+  for (const Region &region : regions) {
+    plans.push_back(analyze(region));
+    result.blocks.push_back(plans.back().report);
+  }
+  if (!options.blocks) {
+    for (auto [region, plan] : llvm::zip(regions, plans))
+      rewrite(region, plan);
+    return result;
+  }
+  for (int64_t index : *options.blocks)
+    if (index < 0 || index >= static_cast<int64_t>(regions.size()))
+      return step.emitError("block ") << index << " to checkpoint does not exist (the model has "
+                                      << regions.size() << " blocks)";
+  llvm::SmallDenseSet<int64_t> rewritten;
+  for (int64_t index : *options.blocks)
+    if (rewritten.insert(index).second)
+      rewrite(regions[index], plans[index]);
   return result;
 }
 

@@ -33,13 +33,24 @@
 // of the op's seed, the step and the element index). Each clone carries
 // `fsdp.recompute = "<block>"`.
 //
+// Any set of blocks can be checkpointed (RecomputeOptions::blocks); every
+// block is reported whether rewritten or not (what it holds, what
+// checkpointing it frees and what its recomputation costs), which is what
+// --ckpt=auto chooses a set from.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_COMPILER_TRANSFORMS_RECOMPUTEACTIVATIONS_H
 #define FSDP_COMPILER_TRANSFORMS_RECOMPUTEACTIVATIONS_H
 
+#include "compiler/Pipelines/CompileOptions.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace fsdp {
 
@@ -49,17 +60,41 @@ inline constexpr llvm::StringLiteral kRecomputeAttr = "fsdp.recompute";
 struct RecomputeOptions {
   enum class Policy { Blocks, Selective };
   Policy policy = Policy::Blocks;
-  /// Checkpoint only the first `maxBlocks` blocks in model order (-1: all).
-  /// The first blocks are the ones to give up first: their activations are
-  /// held the longest (until the end of the backward pass), and their
-  /// recomputation happens late in the backward, after the peak at the
-  /// forward/backward turn has passed. --ckpt=auto chooses the count.
-  int64_t maxBlocks = -1;
+  /// The blocks to checkpoint, by index in model order (the order of
+  /// RecomputeResult::blocks); unset: all of them. An empty list rewrites
+  /// nothing and only reports, which is how --ckpt=auto prices the blocks
+  /// (compiler/Pipelines/AutoCheckpoint.h) before choosing a set.
+  std::optional<std::vector<int64_t>> blocks;
+  /// The device whose cost model prices each block's recomputation.
+  DeviceKind device = DeviceKind::H100;
+};
+
+/// What checkpointing one block would save and cost under the policy,
+/// whether or not it was chosen. Bytes count each value once, as the
+/// memory planner allocates it (before elementwise fusion).
+struct BlockRecompute {
+  std::string name; // the unit, e.g. "layers.3"
+  /// The region's values the backward pass reads, all held from the
+  /// forward pass until their backward use when the block is not
+  /// checkpointed; a checkpointed block brings them back while its
+  /// backward runs.
+  uint64_t heldBytes = 0;
+  /// What checkpointing releases between the forward pass and the block's
+  /// backward: the values it drops, less the values the recomputation
+  /// reads that the backward would otherwise not keep (its inputs, when no
+  /// gradient reads them). Never more than heldBytes; 0 when the block has
+  /// nothing to drop.
+  uint64_t freedBytes = 0;
+  /// The forward ops it would clone, priced once each by the cost model
+  /// (compiler/Analysis/OpCost.h) on RecomputeOptions::device.
+  double flops = 0;
+  uint64_t bytesMoved = 0;
+  double seconds = 0;
 };
 
 /// What the rewrite found.
 struct RecomputeResult {
-  int64_t blocks = 0; // blocks found in the forward pass
+  std::vector<BlockRecompute> blocks; // every block of the forward pass, in order
 };
 
 /// Rewrites @train_step as described above. Fails (with a diagnostic) when

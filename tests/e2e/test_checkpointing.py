@@ -14,6 +14,14 @@
 # bitwise rows, so each checkpointed plan must also hold more instructions
 # than none's (the recomputed forward ops, read from `fsdp-run --dump`).
 #
+# --ckpt=auto on unequal blocks: a residual MLP of ten blocks, blocks 5
+# and 7 four times wider than the rest, under a budget between the plans
+# without and with every block recomputed. Every block costs the same to
+# recompute, so the note must name fewer blocks than the first-k rule
+# needs (its k found by planning the first 1, 2, ... blocks through the
+# recompute pass's blocks= option), and not the first blocks; the plan
+# must fit the budget at the noted peak and train bitwise as --ckpt=none.
+#
 # Prints a table (configuration, activations, peak, ratios to none, bits
 # equal), then "N passed, M failed"; any failure fails the test.
 #
@@ -23,6 +31,7 @@
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -39,6 +48,10 @@ MODELS = [fp.GPT, fp.TRANSFORMER]
 # (label, fsdp-opt distribution flags, world size)
 WORLDS = [("N=1", [], 1), ("N=2 full", ["--world-size=2", "--shard=full", "--wrap=blocks"], 2)]
 CKPTS = ["none", "blocks", "selective"]
+# The unequal MLP: widths per block, and where between the peaks without
+# (0) and with every block recomputed (1) the --ckpt=auto budget lies.
+UNEQUAL_WIDTHS = [16, 16, 16, 16, 16, 64, 16, 64, 16, 16]
+UNEQUAL_BUDGET = 0.2
 
 
 # One failure type for this file's commands and test_train_parity's readers
@@ -78,6 +91,86 @@ def configuration(args, tmp, model, onnx_path, flags, world, ckpt, inputs):
     run([args.fsdp_run, stem + ".plan", f"--steps={STEPS}", f"--metrics={metrics}",
          f"--save-weights={weights}"] + [f"--input={n}={f}" for n, f in inputs.items()])
     return (tp.read_metrics(metrics, STEPS), tp.read_safetensors(weights)), report, instructions
+
+
+def peak_of(args, onnx_path, flags):
+    report = run([args.fsdp_opt, onnx_path, "--emit=report", "--report-format=json"] + flags)
+    return json.loads(report)["peak_bytes"]
+
+
+def first_k_fitting(args, tmp, onnx_path, budget, count):
+    """The least k whose first k blocks fit `budget`, and that plan's peak."""
+    train = os.path.join(tmp, "mlp-unequal-train.mlir")
+    run([args.fsdp_opt, onnx_path, "--stop-after=train", "--emit=mlir", "-o", train])
+    for k in range(1, count + 1):
+        blocks = ",".join(str(i) for i in range(k))
+        step = os.path.join(tmp, f"mlp-unequal-first{k}.mlir")
+        run([args.fsdp_opt, train, "-o", step,
+             f"--pass-pipeline=builtin.module(fsdp-recompute-activations{{blocks={blocks}}})"])
+        peak = peak_of(args, step, [])
+        if peak <= budget:
+            return k, peak
+    return None, None
+
+
+def unequal_auto_case(args, tmp):
+    """--ckpt=auto on the unequal MLP: (row text, problems)."""
+    em = tp.export_models
+    variant = em.variant("mlp", 17, "train", em.MLPClassifier,
+                         lambda gen: em.mlp_inputs(gen, batch=256), tags=("unequal",),
+                         d=16, hidden=UNEQUAL_WIDTHS, layers=len(UNEQUAL_WIDTHS))
+    with open(os.devnull, "w") as null:
+        saved, sys.stdout = sys.stdout, null  # the exporter's per-file line
+        try:
+            entry = em.run_variant(variant, tmp)
+        finally:
+            sys.stdout = saved
+    onnx_path = os.path.join(tmp, entry["file"])
+    inputs = dataset(tmp, entry, "mlp-unequal", 1)
+    none_peak = peak_of(args, onnx_path, ["--ckpt=none"])
+    all_peak = peak_of(args, onnx_path, ["--ckpt=blocks"])
+    budget = int(none_peak - UNEQUAL_BUDGET * (none_peak - all_peak))
+    problems = []
+    results, notes = {}, {}
+    for ckpt, flags in [("none", []), ("auto", [f"--mem-budget={budget}"])]:
+        stem = os.path.join(tmp, f"mlp-unequal-{ckpt}")
+        notes[ckpt] = fp.run([args.fsdp_opt, onnx_path, "-o", stem + ".plan", f"--ckpt={ckpt}"]
+                          + flags).stderr
+        metrics, weights = stem + ".jsonl", stem + ".safetensors"
+        run([args.fsdp_run, stem + ".plan", f"--steps={STEPS}", f"--metrics={metrics}",
+             f"--save-weights={weights}"] + [f"--input={n}={f}" for n, f in inputs.items()])
+        results[ckpt] = (tp.read_metrics(metrics, STEPS), tp.read_safetensors(weights))
+    note = re.search(r"recomputing blocks (\S+) of \d+ \(\+(.*?) by the cost model\): "
+                     r"planned peak .*?\((\d+) B\)", notes["auto"])
+    chosen = note.group(1) if note else "-"
+    first_k, first_k_peak = first_k_fitting(args, tmp, onnx_path, budget, len(UNEQUAL_WIDTHS))
+    if not note:
+        problems.append(f"no --ckpt=auto choice in: {notes['auto'].strip()}")
+    else:
+        blocks = set()
+        for part in chosen.split(","):
+            first, _, last = part.partition("-")
+            blocks.update(range(int(first), int(last or first) + 1))
+        if blocks == set(range(len(blocks))):
+            problems.append(f"chose blocks {chosen}: the first k, not the cheapest set")
+        if 5 not in blocks:
+            problems.append(f"chose blocks {chosen} without the wide block 5")
+        if first_k is None or len(blocks) >= first_k:
+            problems.append(f"chose {len(blocks)} blocks, the first-k rule {first_k}")
+        peak = int(note.group(3))
+        if peak > budget:
+            problems.append(f"planned peak {peak} over the budget {budget}")
+        reported = peak_of(args, onnx_path, ["--ckpt=auto", f"--mem-budget={budget}"])
+        if reported != peak:
+            problems.append(f"the note's peak {peak} is not the report's {reported}")
+    bits = fp.same_bits(results["none"], results["auto"])
+    problems += bits
+    row = (f"mlp-unequal N=1 --ckpt=auto, budget {budget} B (peak without recomputation "
+           f"{none_peak}, with all blocks {all_peak}): blocks {chosen} "
+           f"(+{note.group(2) if note else '-'}, peak {note.group(3) if note else '-'}); "
+           f"first k: 0-{first_k - 1 if first_k else '-'} (peak {first_k_peak}); "
+           f"bits equal {'yes' if not bits else 'NO'}")
+    return row, problems
 
 
 def main():
@@ -146,6 +239,15 @@ def main():
                         print(f"    {p}", flush=True)
                     passed += not problems
                     failed += bool(problems)
+        try:
+            row, problems = unequal_auto_case(args, tmp)
+        except Failure as e:
+            row, problems = "mlp-unequal N=1 --ckpt=auto", [str(e)]
+        print(f"{row}  {'FAIL' if problems else 'PASS'}", flush=True)
+        for p in problems:
+            print(f"    {p}", flush=True)
+        passed += not problems
+        failed += bool(problems)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

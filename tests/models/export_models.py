@@ -181,8 +181,11 @@ class ResBlock(nn.Module):
 class MLPClassifier(nn.Module):
     def __init__(self, in_dim=16, d=32, hidden=64, layers=2, classes=10):
         super().__init__()
+        # `hidden` is every block's width, or one width per block: unequal
+        # blocks, on which --ckpt=auto must choose which to recompute.
+        widths = hidden if isinstance(hidden, (list, tuple)) else [hidden] * layers
         self.inp = nn.Linear(in_dim, d)
-        self.layers = nn.ModuleList(ResBlock(d, hidden) for _ in range(layers))
+        self.layers = nn.ModuleList(ResBlock(d, h) for h in widths)
         self.out = nn.Linear(d, classes)
 
     def forward(self, x, labels):

@@ -1,8 +1,12 @@
 // RUN: fsdp-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(fsdp-recompute-activations{ckpt=blocks})'
 // RUN: not fsdp-opt %s --split-input-file --pass-pipeline='builtin.module(fsdp-recompute-activations{ckpt=auto})' 2>&1 | FileCheck %s --check-prefix=POLICY
+// RUN: not fsdp-opt %S/recompute-activations.mlir --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-recompute-activations{blocks=0,2})' 2>&1 | FileCheck %s --check-prefix=INDEX
 
 // One case per error of compiler/Transforms/RecomputeActivations.cpp.
 // POLICY: error: ckpt must be blocks or selective, not 'auto'
+// A selected block the model does not have (recompute-activations.mlir has
+// two): nothing is rewritten.
+// INDEX: error: block 2 to checkpoint does not exist (the model has 2 blocks)
 
 // expected-error @+1 {{no @train_step to checkpoint (run the train stage first)}}
 module {

@@ -2,6 +2,7 @@
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-recompute-activations{ckpt=selective})' | FileCheck %s --check-prefix=SELECTIVE
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-recompute-activations{ckpt=blocks},fsdp-shard-parameters{world-size=2})' | FileCheck %s --check-prefix=SHARDED
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-recompute-activations{ckpt=blocks},fsdp-recompute-activations{ckpt=blocks})' | FileCheck %s --check-prefix=TWICE
+// RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-recompute-activations{ckpt=blocks blocks=1})' | FileCheck %s --check-prefix=ONLY1
 
 // fsdp-recompute-activations (compiler/Transforms/RecomputeActivations.cpp)
 // on two residual blocks y = x + tanh(x W)^2 and a root head. The backward
@@ -81,3 +82,12 @@ func.func @forward(%w0: tensor<4x4xf32> {nn.param = "layers.0.w"}, %w1: tensor<4
 // recomputed copies only.
 // TWICE-COUNT-4: fsdp.recompute
 // TWICE-NOT: fsdp.recompute
+
+// blocks=1: only the selected block (by index in model order, as
+// --ckpt=auto chooses them) is recomputed; layers.0's backward reads its
+// saved values.
+// ONLY1-LABEL: func.func @train_step(
+// ONLY1: nn.matmul %{{[0-9]+}}, %{{[a-z0-9]+}} {fsdp.recompute = "layers.1"}
+// ONLY1-NEXT: nn.tanh %{{[0-9]+}} {fsdp.recompute = "layers.1"}
+// ONLY1-NOT: fsdp.recompute
+// ONLY1: return

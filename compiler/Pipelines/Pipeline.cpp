@@ -21,16 +21,6 @@
 namespace fsdp {
 namespace {
 
-struct PendingFlag {
-  const char *flag;
-  const char *arrivesWith;
-};
-
-/// Flags whose stage is not built yet, with the work that brings it.
-const PendingFlag kPendingFlags[] = {
-    {"offload", "offload arrives with the memory issue"},
-};
-
 std::optional<std::string> pendingEmit(const CompileOptions &opts) {
   switch (opts.emit) {
   case EmitKind::Plan:
@@ -75,23 +65,28 @@ Stage lastRequestedStage(const CompileOptions &opts) {
   return opts.stopAfter.value_or(Stage::Memory);
 }
 
-Stage lastImplementedStage() { return Stage::Shard; }
+// The memory stage assigns the plan's offsets in the plan emitter; its
+// result is the plan (fsdp-run --dump, --emit=report), not IR.
+Stage lastImplementedStage() { return Stage::Schedule; }
 
 std::optional<std::string> findUnimplemented(const CompileOptions &opts) {
   if (std::optional<std::string> emit = pendingEmit(opts))
     return emit;
-  for (const PendingFlag &pending : kPendingFlags)
-    if (opts.explicitlySet.count(pending.flag))
-      return std::string("--") + pending.flag + ": not implemented yet (" +
-             pending.arrivesWith + ")";
+  // --offload=none asks for what every plan does.
+  if (opts.offload != OffloadKind::None)
+    return std::string("--offload: not implemented yet (keeping shards and optimizer state in "
+                       "host memory is not built; plan within device memory with --ckpt, "
+                       "--shard or a larger --world-size)");
   // A summary describes the imported model; MLIR output stops where asked.
   if (opts.emit == EmitKind::Mlir && lastRequestedStage(opts) > lastImplementedStage()) {
     std::string stage = stageName(lastRequestedStage(opts));
     return std::string(opts.stopAfter ? "--stop-after=" + stage
                                       : "--emit=mlir without --stop-after (the full "
                                         "pipeline)") +
-           ": not implemented yet (only the '" + stageName(lastImplementedStage()) +
-           "' stage exists; use --stop-after=" + stageName(lastImplementedStage()) + ")";
+           ": not implemented yet (IR stops after the '" + stageName(lastImplementedStage()) +
+           "' stage: use --stop-after=" + stageName(lastImplementedStage()) +
+           "; the memory stage's offsets are in the plan: --emit=plan then fsdp-run --dump, "
+           "or --emit=report)";
   }
   return std::nullopt;
 }

@@ -29,7 +29,8 @@ constexpr double kGiga = 1e9, kTera = 1e12;
 
 const DeviceProfile kH100{"h100",
                           "NVIDIA H100 SXM (989 TFLOP/s bf16, 67 TFLOP/s f32, 3.35 TB/s HBM, "
-                          "~350 GB/s NVLink bus bandwidth, 50 GB/s per GPU across nodes)",
+                          "~350 GB/s NVLink bus bandwidth, 50 GB/s per GPU across nodes, "
+                          "50 GB/s PCIe 5 to a host of 100 GB/s)",
                           989 * kTera,
                           67 * kTera,
                           3.35 * kTera,
@@ -37,10 +38,13 @@ const DeviceProfile kH100{"h100",
                           50 * kGiga,
                           8,
                           10e-6,
-                          3e-6};
+                          3e-6,
+                          50 * kGiga,
+                          100 * kGiga};
 const DeviceProfile kA100{"a100",
                           "NVIDIA A100 SXM (312 TFLOP/s bf16, 19.5 TFLOP/s f32, 2.0 TB/s HBM, "
-                          "~230 GB/s NVLink bus bandwidth, 25 GB/s per GPU across nodes)",
+                          "~230 GB/s NVLink bus bandwidth, 25 GB/s per GPU across nodes, "
+                          "25 GB/s PCIe 4 to a host of 100 GB/s)",
                           312 * kTera,
                           19.5 * kTera,
                           2.0 * kTera,
@@ -48,7 +52,9 @@ const DeviceProfile kA100{"a100",
                           25 * kGiga,
                           8,
                           10e-6,
-                          3e-6};
+                          3e-6,
+                          25 * kGiga,
+                          100 * kGiga};
 // One core of a small VM per rank: no bf16 units (bf16 is converted, half
 // the f32 rate), in-process ranks exchange through shared memory.
 const DeviceProfile kCpu{"cpu",
@@ -61,7 +67,9 @@ const DeviceProfile kCpu{"cpu",
                          5 * kGiga,
                          std::numeric_limits<uint32_t>::max(),
                          20e-6,
-                         1e-6};
+                         1e-6,
+                         10 * kGiga, // host and device are the same memory
+                         10 * kGiga};
 
 template <typename T> size_t count(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
 
@@ -170,6 +178,30 @@ InstructionCost predictInstruction(const plan::Plan &p, uint32_t index,
                                                              : device.interNodeBandwidth;
     double steps = (cost.groupSize - 1.0) / cost.groupSize * (k == Kernel::AllReduce ? 2 : 1);
     cost.seconds = steps * static_cast<double>(cost.bytes) / bandwidth + device.collectiveLatency;
+    return cost;
+  }
+
+  // --offload=cpu: a copy to or from host memory crosses the host link;
+  // anything else touching host memory (the optimizer) runs on the host.
+  auto inHost = [&](const flatbuffers::Vector<uint32_t> *list) {
+    if (list)
+      for (uint32_t index : *list)
+        if (const plan::Buffer *b = bufferAt(p, index); b && b->region() == plan::Region::Host)
+          return true;
+    return false;
+  };
+  const bool readsHost = inHost(inst.inputs()), writesHost = inHost(inst.outputs());
+  if (k == Kernel::Copy && readsHost != writesHost) {
+    cost.bytes = written;
+    cost.bound = CostBound::Communication;
+    cost.seconds = std::max(static_cast<double>(written) / device.hostLinkBandwidth,
+                            device.kernelFloor);
+    return cost;
+  }
+  if (readsHost || writesHost) {
+    cost.bytes = read + written;
+    cost.bound = CostBound::Memory;
+    cost.seconds = static_cast<double>(read + written) / device.hostMemoryBandwidth;
     return cost;
   }
 

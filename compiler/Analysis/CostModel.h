@@ -44,6 +44,10 @@ struct DeviceProfile {
   uint32_t ranksPerNode = 8;
   double collectiveLatency = 0; // seconds per collective
   double kernelFloor = 0;       // seconds: launch overhead, the least a kernel takes
+  /// --offload=cpu: copies between host and device memory (PCIe), and the
+  /// host's memory bandwidth, which bounds the optimizer it runs.
+  double hostLinkBandwidth = 0;
+  double hostMemoryBandwidth = 0;
 };
 
 /// The profile --device names.

@@ -373,6 +373,7 @@ MemoryReport analyzeMemory(const plan::Plan &p) {
   report.worldSize = std::max<uint32_t>(p.world_size(), 1);
   report.persistentBytes = p.persistent_bytes();
   report.arenaBytes = p.arena_bytes();
+  report.hostBytes = p.host_bytes();
   report.constantBytes = count(p.constant_data());
   report.peakBytes = report.persistentBytes + report.arenaBytes;
   report.instructions = count(p.instructions());
@@ -519,6 +520,7 @@ std::string renderJson(const MemoryReport &r) {
   os << "  \"activations_bytes\": " << r.activationsBytes << ",\n";
   os << "  \"persistent_bytes\": " << r.persistentBytes << ",\n";
   os << "  \"arena_bytes\": " << r.arenaBytes << ",\n";
+  os << "  \"host_bytes\": " << r.hostBytes << ",\n";
   os << "  \"arena_live_peak_bytes\": " << r.arenaLivePeak << ",\n";
   os << "  \"peak_instruction\": " << r.peakInstruction << ",\n";
   os << "  \"peak_instruction_name\": " << jsonString(r.peakInstructionName) << ",\n";
@@ -637,6 +639,10 @@ std::string renderText(const MemoryReport &r) {
     line("arena live peak", r.arenaLivePeak,
          "of arena " + std::to_string(r.arenaBytes) + ", " + at);
     line("constants", r.constantBytes, "read in place from the plan file");
+    if (r.hostBytes)
+      line("host", r.hostBytes,
+           "host memory (--offload=cpu): shards, gradient shards, optimizer state; not in the "
+           "device peak");
   }
 
   if (!r.largestAtPeak.empty()) {

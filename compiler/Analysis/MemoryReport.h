@@ -20,6 +20,9 @@
 // so they add up to that peak; the arena bytes the allocator could not
 // reuse there are reported as fragmentation, so a rank's row adds up to
 // the bytes fsdp-run allocates.
+// State offloaded to host memory (--offload=cpu, the plan's Host region)
+// is reported apart as host bytes: it is not device memory, so not in the
+// peak.
 //
 //===----------------------------------------------------------------------===//
 
@@ -107,6 +110,9 @@ struct MemoryReport {
   std::string strategy, paramDtype, reduceDtype;
   uint32_t worldSize = 1;
   uint64_t persistentBytes = 0, arenaBytes = 0, constantBytes = 0;
+  /// Host memory the plan keeps state in (--offload=cpu): not device bytes,
+  /// so not part of peakBytes.
+  uint64_t hostBytes = 0;
   /// persistentBytes + arenaBytes, the same on every rank.
   uint64_t peakBytes = 0;
   /// Largest simultaneously live arena bytes (<= arenaBytes) and the first

@@ -410,7 +410,7 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
     for (const char *flag :
          {"shard", "wrap", "ckpt", "prefetch", "limit-all-gathers", "optimizer",
           "lr", "beta1", "beta2", "eps", "weight-decay", "momentum", "nesterov",
-          "freeze", "no-decay", "loss", "param-dtype", "reduce-dtype"})
+          "freeze", "no-decay", "loss", "param-dtype", "reduce-dtype", "offload"})
       if (given(flag))
         return fail("--" + std::string(flag) + " requires --mode=train");
   }
@@ -552,7 +552,8 @@ bool fsdp::shardingRequested(const CompileOptions &opts) {
   if (opts.mode != Mode::Train || opts.worldSize > 1)
     return opts.mode == Mode::Train;
   for (const char *flag : kShardFlags)
-    if (opts.explicitlySet.count(flag))
+    if (opts.explicitlySet.count(flag) &&
+        (flag != std::string_view("offload") || opts.offload == OffloadKind::Cpu))
       return true;
   return false;
 }

@@ -142,10 +142,12 @@ bool validateCompileOptions(const CompileOptions &opts, std::string &error);
 double effectiveWeightDecay(const CompileOptions &opts);
 
 /// The flags of the shard stage. A training plan is sharded when any is
-/// given or the world size exceeds one; otherwise it stays a plain
-/// single-rank step (no flat buffers, no collectives).
-inline constexpr const char *kShardFlags[] = {"world-size", "shard", "wrap", "param-dtype",
-                                              "reduce-dtype"};
+/// given (--offload only as cpu: host memory holds shard units, at world
+/// size 1 too, as ZeRO-Offload on one GPU) or the world size exceeds one;
+/// otherwise it stays a plain single-rank step (no flat buffers, no
+/// collectives).
+inline constexpr const char *kShardFlags[] = {"world-size", "shard",        "wrap",
+                                              "param-dtype", "reduce-dtype", "offload"};
 bool shardingRequested(const CompileOptions &opts);
 
 /// Parses a byte count such as "80GiB", "1.5GB" or "1000". Units are

@@ -88,9 +88,12 @@ std::vector<ConfigurationRow> compareConfigurations(ModuleOp imported, const Com
                               {"full + offload", ShardKind::Full, CkptKind::None, true}};
   // An unsharded plan (world size 1, no shard flag) is none of the rows,
   // nor is one that checkpoints only some blocks (--ckpt=auto's choice).
-  const bool chosenIsVariant = shardingRequested(opts) && opts.offload == OffloadKind::None &&
+  const bool offloaded = opts.offload == OffloadKind::Cpu;
+  const bool chosenIsVariant = shardingRequested(opts) &&
                                (opts.shard == ShardKind::None || opts.shard == ShardKind::GradOp ||
                                 opts.shard == ShardKind::Full) &&
+                               (!offloaded || (opts.shard == ShardKind::Full &&
+                                               opts.ckpt == CkptKind::None)) &&
                                (opts.ckpt == CkptKind::None ||
                                 (opts.ckpt == CkptKind::Blocks && !opts.ckptBlocks));
   auto fill = [](ConfigurationRow &row, const PlannedStep &step) {
@@ -108,11 +111,10 @@ std::vector<ConfigurationRow> compareConfigurations(ModuleOp imported, const Com
       row.flags += " --ckpt=blocks";
     if (v.offload) {
       row.flags += " --offload=cpu";
-      row.note = "not implemented yet (--offload arrives with a later issue)";
-      rows.push_back(std::move(row));
-      continue;
+      row.note = "device memory; shards, gradient shards and optimizer state are in host memory";
     }
-    row.chosen = chosenIsVariant && opts.shard == v.shard && opts.ckpt == v.ckpt;
+    row.chosen =
+        chosenIsVariant && opts.shard == v.shard && opts.ckpt == v.ckpt && offloaded == v.offload;
     if (row.chosen) {
       fill(row, chosen);
       rows.push_back(std::move(row));
@@ -122,6 +124,7 @@ std::vector<ConfigurationRow> compareConfigurations(ModuleOp imported, const Com
     variant.shard = v.shard;
     variant.ckpt = v.ckpt;
     variant.ckptBlocks.reset(); // every block
+    variant.offload = v.offload ? OffloadKind::Cpu : OffloadKind::None;
     // Marked as given so the shard stage runs at world size 1 too.
     variant.explicitlySet.insert("world-size");
     variant.explicitlySet.insert("shard");

@@ -12,6 +12,7 @@
 #include "compiler/Autodiff/BuildTrainStep.h"
 #include "compiler/Transforms/ApplyOptimizer.h"
 #include "compiler/Transforms/FuseElementwise.h"
+#include "compiler/Transforms/OffloadState.h"
 #include "compiler/Transforms/RecomputeActivations.h"
 #include "compiler/Transforms/ScheduleCollectives.h"
 #include "compiler/Transforms/ShardParameters.h"
@@ -168,6 +169,19 @@ struct RecomputeActivationsPass
                                             "(default: all)")};
 };
 
+struct OffloadStatePass : PassWrapper<OffloadStatePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(OffloadStatePass)
+  StringRef getArgument() const final { return "fsdp-offload-state"; }
+  StringRef getDescription() const final {
+    return "Shards, optimizer state and the optimizer's scalars of the sharded @train_step in "
+           "host memory, with copies to and from the device";
+  }
+  void runOnOperation() final {
+    if (failed(offloadState(getOperation())))
+      signalPassFailure();
+  }
+};
+
 struct ScheduleCollectivesPass
     : PassWrapper<ScheduleCollectivesPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ScheduleCollectivesPass)
@@ -206,6 +220,7 @@ void registerFsdpPasses() {
   PassRegistration<ApplyOptimizerPass>();
   PassRegistration<RecomputeActivationsPass>();
   PassRegistration<ShardParametersPass>();
+  PassRegistration<OffloadStatePass>();
   PassRegistration<ScheduleCollectivesPass>();
 }
 

@@ -13,6 +13,7 @@
 #include "compiler/Transforms/ApplyOptimizer.h"
 #include "compiler/Pipelines/AutoCheckpoint.h"
 #include "compiler/Transforms/FuseElementwise.h"
+#include "compiler/Transforms/OffloadState.h"
 #include "compiler/Transforms/RecomputeActivations.h"
 #include "compiler/Transforms/ShardParameters.h"
 
@@ -72,11 +73,6 @@ Stage lastImplementedStage() { return Stage::Schedule; }
 std::optional<std::string> findUnimplemented(const CompileOptions &opts) {
   if (std::optional<std::string> emit = pendingEmit(opts))
     return emit;
-  // --offload=none asks for what every plan does.
-  if (opts.offload != OffloadKind::None)
-    return std::string("--offload: not implemented yet (keeping shards and optimizer state in "
-                       "host memory is not built; plan within device memory with --ckpt, "
-                       "--shard or a larger --world-size)");
   // A summary describes the imported model; MLIR output stops where asked.
   if (opts.emit == EmitKind::Mlir && lastRequestedStage(opts) > lastImplementedStage()) {
     std::string stage = stageName(lastRequestedStage(opts));
@@ -112,6 +108,7 @@ OptimizerOptions optimizerOptionsFor(const CompileOptions &opts) {
 ShardOptions shardOptionsFor(const CompileOptions &opts) {
   ShardOptions o;
   o.worldSize = opts.worldSize;
+  o.offload = opts.offload == OffloadKind::Cpu;
   switch (opts.shard) {
   case ShardKind::Full: o.strategy = ShardOptions::Strategy::Full; break;
   case ShardKind::GradOp: o.strategy = ShardOptions::Strategy::GradOp; break;
@@ -195,8 +192,12 @@ mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts)
   }
   if (lastRequestedStage(opts) < Stage::Shard || !shardingRequested(opts))
     return mlir::success();
-  if (!isSharded(module) && mlir::failed(shardParameters(module, shardOptionsFor(opts))))
-    return mlir::failure();
+  if (!isSharded(module)) {
+    if (mlir::failed(shardParameters(module, shardOptionsFor(opts))))
+      return mlir::failure();
+    if (opts.offload == OffloadKind::Cpu && mlir::failed(offloadState(module)))
+      return mlir::failure();
+  }
   // Scheduling (compiler/Transforms/ScheduleCollectives.h) runs once, on the
   // sharded step: IR printed after it already carries its streams.
   if (lastRequestedStage(opts) < Stage::Schedule || isScheduled(module))

@@ -19,6 +19,7 @@
 #include "compiler/Target/ArenaAllocator.h"
 #include "compiler/Target/BufferViews.h"
 #include "compiler/Target/StreamOrder.h"
+#include "compiler/Transforms/OffloadState.h"
 #include "compiler/Transforms/ScheduleCollectives.h"
 #include "compiler/Transforms/ShardParameters.h"
 #include "dialects/fsdp/FSDPDialect.h"
@@ -135,6 +136,7 @@ private:
   std::vector<InstructionDesc> instructions;
   std::vector<uint8_t> constantData;
   uint64_t persistentTop = 0;
+  uint64_t hostTop = 0; // the Host region (--offload=cpu), placed like persistentTop
   ArenaAllocator arena;
   std::vector<std::pair<std::string, uint32_t>> inputs, outputs, params, state;
   /// Flat-parameter shards of a sharded step: the fsdp.unit description
@@ -153,6 +155,7 @@ private:
   /// all-gather writes the gathered buffer its shard argument lies in.
   llvm::DenseMap<Value, uint32_t> inPlace;
   LogicalResult placeArguments(Block &body);
+  plan::Region regionOf(BlockArgument arg);
   FailureOr<uint32_t> placeShard(BlockArgument arg, DictionaryAttr unit, const std::string &name);
   LogicalResult findInPlaceUpdates(Block &body, const BufferViews &views);
 
@@ -184,9 +187,10 @@ FailureOr<uint32_t> Emitter::addBuffer(Value value, const std::string &name,
   }
   BufferDesc desc{name, *dtype, {type.getShape().begin(), type.getShape().end()}, region};
   desc.size = static_cast<uint64_t>(type.getNumElements()) * rt::dtypeSize(*dtype);
-  if (region == plan::Region::Persistent) {
-    desc.offset = persistentTop;
-    persistentTop += ArenaAllocator::align(std::max<uint64_t>(desc.size, 1));
+  if (region == plan::Region::Persistent || region == plan::Region::Host) {
+    uint64_t &top = region == plan::Region::Host ? hostTop : persistentTop;
+    desc.offset = top;
+    top += ArenaAllocator::align(std::max<uint64_t>(desc.size, 1));
   } else if (region == plan::Region::Arena) {
     desc.offset = arena.allocate(desc.size);
   }
@@ -354,6 +358,8 @@ LogicalResult Emitter::lower(Operation *op) {
             return true;
           })
           .Case([&](nn::ReshapeOp) { return inst.kernel = Kernel::Copy, true; })
+          .Case([&](dist::ToDeviceOp) { return inst.kernel = Kernel::Copy, true; })
+          .Case([&](dist::ToHostOp) { return inst.kernel = Kernel::Copy, true; })
           .Case([&](nn::TransposeOp t) {
             inst.kernel = Kernel::Transpose;
             inst.ints.assign(t.getPerm().begin(), t.getPerm().end());
@@ -579,7 +585,7 @@ FailureOr<uint32_t> Emitter::placeShard(BlockArgument arg, DictionaryAttr unit,
       gathers.push_back(gather);
   auto persistent = llvm::find_if(gathers, [](dist::AllGatherOp g) { return g.getPersistent(); });
   if (persistent == gathers.end())
-    return addBuffer(arg, name, plan::Region::Persistent);
+    return addBuffer(arg, name, regionOf(arg));
   if (gathers.size() != 1)
     return persistent->emitOpError("persistent, but unit '")
            << name << "' is gathered " << gathers.size() << " times";
@@ -607,6 +613,13 @@ FailureOr<uint32_t> Emitter::placeShard(BlockArgument arg, DictionaryAttr unit,
   return index;
 }
 
+/// Arguments persist across steps: in device memory, or in host memory
+/// when the offload stage marked them (fsdp.host).
+plan::Region Emitter::regionOf(BlockArgument arg) {
+  return func.getArgAttr(arg.getArgNumber(), kHostAttr) ? plan::Region::Host
+                                                       : plan::Region::Persistent;
+}
+
 LogicalResult Emitter::placeArguments(Block &body) {
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -624,7 +637,7 @@ LogicalResult Emitter::placeArguments(Block &body) {
                        : step      ? "step"
                                    : "arg" + std::to_string(i);
     FailureOr<uint32_t> index = unit ? placeShard(arg, unit, name)
-                                     : addBuffer(arg, name, plan::Region::Persistent);
+                                     : addBuffer(arg, name, regionOf(arg));
     if (failed(index))
       return failure();
     if (param)
@@ -751,7 +764,10 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
       FailureOr<uint32_t> index =
           out != outputName.end()
               ? addBuffer(r, out->second, plan::Region::Persistent)
-              : addBuffer(r, locationName(op.getLoc()), plan::Region::Arena);
+              : addBuffer(r, locationName(op.getLoc()),
+                          // A gradient shard copied to the host stays there
+                          // (host memory holds its shard, grads and state).
+                          isa<dist::ToHostOp>(op) ? plan::Region::Host : plan::Region::Arena);
       if (failed(index))
         return failure();
       if (out != outputName.end())
@@ -889,7 +905,7 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
       fbb.CreateString(options.mode == "train" && !outputs.empty() ? outputs.front().first : ""),
       fbb.CreateString(options.optimizer), options.baseLr, fbb.CreateString(options.strategy),
       fbb.CreateString(options.strategy.empty() ? "" : options.paramDtype),
-      fbb.CreateString(options.strategy.empty() ? "" : options.reduceDtype));
+      fbb.CreateString(options.strategy.empty() ? "" : options.reduceDtype), hostTop);
   plan::FinishPlanBuffer(fbb, root);
   if (options.planBytes) {
     options.planBytes->assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());

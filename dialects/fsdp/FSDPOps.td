@@ -10,5 +10,6 @@
 include "dialects/fsdp/FSDPBase.td"
 include "dialects/fsdp/FSDPCollectiveOps.td"
 include "dialects/fsdp/FSDPFlatParamOps.td"
+include "dialects/fsdp/FSDPOffloadOps.td"
 
 #endif // FSDP_FSDP_OPS_TD

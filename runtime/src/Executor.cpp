@@ -121,6 +121,7 @@ Status Executor::create(const LoadedPlan &plan, Device &device, Communicator *co
   executor->comm_ = comm;
   FSDP_RETURN_IF_ERROR(device.allocate(plan.plan().persistent_bytes(), executor->persistent_));
   FSDP_RETURN_IF_ERROR(device.allocate(plan.plan().arena_bytes(), executor->arena_));
+  FSDP_RETURN_IF_ERROR(device.allocateHost(plan.plan().host_bytes(), executor->host_));
   FSDP_RETURN_IF_ERROR(executor->zeroPersistent());
   FSDP_RETURN_IF_ERROR(executor->prepare());
   out = std::move(executor);
@@ -138,6 +139,7 @@ Executor::~Executor() {
   }
   device_.release(persistent_);
   device_.release(arena_);
+  device_.releaseHost(host_);
 }
 
 Status Executor::zeroPersistent() {
@@ -164,6 +166,7 @@ TensorRef Executor::viewOf(uint32_t index) const {
   switch (buffer->region()) {
   case plan::Region::Persistent: base = static_cast<uint8_t *>(persistent_.base); break;
   case plan::Region::Arena: base = static_cast<uint8_t *>(arena_.base); break;
+  case plan::Region::Host: base = static_cast<uint8_t *>(host_.base); break;
   case plan::Region::Constant:
     base = const_cast<uint8_t *>(plan_.plan().constant_data()->data());
     break;

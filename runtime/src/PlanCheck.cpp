@@ -186,6 +186,12 @@ Status checkCollective(const plan::Instruction &inst, const plan::Plan &plan,
   return Status::ok();
 }
 
+/// State kept from step to step: in device memory, or in host memory
+/// under --offload=cpu.
+bool keptAcrossSteps(plan::Region region) {
+  return region == plan::Region::Persistent || region == plan::Region::Host;
+}
+
 Status checkBuffer(const plan::Buffer &buffer, size_t index, const plan::Plan &plan,
                    const std::string &where) {
   std::string what = cat(where, ": buffer ", index,
@@ -209,6 +215,7 @@ Status checkBuffer(const plan::Buffer &buffer, size_t index, const plan::Plan &p
   case plan::Region::Persistent: regionSize = plan.persistent_bytes(); break;
   case plan::Region::Arena: regionSize = plan.arena_bytes(); break;
   case plan::Region::Constant: regionSize = count(plan.constant_data()); break;
+  case plan::Region::Host: regionSize = plan.host_bytes(); break;
   default: return Status::error(what + ": invalid region");
   }
   // Every rank's placement must fit: the last chunk is the farthest.
@@ -297,7 +304,7 @@ Status checkScalarBuffer(uint32_t index, DType dtype, const plan::Plan &plan,
   if (index >= count(plan.buffers()))
     return Status::error(cat(what, " names buffer ", index, " of ", count(plan.buffers())));
   const plan::Buffer *buffer = plan.buffers()->Get(index);
-  if (buffer->region() != plan::Region::Persistent ||
+  if (!keptAcrossSteps(buffer->region()) ||
       static_cast<DType>(buffer->dtype()) != dtype || count(buffer->shape()) != 0)
     return Status::error(cat(what, " must be a persistent ", dtypeName(dtype), " scalar"));
   return Status::ok();
@@ -309,7 +316,7 @@ Status checkTraining(const plan::Plan &plan, const std::string &path) {
   FSDP_RETURN_IF_ERROR(checkBindings(plan.state(), numBuffers, path + ": state binding"));
   for (size_t i = 0; i < count(plan.state()); ++i) {
     const plan::Binding *state = plan.state()->Get(i);
-    if (plan.buffers()->Get(state->buffer())->region() != plan::Region::Persistent)
+    if (!keptAcrossSteps(plan.buffers()->Get(state->buffer())->region()))
       return Status::error(cat(path, ": state '", state->name()->str(),
                                "' is not in the persistent region"));
   }
@@ -352,7 +359,7 @@ Status checkUnit(const plan::Unit &unit, size_t index, const plan::Plan &plan,
     return Status::error(cat(what, ": shard buffer ", unit.shard_buffer(), " of ",
                              count(plan.buffers()), " does not exist"));
   const plan::Buffer *buffer = plan.buffers()->Get(unit.shard_buffer());
-  if (buffer->region() != plan::Region::Persistent || buffer->dtype() != unit.dtype() ||
+  if (!keptAcrossSteps(buffer->region()) || buffer->dtype() != unit.dtype() ||
       numElements(*buffer) != shard)
     return Status::error(cat(what, ": shard buffer ", unit.shard_buffer(),
                              " must be a persistent buffer of ", shard, " x ",
@@ -367,7 +374,7 @@ Status checkUnit(const plan::Unit &unit, size_t index, const plan::Plan &plan,
                              count(plan.buffers()), " does not exist"));
   const plan::Buffer *gathered = plan.buffers()->Get(unit.gathered_buffer());
   const uint64_t shardBytes = buffer->size();
-  if (gathered->region() != plan::Region::Persistent || gathered->dtype() != unit.dtype() ||
+  if (!keptAcrossSteps(gathered->region()) || gathered->dtype() != unit.dtype() ||
       numElements(*gathered) != padded || gathered->rank_stride() != 0 ||
       buffer->offset() != gathered->offset() || buffer->rank_group() != unit.group_size() ||
       (unit.group_size() > 1 && buffer->rank_stride() != shardBytes))
@@ -394,7 +401,7 @@ Status checkParameter(const plan::Parameter &param, size_t index, const plan::Pl
       return Status::error(cat(what, ": buffer ", param.buffer(), " of ", count(plan.buffers()),
                                " does not exist"));
     const plan::Buffer *buffer = plan.buffers()->Get(param.buffer());
-    if (buffer->region() != plan::Region::Persistent || buffer->dtype() != param.dtype())
+    if (!keptAcrossSteps(buffer->region()) || buffer->dtype() != param.dtype())
       return Status::error(what + " does not match its buffer");
     return Status::ok();
   }
@@ -531,7 +538,8 @@ Status checkPlan(const plan::Plan &plan, const std::string &path) {
     return Status::error(path + ": world size must be >= 1");
   if (plan.num_streams() < 1)
     return Status::error(path + ": plan has no streams");
-  if (plan.persistent_bytes() % kBufferAlignment || plan.arena_bytes() % kBufferAlignment)
+  if (plan.persistent_bytes() % kBufferAlignment || plan.arena_bytes() % kBufferAlignment ||
+      plan.host_bytes() % kBufferAlignment)
     return Status::error(path + ": region sizes must be multiples of 64 bytes");
   size_t numBuffers = count(plan.buffers());
   for (size_t i = 0; i < numBuffers; ++i)

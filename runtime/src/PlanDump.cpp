@@ -21,6 +21,7 @@ const char *regionName(plan::Region region) {
   case plan::Region::Persistent: return "persistent";
   case plan::Region::Arena: return "arena";
   case plan::Region::Constant: return "constant";
+  case plan::Region::Host: return "host";
   }
   return "?";
 }
@@ -53,7 +54,10 @@ std::string dumpPlan(const LoadedPlan &loaded) {
   if (p.num_streams() > 1)
     os << "streams " << int(p.num_streams()) << " events=" << p.num_events() << "\n";
   os << "memory persistent=" << p.persistent_bytes() << " arena=" << p.arena_bytes()
-     << " constant=" << (p.constant_data() ? p.constant_data()->size() : 0) << "\n";
+     << " constant=" << (p.constant_data() ? p.constant_data()->size() : 0);
+  if (p.host_bytes())
+    os << " host=" << p.host_bytes();
+  os << "\n";
   if (p.weights_file() && p.weights_file()->size())
     os << "weights " << p.weights_file()->str() << " hash=" << std::hex << p.weights_hash()
        << std::dec << "\n";

@@ -38,7 +38,10 @@ std::string metricsLine(const StepRecord &r) {
   if (r.tokens > 0)
     line += ", \"tokens_per_s\": " + format("%.6g", perSecond(r.tokens, r.stepSeconds));
   line += ", \"step_time_s\": " + format("%.6g", r.stepSeconds);
-  line += ", \"peak_bytes\": " + std::to_string(r.peakBytes) + "}";
+  line += ", \"peak_bytes\": " + std::to_string(r.peakBytes);
+  if (r.hostBytes)
+    line += ", \"host_bytes\": " + std::to_string(r.hostBytes);
+  line += "}";
   return line;
 }
 

@@ -36,6 +36,8 @@
 #   shard   grad-op and none are bitwise the full run (per-step losses and
 #           saved weights): GPT at N=4 and N=3 (padding), tied GPT and
 #           Transformer at N=4
+#   offload --offload=cpu (full, grad-op, none, hybrid:2, bf16) gives the
+#           bits of the same run on device, with unit shards in host memory
 #   hybrid  hybrid:2 at N=4 (GPT, Transformer), hybrid:2 and hybrid:4 at N=8
 #   bf16    --param-dtype=bf16 with --reduce-dtype=f32 and bf16 at N=2 and 4;
 #           the bf16 run against the fp32 reference, and the reduce-bf16 run
@@ -195,7 +197,7 @@ def run(command, env=None):
     return result
 
 
-def config_flags(world, shard, param_dtype, reduce_dtype):
+def config_flags(world, shard, param_dtype, reduce_dtype, offload=False):
     """fsdp-opt flags of one distribution config; world None = no FSDP flag
     at all (the single-rank plan of before)."""
     if world is None:
@@ -203,6 +205,8 @@ def config_flags(world, shard, param_dtype, reduce_dtype):
     flags = [f"--world-size={world}", f"--shard={shard}", "--wrap=blocks"]
     if param_dtype != "f32":
         flags += [f"--param-dtype={param_dtype}", f"--reduce-dtype={reduce_dtype}"]
+    if offload:
+        flags.append("--offload=cpu")
     return flags
 
 
@@ -254,6 +258,7 @@ class Spec:
     reduce_dtype: str = "f32"
     optim: object = None
     freeze: object = None
+    offload: bool = False  # --offload=cpu
 
     def resolved(self):
         optim, freeze = SETUP[self.model]
@@ -262,7 +267,7 @@ class Spec:
     def name(self):
         optim, freeze = self.resolved()
         text = f"{self.model}-{self.world}-{self.shard}-{self.param_dtype}-{self.reduce_dtype}"
-        text += f"-{optim.describe()}-{freeze}"
+        text += f"-{optim.describe()}-{freeze}" + ("-offload" if self.offload else "")
         return re.sub(r"[^A-Za-z0-9.=-]+", "_", text)
 
 
@@ -316,7 +321,8 @@ class Session:
             optim, freeze = spec.resolved()
             path = os.path.join(self.tmp, f"{spec.name()}.plan")
             command = ([self.args.fsdp_opt, self.onnx(spec.model), "-o", path] +
-                       config_flags(spec.world, spec.shard, spec.param_dtype, spec.reduce_dtype) +
+                       config_flags(spec.world, spec.shard, spec.param_dtype, spec.reduce_dtype,
+                                    spec.offload) +
                        optim.flags())
             if freeze:
                 command.append(f"--freeze={freeze}")
@@ -520,6 +526,32 @@ def shard_rows(s):
             s.check("shard", f"{SHORT[model]} N={world} --shard={shard} == full (bits)", body)
 
 
+def offload_rows(s):
+    """--offload=cpu keeps shards, gradient shards and optimizer state in
+    host memory and copies them across; the bits are the in-device run's."""
+    for model, world, shard, dtype in ((GPT, 2, "full", "f32"), (GPT, 4, "grad-op", "f32"),
+                                       (GPT, 2, "none", "f32"), (TRANSFORMER, 4, "hybrid:2", "f32"),
+                                       (GPT, 2, "full", "bf16")):
+        def body(model=model, world=world, shard=shard, dtype=dtype):
+            spec = Spec(model, world, shard, dtype, dtype)
+            off = Spec(model, world, shard, dtype, dtype, offload=True)
+            offloaded = s.train(off)
+            problems = same_bits(s.train(spec), offloaded)
+            # The state really moved: unit shards in the host region, copies.
+            dump = run([s.args.fsdp_run, s.plan(off), "--dump"]).stdout
+            if not re.search(r"^memory .* host=\d+", dump, re.M) or not re.search(
+                    r"^unit 0 .* shard_buffer=%(\d+)", dump, re.M):
+                problems.append("the offloaded plan has no host region")
+            else:
+                shard = re.search(r"^unit 0 .* shard_buffer=%(\d+)", dump, re.M)[1]
+                if not re.search(rf"^buffer %{shard} \S+ host\+", dump, re.M):
+                    problems.append(f"unit 0's shard (buffer %{shard}) is not in host memory")
+            loss_rel, param_rel, more = s.compare(spec, offloaded, s.reference(spec))
+            return loss_rel, param_rel, problems + more
+        s.check("offload", f"{SHORT[model]} N={world} --shard={shard} {dtype} --offload=cpu "
+                "== on device (bits)", body)
+
+
 def hybrid_rows(s):
     for model, world, group in ((GPT, 4, 2), (TRANSFORMER, 4, 2), (GPT, 8, 2), (GPT, 8, 4)):
         spec = Spec(model, world, f"hybrid:{group}")
@@ -613,6 +645,7 @@ def main():
         world_rows(s, TIED, (4,))
         optimizer_rows(s)
         shard_rows(s)
+        offload_rows(s)
         hybrid_rows(s)
         bf16_rows(s)
         mpirun_rows(s)

@@ -76,7 +76,8 @@ def check_matches_runtime(args, workdir):
         f.write(b"".join(bytes((b, 0)) for b in data))
     seen = []
     for flags in ([], ["--world-size=2", "--shard=full", "--wrap=blocks"],
-                  ["--world-size=4", "--shard=hybrid:2", "--param-dtype=bf16"]):
+                  ["--world-size=4", "--shard=hybrid:2", "--param-dtype=bf16"],
+                  ["--world-size=2", "--shard=full", "--offload=cpu"]):
         plan = os.path.join(workdir, "step.plan")
         run([args.fsdp_opt, MODEL, "-o", plan, *flags])
         metrics = os.path.join(workdir, "metrics.jsonl")
@@ -84,12 +85,18 @@ def check_matches_runtime(args, workdir):
             os.remove(metrics)
         run([args.fsdp_run, plan, "--steps=1", f"--data={tokens}", f"--metrics={metrics}"])
         with open(metrics) as f:
-            allocated = json.loads(f.readline())["peak_bytes"]
+            record = json.loads(f.readline())
+        allocated, host = record["peak_bytes"], record.get("host_bytes", 0)
         r = report(args, *flags)
         if r["peak_bytes"] != allocated:
             raise Failure(f"{' '.join(flags) or 'unsharded'}: report peak_bytes "
                           f"{r['peak_bytes']} != fsdp-run's {allocated}")
-        seen.append(f"{' '.join(flags) or 'unsharded'}: {allocated} B")
+        # Offloaded state is host memory, allocated apart and reported apart.
+        if r["host_bytes"] != host or (host > 0) != ("--offload=cpu" in flags):
+            raise Failure(f"{' '.join(flags) or 'unsharded'}: report host_bytes "
+                          f"{r['host_bytes']} != fsdp-run's {host}")
+        seen.append(f"{' '.join(flags) or 'unsharded'}: {allocated} B" +
+                    (f" + host {host} B" if host else ""))
     return "; ".join(seen)
 
 

@@ -100,6 +100,7 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
     record.samples = data->samplesPerStep();
     record.tokens = data->tokensPerStep();
     record.peakBytes = executor.allocatedBytes();
+    record.hostBytes = executor.hostBytes();
     if (!opts.metricsPath.empty())
       if (Status m = metrics.write(record); !m)
         return m;

@@ -72,8 +72,8 @@
 // The report predicts the step's time on --device (h100 by default) from
 // the plan, and compares configurations at the same world size, each
 // planned from the model: none (DDP), grad-op, full, full + --ckpt=blocks;
-// full + offload is not implemented yet and has no numbers. An unsharded
-// plan (world size 1, no --shard) is a row of its own.
+// full + offload's peak is device memory (its state is in host memory). An
+// unsharded plan (world size 1, no --shard) is a row of its own.
 // RUN: fsdp-opt %s --emit=report --device=a100 | FileCheck %s --check-prefix=TIME
 // TIME: predicted step on a100 (a cost-model prediction, not a measurement; NVIDIA A100
 // TIME-NEXT: step {{[0-9.]+}} us: compute {{[0-9.]+}} us, communication 0 us (0 us not hidden under compute; one stream, serial)
@@ -83,14 +83,14 @@
 // TIME-NEXT: grad-op{{ +[0-9.]+ [KMG]?i?B +[0-9.]+ us +}}--shard=grad-op
 // TIME-NEXT: full{{ +[0-9.]+ [KMG]?i?B +[0-9.]+ us +}}--shard=full
 // TIME-NEXT: full + ckpt{{ +}}
-// TIME-NEXT: full + offload{{ +}}-{{ +}}-{{ +}}--shard=full --offload=cpu
+// TIME-NEXT: full + offload{{ +[0-9.]+ [KMG]?i?B +[0-9.]+ us +}}--shard=full --offload=cpu
 // TIME-NEXT: * chosen{{ +}}896 B{{ +[0-9.]+ us +}}unsharded (no --shard, world size 1)
-// TIME: full + offload: not implemented yet (--offload arrives with a later issue)
+// TIME: full + offload: device memory; shards, gradient shards and optimizer state are in host memory
 
 // The JSON report has the device, the predicted step and its split, and one entry per
 // configuration; the chosen one (here grad-op over two ranks) is the
 // reported plan.
-// RUN: fsdp-opt %s --emit=report --report-format=json --world-size=2 --shard=grad-op --device=cpu | %python -c "import json, sys; r = json.load(sys.stdin); c = r['configurations']; assert r['device'] == 'cpu' and r['predicted_step_s'] > 0 and abs(r['predicted_step_s'] - r['predicted_compute_s'] - r['predicted_exposed_communication_s']) < 1e-9, r; assert [x['name'] for x in c] == ['none (DDP)', 'grad-op', 'full', 'full + ckpt', 'full + offload'], c; k = [x for x in c if x['chosen']]; assert len(k) == 1 and k[0]['name'] == 'grad-op' and k[0]['peak_bytes'] == r['peak_bytes'] and k[0]['predicted_step_s'] == r['predicted_step_s'], k; assert c[4]['peak_bytes'] is None and c[4]['predicted_step_s'] is None and 'not implemented yet' in c[4]['note']; assert all(x['peak_bytes'] > 0 and x['predicted_step_s'] > 0 for x in c[:3]); print('configurations', len(c))" | FileCheck %s --check-prefix=CONFIGS
+// RUN: fsdp-opt %s --emit=report --report-format=json --world-size=2 --shard=grad-op --device=cpu | %python -c "import json, sys; r = json.load(sys.stdin); c = r['configurations']; assert r['device'] == 'cpu' and r['predicted_step_s'] > 0 and abs(r['predicted_step_s'] - r['predicted_compute_s'] - r['predicted_exposed_communication_s']) < 1e-9, r; assert [x['name'] for x in c] == ['none (DDP)', 'grad-op', 'full', 'full + ckpt', 'full + offload'], c; k = [x for x in c if x['chosen']]; assert len(k) == 1 and k[0]['name'] == 'grad-op' and k[0]['peak_bytes'] == r['peak_bytes'] and k[0]['predicted_step_s'] == r['predicted_step_s'], k; assert 'host memory' in c[4]['note']; assert all(x['peak_bytes'] > 0 and x['predicted_step_s'] > 0 for x in c[:3] + c[4:]); print('configurations', len(c))" | FileCheck %s --check-prefix=CONFIGS
 // CONFIGS: configurations 5
 
 // --device means nothing to outputs that predict no time.

@@ -415,8 +415,15 @@ TEST(CompileOptionsTest, CrossFlagRules) {
       {{"--optimizer=sgd", "--weight-decay=0"}, ""},
       {{"--beta1=0.8", "--beta2=0.9", "--eps=1e-6"}, ""},
       {{"--mode=forward", "--world-size=1", "--emit=report", "--report-format=json",
-        "--mem-budget=1GiB", "--offload=cpu", "--device=cpu"},
+        "--mem-budget=1GiB", "--device=cpu"},
        ""},
+      // Offload moves a training step's shards: forward plans have none,
+      // and IR printed before the shard stage has not moved them yet.
+      {{"--mode=forward", "--offload=cpu"}, "--offload requires --mode=train"},
+      {{"--emit=mlir", "--stop-after=train", "--offload=cpu"},
+       "--offload acts in the shard stage, which this output does not run (it needs "
+       "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard or later)"},
+      {{"--offload=cpu"}, ""},
       {{"--mode=forward", "--param-dtype=bf16"}, "--param-dtype requires --mode=train"},
       {{"--emit=mlir", "--mem-budget=8GiB"}, "--mem-budget requires --emit=plan or --emit=report"},
       // Scheduling flags need all-gathers to schedule.

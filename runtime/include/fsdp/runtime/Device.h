@@ -53,6 +53,10 @@ public:
   /// plan is being set up, never on the per-step path.
   virtual Status allocate(size_t bytes, DeviceMemory &out) = 0;
   virtual void release(DeviceMemory &memory) = 0;
+  /// Host memory the device copies to and from (pinned on a GPU), for a
+  /// plan's Host region; the CPU device's memory is host memory already.
+  virtual Status allocateHost(size_t bytes, DeviceMemory &out) { return allocate(bytes, out); }
+  virtual void releaseHost(DeviceMemory &memory) { release(memory); }
   virtual Status copyToDevice(void *dst, const void *src, size_t bytes) = 0;
   virtual Status copyToHost(void *dst, const void *src, size_t bytes) = 0;
   /// Runs `launch` on its stream; `step` seeds step-dependent kernels

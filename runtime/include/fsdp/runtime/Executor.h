@@ -127,6 +127,8 @@ public:
   /// Bytes allocated for plan-managed memory (persistent + arena): exactly
   /// the plan's numbers.
   size_t allocatedBytes() const { return persistent_.size + arena_.size; }
+  /// Host memory the plan keeps state in (--offload=cpu), besides the device's.
+  size_t hostBytes() const { return host_.size; }
 
 private:
   /// How a collective instruction runs: through `comm`, or as a local copy
@@ -166,7 +168,7 @@ private:
 
   const LoadedPlan &plan_;
   Device &device_;
-  DeviceMemory persistent_, arena_;
+  DeviceMemory persistent_, arena_, host_;
   std::vector<TensorRef> operands_;           // all launches' operand views
   std::vector<std::vector<int64_t>> ints_;    // attributes, one vector per launch
   std::vector<std::vector<float>> floats_;

@@ -33,6 +33,7 @@ struct StepRecord {
   int64_t samples = 0;    // global samples per step (B)
   int64_t tokens = 0;     // global tokens per step (B*T); 0: not a token run
   uint64_t peakBytes = 0; // plan-managed bytes the runtime allocated
+  uint64_t hostBytes = 0; // host memory holding offloaded state (0: none)
 };
 
 /// The JSON object of a --metrics line, without the newline. A non-finite

@@ -36,7 +36,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/BitVector.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <map>
@@ -69,6 +68,9 @@ struct FlatGroup {
   std::string name;
   bool root = false;
   SmallVector<size_t> members; // indices into the trainables, model order
+  /// Values the forward derives from members by views alone (transposes,
+  /// reshapes), in program order.
+  std::vector<Value> views;
   FlatLayout layout;
   RankedTensorType shardType, flatType;
   BlockArgument shard;
@@ -108,7 +110,8 @@ public:
 private:
   LogicalResult collectTrainables();
   void formGroups();
-  void addArguments(FlatGroup &g);
+  void addArguments();
+  void findForwardViews();
   void rewireUses(FlatGroup &g);
   Value gatherAt(FlatGroup &g, Operation *before, StringRef tag);
   Value reduceGradients(FlatGroup &g);
@@ -190,39 +193,73 @@ void Sharder::formGroups() {
   }
 }
 
-void Sharder::addArguments(FlatGroup &g) {
-  SmallVector<Attribute> params;
-  for (auto [i, p] : llvm::enumerate(g.members)) {
-    const Trainable &t = trainables[p];
-    params.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("name", b.getStringAttr(t.name)),
-         b.getNamedAttr("offset", b.getI64IntegerAttr(g.layout.offsets[i])),
-         b.getNamedAttr("type", TypeAttr::get(t.arg.getType()))}));
-  }
-  DictionaryAttr unit = b.getDictionaryAttr(
-      {b.getNamedAttr("name", b.getStringAttr(g.name)),
-       b.getNamedAttr("params", b.getArrayAttr(params)),
-       b.getNamedAttr("flat_numel", b.getI64IntegerAttr(g.layout.flatNumel)),
-       b.getNamedAttr("padded_numel", b.getI64IntegerAttr(g.layout.paddedNumel)),
-       b.getNamedAttr("group_size", b.getI64IntegerAttr(shardGroupSize(options)))});
-  auto add = [&](StringRef attr, Attribute value) {
-    unsigned index = step.getNumArguments();
-    step.insertArgument(index, g.shardType, b.getDictionaryAttr(b.getNamedAttr(attr, value)),
-                        step.getLoc());
-    return body.getArgument(index);
+void Sharder::addArguments() {
+  // Every group's arguments in one insertion: each insertion rebuilds the
+  // function type and argument attributes, so one per argument would be
+  // quadratic in the number of units.
+  SmallVector<unsigned> indices;
+  SmallVector<Type> types;
+  SmallVector<DictionaryAttr> attrs;
+  SmallVector<Location> locs;
+  auto add = [&](const FlatGroup &g, StringRef attr, Attribute value) {
+    indices.push_back(step.getNumArguments());
+    types.push_back(g.shardType);
+    attrs.push_back(b.getDictionaryAttr(b.getNamedAttr(attr, value)));
+    locs.push_back(step.getLoc());
   };
-  g.shard = add(kUnitAttr, unit);
-  // State shards mirror the state operands of the members' updates.
-  const Trainable &first = trainables[g.members.front()];
-  for (Value operand : first.update->getOperands()) {
-    auto arg = dyn_cast<BlockArgument>(operand);
-    if (!arg || arg.getOwner() != &body)
+  for (FlatGroup &g : groups) {
+    SmallVector<Attribute> params;
+    for (auto [i, p] : llvm::enumerate(g.members)) {
+      const Trainable &t = trainables[p];
+      params.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("name", b.getStringAttr(t.name)),
+           b.getNamedAttr("offset", b.getI64IntegerAttr(g.layout.offsets[i])),
+           b.getNamedAttr("type", TypeAttr::get(t.arg.getType()))}));
+    }
+    DictionaryAttr unit = b.getDictionaryAttr(
+        {b.getNamedAttr("name", b.getStringAttr(g.name)),
+         b.getNamedAttr("params", b.getArrayAttr(params)),
+         b.getNamedAttr("flat_numel", b.getI64IntegerAttr(g.layout.flatNumel)),
+         b.getNamedAttr("padded_numel", b.getI64IntegerAttr(g.layout.paddedNumel)),
+         b.getNamedAttr("group_size", b.getI64IntegerAttr(shardGroupSize(options)))});
+    add(g, kUnitAttr, unit);
+    // State shards mirror the state operands of the members' updates.
+    const Trainable &first = trainables[g.members.front()];
+    for (Value operand : first.update->getOperands()) {
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (!arg || arg.getOwner() != &body)
+        continue;
+      auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kStateAttr);
+      if (!name)
+        continue;
+      std::string suffix = stateSuffix(name.getValue(), first.name).str();
+      g.state.push_back({suffix, BlockArgument()});
+      add(g, nn::kStateAttr, b.getStringAttr(g.name + "." + suffix));
+    }
+  }
+  unsigned next = step.getNumArguments();
+  step.insertArguments(indices, types, attrs, locs);
+  for (FlatGroup &g : groups) {
+    g.shard = body.getArgument(next++);
+    for (auto &[suffix, arg] : g.state)
+      arg = body.getArgument(next++);
+  }
+}
+
+void Sharder::findForwardViews() {
+  // One scan for all groups (a scan per group would be quadratic in the
+  // number of units); each view belongs to its input's group.
+  llvm::DenseMap<Value, FlatGroup *> groupOf;
+  for (FlatGroup &g : groups)
+    for (size_t p : g.members)
+      groupOf[trainables[p].arg] = &g;
+  for (Operation &op : body.without_terminator()) {
+    if (position(&op) > boundary || !isa<nn::TransposeOp, nn::ReshapeOp>(op))
       continue;
-    auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kStateAttr);
-    if (!name)
-      continue;
-    std::string suffix = stateSuffix(name.getValue(), first.name).str();
-    g.state.push_back({suffix, add(nn::kStateAttr, b.getStringAttr(g.name + "." + suffix))});
+    if (FlatGroup *g = groupOf.lookup(op.getOperand(0))) {
+      groupOf[op.getResult(0)] = g;
+      g->views.push_back(op.getResult(0));
+    }
   }
 }
 
@@ -268,20 +305,14 @@ void Sharder::rewireUses(FlatGroup &g) {
                                  options.strategy == Strategy::Hybrid);
   auto isBackward = [&](Operation *op) { return position(op) > boundary; };
 
-  // Values the forward derives from members by views alone, and which
-  // member (or derived value) each comes from.
-  llvm::SetVector<Value> derived;
+  // The members, then the values the forward derives from them by views.
+  SmallVector<Value> derived;
   llvm::DenseMap<Value, size_t> memberIndex;
   for (auto [i, p] : llvm::enumerate(g.members)) {
-    derived.insert(trainables[p].arg);
+    derived.push_back(trainables[p].arg);
     memberIndex[trainables[p].arg] = i;
   }
-  for (Operation &op : body.without_terminator()) {
-    if (!order.count(&op) || isBackward(&op))
-      continue;
-    if (isa<nn::TransposeOp, nn::ReshapeOp>(op) && derived.count(op.getOperand(0)))
-      derived.insert(op.getResult(0));
-  }
+  derived.append(g.views.begin(), g.views.end());
 
   // The uses each window serves: 0 forward (or all), 1 backward.
   struct Window {
@@ -392,8 +423,8 @@ LogicalResult Sharder::run() {
   boundary = lossOp ? position(lossOp) : 0;
 
   formGroups();
-  for (FlatGroup &g : groups)
-    addArguments(g);
+  addArguments();
+  findForwardViews();
   SmallVector<Value> gradShards;
   for (FlatGroup &g : groups) {
     rewireUses(g);

@@ -18,6 +18,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 
 namespace fsdp {
 
@@ -50,26 +51,30 @@ std::vector<uint64_t> ArenaAllocator::placeGreedyBySize(uint64_t &peak) const {
                    [&](size_t a, size_t b) { return blocks_[a].size > blocks_[b].size; });
   std::vector<uint64_t> offsets(blocks_.size(), 0);
   // Placed blocks sorted by offset: the first gap below a block that
-  // conflicts in time and is large enough is the lowest free offset.
-  std::vector<size_t> byOffset;
+  // conflicts in time and is large enough is the lowest free offset. The
+  // scan is the allocator's inner loop, so each entry holds what it
+  // compares, contiguously.
+  struct Placed {
+    uint64_t offset, top, start, end;
+  };
+  std::vector<Placed> byOffset;
   byOffset.reserve(blocks_.size());
   peak = 0;
   for (size_t i : order) {
     const Block &b = blocks_[i];
     uint64_t cursor = 0;
-    for (size_t j : byOffset) {
-      const Block &o = blocks_[j];
+    for (const Placed &o : byOffset) {
       if (!(o.start < b.end && b.start < o.end))
         continue; // never live together
-      if (offsets[j] >= cursor + b.size)
+      if (o.offset >= cursor + b.size)
         break; // every later conflicting block starts higher still
-      cursor = std::max(cursor, offsets[j] + o.size);
+      cursor = std::max(cursor, o.top);
     }
     offsets[i] = cursor;
     peak = std::max(peak, cursor + b.size);
     auto at = std::upper_bound(byOffset.begin(), byOffset.end(), cursor,
-                               [&](uint64_t offset, size_t j) { return offset < offsets[j]; });
-    byOffset.insert(at, i);
+                               [](uint64_t offset, const Placed &o) { return offset < o.offset; });
+    byOffset.insert(at, {cursor, cursor + b.size, b.start, b.end});
   }
   return offsets;
 }
@@ -85,23 +90,47 @@ std::vector<uint64_t> ArenaAllocator::placeBestFit(uint64_t &peak) const {
   std::sort(events.begin(), events.end());
   std::vector<uint64_t> offsets(blocks_.size(), 0);
   std::map<uint64_t, uint64_t> live; // offset -> size
+  // The free bytes between consecutive live blocks (and below the lowest)
+  // as (size, offset): the first one of at least the requested size is
+  // the smallest gap that fits, the lowest of equal ones, found without
+  // walking every live block.
+  std::set<std::pair<uint64_t, uint64_t>> gaps;
+  auto addGap = [&](uint64_t from, uint64_t to) {
+    if (to > from)
+      gaps.insert({to - from, from});
+  };
+  auto removeGap = [&](uint64_t from, uint64_t to) {
+    if (to > from)
+      gaps.erase({to - from, from});
+  };
+  // The end of the live block before `it` (0 below the lowest).
+  auto endBefore = [&](std::map<uint64_t, uint64_t>::iterator it) {
+    return it == live.begin() ? 0 : std::prev(it)->first + std::prev(it)->second;
+  };
   peak = 0;
   for (const auto &[time, id] : events) {
-    if (id >= blocks_.size()) { // a release
-      live.erase(offsets[~id]);
+    if (id >= blocks_.size()) { // a release: its gaps below and above merge
+      auto it = live.find(offsets[~id]);
+      uint64_t below = endBefore(it), top = it->first + it->second;
+      removeGap(below, it->first);
+      if (auto next = std::next(it); next != live.end()) {
+        removeGap(top, next->first);
+        addGap(below, next->first);
+      }
+      live.erase(it);
       continue;
     }
-    uint64_t bytes = blocks_[id].size, best = kNever, bestGap = kNever, cursor = 0;
-    for (const auto &[offset, size] : live) {
-      uint64_t gap = offset - cursor;
-      if (gap >= bytes && gap < bestGap) {
-        best = cursor;
-        bestGap = gap;
-      }
-      cursor = offset + size;
+    uint64_t bytes = blocks_[id].size;
+    auto fit = gaps.lower_bound({bytes, 0});
+    // No gap fits: extend above the highest live block.
+    uint64_t best = fit != gaps.end() ? fit->second : live.empty() ? 0 : endBefore(live.end());
+    auto next = live.lower_bound(best);
+    if (next != live.end()) { // it splits the gap it goes into
+      uint64_t below = endBefore(next);
+      removeGap(below, next->first);
+      addGap(below, best);
+      addGap(best + bytes, next->first);
     }
-    if (best == kNever)
-      best = cursor; // no gap fits: extend above the highest live block
     live[best] = bytes;
     offsets[id] = best;
     peak = std::max(peak, best + bytes);

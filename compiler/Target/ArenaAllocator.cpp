@@ -111,10 +111,14 @@ std::vector<uint64_t> ArenaAllocator::placeGreedyBySize(uint64_t &peak) const {
     leaves <<= 1;
   std::vector<OffsetUnion> own(2 * leaves), below(2 * leaves);
   std::vector<size_t> covering, ancestors;
-  auto decompose = [&](const Block &b) {
+  // The last block whose ancestors a node was collected for: the paths
+  // up from the covering nodes meet, and above a meeting point every node
+  // is already collected.
+  std::vector<size_t> collectedFor(2 * leaves, SIZE_MAX);
+  auto decompose = [&](size_t i) {
     covering.clear();
     ancestors.clear();
-    size_t lo = b.start + leaves, hi = std::min(b.end, events) + leaves;
+    size_t lo = blocks_[i].start + leaves, hi = std::min(blocks_[i].end, events) + leaves;
     for (; lo < hi; lo >>= 1, hi >>= 1) {
       if (lo & 1)
         covering.push_back(lo++);
@@ -122,15 +126,15 @@ std::vector<uint64_t> ArenaAllocator::placeGreedyBySize(uint64_t &peak) const {
         covering.push_back(--hi);
     }
     for (size_t node : covering)
-      for (size_t up = node >> 1; up; up >>= 1)
+      for (size_t up = node >> 1; up && collectedFor[up] != i; up >>= 1) {
+        collectedFor[up] = i;
         ancestors.push_back(up);
-    std::sort(ancestors.begin(), ancestors.end());
-    ancestors.erase(std::unique(ancestors.begin(), ancestors.end()), ancestors.end());
+      }
   };
   peak = 0;
   for (size_t i : order) {
     const Block &b = blocks_[i];
-    decompose(b);
+    decompose(i);
     // The lowest offset no conflicting block overlaps: raise it past
     // every union range in the way until none is.
     uint64_t cursor = 0;

@@ -730,6 +730,18 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
   streams = findStreamOrder(body, views);
   auto &asyncOps = streams.collectives;
   auto &heldUntil = streams.heldUntil;
+  // Both by the op they happen at, in the orders walked before (asking
+  // every collective and every held owner at every op would be quadratic
+  // in the length of the step): the collectives each compute op waits
+  // for, and the owners released after each op.
+  llvm::DenseMap<Operation *, SmallVector<Operation *>> waitsAt;
+  for (auto &[c, async] : asyncOps)
+    if (async.waiter)
+      waitsAt[async.waiter].push_back(c);
+  llvm::DenseMap<Operation *, SmallVector<Value>> releasedAt;
+  for (auto &[owner, until] : heldUntil)
+    if (until)
+      releasedAt[until].push_back(owner);
   // Stream order: the last compute instruction so far, and the event the
   // communication stream last waited for (a later collective needs no
   // second wait on it, the stream runs in order).
@@ -787,9 +799,8 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
       }
     } else {
       lastCompute = instructions.size() - 1;
-      for (auto &[c, async] : asyncOps)
-        if (async.waiter == &op)
-          inst.waits.push_back(eventOf(instructions[asyncInstruction.lookup(c)]));
+      for (Operation *c : waitsAt.lookup(&op))
+        inst.waits.push_back(eventOf(instructions[asyncInstruction.lookup(c)]));
     }
     // Release arena buffers whose last use this op was, and results nobody
     // reads (LayerNorm's statistics in a forward plan); what an async
@@ -810,9 +821,8 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
       releaseIfDead(operand, false);
     for (Value r : op.getResults())
       releaseIfDead(r, !views.lastUse.count(r) && !outputName.count(r));
-    for (auto &[owner, until] : heldUntil)
-      if (until == &op)
-        releaseOwner(owner);
+    for (Value owner : releasedAt.lookup(&op))
+      releaseOwner(owner);
   }
   // Copies of returned values read collective results only once done: the
   // first waits for every collective nothing else waited for.

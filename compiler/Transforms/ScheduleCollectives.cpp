@@ -16,6 +16,10 @@
 // under --shard=grad-op the copy is kept for the backward whatever the
 // schedule does, so only its forward use is counted.
 //
+// Positions are order keys that stay valid while ops move (OpOrder): a
+// moved op takes a key between its new neighbours', so no move renumbers
+// the step and the stage stays linear in its length.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Transforms/ScheduleCollectives.h"
@@ -35,36 +39,77 @@ using namespace mlir;
 namespace fsdp {
 namespace {
 
+/// Program order that survives moves: ops are numbered once, sparsely, and
+/// an op moved before another takes the key halfway between its new
+/// neighbours' (all are renumbered only when that gap is used up).
+/// Renumbering after every move would make scheduling quadratic in the
+/// length of the step.
+class OpOrder {
+public:
+  explicit OpOrder(Block &body) : body(body) { renumber(); }
+  /// Whether `a` comes before `b`; a null op comes before every op.
+  bool before(Operation *a, Operation *b) const {
+    return b && (!a || key.lookup(a) < key.lookup(b));
+  }
+  /// The later of two ops (null when both are).
+  Operation *later(Operation *a, Operation *b) const { return before(a, b) ? b : a; }
+  void moveBefore(Operation *op, Operation *anchor) {
+    op->moveBefore(anchor);
+    Operation *prev = op->getPrevNode();
+    uint64_t lo = prev ? key.lookup(prev) : 0, hi = key.lookup(anchor);
+    if (hi - lo < 2)
+      return renumber();
+    key[op] = lo + (hi - lo) / 2;
+  }
+
+private:
+  void renumber() {
+    // As far apart as 64 bits allow: about 64 - log2(ops) halvings at one
+    // place before the next renumbering.
+    uint64_t stride = std::numeric_limits<uint64_t>::max() / (body.getOperations().size() + 1);
+    uint64_t next = 0;
+    for (Operation &op : body)
+      key[&op] = next += stride;
+  }
+  Block &body;
+  llvm::DenseMap<Operation *, uint64_t> key;
+};
+
 /// The gathers that rebuild one unit for one phase.
 struct Item {
   std::string unit;
   int phase = 0; // 0 forward (or the only gather), 1 backward
   SmallVector<Operation *> gathers;
+  /// The last reader of the gathered buffer (see Scheduler::lastUse); null
+  /// when nothing reads it. Only gathers and their operands' producers
+  /// move, never a reader, so it is found once.
+  Operation *lastUse = nullptr;
 };
 
 class Scheduler {
 public:
   Scheduler(func::FuncOp step, const ScheduleOptions &options)
-      : step(step), body(step.getBody().front()), options(options) {}
+      : step(step), body(step.getBody().front()), options(options), order(body) {}
   void run();
 
 private:
-  void number();
   /// The shard argument a gather reads (through the bf16 cast), if any.
   BlockArgument shardArgument(Operation *gather) const;
-  /// The last op, by position, that reads the item's gathered buffer or a
-  /// view or widened copy of it (before the loss, for forward items).
-  int64_t release(const Item &item) const;
-  int64_t start(const Item &item) const { return pos.lookup(item.gathers.front()); }
-  int64_t lastGather(const Item &item) const { return pos.lookup(item.gathers.back()); }
+  /// The last op that reads the item's gathered buffer or a view or
+  /// widened copy of it (before the loss, for forward items).
+  Operation *lastUse(const Item &item) const;
+  /// Where the item's copy is released: its last use, else its first gather.
+  Operation *release(const Item &item) const {
+    return item.lastUse ? item.lastUse : item.gathers.front();
+  }
   /// Where the unit starts computing: its gathered buffer's first reader.
-  int64_t firstReader(const Item &item) const;
+  Operation *firstReader(const Item &item) const;
   /// Moves `op` (and its operands' producers after `anchor`) before `anchor`.
   void hoist(Operation *op, Operation *anchor);
   void schedulePhase(std::vector<Item *> &list);
   void prefetchGathers();
   /// The last reader of `v` or of a view of it, other than `except`.
-  int64_t lastReader(Value v, Operation *except) const;
+  Operation *lastReader(Value v, Operation *except) const;
   /// Moves each optimizer update up behind the reduction (reduce-scatter
   /// or all-reduce) that follows the one reducing its gradient.
   void overlapOptimizer();
@@ -72,22 +117,10 @@ private:
   func::FuncOp step;
   Block &body;
   const ScheduleOptions &options;
+  OpOrder order;
   std::vector<Item> items;
-  llvm::DenseMap<Operation *, int64_t> pos;
-  std::vector<Operation *> opAt;
-  int64_t boundary = std::numeric_limits<int64_t>::max();
   Operation *lossOp = nullptr;
 };
-
-void Scheduler::number() {
-  pos.clear();
-  opAt.clear();
-  for (Operation &op : body) {
-    pos[&op] = static_cast<int64_t>(opAt.size());
-    opAt.push_back(&op);
-  }
-  boundary = lossOp ? pos.lookup(lossOp) : std::numeric_limits<int64_t>::max();
-}
 
 BlockArgument Scheduler::shardArgument(Operation *gather) const {
   Value v = gather->getOperand(0);
@@ -96,8 +129,8 @@ BlockArgument Scheduler::shardArgument(Operation *gather) const {
   return dyn_cast<BlockArgument>(v);
 }
 
-int64_t Scheduler::release(const Item &item) const {
-  int64_t last = -1, lastBeforeLoss = -1;
+Operation *Scheduler::lastUse(const Item &item) const {
+  Operation *last = nullptr, *lastBeforeLoss = nullptr;
   SmallVector<Value> work;
   for (Operation *g : item.gathers)
     work.push_back(g->getResult(0));
@@ -107,56 +140,57 @@ int64_t Scheduler::release(const Item &item) const {
     if (!seen.insert(v).second)
       continue;
     for (Operation *user : v.getUsers()) {
-      int64_t p = pos.lookup(user);
-      last = std::max(last, p);
-      if (p <= boundary)
-        lastBeforeLoss = std::max(lastBeforeLoss, p);
+      last = order.later(last, user);
+      if (!lossOp || !order.before(lossOp, user))
+        lastBeforeLoss = order.later(lastBeforeLoss, user);
       // Views and the bf16 widening hold the unit in full too.
       if (isa<dist::FlatViewOp, nn::ReshapeOp, nn::TransposeOp, nn::CastOp>(user))
         work.append(user->result_begin(), user->result_end());
     }
   }
-  if (item.phase == 0 && lastBeforeLoss >= 0)
-    return lastBeforeLoss;
-  return last < 0 ? start(item) : last;
+  return item.phase == 0 && lastBeforeLoss ? lastBeforeLoss : last;
 }
 
-int64_t Scheduler::firstReader(const Item &item) const {
-  int64_t first = std::numeric_limits<int64_t>::max();
+Operation *Scheduler::firstReader(const Item &item) const {
+  Operation *first = nullptr;
   for (Operation *g : item.gathers)
     for (Operation *user : g->getResult(0).getUsers())
-      first = std::min(first, pos.lookup(user));
-  return first == std::numeric_limits<int64_t>::max() ? lastGather(item) + 1 : first;
+      if (!first || order.before(user, first))
+        first = user;
+  return first;
 }
 
 void Scheduler::hoist(Operation *op, Operation *anchor) {
   for (Value operand : op->getOperands())
     if (Operation *def = operand.getDefiningOp();
-        def && def->getBlock() == &body && anchor->isBeforeInBlock(def))
+        def && def->getBlock() == &body && order.before(anchor, def))
       hoist(def, anchor);
-  op->moveBefore(anchor);
+  order.moveBefore(op, anchor);
 }
 
 void Scheduler::schedulePhase(std::vector<Item *> &list) {
   const int64_t k = options.prefetch;
   for (size_t j = 1; j < list.size(); ++j) {
-    number();
     Item &item = *list[j];
     // Issued when unit j - K starts computing (just before its first
     // reader), behind the gather of unit j - 1.
-    size_t ahead = j > static_cast<size_t>(k) ? j - k : 0;
-    int64_t q = std::max(firstReader(*list[ahead]) - 1, lastGather(*list[j - 1]));
+    const Item &ahead = *list[j > static_cast<size_t>(k) ? j - k : 0];
+    Operation *reader = firstReader(ahead);
+    Operation *q = order.later(reader ? reader->getPrevNode() : ahead.gathers.back(),
+                               list[j - 1]->gathers.back());
     // The limit: while L other non-root units are in full right after q,
     // wait for the earliest of them to be released.
     while (options.limitAllGathers > 0) {
-      int64_t live = 0, nextRelease = std::numeric_limits<int64_t>::max();
+      int64_t live = 0;
+      Operation *nextRelease = nullptr;
       for (Item &other : items) {
-        if (&other == &item || start(other) > q)
+        if (&other == &item || order.before(q, other.gathers.front()))
           continue;
-        int64_t r = release(other);
-        if (r > q) {
+        Operation *r = release(other);
+        if (order.before(q, r)) {
           ++live;
-          nextRelease = std::min(nextRelease, r);
+          if (!nextRelease || order.before(r, nextRelease))
+            nextRelease = r;
         }
       }
       if (live < options.limitAllGathers)
@@ -165,34 +199,35 @@ void Scheduler::schedulePhase(std::vector<Item *> &list) {
     }
     // Never later than the shard stage's place: the gathers and the ops
     // computing their operands (the bf16 cast) that sit after q must all
-    // sit after q + 1, the op they move in front of.
-    int64_t chainStart = std::numeric_limits<int64_t>::max();
+    // sit after the op following q, the op they move in front of.
+    Operation *chainStart = nullptr;
     SmallVector<Operation *> chain(item.gathers.begin(), item.gathers.end());
     while (!chain.empty()) {
       Operation *op = chain.pop_back_val();
-      chainStart = std::min(chainStart, pos.lookup(op));
+      if (!chainStart || order.before(op, chainStart))
+        chainStart = op;
       for (Value operand : op->getOperands())
         if (Operation *def = operand.getDefiningOp();
-            def && def->getBlock() == &body && pos.lookup(def) > q)
+            def && def->getBlock() == &body && order.before(q, def))
           chain.push_back(def);
     }
-    if (q + 1 >= chainStart)
+    Operation *anchor = q->getNextNode();
+    if (!order.before(q, chainStart) || chainStart == anchor)
       continue;
-    Operation *anchor = opAt[q]->getNextNode();
     for (Operation *gather : item.gathers)
       hoist(gather, anchor);
   }
 }
 
-int64_t Scheduler::lastReader(Value v, Operation *except) const {
-  int64_t last = -1;
+Operation *Scheduler::lastReader(Value v, Operation *except) const {
+  Operation *last = nullptr;
   SmallVector<Value> work{v};
   while (!work.empty()) {
     Value value = work.pop_back_val();
     for (Operation *user : value.getUsers()) {
       if (user == except)
         continue;
-      last = std::max(last, pos.lookup(user));
+      last = order.later(last, user);
       // Values sharing v's bytes in the plan: views of it, and a persistent
       // all-gather's buffer, which holds v as this rank's chunk.
       auto gather = dyn_cast<dist::AllGatherOp>(user);
@@ -211,7 +246,6 @@ void Scheduler::overlapOptimizer() {
       updates.push_back(&op);
   auto isReduction = [](Operation *op) { return isa<dist::ReduceScatterOp, dist::AllReduceOp>(op); };
   for (Operation *update : updates) {
-    number();
     Value grad = isa<nn::AdamWOp>(update) ? cast<nn::AdamWOp>(update).getGrad()
                                           : cast<nn::SgdOp>(update).getGrad();
     Operation *reduce = grad.getDefiningOp();
@@ -219,13 +253,10 @@ void Scheduler::overlapOptimizer() {
       continue;
     // One reduction of slack (the next unit's backward runs while the
     // gradient is reduced), so the compute stream does not stall on it...
-    int64_t q = -1;
-    for (int64_t p = pos.lookup(reduce) + 1; p < static_cast<int64_t>(opAt.size()); ++p)
-      if (isReduction(opAt[p])) {
-        q = p;
-        break;
-      }
-    if (q < 0)
+    Operation *q = reduce->getNextNode();
+    while (q && !isReduction(q))
+      q = q->getNextNode();
+    if (!q)
       continue;
     // ...and after every producer of its operands and every other reader
     // of the values it updates in place (parameter and state; the lr and
@@ -239,11 +270,11 @@ void Scheduler::overlapOptimizer() {
       inPlace = {sgd.getParam()};
     for (Value operand : update->getOperands())
       if (Operation *def = operand.getDefiningOp(); def && def->getBlock() == &body)
-        q = std::max(q, pos.lookup(def));
+        q = order.later(q, def);
     for (Value v : inPlace)
-      q = std::max(q, lastReader(v, update));
-    if (q + 1 < pos.lookup(update))
-      update->moveBefore(opAt[q]->getNextNode());
+      q = order.later(q, lastReader(v, update));
+    if (order.before(q, update) && q->getNextNode() != update)
+      order.moveBefore(update, q->getNextNode());
   }
 }
 
@@ -287,6 +318,8 @@ void Scheduler::prefetchGathers() {
       items.push_back({name, phase, {}});
     items.back().gathers.push_back(gather);
   }
+  for (Item &item : items)
+    item.lastUse = lastUse(item);
   for (int phase = 0; phase < 2; ++phase) {
     std::vector<Item *> list;
     for (Item &item : items)

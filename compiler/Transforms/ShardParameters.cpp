@@ -36,7 +36,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/BitVector.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <map>
@@ -69,6 +68,12 @@ struct FlatGroup {
   std::string name;
   bool root = false;
   SmallVector<size_t> members; // indices into the trainables, model order
+  /// Values the forward derives from members by views alone (transposes,
+  /// reshapes, slices), in program order, and the member or view each
+  /// reads. Sources are recorded before any rewiring: rewiring the forward
+  /// window replaces a view's member operand with a view of the gather.
+  std::vector<Value> views;
+  llvm::DenseMap<Value, Value> viewSource;
   FlatLayout layout;
   RankedTensorType shardType, flatType;
   BlockArgument shard;
@@ -119,7 +124,8 @@ public:
 private:
   LogicalResult collectTrainables();
   void formGroups();
-  void addArguments(FlatGroup &g);
+  void addArguments();
+  void findForwardViews();
   void rewireUses(FlatGroup &g);
   Value gatherAt(FlatGroup &g, Operation *before, StringRef tag);
   Value reduceGradients(FlatGroup &g);
@@ -136,7 +142,7 @@ private:
   Block &body;
   OpBuilder b;
   SmallVector<Trainable> trainables;
-  SmallVector<FlatGroup> groups;
+  std::vector<FlatGroup> groups;
   llvm::StringMap<BlockArgument> stateArgs;
   llvm::DenseMap<Operation *, unsigned> order; // original program order
   unsigned boundary = 0;                       // position of the loss op
@@ -201,39 +207,74 @@ void Sharder::formGroups() {
   }
 }
 
-void Sharder::addArguments(FlatGroup &g) {
-  SmallVector<Attribute> params;
-  for (auto [i, p] : llvm::enumerate(g.members)) {
-    const Trainable &t = trainables[p];
-    params.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("name", b.getStringAttr(t.name)),
-         b.getNamedAttr("offset", b.getI64IntegerAttr(g.layout.offsets[i])),
-         b.getNamedAttr("type", TypeAttr::get(t.arg.getType()))}));
-  }
-  DictionaryAttr unit = b.getDictionaryAttr(
-      {b.getNamedAttr("name", b.getStringAttr(g.name)),
-       b.getNamedAttr("params", b.getArrayAttr(params)),
-       b.getNamedAttr("flat_numel", b.getI64IntegerAttr(g.layout.flatNumel)),
-       b.getNamedAttr("padded_numel", b.getI64IntegerAttr(g.layout.paddedNumel)),
-       b.getNamedAttr("group_size", b.getI64IntegerAttr(shardGroupSize(options)))});
-  auto add = [&](StringRef attr, Attribute value) {
-    unsigned index = step.getNumArguments();
-    step.insertArgument(index, g.shardType, b.getDictionaryAttr(b.getNamedAttr(attr, value)),
-                        step.getLoc());
-    return body.getArgument(index);
+void Sharder::addArguments() {
+  // Every group's arguments in one insertion: each insertion rebuilds the
+  // function type and argument attributes, so one per argument would be
+  // quadratic in the number of units.
+  SmallVector<unsigned> indices;
+  SmallVector<Type> types;
+  SmallVector<DictionaryAttr> attrs;
+  SmallVector<Location> locs;
+  auto add = [&](const FlatGroup &g, StringRef attr, Attribute value) {
+    indices.push_back(step.getNumArguments());
+    types.push_back(g.shardType);
+    attrs.push_back(b.getDictionaryAttr(b.getNamedAttr(attr, value)));
+    locs.push_back(step.getLoc());
   };
-  g.shard = add(kUnitAttr, unit);
-  // State shards mirror the state operands of the members' updates.
-  const Trainable &first = trainables[g.members.front()];
-  for (Value operand : first.update->getOperands()) {
-    auto arg = dyn_cast<BlockArgument>(operand);
-    if (!arg || arg.getOwner() != &body)
+  for (FlatGroup &g : groups) {
+    SmallVector<Attribute> params;
+    for (auto [i, p] : llvm::enumerate(g.members)) {
+      const Trainable &t = trainables[p];
+      params.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("name", b.getStringAttr(t.name)),
+           b.getNamedAttr("offset", b.getI64IntegerAttr(g.layout.offsets[i])),
+           b.getNamedAttr("type", TypeAttr::get(t.arg.getType()))}));
+    }
+    DictionaryAttr unit = b.getDictionaryAttr(
+        {b.getNamedAttr("name", b.getStringAttr(g.name)),
+         b.getNamedAttr("params", b.getArrayAttr(params)),
+         b.getNamedAttr("flat_numel", b.getI64IntegerAttr(g.layout.flatNumel)),
+         b.getNamedAttr("padded_numel", b.getI64IntegerAttr(g.layout.paddedNumel)),
+         b.getNamedAttr("group_size", b.getI64IntegerAttr(shardGroupSize(options)))});
+    add(g, kUnitAttr, unit);
+    // State shards mirror the state operands of the members' updates.
+    const Trainable &first = trainables[g.members.front()];
+    for (Value operand : first.update->getOperands()) {
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (!arg || arg.getOwner() != &body)
+        continue;
+      auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kStateAttr);
+      if (!name)
+        continue;
+      std::string suffix = stateSuffix(name.getValue(), first.name).str();
+      g.state.push_back({suffix, BlockArgument()});
+      add(g, nn::kStateAttr, b.getStringAttr(g.name + "." + suffix));
+    }
+  }
+  unsigned next = step.getNumArguments();
+  step.insertArguments(indices, types, attrs, locs);
+  for (FlatGroup &g : groups) {
+    g.shard = body.getArgument(next++);
+    for (auto &[suffix, arg] : g.state)
+      arg = body.getArgument(next++);
+  }
+}
+
+void Sharder::findForwardViews() {
+  // One scan for all groups (a scan per group would be quadratic in the
+  // number of units); each view belongs to its input's group.
+  llvm::DenseMap<Value, FlatGroup *> groupOf;
+  for (FlatGroup &g : groups)
+    for (size_t p : g.members)
+      groupOf[trainables[p].arg] = &g;
+  for (Operation &op : body.without_terminator()) {
+    if (position(&op) > boundary || !isa<nn::TransposeOp, nn::ReshapeOp, nn::SliceOp>(op))
       continue;
-    auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kStateAttr);
-    if (!name)
-      continue;
-    std::string suffix = stateSuffix(name.getValue(), first.name).str();
-    g.state.push_back({suffix, add(nn::kStateAttr, b.getStringAttr(g.name + "." + suffix))});
+    if (FlatGroup *g = groupOf.lookup(op.getOperand(0))) {
+      groupOf[op.getResult(0)] = g;
+      g->views.push_back(op.getResult(0));
+      g->viewSource[op.getResult(0)] = op.getOperand(0);
+    }
   }
 }
 
@@ -281,25 +322,14 @@ void Sharder::rewireUses(FlatGroup &g) {
                                  options.strategy == Strategy::Hybrid);
   auto isBackward = [&](Operation *op) { return position(op) > boundary; };
 
-  // Values the forward derives from members by views alone, and which
-  // member (or derived value) each comes from.
-  // Their sources are recorded now: rewiring the forward window replaces
-  // a view's member operand with a view of the forward gather.
-  llvm::SetVector<Value> derived;
-  llvm::DenseMap<Value, Value> sourceOf;
+  // The members, then the values the forward derives from them by views.
+  SmallVector<Value> derived;
   llvm::DenseMap<Value, size_t> memberIndex;
   for (auto [i, p] : llvm::enumerate(g.members)) {
-    derived.insert(trainables[p].arg);
+    derived.push_back(trainables[p].arg);
     memberIndex[trainables[p].arg] = i;
   }
-  for (Operation &op : body.without_terminator()) {
-    if (!order.count(&op) || isBackward(&op))
-      continue;
-    if (isa<nn::TransposeOp, nn::ReshapeOp, nn::SliceOp>(op) && derived.count(op.getOperand(0))) {
-      derived.insert(op.getResult(0));
-      sourceOf[op.getResult(0)] = op.getOperand(0);
-    }
-  }
+  derived.append(g.views.begin(), g.views.end());
 
   // The uses each window serves: 0 forward (or all), 1 backward.
   struct Window {
@@ -346,7 +376,7 @@ void Sharder::rewireUses(FlatGroup &g) {
       } else {
         Operation *def = v.getDefiningOp();
         IRMapping mapping;
-        mapping.map(def->getOperand(0), materialize(sourceOf.lookup(v)));
+        mapping.map(def->getOperand(0), materialize(g.viewSource.lookup(v)));
         result = b.clone(*def, mapping)->getResult(cast<OpResult>(v).getResultNumber());
       }
       copy[v] = result;
@@ -410,8 +440,8 @@ LogicalResult Sharder::run() {
   boundary = lossOp ? position(lossOp) : 0;
 
   formGroups();
-  for (FlatGroup &g : groups)
-    addArguments(g);
+  addArguments();
+  findForwardViews();
   SmallVector<Value> gradShards;
   for (FlatGroup &g : groups) {
     rewireUses(g);

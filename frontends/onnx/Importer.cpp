@@ -250,10 +250,15 @@ OwningOpRef<ModuleOp> ModelImporter::run(std::string &error) {
   auto func = builder.create<func::FuncOp>(fileLoc, "forward",
                                            builder.getFunctionType(argTypes, {}));
   Block *entry = func.addEntryBlock();
+  // All at once: setting one argument's attributes rebuilds the array of
+  // every argument's, which made the import quadratic in the parameters.
+  SmallVector<DictionaryAttr> argAttrs;
+  for (const Argument &arg : arguments)
+    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        arg.isParam ? nn::kParamAttr : nn::kInputAttr, builder.getStringAttr(arg.name))));
+  func.setAllArgAttrs(argAttrs);
   for (size_t i = 0; i < arguments.size(); ++i) {
     const Argument &arg = arguments[i];
-    func.setArgAttr(i, arg.isParam ? nn::kParamAttr : nn::kInputAttr,
-                    builder.getStringAttr(arg.name));
     if (failed(ctx.define(arg.name, Slot{entry->getArgument(i), nullptr, arg.type}))) {
       error = ctx.errorMessage();
       return nullptr;

@@ -289,7 +289,8 @@ def main():
     base = ["--world-size=%d" % N, "--wrap=blocks", "--optimizer=adamw", f"--freeze={BUFFERS}",
             "--emit=report", "--report-format=json"]
     configs = [("full", ["--shard=full"]), ("grad-op", ["--shard=grad-op"]),
-               ("none", ["--shard=none"]), ("full + ckpt=blocks", ["--shard=full", "--ckpt=blocks"])]
+               ("none", ["--shard=none"]), ("full + ckpt=blocks", ["--shard=full", "--ckpt=blocks"]),
+               ("full + offload=cpu", ["--shard=full", "--offload=cpu"])]
     floor = 16 * P / N
     results = {}
     for label, flags in configs:
@@ -324,6 +325,10 @@ def main():
         rep, times, rss, command, err = results[label]
         if rep is None:
             print(f"  {label}: fsdp-opt failed: {err}")
+    offload = results["full + offload=cpu"][0]
+    if offload:
+        print(f"  full + offload=cpu: the peak is device memory; host memory holds "
+              f"{fmt_mib(offload['host_bytes'])} MiB per rank (shards, gradient shards, AdamW state)")
     print("  planned peak = persistent + arena; live peak = persistent + the most arena bytes live at\n"
           "  one instruction (what a perfect arena packing would give); activations = the largest\n"
           "  activation bytes live at any instruction (the report's activations_bytes)")

@@ -29,6 +29,7 @@
 #       --fsdp-run build/bin/fsdp-run [--keep DIR]
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -113,18 +114,21 @@ def first_k_fitting(args, tmp, onnx_path, budget, count):
     return None, None
 
 
+@contextlib.contextmanager
+def quiet():
+    """Silences stdout (the model exporter prints a line per file)."""
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+        yield
+
+
 def unequal_auto_case(args, tmp):
     """--ckpt=auto on the unequal MLP: (row text, problems)."""
     em = tp.export_models
     variant = em.variant("mlp", 17, "train", em.MLPClassifier,
                          lambda gen: em.mlp_inputs(gen, batch=256), tags=("unequal",),
                          d=16, hidden=UNEQUAL_WIDTHS, layers=len(UNEQUAL_WIDTHS))
-    with open(os.devnull, "w") as null:
-        saved, sys.stdout = sys.stdout, null  # the exporter's per-file line
-        try:
-            entry = em.run_variant(variant, tmp)
-        finally:
-            sys.stdout = saved
+    with quiet():  # the exporter's per-file line
+        entry = em.run_variant(variant, tmp)
     onnx_path = os.path.join(tmp, entry["file"])
     inputs = dataset(tmp, entry, "mlp-unequal", 1)
     none_peak = peak_of(args, onnx_path, ["--ckpt=none"])
@@ -187,12 +191,8 @@ def main():
     header = (f"{'configuration':<36} {'activations':>12} {'peak':>12} {'act/none':>9} "
               f"{'peak/none':>9} {'insts':>6}  bits equal  result")
     try:
-        with open(os.devnull, "w") as null:
-            saved, sys.stdout = sys.stdout, null  # the exporter's per-file lines
-            try:
-                entries = tp.export(tmp, MODELS)
-            finally:
-                sys.stdout = saved
+        with quiet():  # the exporter's per-file lines
+            entries = tp.export(tmp, MODELS)
         print(header, flush=True)
         for model in MODELS:
             onnx_path = os.path.join(tmp, entries[model]["file"])

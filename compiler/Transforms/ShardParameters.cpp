@@ -6,8 +6,10 @@
 //      --shard=full (and inside hybrid's shard groups) a non-root unit gets
 //      one all-gather before its first forward use and another before its
 //      first backward use; grad-op and the root unit get one gather before
-//      the first use of all; --shard=none reads the replicated flat buffer
-//      directly. Values the forward derives from parameters by pure views
+//      the first use of all, in place when the copy is f32 (`persistent`:
+//      the shard is this rank's chunk of a persistent gathered buffer, so
+//      the unit is held once); --shard=none reads the replicated flat
+//      buffer directly. Values the forward derives from parameters by pure views
 //      (transposes, reshapes, slices) are re-derived from the backward
 //      copy, so no backward op keeps the forward copy alive.
 //   2. Gradients. Right after the last of the group's gradients is

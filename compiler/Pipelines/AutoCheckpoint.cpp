@@ -15,6 +15,7 @@
 #include "compiler/Pipelines/Pipeline.h"
 #include "compiler/Transforms/RecomputeActivations.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -159,8 +160,10 @@ FailureOr<CheckpointChoice> chooseCheckpointing(ModuleOp imported, const Compile
       flops += (*blocks)[i].flops;
       seconds += (*blocks)[i].seconds;
     }
-  std::string what = fitting ? "recomputing blocks " + formatBlockRanges(chosen) + " of " +
-                                   std::to_string(chosen.size())
+  const bool one = std::count(chosen.begin(), chosen.end(), true) == 1;
+  std::string what = fitting ? std::string(one ? "recomputing block " : "recomputing blocks ") +
+                                   formatBlockRanges(chosen) + " of the " +
+                                   std::to_string(chosen.size()) + " blocks"
                              : "no set of blocks fits; recomputing all " +
                                    std::to_string(chosen.size()) + " blocks";
   return CheckpointChoice{

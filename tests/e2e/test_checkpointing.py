@@ -144,7 +144,7 @@ def unequal_auto_case(args, tmp):
         run([args.fsdp_run, stem + ".plan", f"--steps={STEPS}", f"--metrics={metrics}",
              f"--save-weights={weights}"] + [f"--input={n}={f}" for n, f in inputs.items()])
         results[ckpt] = (tp.read_metrics(metrics, STEPS), tp.read_safetensors(weights))
-    note = re.search(r"recomputing blocks (\S+) of \d+ \(\+(.*?) by the cost model\): "
+    note = re.search(r"recomputing blocks? (\S+) of the \d+ blocks \(\+(.*?) by the cost model\): "
                      r"planned peak .*?\((\d+) B\)", notes["auto"])
     chosen = note.group(1) if note else "-"
     first_k, first_k_peak = first_k_fitting(args, tmp, onnx_path, budget, len(UNEQUAL_WIDTHS))

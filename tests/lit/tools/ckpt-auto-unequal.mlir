@@ -9,7 +9,7 @@
 
 // RUN: rm -rf %t && mkdir %t
 // RUN: fsdp-opt %s --emit=report --report-format=json --ckpt=auto --mem-budget=560000 2>&1 | FileCheck %s --check-prefix=AUTO
-// AUTO: fsdp-opt: note: --ckpt=auto: recomputing blocks 5 of 10 (+524 kFLOP in matmuls, 6 us on h100 by the cost model): planned peak 543.44 KiB (556480 B) (without recomputation 607.44 KiB (622016 B))
+// AUTO: fsdp-opt: note: --ckpt=auto: recomputing block 5 of the 10 blocks (+524 kFLOP in matmuls, 6 us on h100 by the cost model): planned peak 543.44 KiB (556480 B) (without recomputation 607.44 KiB (622016 B))
 // AUTO: "peak_bytes": 556480,
 
 // The same sets through the recompute pass alone (blocks= selects them),
@@ -30,7 +30,7 @@
 // RUN: fsdp-opt %s --emit=report --ckpt=auto --mem-budget=700000 2>&1 | FileCheck %s --check-prefix=LOOSE
 // LOOSE: fsdp-opt: note: --ckpt=auto: no recomputation needed (planned peak 607.44 KiB (622016 B) fits)
 // RUN: fsdp-opt %s --emit=report --ckpt=auto --mem-budget=500000 2>&1 | FileCheck %s --check-prefix=TIGHT
-// TIGHT: fsdp-opt: note: --ckpt=auto: recomputing blocks 0-3,5,7 of 10 (+1.57 MFLOP in matmuls, 36 us on h100 by the cost model): planned peak 479.44 KiB (490944 B)
+// TIGHT: fsdp-opt: note: --ckpt=auto: recomputing blocks 0-3,5,7 of the 10 blocks (+1.57 MFLOP in matmuls, 36 us on h100 by the cost model): planned peak 479.44 KiB (490944 B)
 
 module {
   func.func @forward(%w0a: tensor<16x16xf32> {nn.param = "layers.0.fc1.weight"},

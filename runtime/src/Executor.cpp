@@ -513,6 +513,52 @@ void Executor::abort(const std::string &reason) {
     entry.second->abort(reason);
 }
 
+namespace {
+
+/// What a step carries to the next: (name, buffer) in plan order.
+std::vector<std::pair<std::string, uint32_t>> stateBuffers(const plan::Plan &p) {
+  std::vector<std::pair<std::string, uint32_t>> out;
+  if (p.units())
+    for (const plan::Unit *u : *p.units())
+      if (u->shard_buffer() != kNoBuffer)
+        out.emplace_back("unit/" + u->name()->str(), u->shard_buffer());
+  if (p.state())
+    for (const plan::Binding *s : *p.state())
+      out.emplace_back("state/" + s->name()->str(), s->buffer());
+  if (p.parameters())
+    for (const plan::Parameter *param : *p.parameters())
+      if (param->buffer() != kNoBuffer)
+        out.emplace_back("param/" + param->name()->str(), param->buffer());
+  return out;
+}
+
+} // namespace
+
+Status Executor::readState(std::vector<std::pair<std::string, HostTensor>> &out) const {
+  out.clear();
+  for (const auto &[name, buffer] : stateBuffers(plan_.plan())) {
+    out.emplace_back(name, HostTensor());
+    FSDP_RETURN_IF_ERROR(copyToHost(buffer, out.back().second));
+  }
+  return Status::ok();
+}
+
+Status Executor::writeState(const std::function<const HostTensor *(const std::string &)> &lookup,
+                            const std::string &what) {
+  for (const auto &[name, buffer] : stateBuffers(plan_.plan())) {
+    const HostTensor *value = lookup(name);
+    TensorRef target = viewOf(buffer);
+    if (!value)
+      return Status::error(what + ": has no '" + name + "'");
+    if (value->dtype != target.dtype ||
+        value->shape != std::vector<int64_t>(target.dims, target.dims + target.rank))
+      return Status::error(what + ": '" + name + "' is " + shapeText(value->ref()) +
+                           ", the plan's is " + shapeText(target));
+    FSDP_RETURN_IF_ERROR(device_.copyToDevice(target.data, value->data.data(), target.byteSize()));
+  }
+  return Status::ok();
+}
+
 Status Executor::copyToHost(uint32_t buffer, HostTensor &out) const {
   TensorRef source = viewOf(buffer);
   out.dtype = source.dtype;

@@ -47,6 +47,7 @@
 #include "fsdp/runtime/HostTensor.h"
 #include "fsdp/runtime/PlanFile.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -101,6 +102,19 @@ public:
   /// sharded plans: every rank calls it, rank 0 writes the file, the others
   /// only contribute their shards and return OK.
   Status saveWeights(const std::string &path) const;
+  /// The values one step hands the next on this rank, by name: unit shards
+  /// ("unit/NAME"), optimizer state ("state/NAME") and parameters held
+  /// whole ("param/NAME": frozen ones, or all of an unsharded plan). A
+  /// sharded checkpoint is exactly these (runtime/src/Checkpoint.cpp).
+  Status readState(std::vector<std::pair<std::string, HostTensor>> &out) const;
+  /// Restores them: `lookup(name)` gives each value, which must have the
+  /// buffer's dtype and shape; `what` names the source in errors.
+  Status writeState(const std::function<const HostTensor *(const std::string &)> &lookup,
+                    const std::string &what);
+  /// The world this executor runs in (a group of one for a one-rank plan).
+  Communicator &world() const { return *comm_; }
+  /// The plan's content hash.
+  uint64_t planHash() const { return plan_.hash(); }
   /// Fails every communicator this executor uses (the world and its
   /// sub-groups), so ranks waiting on this one get an error naming
   /// `reason`. run() does this itself when one of its instructions fails.

@@ -1,0 +1,47 @@
+//===- Checkpoint.h - sharded training checkpoints, atomic and verified ---===//
+//
+// `fsdp-run --save=DIR` writes, every --save-every steps, the state one
+// step hands the next (Executor::readState: this rank's unit shards,
+// optimizer state and whole parameters) as one checkpoint directory:
+//
+//   DIR/step-00000300/rank-00000-of-00002.safetensors   each rank's state
+//   DIR/step-00000300/rank-00001-of-00002.safetensors
+//   DIR/step-00000300/COMMIT                             written last
+//
+// COMMIT is the checkpoint's metadata (format, step, world size, plan hash,
+// each file's size and content hash). A checkpoint is assembled in
+// DIR/.tmp-step-N, every file written and fsynced, COMMIT written last, the
+// directory renamed into place and DIR fsynced: a crash at any moment
+// leaves earlier checkpoints intact, and a directory without COMMIT is
+// never loaded. Loading checks the plan hash and world size and each
+// file's size and hash, so a truncated, flipped or missing shard is refused
+// naming the file. The data position and the dropout randomness are
+// functions of the step (the data contract, per-step seeds), so the step
+// is all a resumed run needs besides the state: it continues bitwise.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_RUNTIME_CHECKPOINT_H
+#define FSDP_RUNTIME_CHECKPOINT_H
+
+#include "fsdp/runtime/Executor.h"
+#include "fsdp/runtime/Status.h"
+
+#include <cstdint>
+#include <string>
+
+namespace fsdp::rt {
+
+/// Writes the state after step `step` as a checkpoint under `root`; with
+/// `keep` > 0, then removes all but the newest `keep` committed ones.
+/// Collective: every rank calls it, and every rank fails if one does.
+Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step, int64_t keep);
+
+/// Restores the newest committed checkpoint under `path` (a --save
+/// directory, or one step-N directory of it) and returns its step.
+/// Collective, like saveCheckpoint.
+Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step);
+
+} // namespace fsdp::rt
+
+#endif // FSDP_RUNTIME_CHECKPOINT_H

@@ -1,0 +1,285 @@
+//===- Checkpoint.cpp - sharded training checkpoints, atomic and verified -===//
+//
+// Every collective step of a save or load ends in an agreement: the ranks
+// all-gather whether their part succeeded, so a rank that fails (a full
+// disk, a bad shard) fails every rank with the same verdict instead of
+// leaving the others waiting in the next collective. Rank 0 alone touches
+// the directory structure (creates the temporary directory, commits,
+// prunes); every rank writes and reads only its own file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/runtime/Checkpoint.h"
+
+#include "fsdp/runtime/Safetensors.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+namespace fsdp::rt {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char *kCommitFile = "COMMIT";
+constexpr const char *kFormatLine = "fsdp-checkpoint 1";
+
+std::string stepDirName(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step-%08" PRId64, step);
+  return buf;
+}
+
+std::string rankFileName(int rank, int world) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "rank-%05d-of-%05d.safetensors", rank, world);
+  return buf;
+}
+
+std::string hex64(uint64_t value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, value);
+  return buf;
+}
+
+/// fsyncs a file or directory so a rename or write survives a crash.
+Status syncPath(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0)
+    return Status::error(path + ": cannot open to sync");
+  int rc = ::fsync(fd);
+  ::close(fd);
+  return rc == 0 ? Status::ok() : Status::error(path + ": fsync failed");
+}
+
+/// Every rank learns whether every rank's `local` succeeded, and fails
+/// with the message of the first rank that failed (broadcast from it), so
+/// whichever rank reports, the file or reason is named.
+Status agree(Communicator &world, const Status &local, const char *what) {
+  uint64_t length = local ? 0 : local.message().size() + 1; // 0: succeeded
+  std::vector<uint64_t> all(static_cast<size_t>(world.size()));
+  FSDP_RETURN_IF_ERROR(world.allGather(&length, all.data(), 1, DType::U64));
+  auto first = std::find_if(all.begin(), all.end(), [](uint64_t n) { return n != 0; });
+  if (first == all.end())
+    return Status::ok();
+  const int root = static_cast<int>(first - all.begin());
+  std::string message = world.rank() == root ? local.message() : std::string(*first - 1, ' ');
+  FSDP_RETURN_IF_ERROR(world.broadcast(message.data(), static_cast<int64_t>(message.size()),
+                                       DType::U8, root));
+  return Status::error(cat(what, " failed on rank ", root, ": ", message));
+}
+
+/// Runs `body` as rank 0's part of a collective phase (others wait for its
+/// verdict).
+template <typename Body> Status onLead(Communicator &world, const char *what, Body body) {
+  return agree(world, world.rank() == 0 ? body() : Status::ok(), what);
+}
+
+/// The COMMIT file: "key value..." lines after the format line.
+struct CommitInfo {
+  int64_t step = -1, worldSize = -1;
+  uint64_t planHash = 0;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> files; // name -> (bytes, hash)
+};
+
+std::string renderCommit(const CommitInfo &info) {
+  std::ostringstream os;
+  os << kFormatLine << "\nkind sharded\nstep " << info.step << "\nworld_size " << info.worldSize
+     << "\nplan_hash " << hex64(info.planHash)
+     << "\ndata_position step\nrng step\n"; // both derive from the step alone
+  for (const auto &[name, entry] : info.files)
+    os << "file " << name << " " << entry.first << " " << hex64(entry.second) << "\n";
+  return os.str();
+}
+
+Status parseCommit(const std::string &path, CommitInfo &info) {
+  std::ifstream in(path);
+  if (!in)
+    return Status::error(path + ": cannot read");
+  std::string line;
+  if (!std::getline(in, line) || line != kFormatLine)
+    return Status::error(path + ": not an fsdp checkpoint (first line '" + line + "')");
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    fields >> key;
+    if (key == "step")
+      fields >> info.step;
+    else if (key == "world_size")
+      fields >> info.worldSize;
+    else if (key == "plan_hash")
+      fields >> std::hex >> info.planHash;
+    else if (key == "kind") {
+      std::string kind;
+      fields >> kind;
+      if (kind != "sharded")
+        return Status::error(path + ": a '" + kind + "' checkpoint; only sharded ones load");
+    } else if (key == "file") {
+      std::string name;
+      uint64_t bytes = 0, hash = 0;
+      fields >> name >> bytes >> std::hex >> hash;
+      info.files[name] = {bytes, hash};
+    }
+    if (fields.fail())
+      return Status::error(path + ": malformed line '" + line + "'");
+  }
+  if (info.step < 0 || info.worldSize < 1)
+    return Status::error(path + ": no step or world size");
+  return Status::ok();
+}
+
+/// Committed checkpoints under `root`, by step.
+std::map<int64_t, fs::path> committed(const std::string &root) {
+  std::map<int64_t, fs::path> out;
+  std::error_code ec;
+  for (const fs::directory_entry &entry : fs::directory_iterator(root, ec)) {
+    std::string name = entry.path().filename().string();
+    long long step = -1;
+    char tail = 0;
+    if (std::sscanf(name.c_str(), "step-%lld%c", &step, &tail) == 1 && step >= 0 &&
+        fs::exists(entry.path() / kCommitFile, ec))
+      out[step] = entry.path();
+  }
+  return out;
+}
+
+Status commitCheckpoint(const fs::path &root, const fs::path &tmp, const CommitInfo &info,
+                        int64_t keep) {
+  std::error_code ec;
+  const fs::path commitPath = tmp / kCommitFile;
+  {
+    std::ofstream out(commitPath);
+    out << renderCommit(info);
+    if (!out.flush())
+      return Status::error(commitPath.string() + ": cannot write");
+  }
+  FSDP_RETURN_IF_ERROR(syncPath(commitPath.string()));
+  FSDP_RETURN_IF_ERROR(syncPath(tmp.string()));
+  const fs::path final = root / stepDirName(info.step);
+  fs::remove_all(final, ec); // a re-save of the same step replaces it
+  fs::rename(tmp, final, ec);
+  if (ec)
+    return Status::error(final.string() + ": cannot commit (" + ec.message() + ")");
+  FSDP_RETURN_IF_ERROR(syncPath(root.string()));
+  if (keep > 0) {
+    std::map<int64_t, fs::path> all = committed(root.string());
+    while (static_cast<int64_t>(all.size()) > keep) { // oldest first
+      fs::remove_all(all.begin()->second, ec);
+      all.erase(all.begin());
+    }
+  }
+  return Status::ok();
+}
+
+/// Reads this rank's file of a checkpoint, checking it against COMMIT.
+Status readRankFile(const fs::path &dir, const CommitInfo &info, int rank,
+                    SafetensorsFile &file) {
+  const std::string name = rankFileName(rank, static_cast<int>(info.worldSize));
+  const fs::path path = dir / name;
+  auto entry = info.files.find(name);
+  if (entry == info.files.end())
+    return Status::error((dir / kCommitFile).string() + ": lists no " + name);
+  std::error_code ec;
+  uint64_t bytes = fs::file_size(path, ec);
+  if (ec)
+    return Status::error(path.string() + ": missing (" + ec.message() + ")");
+  if (bytes != entry->second.first)
+    return Status::error(cat(path.string(), ": ", bytes, " bytes, the checkpoint wrote ",
+                             entry->second.first, " (truncated or replaced)"));
+  FSDP_RETURN_IF_ERROR(SafetensorsFile::open(path.string(), file));
+  if (file.contentHash() != entry->second.second)
+    return Status::error(path.string() + ": content hash " + hex64(file.contentHash()) +
+                         " does not match the checkpoint's " + hex64(entry->second.second) +
+                         " (the file is corrupted)");
+  return Status::ok();
+}
+
+} // namespace
+
+Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step, int64_t keep) {
+  Communicator &world = executor.world();
+  const fs::path rootPath(root), tmp = rootPath / (".tmp-" + stepDirName(step));
+  FSDP_RETURN_IF_ERROR(onLead(world, "creating the checkpoint directory", [&]() -> Status {
+    std::error_code ec;
+    fs::create_directories(rootPath, ec);
+    fs::remove_all(tmp, ec); // left by a crashed save
+    if (!fs::create_directory(tmp, ec))
+      return Status::error(tmp.string() + ": cannot create (" + ec.message() + ")");
+    return Status::ok();
+  }));
+  // Each rank writes its own state; writeSafetensors fsyncs and renames.
+  const int rank = world.rank(), size = world.size();
+  const std::string name = rankFileName(rank, size);
+  uint64_t entry[2] = {0, 0}; // bytes, content hash
+  Status wrote = [&]() -> Status {
+    std::vector<std::pair<std::string, HostTensor>> state;
+    FSDP_RETURN_IF_ERROR(executor.readState(state));
+    std::vector<NamedTensor> tensors;
+    for (const auto &[n, value] : state)
+      tensors.push_back({n, value.ref()});
+    const std::string path = (tmp / name).string();
+    FSDP_RETURN_IF_ERROR(writeSafetensors(
+        path, tensors,
+        {{"format", "fsdp-sharded-checkpoint"}, {"step", std::to_string(step)},
+         {"rank", std::to_string(rank)}, {"world_size", std::to_string(size)},
+         {"plan_hash", hex64(executor.planHash())}},
+        &entry[1]));
+    std::error_code ec;
+    entry[0] = fs::file_size(path, ec);
+    return ec ? Status::error(path + ": " + ec.message()) : Status::ok();
+  }();
+  FSDP_RETURN_IF_ERROR(agree(world, wrote, "writing checkpoint shards"));
+  std::vector<uint64_t> entries(2 * static_cast<size_t>(size));
+  FSDP_RETURN_IF_ERROR(world.allGather(entry, entries.data(), 2, DType::U64));
+  CommitInfo info;
+  info.step = step;
+  info.worldSize = size;
+  info.planHash = executor.planHash();
+  for (int r = 0; r < size; ++r)
+    info.files[rankFileName(r, size)] = {entries[2 * r], entries[2 * r + 1]};
+  return onLead(world, "committing the checkpoint",
+                [&]() { return commitCheckpoint(rootPath, tmp, info, keep); });
+}
+
+Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step) {
+  Communicator &world = executor.world();
+  std::error_code ec;
+  fs::path dir(path);
+  if (!fs::exists(dir / kCommitFile, ec)) {
+    std::map<int64_t, fs::path> all = committed(path);
+    if (all.empty())
+      return agree(world,
+                   Status::error(path + ": no committed checkpoint (no step-N directory with " +
+                                 kCommitFile + ")"),
+                   "finding the checkpoint");
+    dir = all.rbegin()->second;
+  }
+  CommitInfo info;
+  Status loaded = parseCommit((dir / kCommitFile).string(), info);
+  if (loaded && info.worldSize != world.size())
+    loaded = Status::error(cat(dir.string(), ": saved by ", info.worldSize,
+                               " ranks; this run has ", world.size(),
+                               " (resharding is not implemented yet)"));
+  if (loaded && info.planHash != executor.planHash())
+    loaded = Status::error(dir.string() + ": saved by another plan (hash " +
+                           hex64(info.planHash) + "; this plan is " +
+                           hex64(executor.planHash()) + ")");
+  SafetensorsFile file;
+  if (loaded)
+    loaded = readRankFile(dir, info, world.rank(), file);
+  if (loaded)
+    loaded = executor.writeState([&](const std::string &n) { return file.find(n); },
+                                 (dir / rankFileName(world.rank(), world.size())).string());
+  FSDP_RETURN_IF_ERROR(agree(world, loaded, "loading the checkpoint"));
+  step = info.step;
+  return Status::ok();
+}
+
+} // namespace fsdp::rt

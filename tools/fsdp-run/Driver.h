@@ -36,6 +36,9 @@ struct RunOptions {
   rt::LrSchedule lrSchedule;
   std::optional<double> lr;
   std::optional<int64_t> logEvery;
+  // Checkpoints (runtime/include/fsdp/runtime/Checkpoint.h).
+  std::string saveDir, resumePath;
+  std::optional<int64_t> saveEvery, keep;
 };
 
 /// Prints "fsdp-run: error: MESSAGE" on stderr and returns exit code 1.

@@ -4,7 +4,8 @@
 // runs the same compiled step; the loss a sharded plan outputs is already
 // the global mean (the compiler all-reduces it), so rank 0's is the run's.
 // Only rank 0 prints, writes --metrics and writes outputs; --save-weights
-// is collective (every rank contributes its shards, rank 0 writes). A
+// is collective (every rank contributes its shards, rank 0 writes), and so
+// are --save's checkpoints (every rank writes its own state) and --resume. A
 // step's time covers staging its inputs, the compiled step and reading the
 // loss back: what a user waits for.
 //
@@ -13,6 +14,7 @@
 #include "tools/fsdp-run/Train.h"
 
 #include "comm/MpiCommunicator.h"
+#include "fsdp/runtime/Checkpoint.h"
 #include "fsdp/runtime/DataSource.h"
 #include "fsdp/runtime/TrainLog.h"
 #include "tools/fsdp-run/Progress.h"
@@ -66,6 +68,17 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
       return s;
   double baseLr = opts.lr ? *opts.lr : executor.baseLearningRate();
   int64_t firstStep = 1, lastStep = opts.steps;
+  if (!opts.resumePath.empty()) {
+    int64_t saved = 0;
+    if (Status s = loadCheckpoint(executor, opts.resumePath, saved); !s)
+      return Status::error("--resume: " + s.message());
+    if (saved >= lastStep)
+      return Status::error(cat("--resume: the checkpoint is at step ", saved,
+                               ", already past --steps=", lastStep, " (the step to reach)"));
+    firstStep = saved + 1;
+    if (lead)
+      std::printf("resumed from step %lld\n", static_cast<long long>(saved));
+  }
   // mpirun hands each rank a pseudo-terminal whatever the job's output is
   // (often a log file), so MPI runs print plain lines.
   bool terminal = isatty(STDOUT_FILENO) && !comm::launchedUnderMpi();
@@ -92,19 +105,24 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
       s = executor.getLoss(record.loss, &lossType);
     if (!s)
       return Status::error(cat("step ", step, ": ", s.message()));
-    if (!lead)
-      continue;
-    record.lossIsF64 = lossType == DType::F64;
-    record.stepSeconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    record.samples = data->samplesPerStep();
-    record.tokens = data->tokensPerStep();
-    record.peakBytes = executor.allocatedBytes();
-    record.hostBytes = executor.hostBytes();
-    if (!opts.metricsPath.empty())
-      if (Status m = metrics.write(record); !m)
-        return m;
-    progress.update(record);
+    if (lead) {
+      record.lossIsF64 = lossType == DType::F64;
+      record.stepSeconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      record.samples = data->samplesPerStep();
+      record.tokens = data->tokensPerStep();
+      record.peakBytes = executor.allocatedBytes();
+      record.hostBytes = executor.hostBytes();
+      if (!opts.metricsPath.empty())
+        if (Status m = metrics.write(record); !m)
+          return m;
+      progress.update(record);
+    }
+    // Collective: every rank writes its own state.
+    if (!opts.saveDir.empty() &&
+        (step == lastStep || (opts.saveEvery && step % *opts.saveEvery == 0)))
+      if (Status c = saveCheckpoint(executor, opts.saveDir, step, opts.keep.value_or(0)); !c)
+        return Status::error(cat("step ", step, ": --save: ", c.message()));
   }
   if (lead) {
     progress.finish();

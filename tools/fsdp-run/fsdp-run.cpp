@@ -93,6 +93,7 @@ const char *kUsage =
     "usage: fsdp-run PLAN [--input=NAME=FILE.npy ...] [--data=FILE] [--steps=K]\n"
     "                [--lr=X] [--lr-schedule=S] [--metrics=FILE.jsonl] [--log-every=N]\n"
     "                [--save-weights=FILE.safetensors] [--outputs=DIR] [--weights=FILE]\n"
+    "                [--save=DIR [--save-every=K] [--keep=N]] [--resume=DIR]\n"
     "                [--world-size=N] [--time] [--profile] [--dump]\n"
     "  --input=NAME=FILE.npy  value of graph input NAME. Forward plans: the exact tensor\n"
     "                         (dtype and shape must match). Training plans: S samples\n"
@@ -110,6 +111,12 @@ const char *kUsage =
     "  --log-every=N          without a terminal, print every N-th step (default:\n"
     "                         every step up to 50 steps, else about 50 lines)\n"
     "  --save-weights=FILE    after the last step, write the parameters as safetensors\n"
+    "  --save=DIR             write a sharded checkpoint (every rank's state) to\n"
+    "                         DIR/step-N after the last step, and every K steps with\n"
+    "                         --save-every=K; --keep=N keeps the newest N\n"
+    "  --resume=DIR           continue from the newest committed checkpoint in DIR (or\n"
+    "                         from DIR itself, one step-N directory): --steps is still\n"
+    "                         the step to reach\n"
     "  --outputs=DIR          write each graph output to DIR/<name>.npy (after the\n"
     "                         last step)\n"
     "  --weights=FILE         parameters from this safetensors file instead of the\n"
@@ -123,9 +130,8 @@ const char *kUsage =
 
 /// Flags of DESIGN.md's fsdp-run line whose features arrive later.
 const std::map<std::string, std::string> kPendingFlags = {
-    {"--save", "checkpoints arrive with the checkpoint issue"},
-    {"--save-every", "checkpoints arrive with the checkpoint issue"},
-    {"--resume", "checkpoints arrive with the checkpoint issue"},
+    {"--save-format", "only sharded checkpoints are written; a consolidated file and "
+                      "resharding arrive with fsdp-ckpt"},
 };
 
 bool parseInt(const std::string &text, int64_t &value) {
@@ -167,6 +173,8 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
                         : flag == "--data"         ? &opts.dataPath
                         : flag == "--metrics"      ? &opts.metricsPath
                         : flag == "--save-weights" ? &opts.saveWeightsPath
+                        : flag == "--save"         ? &opts.saveDir
+                        : flag == "--resume"       ? &opts.resumePath
                                                    : nullptr;
     if (path) {
       if (value.empty())
@@ -178,7 +186,8 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
         return fail("--input needs NAME=FILE.npy, got '" + value + "'");
       if (!opts.inputs.emplace(value.substr(0, split), value.substr(split + 1)).second)
         return fail("--input " + value.substr(0, split) + " given twice");
-    } else if (flag == "--steps" || flag == "--world-size" || flag == "--log-every") {
+    } else if (flag == "--steps" || flag == "--world-size" || flag == "--log-every" ||
+               flag == "--save-every" || flag == "--keep") {
       int64_t n;
       if (!parseInt(value, n) || n < 1)
         return fail(flag + ": invalid value '" + value + "'; must be an integer >= 1");
@@ -186,6 +195,10 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
         opts.steps = n;
       else if (flag == "--world-size")
         opts.worldSize = n;
+      else if (flag == "--save-every")
+        opts.saveEvery = n;
+      else if (flag == "--keep")
+        opts.keep = n;
       else
         opts.logEvery = n;
     } else if (flag == "--lr") {
@@ -213,6 +226,9 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
   }
   if (opts.planPath.empty())
     return fail("no plan given (usage: fsdp-run PLAN ...; see --help)");
+  if ((opts.saveEvery || opts.keep) && opts.saveDir.empty())
+    return fail(std::string(opts.saveEvery ? "--save-every" : "--keep") +
+                " needs --save=DIR (where checkpoints go)");
   return 0;
 }
 
@@ -224,6 +240,10 @@ std::string trainingFlagGiven(const RunOptions &opts) {
     return "--metrics";
   if (!opts.saveWeightsPath.empty())
     return "--save-weights";
+  if (!opts.saveDir.empty())
+    return "--save";
+  if (!opts.resumePath.empty())
+    return "--resume";
   if (opts.lrScheduleText)
     return "--lr-schedule";
   if (opts.lr)
@@ -331,8 +351,10 @@ Status runRank(const RunOptions &opts, const LoadedPlan &plan, Communicator *com
   return s;
 }
 
-/// OpenBLAS threads for `ranks` in-process ranks: the cores shared out,
-/// unless the user chose (one process-wide pool serves every rank).
+/// OpenBLAS threads for `ranks` ranks on this machine: the cores shared
+/// out, unless the user chose. In-process ranks share one pool; mpirun's
+/// ranks on a node share its cores the same way, so a rank computes with
+/// the same thread count (and OpenBLAS's blocking, the same bits) either way.
 void shareBlasThreads(int ranks) {
   if (std::getenv("OPENBLAS_NUM_THREADS") || std::getenv("OMP_NUM_THREADS"))
     return;
@@ -359,6 +381,9 @@ int runInProcess(const RunOptions &opts, const LoadedPlan &plan, int ranks) {
 
 /// This process as one rank of an mpirun job.
 int runMpiRank(const RunOptions &opts, const LoadedPlan &plan) {
+  // Open MPI names the ranks started on this node.
+  if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); local && std::atoi(local) > 0)
+    shareBlasThreads(std::atoi(local));
   std::unique_ptr<Communicator> world;
   if (Status s = comm::createMpiWorld(world); !s)
     return fail(s.message());

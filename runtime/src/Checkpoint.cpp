@@ -37,11 +37,6 @@ std::string stepDirName(int64_t step) {
   return buf;
 }
 
-std::string rankFileName(int rank, int world) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "rank-%05d-of-%05d.safetensors", rank, world);
-  return buf;
-}
 
 std::string hex64(uint64_t value) {
   char buf[32];
@@ -82,14 +77,7 @@ template <typename Body> Status onLead(Communicator &world, const char *what, Bo
   return agree(world, world.rank() == 0 ? body() : Status::ok(), what);
 }
 
-/// The COMMIT file: "key value..." lines after the format line.
-struct CommitInfo {
-  int64_t step = -1, worldSize = -1;
-  uint64_t planHash = 0;
-  std::map<std::string, std::pair<uint64_t, uint64_t>> files; // name -> (bytes, hash)
-};
-
-std::string renderCommit(const CommitInfo &info) {
+std::string renderCommit(const CheckpointManifest &info) {
   std::ostringstream os;
   os << kFormatLine << "\nkind sharded\nstep " << info.step << "\nworld_size " << info.worldSize
      << "\nplan_hash " << hex64(info.planHash)
@@ -99,7 +87,7 @@ std::string renderCommit(const CommitInfo &info) {
   return os.str();
 }
 
-Status parseCommit(const std::string &path, CommitInfo &info) {
+Status parseCommit(const std::string &path, CheckpointManifest &info) {
   std::ifstream in(path);
   if (!in)
     return Status::error(path + ": cannot read");
@@ -150,7 +138,17 @@ std::map<int64_t, fs::path> committed(const std::string &root) {
   return out;
 }
 
-Status commitCheckpoint(const fs::path &root, const fs::path &tmp, const CommitInfo &info,
+/// Removes a committed checkpoint: its COMMIT first (durably), so a crash
+/// halfway leaves an uncommitted directory, never a committed one with
+/// files missing.
+void removeCheckpoint(const fs::path &dir) {
+  std::error_code ec;
+  if (fs::remove(dir / kCommitFile, ec))
+    (void)syncPath(dir.string());
+  fs::remove_all(dir, ec);
+}
+
+Status commitCheckpoint(const fs::path &root, const fs::path &tmp, const CheckpointManifest &info,
                         int64_t keep) {
   std::error_code ec;
   const fs::path commitPath = tmp / kCommitFile;
@@ -163,7 +161,7 @@ Status commitCheckpoint(const fs::path &root, const fs::path &tmp, const CommitI
   FSDP_RETURN_IF_ERROR(syncPath(commitPath.string()));
   FSDP_RETURN_IF_ERROR(syncPath(tmp.string()));
   const fs::path final = root / stepDirName(info.step);
-  fs::remove_all(final, ec); // a re-save of the same step replaces it
+  removeCheckpoint(final); // a re-save of the same step replaces it
   fs::rename(tmp, final, ec);
   if (ec)
     return Status::error(final.string() + ": cannot commit (" + ec.message() + ")");
@@ -171,20 +169,21 @@ Status commitCheckpoint(const fs::path &root, const fs::path &tmp, const CommitI
   if (keep > 0) {
     std::map<int64_t, fs::path> all = committed(root.string());
     while (static_cast<int64_t>(all.size()) > keep) { // oldest first
-      fs::remove_all(all.begin()->second, ec);
+      removeCheckpoint(all.begin()->second);
       all.erase(all.begin());
     }
   }
   return Status::ok();
 }
 
-/// Reads this rank's file of a checkpoint, checking it against COMMIT.
-Status readRankFile(const fs::path &dir, const CommitInfo &info, int rank,
-                    SafetensorsFile &file) {
-  const std::string name = rankFileName(rank, static_cast<int>(info.worldSize));
+} // namespace
+
+Status openCheckpointFile(const CheckpointManifest &manifest, int rank, SafetensorsFile &file) {
+  const fs::path dir(manifest.dir);
+  const std::string name = checkpointFileName(rank, static_cast<int>(manifest.worldSize));
   const fs::path path = dir / name;
-  auto entry = info.files.find(name);
-  if (entry == info.files.end())
+  auto entry = manifest.files.find(name);
+  if (entry == manifest.files.end())
     return Status::error((dir / kCommitFile).string() + ": lists no " + name);
   std::error_code ec;
   uint64_t bytes = fs::file_size(path, ec);
@@ -201,7 +200,28 @@ Status readRankFile(const fs::path &dir, const CommitInfo &info, int rank,
   return Status::ok();
 }
 
-} // namespace
+std::string checkpointFileName(int rank, int worldSize) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "rank-%05d-of-%05d.safetensors", rank, worldSize);
+  return buf;
+}
+
+Status findCheckpoint(const std::string &path, CheckpointManifest &out) {
+  std::error_code ec;
+  fs::path dir(path);
+  if (!fs::exists(dir / kCommitFile, ec)) {
+    std::map<int64_t, fs::path> all = committed(path);
+    if (all.empty())
+      return Status::error(path + ": no committed checkpoint (no step-N directory with " +
+                           kCommitFile + ")");
+    dir = all.rbegin()->second;
+  }
+  CheckpointManifest manifest;
+  FSDP_RETURN_IF_ERROR(parseCommit((dir / kCommitFile).string(), manifest));
+  manifest.dir = dir.string();
+  out = std::move(manifest);
+  return Status::ok();
+}
 
 Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step, int64_t keep) {
   Communicator &world = executor.world();
@@ -216,7 +236,7 @@ Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
   }));
   // Each rank writes its own state; writeSafetensors fsyncs and renames.
   const int rank = world.rank(), size = world.size();
-  const std::string name = rankFileName(rank, size);
+  const std::string name = checkpointFileName(rank, size);
   uint64_t entry[2] = {0, 0}; // bytes, content hash
   Status wrote = [&]() -> Status {
     std::vector<std::pair<std::string, HostTensor>> state;
@@ -238,47 +258,37 @@ Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
   FSDP_RETURN_IF_ERROR(agree(world, wrote, "writing checkpoint shards"));
   std::vector<uint64_t> entries(2 * static_cast<size_t>(size));
   FSDP_RETURN_IF_ERROR(world.allGather(entry, entries.data(), 2, DType::U64));
-  CommitInfo info;
+  CheckpointManifest info;
   info.step = step;
   info.worldSize = size;
   info.planHash = executor.planHash();
   for (int r = 0; r < size; ++r)
-    info.files[rankFileName(r, size)] = {entries[2 * r], entries[2 * r + 1]};
+    info.files[checkpointFileName(r, size)] = {entries[2 * r], entries[2 * r + 1]};
   return onLead(world, "committing the checkpoint",
                 [&]() { return commitCheckpoint(rootPath, tmp, info, keep); });
 }
 
 Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step) {
   Communicator &world = executor.world();
-  std::error_code ec;
-  fs::path dir(path);
-  if (!fs::exists(dir / kCommitFile, ec)) {
-    std::map<int64_t, fs::path> all = committed(path);
-    if (all.empty())
-      return agree(world,
-                   Status::error(path + ": no committed checkpoint (no step-N directory with " +
-                                 kCommitFile + ")"),
-                   "finding the checkpoint");
-    dir = all.rbegin()->second;
-  }
-  CommitInfo info;
-  Status loaded = parseCommit((dir / kCommitFile).string(), info);
-  if (loaded && info.worldSize != world.size())
-    loaded = Status::error(cat(dir.string(), ": saved by ", info.worldSize,
+  CheckpointManifest manifest;
+  Status loaded = findCheckpoint(path, manifest);
+  if (loaded && manifest.worldSize != world.size())
+    loaded = Status::error(cat(manifest.dir, ": saved by ", manifest.worldSize,
                                " ranks; this run has ", world.size(),
                                " (resharding is not implemented yet)"));
-  if (loaded && info.planHash != executor.planHash())
-    loaded = Status::error(dir.string() + ": saved by another plan (hash " +
-                           hex64(info.planHash) + "; this plan is " +
+  if (loaded && manifest.planHash != executor.planHash())
+    loaded = Status::error(manifest.dir + ": saved by another plan (hash " +
+                           hex64(manifest.planHash) + "; this plan is " +
                            hex64(executor.planHash()) + ")");
   SafetensorsFile file;
   if (loaded)
-    loaded = readRankFile(dir, info, world.rank(), file);
+    loaded = openCheckpointFile(manifest, world.rank(), file);
   if (loaded)
-    loaded = executor.writeState([&](const std::string &n) { return file.find(n); },
-                                 (dir / rankFileName(world.rank(), world.size())).string());
+    loaded = executor.writeState(
+        [&](const std::string &n) { return file.find(n); },
+        (fs::path(manifest.dir) / checkpointFileName(world.rank(), world.size())).string());
   FSDP_RETURN_IF_ERROR(agree(world, loaded, "loading the checkpoint"));
-  step = info.step;
+  step = manifest.step;
   return Status::ok();
 }
 

@@ -14,17 +14,23 @@ one row each:
     a checkpoint saved by another plan, and one without its COMMIT marker
     (a crashed save) are refused with exit code 1 and a message naming the
     file or the reason; an unfinished .tmp directory is never loaded;
-  - --keep=N keeps the newest N committed checkpoints.
+  - --keep=N keeps the newest N committed checkpoints;
+  - kill -9 at random moments of a run that saves every step (--kill-trials,
+    20 by default; a soak runs more): every committed checkpoint left
+    behind loads, and --resume picks the newest one.
 """
 
 import argparse
 import json
 import os
+import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
@@ -135,29 +141,44 @@ def corruption_rows(s):
         return path, os.path.join(path, "step-00000003")
 
     rows = []
+    # fsdp-ckpt inspect reads every file through the same verification.
+    out = run([s.args.fsdp_ckpt, "inspect", base])
+    problems = [] if re.search(r"step 3, world size 2, plan hash [0-9a-f]{16}, sharded", out.stdout) \
+        else [f"inspect header: {out.stdout[:200]}"]
+    for r in (0, 1):
+        if not re.search(rf"rank-0000{r}-of-00002\.safetensors: \d+ bytes, content hash "
+                         r"[0-9a-f]{16} \(verified\)", out.stdout):
+            problems.append(f"inspect lists no verified rank {r} file")
+    if not re.search(r"^    unit/blocks\.0 +f32 +\[\d+\] +\d+ bytes$", out.stdout, re.M):
+        problems.append("inspect lists no unit/blocks.0 tensor")
+    rows.append(("fsdp-ckpt inspect: step, world size, verified files, tensors", problems))
     path, d = copy()
     with open(os.path.join(d, os.path.basename(rank1)), "r+b") as f:
         f.seek(-5, 2)
         byte = f.read(1)
         f.seek(-5, 2)
         f.write(bytes([byte[0] ^ 0x40]))
-    rows.append(("a flipped byte in rank 1's shard",
+    rows.append(("refused: a flipped byte in rank 1's shard",
                  refusal(s, plan, path, r"rank-00001-of-00002\.safetensors: content hash .* corrupted")))
+    out = run([s.args.fsdp_ckpt, "inspect", path], expect_ok=False)
+    rows.append(("refused: fsdp-ckpt inspect of the flipped byte",
+                 [] if out.returncode == 1 and "corrupted" in out.stderr
+                 else [f"exit {out.returncode}: {out.stderr.strip()[-200:]}"]))
     path, d = copy()
     with open(os.path.join(d, os.path.basename(rank0)), "r+b") as f:
         f.truncate(os.path.getsize(rank0) - 100)
-    rows.append(("a truncated shard", refusal(s, plan, path, r"rank-00000-of-00002\.safetensors: "
+    rows.append(("refused: a truncated shard", refusal(s, plan, path, r"rank-00000-of-00002\.safetensors: "
                                               r"\d+ bytes, the checkpoint wrote \d+")))
     path, d = copy()
     os.remove(os.path.join(d, os.path.basename(rank1)))
-    rows.append(("a missing shard", refusal(s, plan, path, r"rank-00001-of-00002\.safetensors: missing")))
+    rows.append(("refused: a missing shard", refusal(s, plan, path, r"rank-00001-of-00002\.safetensors: missing")))
     path, d = copy()
     os.remove(os.path.join(d, "COMMIT"))
     os.makedirs(os.path.join(path, ".tmp-step-00000004"))
-    rows.append(("no COMMIT (a crashed save) and a .tmp directory",
+    rows.append(("refused: no COMMIT (a crashed save) and a .tmp directory",
                  refusal(s, plan, path, r"no committed checkpoint")))
     other = s.plan(["--world-size=2", "--shard=grad-op"])
-    rows.append(("a checkpoint of another plan", refusal(s, other, base, r"saved by another plan")))
+    rows.append(("refused: a checkpoint of another plan", refusal(s, other, base, r"saved by another plan")))
     return rows
 
 
@@ -169,11 +190,47 @@ def keep_row(s):
     return [] if kept == ["step-00000003", "step-00000004"] else [f"kept {kept}"]
 
 
+def kill_rows(s, trials):
+    """SIGKILL at random moments while every step saves; then each
+    committed checkpoint must load and --resume must pick the newest."""
+    plan = s.plan(["--world-size=2"])
+    rng = random.Random(7)
+    problems, committed_total = [], 0
+    for trial in range(trials):
+        ckpt = os.path.join(s.fresh("kill"), "ckpt")
+        proc = subprocess.Popen([s.args.fsdp_run, plan, f"--data={s.tokens}", "--steps=100000",
+                                 f"--save={ckpt}", "--save-every=1", "--keep=3"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.1, 0.8))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        steps = sorted(int(n[len("step-"):]) for n in (os.listdir(ckpt) if os.path.isdir(ckpt) else [])
+                       if n.startswith("step-") and os.path.exists(os.path.join(ckpt, n, "COMMIT")))
+        committed_total += len(steps)
+        for step in steps:
+            d = os.path.join(ckpt, f"step-{step:08d}")
+            _, _, out = s.train(plan, step + 1, f"--resume={d}", expect_ok=False)
+            if out.returncode != 0:
+                problems.append(f"trial {trial}: committed {d} does not load: "
+                                f"{out.stderr.strip()[-200:]}")
+        if steps:
+            _, _, out = s.train(plan, steps[-1] + 1, f"--resume={ckpt}", expect_ok=False)
+            if f"resumed from step {steps[-1]}" not in out.stdout:
+                problems.append(f"trial {trial}: --resume did not pick step {steps[-1]}: "
+                                f"{(out.stdout + out.stderr).strip()[-200:]}")
+    if committed_total == 0:
+        problems.append("no trial left a committed checkpoint (the kills came too early)")
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fsdp-opt", required=True)
     ap.add_argument("--fsdp-run", required=True)
+    ap.add_argument("--fsdp-ckpt", required=True)
     ap.add_argument("--mpirun", default=shutil.which("mpirun"))
+    ap.add_argument("--kill-trials", type=int, default=20,
+                    help="kill -9 trials (a soak: several hundred)")
     args = ap.parse_args()
     passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="resume-") as tmp:
@@ -192,6 +249,8 @@ def main():
             ("control: another run's checkpoint must change the losses",
              lambda: wrong_checkpoint_row(s)),
             ("--keep=2 keeps the newest two", lambda: keep_row(s)),
+            (f"kill -9 during saves, {args.kill_trials} trials: committed ones load, "
+             "--resume picks the newest", lambda: kill_rows(s, args.kill_trials)),
         ]
         results = []
         for label, body in rows:
@@ -200,7 +259,7 @@ def main():
             except Failure as e:
                 results.append((label, [str(e)]))
         try:
-            results += [(f"refused: {label}", problems) for label, problems in corruption_rows(s)]
+            results += corruption_rows(s)
         except Failure as e:
             results.append(("refusals", [str(e)]))
         for label, problems in results:

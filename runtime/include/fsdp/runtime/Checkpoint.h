@@ -25,9 +25,11 @@
 #define FSDP_RUNTIME_CHECKPOINT_H
 
 #include "fsdp/runtime/Executor.h"
+#include "fsdp/runtime/Safetensors.h"
 #include "fsdp/runtime/Status.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace fsdp::rt {
@@ -36,6 +38,25 @@ namespace fsdp::rt {
 /// `keep` > 0, then removes all but the newest `keep` committed ones.
 /// Collective: every rank calls it, and every rank fails if one does.
 Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step, int64_t keep);
+
+/// A committed checkpoint as its COMMIT file describes it.
+struct CheckpointManifest {
+  std::string dir; // the step-N directory
+  int64_t step = -1, worldSize = -1;
+  uint64_t planHash = 0;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> files; // name -> (bytes, content hash)
+};
+
+/// The newest committed checkpoint under `path` (a --save directory, or one
+/// step-N directory of it).
+Status findCheckpoint(const std::string &path, CheckpointManifest &out);
+
+/// The name of rank `rank`'s file in a checkpoint of `worldSize` ranks.
+std::string checkpointFileName(int rank, int worldSize);
+
+/// Reads rank `rank`'s file, refusing one whose size or content hash is not
+/// what the checkpoint committed.
+Status openCheckpointFile(const CheckpointManifest &manifest, int rank, SafetensorsFile &file);
 
 /// Restores the newest committed checkpoint under `path` (a --save
 /// directory, or one step-N directory of it) and returns its step.

@@ -79,7 +79,8 @@ template <typename Body> Status onLead(Communicator &world, const char *what, Bo
 
 std::string renderCommit(const CheckpointManifest &info) {
   std::ostringstream os;
-  os << kFormatLine << "\nkind sharded\nstep " << info.step << "\nworld_size " << info.worldSize
+  os << kFormatLine << "\nkind " << (info.format == CheckpointFormat::Full ? "full" : "sharded")
+     << "\nstep " << info.step << "\nworld_size " << info.worldSize
      << "\nplan_hash " << hex64(info.planHash)
      << "\ndata_position step\nrng step\n"; // both derive from the step alone
   for (const auto &[name, entry] : info.files)
@@ -107,8 +108,9 @@ Status parseCommit(const std::string &path, CheckpointManifest &info) {
     else if (key == "kind") {
       std::string kind;
       fields >> kind;
-      if (kind != "sharded")
-        return Status::error(path + ": a '" + kind + "' checkpoint; only sharded ones load");
+      if (kind != "sharded" && kind != "full")
+        return Status::error(path + ": unknown checkpoint kind '" + kind + "'");
+      info.format = kind == "full" ? CheckpointFormat::Full : CheckpointFormat::Sharded;
     } else if (key == "file") {
       std::string name;
       uint64_t bytes = 0, hash = 0;
@@ -178,9 +180,9 @@ Status commitCheckpoint(const fs::path &root, const fs::path &tmp, const Checkpo
 
 } // namespace
 
-Status openCheckpointFile(const CheckpointManifest &manifest, int rank, SafetensorsFile &file) {
+Status openCheckpointFile(const CheckpointManifest &manifest, const std::string &name,
+                          SafetensorsFile &file) {
   const fs::path dir(manifest.dir);
-  const std::string name = checkpointFileName(rank, static_cast<int>(manifest.worldSize));
   const fs::path path = dir / name;
   auto entry = manifest.files.find(name);
   if (entry == manifest.files.end())
@@ -223,7 +225,9 @@ Status findCheckpoint(const std::string &path, CheckpointManifest &out) {
   return Status::ok();
 }
 
-Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step, int64_t keep) {
+Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step, int64_t keep,
+                      CheckpointFormat format) {
+  const bool full = format == CheckpointFormat::Full;
   Communicator &world = executor.world();
   const fs::path rootPath(root), tmp = rootPath / (".tmp-" + stepDirName(step));
   FSDP_RETURN_IF_ERROR(onLead(world, "creating the checkpoint directory", [&]() -> Status {
@@ -234,20 +238,24 @@ Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
       return Status::error(tmp.string() + ": cannot create (" + ec.message() + ")");
     return Status::ok();
   }));
-  // Each rank writes its own state; writeSafetensors fsyncs and renames.
+  // Sharded: each rank writes its own state. Full: every rank helps gather
+  // the consolidated state, rank 0 writes it. writeSafetensors fsyncs.
   const int rank = world.rank(), size = world.size();
-  const std::string name = checkpointFileName(rank, size);
+  const std::string name = full ? kFullCheckpointFile : checkpointFileName(rank, size);
   uint64_t entry[2] = {0, 0}; // bytes, content hash
   Status wrote = [&]() -> Status {
     std::vector<std::pair<std::string, HostTensor>> state;
-    FSDP_RETURN_IF_ERROR(executor.readState(state));
+    FSDP_RETURN_IF_ERROR(full ? executor.readFullState(state) : executor.readState(state));
+    if (full && rank != 0)
+      return Status::ok();
     std::vector<NamedTensor> tensors;
     for (const auto &[n, value] : state)
       tensors.push_back({n, value.ref()});
     const std::string path = (tmp / name).string();
     FSDP_RETURN_IF_ERROR(writeSafetensors(
         path, tensors,
-        {{"format", "fsdp-sharded-checkpoint"}, {"step", std::to_string(step)},
+        {{"format", full ? "fsdp-full-checkpoint" : "fsdp-sharded-checkpoint"},
+         {"step", std::to_string(step)},
          {"rank", std::to_string(rank)}, {"world_size", std::to_string(size)},
          {"plan_hash", hex64(executor.planHash())}},
         &entry[1]));
@@ -259,11 +267,15 @@ Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
   std::vector<uint64_t> entries(2 * static_cast<size_t>(size));
   FSDP_RETURN_IF_ERROR(world.allGather(entry, entries.data(), 2, DType::U64));
   CheckpointManifest info;
+  info.format = format;
   info.step = step;
   info.worldSize = size;
   info.planHash = executor.planHash();
-  for (int r = 0; r < size; ++r)
-    info.files[checkpointFileName(r, size)] = {entries[2 * r], entries[2 * r + 1]};
+  if (full)
+    info.files[kFullCheckpointFile] = {entries[0], entries[1]};
+  else
+    for (int r = 0; r < size; ++r)
+      info.files[checkpointFileName(r, size)] = {entries[2 * r], entries[2 * r + 1]};
   return onLead(world, "committing the checkpoint",
                 [&]() { return commitCheckpoint(rootPath, tmp, info, keep); });
 }
@@ -272,17 +284,30 @@ Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step
   Communicator &world = executor.world();
   CheckpointManifest manifest;
   Status loaded = findCheckpoint(path, manifest);
+  if (loaded && manifest.format == CheckpointFormat::Full) {
+    // Any plan of the model loads it: each rank takes its part.
+    SafetensorsFile file;
+    const std::string filePath = (fs::path(manifest.dir) / kFullCheckpointFile).string();
+    loaded = openCheckpointFile(manifest, kFullCheckpointFile, file);
+    if (loaded)
+      loaded = executor.writeFullState([&](const std::string &n) { return file.find(n); },
+                                       filePath);
+    FSDP_RETURN_IF_ERROR(agree(world, loaded, "loading the checkpoint"));
+    step = manifest.step;
+    return Status::ok();
+  }
   if (loaded && manifest.worldSize != world.size())
     loaded = Status::error(cat(manifest.dir, ": saved by ", manifest.worldSize,
                                " ranks; this run has ", world.size(),
-                               " (resharding is not implemented yet)"));
+                               " (a sharded checkpoint loads at its own world size; save with "
+                               "--save-format=full to resume at another)"));
   if (loaded && manifest.planHash != executor.planHash())
     loaded = Status::error(manifest.dir + ": saved by another plan (hash " +
                            hex64(manifest.planHash) + "; this plan is " +
                            hex64(executor.planHash()) + ")");
   SafetensorsFile file;
   if (loaded)
-    loaded = openCheckpointFile(manifest, world.rank(), file);
+    loaded = openCheckpointFile(manifest, checkpointFileName(world.rank(), world.size()), file);
   if (loaded)
     loaded = executor.writeState(
         [&](const std::string &n) { return file.find(n); },

@@ -302,38 +302,46 @@ Status Executor::loadWeights(const std::string &path) {
   if (ownWeights && weights.contentHash() != plan.weights_hash())
     return Status::error(file + ": weights file does not match the plan (content hash differs; "
                                 "recompile or pass --weights)");
+  return loadParameters([&](const std::string &n) { return weights.find(n); }, file);
+}
+
+Status Executor::copyIntoShard(const plan::Parameter &param, const HostTensor &source,
+                               uint32_t shardBuffer) {
+  // This rank holds flat elements [first, first + shard_numel) of the
+  // unit; copy the part of the parameter-shaped value inside them.
+  const plan::Unit *unit = plan_.plan().units()->Get(param.unit());
+  uint64_t shardNumel = unit->shard_numel();
+  uint64_t first = static_cast<uint64_t>(rank() % unit->group_size()) * shardNumel;
+  uint64_t begin = std::max<uint64_t>(param.flat_offset(), first);
+  uint64_t end = std::min<uint64_t>(param.flat_offset() + source.numElements(), first + shardNumel);
+  if (begin >= end)
+    return Status::ok();
+  size_t elementSize = dtypeSize(source.dtype);
+  char *shard = static_cast<char *>(viewOf(shardBuffer).data);
+  return device_.copyToDevice(shard + (begin - first) * elementSize,
+                              source.data.data() + (begin - param.flat_offset()) * elementSize,
+                              (end - begin) * elementSize);
+}
+
+Status Executor::loadParameters(const std::function<const HostTensor *(const std::string &)> &lookup,
+                                const std::string &what) {
+  const plan::Plan &plan = plan_.plan();
   if (!plan.parameters())
     return Status::ok();
   for (const plan::Parameter *param : *plan.parameters()) {
-    const HostTensor *tensor = weights.find(param->name()->str());
+    const HostTensor *tensor = lookup(param->name()->str());
     if (!tensor)
-      return Status::error(file + ": has no tensor '" + param->name()->str() + "'");
+      return Status::error(what + ": has no tensor '" + param->name()->str() + "'");
     bool sharded = param->buffer() == kNoBuffer;
     TensorRef target = sharded ? declaredType(*param) : viewOf(param->buffer());
-    const HostTensor &source = *tensor;
-    if (!sameType(source.ref(), target))
-      return Status::error(file + ": tensor '" + param->name()->str() + "' is " +
-                           shapeText(source.ref()) + ", the plan needs " + shapeText(target));
-    if (!sharded) {
+    if (!sameType(tensor->ref(), target))
+      return Status::error(what + ": tensor '" + param->name()->str() + "' is " +
+                           shapeText(tensor->ref()) + ", the plan needs " + shapeText(target));
+    if (sharded)
+      FSDP_RETURN_IF_ERROR(copyIntoShard(*param, *tensor, plan.units()->Get(param->unit())->shard_buffer()));
+    else
       FSDP_RETURN_IF_ERROR(
-          device_.copyToDevice(target.data, source.data.data(), target.byteSize()));
-      continue;
-    }
-    // This rank holds flat elements [first, first + shard_numel) of the
-    // unit; copy the part of the parameter that falls inside them.
-    const plan::Unit *unit = plan.units()->Get(param->unit());
-    uint64_t shardNumel = unit->shard_numel();
-    uint64_t first = static_cast<uint64_t>(rank() % unit->group_size()) * shardNumel;
-    uint64_t begin = std::max<uint64_t>(param->flat_offset(), first);
-    uint64_t end = std::min<uint64_t>(param->flat_offset() + target.numElements(), first + shardNumel);
-    if (begin >= end)
-      continue;
-    size_t elementSize = dtypeSize(target.dtype);
-    char *shard = static_cast<char *>(viewOf(unit->shard_buffer()).data);
-    FSDP_RETURN_IF_ERROR(device_.copyToDevice(
-        shard + (begin - first) * elementSize,
-        source.data.data() + (begin - param->flat_offset()) * elementSize,
-        (end - begin) * elementSize));
+          device_.copyToDevice(target.data, tensor->data.data(), target.byteSize()));
   }
   return Status::ok();
 }
@@ -534,6 +542,84 @@ std::vector<std::pair<std::string, uint32_t>> stateBuffers(const plan::Plan &p) 
 
 } // namespace
 
+/// The unit whose flat optimizer state `stateName` ("<unit>.<suffix>") is,
+/// with the suffix; -1 for a parameter's own state ("<param>.<suffix>").
+int64_t Executor::stateUnit(const std::string &stateName, std::string &suffix) const {
+  size_t dot = stateName.rfind('.');
+  const auto *units = plan_.plan().units();
+  if (dot == std::string::npos || !units)
+    return -1;
+  suffix = stateName.substr(dot + 1);
+  for (uint32_t u = 0; u < units->size(); ++u)
+    if (units->Get(u)->shard_buffer() != kNoBuffer &&
+        units->Get(u)->name()->string_view() == std::string_view(stateName).substr(0, dot))
+      return u;
+  return -1;
+}
+
+Status Executor::readFullState(std::vector<std::pair<std::string, HostTensor>> &out) const {
+  const plan::Plan &p = plan_.plan();
+  out.clear();
+  for (const std::string &name : parameterNames()) {
+    out.emplace_back(name, HostTensor());
+    FSDP_RETURN_IF_ERROR(getParameter(name, out.back().second));
+  }
+  if (!p.state())
+    return Status::ok();
+  for (const plan::Binding *s : *p.state()) {
+    std::string suffix;
+    int64_t unit = stateUnit(s->name()->str(), suffix);
+    if (unit < 0) { // already one parameter's
+      out.emplace_back(s->name()->str(), HostTensor());
+      FSDP_RETURN_IF_ERROR(copyToHost(s->buffer(), out.back().second));
+      continue;
+    }
+    HostTensor flat;
+    FSDP_RETURN_IF_ERROR(gatherUnit(static_cast<uint32_t>(unit), flat, s->buffer()));
+    for (const plan::Parameter *param : *p.parameters())
+      if (param->unit() == static_cast<uint32_t>(unit)) {
+        out.emplace_back(param->name()->str() + "." + suffix, HostTensor());
+        sliceParameter(*param, flat, out.back().second);
+      }
+  }
+  return Status::ok();
+}
+
+Status Executor::writeFullState(
+    const std::function<const HostTensor *(const std::string &)> &lookup, const std::string &what) {
+  FSDP_RETURN_IF_ERROR(loadParameters(lookup, what));
+  const plan::Plan &p = plan_.plan();
+  if (!p.state())
+    return Status::ok();
+  for (const plan::Binding *s : *p.state()) {
+    std::string suffix;
+    int64_t unit = stateUnit(s->name()->str(), suffix);
+    auto find = [&](const std::string &name, const TensorRef &type) -> const HostTensor * {
+      const HostTensor *t = lookup(name);
+      return t && sameType(t->ref(), type) ? t : nullptr;
+    };
+    if (unit < 0) {
+      TensorRef target = viewOf(s->buffer());
+      const HostTensor *value = find(s->name()->str(), target);
+      if (!value)
+        return Status::error(what + ": has no " + shapeText(target) + " '" + s->name()->str() + "'");
+      FSDP_RETURN_IF_ERROR(device_.copyToDevice(target.data, value->data.data(), target.byteSize()));
+      continue;
+    }
+    for (const plan::Parameter *param : *p.parameters()) {
+      if (param->unit() != static_cast<uint32_t>(unit))
+        continue;
+      const std::string name = param->name()->str() + "." + suffix;
+      const HostTensor *value = find(name, declaredType(*param));
+      if (!value)
+        return Status::error(what + ": has no " + shapeText(declaredType(*param)) + " '" + name +
+                             "'");
+      FSDP_RETURN_IF_ERROR(copyIntoShard(*param, *value, s->buffer()));
+    }
+  }
+  return Status::ok();
+}
+
 Status Executor::readState(std::vector<std::pair<std::string, HostTensor>> &out) const {
   out.clear();
   for (const auto &[name, buffer] : stateBuffers(plan_.plan())) {
@@ -653,10 +739,10 @@ Status Executor::parameterIndex(const std::string &name, uint32_t &index) const 
   return Status::error(plan_.path() + ": the plan has no parameter '" + name + "'");
 }
 
-Status Executor::gatherUnit(uint32_t unit, HostTensor &flat) const {
+Status Executor::gatherUnit(uint32_t unit, HostTensor &flat, uint32_t buffer) const {
   const plan::Unit *u = plan_.plan().units()->Get(unit);
   HostTensor shard;
-  FSDP_RETURN_IF_ERROR(copyToHost(u->shard_buffer(), shard));
+  FSDP_RETURN_IF_ERROR(copyToHost(buffer == kNoBuffer ? u->shard_buffer() : buffer, shard));
   if (!unitComms_[unit]) { // a group of one holds the whole flat buffer
     flat = std::move(shard);
     return Status::ok();

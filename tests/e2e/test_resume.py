@@ -14,6 +14,12 @@ one row each:
     a checkpoint saved by another plan, and one without its COMMIT marker
     (a crashed save) are refused with exit code 1 and a message naming the
     file or the reason; an unfinished .tmp directory is never loaded;
+  - --save-format=full (one model.safetensors: parameters under their model
+    names, optimizer state as <name>.exp_avg / .exp_avg_sq) resumes bitwise
+    too, and reshards exactly: a full checkpoint saved at world size A,
+    loaded by a plan for world size B and saved again holds the same bits
+    for every tensor (1->4, 2->4, 4->2, 3->2, and to grad-op), and training
+    continues from it;
   - --keep=N keeps the newest N committed checkpoints;
   - kill -9 at random moments of a run that saves every step (--kill-trials,
     20 by default; a soak runs more): every committed checkpoint left
@@ -27,6 +33,7 @@ import random
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -95,17 +102,53 @@ class Session:
             return losses(metrics), f.read(), out
 
 
-def resume_row(s, flags, mpi=0):
+def tensors(path):
+    """name -> (dtype, shape, raw bytes) of a safetensors file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+    return {k: (v["dtype"], v["shape"], body[v["data_offsets"][0]:v["data_offsets"][1]])
+            for k, v in header.items() if k != "__metadata__"}
+
+
+def resume_row(s, flags, mpi=0, save_format="sharded"):
     plan = s.plan(flags)
     full_losses, full_weights, _ = s.train(plan, 6)
     ckpt = os.path.join(s.fresh("ckpt"), "ckpt")
-    s.train(plan, 3, f"--save={ckpt}", "--save-every=3")
+    s.train(plan, 3, f"--save={ckpt}", "--save-every=3", f"--save-format={save_format}")
     resumed_losses, resumed_weights, _ = s.train(plan, 6, f"--resume={ckpt}", mpi=mpi)
     problems = []
     if resumed_losses != full_losses[3:]:
         problems.append(f"losses {resumed_losses} != uninterrupted {full_losses[3:]}")
     if resumed_weights != full_weights:
         problems.append("saved weights differ from the uninterrupted run's")
+    return problems
+
+
+def reshard_row(s, source_flags, target_flags):
+    """A full checkpoint of one plan, loaded by another plan of the model at
+    its step and saved again, holds the same bits; training continues."""
+    source, target = s.plan(source_flags), s.plan(target_flags)
+    a = os.path.join(s.fresh("ckpt"), "a")
+    b = os.path.join(s.fresh("ckpt"), "b")
+    s.train(source, 3, f"--save={a}", "--save-format=full")
+    s.train(target, 3, f"--resume={a}", f"--save={b}", "--save-format=full")
+    ta = tensors(os.path.join(a, "step-00000003", "model.safetensors"))
+    tb = tensors(os.path.join(b, "step-00000003", "model.safetensors"))
+    problems = []
+    if sorted(ta) != sorted(tb):
+        problems.append(f"tensor names differ: {sorted(set(ta) ^ set(tb))[:6]}")
+    elif not any(k.endswith(".exp_avg_sq") for k in ta):
+        problems.append("no optimizer state in the full checkpoint")
+    else:
+        differing = [k for k in ta if ta[k] != tb[k]]
+        if differing:
+            problems.append(f"{len(differing)} tensors differ, e.g. {differing[:3]}")
+    losses_b, _, _ = s.train(target, 5, f"--resume={b}")
+    if [step for step, _ in losses_b] != [4, 5]:
+        problems.append(f"training from the resharded checkpoint ran steps {losses_b}")
     return problems
 
 
@@ -246,6 +289,17 @@ def main():
              lambda: resume_row(s, ["--world-size=2", "--offload=cpu"])),
             ("saved in process, resumed under mpirun -np 2",
              lambda: resume_row(s, ["--world-size=2"], mpi=2)),
+            ("resume --save-format=full --world-size=2",
+             lambda: resume_row(s, ["--world-size=2"], save_format="full")),
+            ("resume --save-format=full --world-size=4 --shard=hybrid:2",
+             lambda: resume_row(s, ["--world-size=4", "--shard=hybrid:2"], save_format="full")),
+            ("reshard full 1 (unsharded) -> 4", lambda: reshard_row(s, [], ["--world-size=4"])),
+            ("reshard full 2 -> 4", lambda: reshard_row(s, ["--world-size=2"], ["--world-size=4"])),
+            ("reshard full 4 -> 2", lambda: reshard_row(s, ["--world-size=4"], ["--world-size=2"])),
+            ("reshard full 3 -> 2", lambda: reshard_row(s, ["--world-size=3"], ["--world-size=2"])),
+            ("reshard full N=2 -> grad-op N=2 with --offload=cpu",
+             lambda: reshard_row(s, ["--world-size=2"],
+                                 ["--world-size=2", "--shard=grad-op", "--offload=cpu"])),
             ("control: another run's checkpoint must change the losses",
              lambda: wrong_checkpoint_row(s)),
             ("--keep=2 keeps the newest two", lambda: keep_row(s)),

@@ -1,11 +1,12 @@
 //===- fsdp-ckpt.cpp - inspect training checkpoints -----------------------===//
 //
 // `fsdp-ckpt inspect DIR` prints what a checkpoint holds: its step, world
-// size and plan hash, and each rank's file with every tensor (name, dtype,
+// size, plan hash and format, and each file (one per rank, or the full
+// checkpoint's one) with every tensor (name, dtype,
 // shape, bytes), reading every file through the same verification a resume
 // does (size and content hash against COMMIT), so it doubles as a check
-// that a checkpoint is intact. Converting between formats and world sizes
-// and exporting trained weights are not built yet and are refused.
+// that a checkpoint is intact. `convert` and `export` are not built yet and
+// are refused, naming the fsdp-run commands that do the same today.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,15 +42,19 @@ int inspect(const std::string &path) {
   CheckpointManifest manifest;
   if (Status s = findCheckpoint(path, manifest); !s)
     return fail(s.message());
+  const bool full = manifest.format == CheckpointFormat::Full;
   std::printf("checkpoint %s\n  step %" PRId64 ", world size %" PRId64 ", plan hash %016" PRIx64
-              ", sharded\n",
-              manifest.dir.c_str(), manifest.step, manifest.worldSize, manifest.planHash);
+              ", %s\n",
+              manifest.dir.c_str(), manifest.step, manifest.worldSize, manifest.planHash,
+              full ? "full" : "sharded");
   uint64_t total = 0;
-  for (int rank = 0; rank < manifest.worldSize; ++rank) {
+  const int64_t files = full ? 1 : manifest.worldSize;
+  for (int rank = 0; rank < files; ++rank) {
+    const std::string name =
+        full ? kFullCheckpointFile : checkpointFileName(rank, static_cast<int>(manifest.worldSize));
     SafetensorsFile file;
-    if (Status s = openCheckpointFile(manifest, rank, file); !s)
+    if (Status s = openCheckpointFile(manifest, name, file); !s)
       return fail(s.message());
-    const std::string name = checkpointFileName(rank, static_cast<int>(manifest.worldSize));
     std::printf("  %s: %" PRIu64 " bytes, content hash %016" PRIx64 " (verified)\n", name.c_str(),
                 manifest.files.at(name).first, file.contentHash());
     for (const std::string &tensor : file.names()) {
@@ -59,7 +64,8 @@ int inspect(const std::string &path) {
       total += t->data.size();
     }
   }
-  std::printf("  %" PRIu64 " bytes of state in %" PRId64 " files\n", total, manifest.worldSize);
+  std::printf("  %" PRIu64 " bytes of state in %" PRId64 " file%s\n", total, files,
+              files == 1 ? "" : "s");
   return 0;
 }
 
@@ -76,8 +82,11 @@ int main(int argc, char **argv) {
       return fail("inspect takes one checkpoint directory (see --help)");
     return inspect(argv[2]);
   }
-  if (command == "convert" || command == "export")
-    return fail(command + ": not implemented yet (resharding, the consolidated format and "
-                          "weight export are not built; inspect works)");
+  if (command == "convert")
+    return fail("convert: not implemented yet (reshard with fsdp-run on the target plan: "
+                "--resume=SRC --steps=<its step> --save=DST --save-format=full)");
+  if (command == "export")
+    return fail("export: not implemented yet (fsdp-run --save-weights writes the trained "
+                "parameters as safetensors)");
   return fail(command.empty() ? "no command (see --help)" : "unknown command '" + command + "'");
 }

@@ -39,6 +39,7 @@ struct RunOptions {
   // Checkpoints (runtime/include/fsdp/runtime/Checkpoint.h).
   std::string saveDir, resumePath;
   std::optional<int64_t> saveEvery, keep;
+  bool saveFull = false; // --save-format=full
 };
 
 /// Prints "fsdp-run: error: MESSAGE" on stderr and returns exit code 1.

@@ -68,11 +68,15 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
       return s;
   double baseLr = opts.lr ? *opts.lr : executor.baseLearningRate();
   int64_t firstStep = 1, lastStep = opts.steps;
+  auto save = [&](int64_t step) {
+    return saveCheckpoint(executor, opts.saveDir, step, opts.keep.value_or(0),
+                          opts.saveFull ? CheckpointFormat::Full : CheckpointFormat::Sharded);
+  };
   if (!opts.resumePath.empty()) {
     int64_t saved = 0;
     if (Status s = loadCheckpoint(executor, opts.resumePath, saved); !s)
       return Status::error("--resume: " + s.message());
-    if (saved >= lastStep)
+    if (saved > lastStep)
       return Status::error(cat("--resume: the checkpoint is at step ", saved,
                                ", already past --steps=", lastStep, " (the step to reach)"));
     firstStep = saved + 1;
@@ -118,13 +122,19 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
           return m;
       progress.update(record);
     }
-    // Collective: every rank writes its own state.
+    // Collective: every rank writes (or helps gather) its state.
     if (!opts.saveDir.empty() &&
         (step == lastStep || (opts.saveEvery && step % *opts.saveEvery == 0)))
-      if (Status c = saveCheckpoint(executor, opts.saveDir, step, opts.keep.value_or(0)); !c)
+      if (Status c = save(step); !c)
         return Status::error(cat("step ", step, ": --save: ", c.message()));
   }
-  if (lead) {
+  // Resumed at the step to reach: nothing to train, but --save writes the
+  // loaded state in this plan's layout and format (a full checkpoint loaded
+  // at another world size and saved again is resharded).
+  if (firstStep > lastStep && !opts.saveDir.empty())
+    if (Status c = save(lastStep); !c)
+      return Status::error("--save: " + c.message());
+  if (lead && firstStep <= lastStep) { // a resume at the step to reach trains none
     progress.finish();
     if (opts.timing)
       std::printf("time per step: %.3f ms (%lld steps, %zu bytes planned)\n",

@@ -93,7 +93,8 @@ const char *kUsage =
     "usage: fsdp-run PLAN [--input=NAME=FILE.npy ...] [--data=FILE] [--steps=K]\n"
     "                [--lr=X] [--lr-schedule=S] [--metrics=FILE.jsonl] [--log-every=N]\n"
     "                [--save-weights=FILE.safetensors] [--outputs=DIR] [--weights=FILE]\n"
-    "                [--save=DIR [--save-every=K] [--keep=N]] [--resume=DIR]\n"
+    "                [--save=DIR [--save-every=K] [--keep=N] [--save-format=sharded|full]]\n"
+    "                [--resume=DIR]\n"
     "                [--world-size=N] [--time] [--profile] [--dump]\n"
     "  --input=NAME=FILE.npy  value of graph input NAME. Forward plans: the exact tensor\n"
     "                         (dtype and shape must match). Training plans: S samples\n"
@@ -113,10 +114,13 @@ const char *kUsage =
     "  --save-weights=FILE    after the last step, write the parameters as safetensors\n"
     "  --save=DIR             write a sharded checkpoint (every rank's state) to\n"
     "                         DIR/step-N after the last step, and every K steps with\n"
-    "                         --save-every=K; --keep=N keeps the newest N\n"
+    "                         --save-every=K; --keep=N keeps the newest N;\n"
+    "                         --save-format=full writes one consolidated file instead\n"
+    "                         (parameters and optimizer state under the model's names)\n"
     "  --resume=DIR           continue from the newest committed checkpoint in DIR (or\n"
     "                         from DIR itself, one step-N directory): --steps is still\n"
-    "                         the step to reach\n"
+    "                         the step to reach; a full checkpoint loads at any world\n"
+    "                         size (with --steps at its step and --save: resharding)\n"
     "  --outputs=DIR          write each graph output to DIR/<name>.npy (after the\n"
     "                         last step)\n"
     "  --weights=FILE         parameters from this safetensors file instead of the\n"
@@ -129,10 +133,7 @@ const char *kUsage =
     "  --dump                 print the plan as text and exit\n";
 
 /// Flags of DESIGN.md's fsdp-run line whose features arrive later.
-const std::map<std::string, std::string> kPendingFlags = {
-    {"--save-format", "only sharded checkpoints are written; a consolidated file and "
-                      "resharding arrive with fsdp-ckpt"},
-};
+const std::map<std::string, std::string> kPendingFlags = {};
 
 bool parseInt(const std::string &text, int64_t &value) {
   char *end = nullptr;
@@ -201,6 +202,10 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
         opts.keep = n;
       else
         opts.logEvery = n;
+    } else if (flag == "--save-format") {
+      if (value != "sharded" && value != "full")
+        return fail("--save-format: invalid value '" + value + "'; valid: sharded, full");
+      opts.saveFull = value == "full";
     } else if (flag == "--lr") {
       double lr;
       if (!parseDouble(value, lr) || lr < 0)
@@ -226,8 +231,8 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
   }
   if (opts.planPath.empty())
     return fail("no plan given (usage: fsdp-run PLAN ...; see --help)");
-  if ((opts.saveEvery || opts.keep) && opts.saveDir.empty())
-    return fail(std::string(opts.saveEvery ? "--save-every" : "--keep") +
+  if ((opts.saveEvery || opts.keep || opts.saveFull) && opts.saveDir.empty())
+    return fail(std::string(opts.saveEvery ? "--save-every" : opts.keep ? "--keep" : "--save-format") +
                 " needs --save=DIR (where checkpoints go)");
   return 0;
 }

@@ -111,6 +111,15 @@ public:
   /// buffer's dtype and shape; `what` names the source in errors.
   Status writeState(const std::function<const HostTensor *(const std::string &)> &lookup,
                     const std::string &what);
+  /// The same state consolidated, as torch names it: every parameter whole
+  /// under its model name and its optimizer state as "<name>.exp_avg",
+  /// "<name>.exp_avg_sq" or "<name>.momentum_buffer", whatever the plan's
+  /// sharding. Collective on sharded plans (units are gathered).
+  Status readFullState(std::vector<std::pair<std::string, HostTensor>> &out) const;
+  /// Restores consolidated state into this plan's layout (any world size or
+  /// strategy of the same model and optimizer): this rank keeps its part.
+  Status writeFullState(const std::function<const HostTensor *(const std::string &)> &lookup,
+                        const std::string &what);
   /// The world this executor runs in (a group of one for a one-rank plan).
   Communicator &world() const { return *comm_; }
   /// The plan's content hash.
@@ -173,7 +182,16 @@ private:
   /// has no buffer of its own).
   Status parameterValue(uint32_t index, HostTensor &out) const;
   /// Every rank's shard of unit `unit`, gathered into its padded flat buffer.
-  Status gatherUnit(uint32_t unit, HostTensor &flat) const;
+  /// All-gathers a unit's flat buffer (its shard buffer, or `buffer`: one
+  /// of its optimizer state shards, laid out alike).
+  Status gatherUnit(uint32_t unit, HostTensor &flat, uint32_t buffer = kNoBuffer) const;
+  /// Copies the part of a parameter-shaped `source` that falls in this
+  /// rank's shard of the parameter's unit into `shardBuffer`.
+  Status copyIntoShard(const plan::Parameter &param, const HostTensor &source,
+                       uint32_t shardBuffer);
+  Status loadParameters(const std::function<const HostTensor *(const std::string &)> &lookup,
+                        const std::string &what);
+  int64_t stateUnit(const std::string &stateName, std::string &suffix) const;
   TensorRef viewOf(uint32_t buffer) const;
   Status bindingBuffer(bool input, const std::string &name, uint32_t &buffer) const;
   Status parameterIndex(const std::string &name, uint32_t &index) const;

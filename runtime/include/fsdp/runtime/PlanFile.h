@@ -27,6 +27,7 @@
 
 namespace fsdp::plan {
 struct Plan;
+struct Parameter;
 } // namespace fsdp::plan
 
 namespace fsdp::rt {

@@ -54,7 +54,8 @@ void readOnDevice(BlockArgument arg, OpBuilder &b) {
 /// The gradient an update reads, copied to the host right after it is
 /// produced (its reduction), so the update can still move up behind it.
 void gradientToHost(Operation *update, OpBuilder &b) {
-  OpOperand &grad = update->getOpOperand(1); // nn.adamw / nn.sgd: (param, grad, ...)
+  OpOperand &grad = isa<nn::AdamWOp>(update) ? cast<nn::AdamWOp>(update).getGradMutable()
+                                             : cast<nn::SgdOp>(update).getGradMutable();
   Value value = grad.get();
   if (Operation *def = value.getDefiningOp())
     b.setInsertionPointAfter(def);

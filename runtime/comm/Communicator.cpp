@@ -11,6 +11,7 @@
 
 #include "fsdp/runtime/Communicator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -65,6 +66,20 @@ Status Communicator::allReduce(const TensorRef &send, const TensorRef &recv, Red
 
 Status Communicator::broadcast(const TensorRef &buf, int root) {
   return broadcast(buf.data, buf.numElements(), buf.dtype, root);
+}
+
+Status Communicator::agree(const Status &local, const char *what) {
+  uint64_t length = local ? 0 : local.message().size() + 1; // 0: succeeded
+  std::vector<uint64_t> all(static_cast<size_t>(size()));
+  FSDP_RETURN_IF_ERROR(allGather(&length, all.data(), 1, DType::U64));
+  auto first = std::find_if(all.begin(), all.end(), [](uint64_t n) { return n != 0; });
+  if (first == all.end())
+    return Status::ok();
+  const int root = static_cast<int>(first - all.begin());
+  std::string message = rank() == root ? local.message() : std::string(*first - 1, ' ');
+  FSDP_RETURN_IF_ERROR(broadcast(message.data(), static_cast<int64_t>(message.size()), DType::U8,
+                                 root));
+  return Status::error(cat(what, " failed on rank ", root, ": ", message));
 }
 
 Status Communicator::checkSameOnAllRanks(uint64_t value, const char *what) {

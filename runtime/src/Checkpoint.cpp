@@ -1,9 +1,9 @@
 //===- Checkpoint.cpp - sharded training checkpoints, atomic and verified -===//
 //
-// Every collective step of a save or load ends in an agreement: the ranks
-// all-gather whether their part succeeded, so a rank that fails (a full
-// disk, a bad shard) fails every rank with the same verdict instead of
-// leaving the others waiting in the next collective. Rank 0 alone touches
+// Every collective step of a save or load ends in an agreement
+// (Communicator::agree), so a rank that fails (a full disk, a bad shard)
+// fails every rank with its message instead of leaving the others waiting
+// in the next collective. Rank 0 alone touches
 // the directory structure (creates the temporary directory, commits,
 // prunes); every rank writes and reads only its own file.
 //
@@ -11,6 +11,7 @@
 
 #include "fsdp/runtime/Checkpoint.h"
 
+#include "fsdp/runtime/ContentHash.h"
 #include "fsdp/runtime/Safetensors.h"
 
 #include <algorithm>
@@ -38,11 +39,6 @@ std::string stepDirName(int64_t step) {
 }
 
 
-std::string hex64(uint64_t value) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, value);
-  return buf;
-}
 
 /// fsyncs a file or directory so a rename or write survives a crash.
 Status syncPath(const std::string &path) {
@@ -54,37 +50,20 @@ Status syncPath(const std::string &path) {
   return rc == 0 ? Status::ok() : Status::error(path + ": fsync failed");
 }
 
-/// Every rank learns whether every rank's `local` succeeded, and fails
-/// with the message of the first rank that failed (broadcast from it), so
-/// whichever rank reports, the file or reason is named.
-Status agree(Communicator &world, const Status &local, const char *what) {
-  uint64_t length = local ? 0 : local.message().size() + 1; // 0: succeeded
-  std::vector<uint64_t> all(static_cast<size_t>(world.size()));
-  FSDP_RETURN_IF_ERROR(world.allGather(&length, all.data(), 1, DType::U64));
-  auto first = std::find_if(all.begin(), all.end(), [](uint64_t n) { return n != 0; });
-  if (first == all.end())
-    return Status::ok();
-  const int root = static_cast<int>(first - all.begin());
-  std::string message = world.rank() == root ? local.message() : std::string(*first - 1, ' ');
-  FSDP_RETURN_IF_ERROR(world.broadcast(message.data(), static_cast<int64_t>(message.size()),
-                                       DType::U8, root));
-  return Status::error(cat(what, " failed on rank ", root, ": ", message));
-}
-
 /// Runs `body` as rank 0's part of a collective phase (others wait for its
 /// verdict).
 template <typename Body> Status onLead(Communicator &world, const char *what, Body body) {
-  return agree(world, world.rank() == 0 ? body() : Status::ok(), what);
+  return world.agree(world.rank() == 0 ? body() : Status::ok(), what);
 }
 
 std::string renderCommit(const CheckpointManifest &info) {
   std::ostringstream os;
   os << kFormatLine << "\nkind " << (info.format == CheckpointFormat::Full ? "full" : "sharded")
      << "\nstep " << info.step << "\nworld_size " << info.worldSize
-     << "\nplan_hash " << hex64(info.planHash)
+     << "\nplan_hash " << hashHex(info.planHash)
      << "\ndata_position step\nrng step\n"; // both derive from the step alone
   for (const auto &[name, entry] : info.files)
-    os << "file " << name << " " << entry.first << " " << hex64(entry.second) << "\n";
+    os << "file " << name << " " << entry.first << " " << hashHex(entry.second) << "\n";
   return os.str();
 }
 
@@ -196,8 +175,8 @@ Status openCheckpointFile(const CheckpointManifest &manifest, const std::string 
                              entry->second.first, " (truncated or replaced)"));
   FSDP_RETURN_IF_ERROR(SafetensorsFile::open(path.string(), file));
   if (file.contentHash() != entry->second.second)
-    return Status::error(path.string() + ": content hash " + hex64(file.contentHash()) +
-                         " does not match the checkpoint's " + hex64(entry->second.second) +
+    return Status::error(path.string() + ": content hash " + hashHex(file.contentHash()) +
+                         " does not match the checkpoint's " + hashHex(entry->second.second) +
                          " (the file is corrupted)");
   return Status::ok();
 }
@@ -257,13 +236,13 @@ Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
         {{"format", full ? "fsdp-full-checkpoint" : "fsdp-sharded-checkpoint"},
          {"step", std::to_string(step)},
          {"rank", std::to_string(rank)}, {"world_size", std::to_string(size)},
-         {"plan_hash", hex64(executor.planHash())}},
+         {"plan_hash", hashHex(executor.planHash())}},
         &entry[1]));
     std::error_code ec;
     entry[0] = fs::file_size(path, ec);
     return ec ? Status::error(path + ": " + ec.message()) : Status::ok();
   }();
-  FSDP_RETURN_IF_ERROR(agree(world, wrote, "writing checkpoint shards"));
+  FSDP_RETURN_IF_ERROR(world.agree(wrote, "writing checkpoint shards"));
   std::vector<uint64_t> entries(2 * static_cast<size_t>(size));
   FSDP_RETURN_IF_ERROR(world.allGather(entry, entries.data(), 2, DType::U64));
   CheckpointManifest info;
@@ -280,39 +259,39 @@ Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
                 [&]() { return commitCheckpoint(rootPath, tmp, info, keep); });
 }
 
-Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step) {
+namespace {
+
+/// This rank's part of loading `manifest`'s checkpoint.
+Status loadLocal(Executor &executor, const CheckpointManifest &manifest) {
   Communicator &world = executor.world();
+  const bool full = manifest.format == CheckpointFormat::Full;
+  if (!full && manifest.worldSize != world.size())
+    return Status::error(cat(manifest.dir, ": saved by ", manifest.worldSize,
+                             " ranks; this run has ", world.size(),
+                             " (a sharded checkpoint loads at its own world size; save with "
+                             "--save-format=full to resume at another)"));
+  if (!full && manifest.planHash != executor.planHash())
+    return Status::error(manifest.dir + ": saved by another plan (hash " +
+                         hashHex(manifest.planHash) + "; this plan is " +
+                         hashHex(executor.planHash()) + ")");
+  // A full checkpoint suits any plan of the model: each rank takes its part.
+  const std::string name =
+      full ? kFullCheckpointFile : checkpointFileName(world.rank(), world.size());
+  SafetensorsFile file;
+  FSDP_RETURN_IF_ERROR(openCheckpointFile(manifest, name, file));
+  auto lookup = [&](const std::string &n) { return file.find(n); };
+  const std::string what = (fs::path(manifest.dir) / name).string();
+  return full ? executor.writeFullState(lookup, what) : executor.writeState(lookup, what);
+}
+
+} // namespace
+
+Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step) {
   CheckpointManifest manifest;
   Status loaded = findCheckpoint(path, manifest);
-  if (loaded && manifest.format == CheckpointFormat::Full) {
-    // Any plan of the model loads it: each rank takes its part.
-    SafetensorsFile file;
-    const std::string filePath = (fs::path(manifest.dir) / kFullCheckpointFile).string();
-    loaded = openCheckpointFile(manifest, kFullCheckpointFile, file);
-    if (loaded)
-      loaded = executor.writeFullState([&](const std::string &n) { return file.find(n); },
-                                       filePath);
-    FSDP_RETURN_IF_ERROR(agree(world, loaded, "loading the checkpoint"));
-    step = manifest.step;
-    return Status::ok();
-  }
-  if (loaded && manifest.worldSize != world.size())
-    loaded = Status::error(cat(manifest.dir, ": saved by ", manifest.worldSize,
-                               " ranks; this run has ", world.size(),
-                               " (a sharded checkpoint loads at its own world size; save with "
-                               "--save-format=full to resume at another)"));
-  if (loaded && manifest.planHash != executor.planHash())
-    loaded = Status::error(manifest.dir + ": saved by another plan (hash " +
-                           hex64(manifest.planHash) + "; this plan is " +
-                           hex64(executor.planHash()) + ")");
-  SafetensorsFile file;
   if (loaded)
-    loaded = openCheckpointFile(manifest, checkpointFileName(world.rank(), world.size()), file);
-  if (loaded)
-    loaded = executor.writeState(
-        [&](const std::string &n) { return file.find(n); },
-        (fs::path(manifest.dir) / checkpointFileName(world.rank(), world.size())).string());
-  FSDP_RETURN_IF_ERROR(agree(world, loaded, "loading the checkpoint"));
+    loaded = loadLocal(executor, manifest);
+  FSDP_RETURN_IF_ERROR(executor.world().agree(loaded, "loading the checkpoint"));
   step = manifest.step;
   return Status::ok();
 }

@@ -7,6 +7,8 @@
 
 #include "fsdp/runtime/ContentHash.h"
 
+#include <cstdio>
+
 #include <cstring>
 
 namespace fsdp::rt {
@@ -56,6 +58,12 @@ uint64_t contentHash(const void *data, size_t size) {
   ContentHasher hasher;
   hasher.update(data, size);
   return hasher.finish();
+}
+
+std::string hashHex(uint64_t hash) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash));
+  return buf;
 }
 
 } // namespace fsdp::rt

@@ -560,10 +560,10 @@ int64_t Executor::stateUnit(const std::string &stateName, std::string &suffix) c
 Status Executor::readFullState(std::vector<std::pair<std::string, HostTensor>> &out) const {
   const plan::Plan &p = plan_.plan();
   out.clear();
-  for (const std::string &name : parameterNames()) {
-    out.emplace_back(name, HostTensor());
-    FSDP_RETURN_IF_ERROR(getParameter(name, out.back().second));
-  }
+  std::vector<HostTensor> values;
+  FSDP_RETURN_IF_ERROR(gatherParameters(true, values));
+  for (size_t i = 0; i < values.size(); ++i)
+    out.emplace_back(p.parameters()->Get(i)->name()->str(), std::move(values[i]));
   if (!p.state())
     return Status::ok();
   for (const plan::Binding *s : *p.state()) {
@@ -769,14 +769,14 @@ Status Executor::getParameter(const std::string &name, HostTensor &out) const {
   return parameterValue(index, out);
 }
 
-Status Executor::saveWeights(const std::string &path) const {
+Status Executor::gatherParameters(bool keep, std::vector<HostTensor> &values) const {
   // Straight from the parameter table, no lookup by name. Sharded
   // parameters come unit by unit: every rank gathers each unit once (in
-  // unit order, as collectives require) and only rank 0 keeps the slices.
+  // unit order, as collectives require); only a rank that keeps the
+  // values slices them out.
   const auto *params = plan_.plan().parameters();
   size_t count = params ? params->size() : 0;
-  bool keep = rank() == 0;
-  std::vector<HostTensor> values(count);
+  values.assign(count, HostTensor());
   size_t numUnits = plan_.plan().units() ? plan_.plan().units()->size() : 0;
   for (uint32_t unit = 0; unit < numUnits; ++unit) {
     HostTensor flat;
@@ -792,14 +792,22 @@ Status Executor::saveWeights(const std::string &path) const {
         sliceParameter(*param, flat, values[i]);
     }
   }
+  if (keep)
+    for (size_t i = 0; i < count; ++i)
+      if (params->Get(i)->buffer() != kNoBuffer)
+        FSDP_RETURN_IF_ERROR(copyToHost(params->Get(i)->buffer(), values[i]));
+  return Status::ok();
+}
+
+Status Executor::saveWeights(const std::string &path) const {
+  std::vector<HostTensor> values;
+  const bool keep = rank() == 0;
+  FSDP_RETURN_IF_ERROR(gatherParameters(keep, values));
   if (!keep)
     return Status::ok();
   std::vector<NamedTensor> tensors;
-  for (size_t i = 0; i < count; ++i) {
-    if (params->Get(i)->buffer() != kNoBuffer)
-      FSDP_RETURN_IF_ERROR(copyToHost(params->Get(i)->buffer(), values[i]));
-    tensors.push_back({params->Get(i)->name()->str(), values[i].ref()});
-  }
+  for (size_t i = 0; i < values.size(); ++i)
+    tensors.push_back({plan_.plan().parameters()->Get(i)->name()->str(), values[i].ref()});
   // "format": "pt" is what transformers' loaders look for.
   return writeSafetensors(path, tensors, {{"format", "pt"}});
 }

@@ -539,13 +539,11 @@ def offload_rows(s):
             problems = same_bits(s.train(spec), offloaded)
             # The state really moved: unit shards in the host region, copies.
             dump = run([s.args.fsdp_run, s.plan(off), "--dump"]).stdout
-            if not re.search(r"^memory .* host=\d+", dump, re.M) or not re.search(
-                    r"^unit 0 .* shard_buffer=%(\d+)", dump, re.M):
+            unit0 = re.search(r"^unit 0 .* shard_buffer=%(\d+)", dump, re.M)
+            if not re.search(r"^memory .* host=\d+", dump, re.M) or not unit0:
                 problems.append("the offloaded plan has no host region")
-            else:
-                shard = re.search(r"^unit 0 .* shard_buffer=%(\d+)", dump, re.M)[1]
-                if not re.search(rf"^buffer %{shard} \S+ host\+", dump, re.M):
-                    problems.append(f"unit 0's shard (buffer %{shard}) is not in host memory")
+            elif not re.search(rf"^buffer %{unit0[1]} \S+ host\+", dump, re.M):
+                problems.append(f"unit 0's shard (buffer %{unit0[1]}) is not in host memory")
             loss_rel, param_rel, more = s.compare(spec, offloaded, s.reference(spec))
             return loss_rel, param_rel, problems + more
         s.check("offload", f"{SHORT[model]} N={world} --shard={shard} {dtype} --offload=cpu "

@@ -33,7 +33,6 @@ import random
 import re
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
+sys.path.insert(0, HERE)
+import test_train_parity as tp  # noqa: E402  (read_safetensors)
 MODEL = os.path.join(ROOT, "examples", "gpt-tiny.onnx")
 TEXT = os.path.join(ROOT, "examples", "shakespeare.txt")
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -102,17 +103,6 @@ class Session:
             return losses(metrics), f.read(), out
 
 
-def tensors(path):
-    """name -> (dtype, shape, raw bytes) of a safetensors file."""
-    with open(path, "rb") as f:
-        data = f.read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    body = data[8 + n:]
-    return {k: (v["dtype"], v["shape"], body[v["data_offsets"][0]:v["data_offsets"][1]])
-            for k, v in header.items() if k != "__metadata__"}
-
-
 def resume_row(s, flags, mpi=0, save_format="sharded"):
     plan = s.plan(flags)
     full_losses, full_weights, _ = s.train(plan, 6)
@@ -135,15 +125,16 @@ def reshard_row(s, source_flags, target_flags):
     b = os.path.join(s.fresh("ckpt"), "b")
     s.train(source, 3, f"--save={a}", "--save-format=full")
     s.train(target, 3, f"--resume={a}", f"--save={b}", "--save-format=full")
-    ta = tensors(os.path.join(a, "step-00000003", "model.safetensors"))
-    tb = tensors(os.path.join(b, "step-00000003", "model.safetensors"))
+    ta = tp.read_safetensors(os.path.join(a, "step-00000003", "model.safetensors"))
+    tb = tp.read_safetensors(os.path.join(b, "step-00000003", "model.safetensors"))
     problems = []
     if sorted(ta) != sorted(tb):
         problems.append(f"tensor names differ: {sorted(set(ta) ^ set(tb))[:6]}")
     elif not any(k.endswith(".exp_avg_sq") for k in ta):
         problems.append("no optimizer state in the full checkpoint")
     else:
-        differing = [k for k in ta if ta[k] != tb[k]]
+        differing = [k for k in ta if (ta[k].dtype, ta[k].shape) != (tb[k].dtype, tb[k].shape) or
+                     ta[k].tobytes() != tb[k].tobytes()]
         if differing:
             problems.append(f"{len(differing)} tensors differ, e.g. {differing[:3]}")
     losses_b, _, _ = s.train(target, 5, f"--resume={b}")

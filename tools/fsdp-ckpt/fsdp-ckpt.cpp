@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fsdp/runtime/Checkpoint.h"
+#include "fsdp/runtime/ContentHash.h"
 #include "fsdp/runtime/DType.h"
 
 #include <cinttypes>
@@ -43,10 +44,9 @@ int inspect(const std::string &path) {
   if (Status s = findCheckpoint(path, manifest); !s)
     return fail(s.message());
   const bool full = manifest.format == CheckpointFormat::Full;
-  std::printf("checkpoint %s\n  step %" PRId64 ", world size %" PRId64 ", plan hash %016" PRIx64
-              ", %s\n",
-              manifest.dir.c_str(), manifest.step, manifest.worldSize, manifest.planHash,
-              full ? "full" : "sharded");
+  std::printf("checkpoint %s\n  step %" PRId64 ", world size %" PRId64 ", plan hash %s, %s\n",
+              manifest.dir.c_str(), manifest.step, manifest.worldSize,
+              hashHex(manifest.planHash).c_str(), full ? "full" : "sharded");
   uint64_t total = 0;
   const int64_t files = full ? 1 : manifest.worldSize;
   for (int rank = 0; rank < files; ++rank) {
@@ -55,8 +55,8 @@ int inspect(const std::string &path) {
     SafetensorsFile file;
     if (Status s = openCheckpointFile(manifest, name, file); !s)
       return fail(s.message());
-    std::printf("  %s: %" PRIu64 " bytes, content hash %016" PRIx64 " (verified)\n", name.c_str(),
-                manifest.files.at(name).first, file.contentHash());
+    std::printf("  %s: %" PRIu64 " bytes, content hash %s (verified)\n", name.c_str(),
+                manifest.files.at(name).first, hashHex(file.contentHash()).c_str());
     for (const std::string &tensor : file.names()) {
       const HostTensor *t = file.find(tensor);
       std::printf("    %-40s %-5s %-16s %zu bytes\n", tensor.c_str(), dtypeName(t->dtype),

@@ -41,7 +41,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -132,8 +131,6 @@ const char *kUsage =
     "  --profile              print the time spent in each kernel\n"
     "  --dump                 print the plan as text and exit\n";
 
-/// Flags of DESIGN.md's fsdp-run line whose features arrive later.
-const std::map<std::string, std::string> kPendingFlags = {};
 
 bool parseInt(const std::string &text, int64_t &value) {
   char *end = nullptr;
@@ -166,8 +163,6 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
       exitNow = true;
       return 0;
     }
-    if (kPendingFlags.count(flag))
-      return fail(flag + ": not implemented yet (" + kPendingFlags.at(flag) + ")");
     // Flags whose value is a path: required and non-empty.
     std::string *path = flag == "--outputs"        ? &opts.outputsDir
                         : flag == "--weights"      ? &opts.weightsPath

@@ -99,6 +99,11 @@ public:
   /// value, otherwise the same error on every rank, naming `what` and which
   /// ranks hold which value. The group stays usable either way.
   Status checkSameOnAllRanks(uint64_t value, const char *what);
+  /// Every rank learns whether every rank's `local` succeeded: OK on all
+  /// ranks, or on all ranks the error of the first rank that failed ("what
+  /// failed on rank R: message", its message broadcast from it), so a rank
+  /// whose part failed never leaves the others waiting in a later collective.
+  Status agree(const Status &local, const char *what);
 
 protected:
   /// abort(status) and return it: how a rank leaves a collective early

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace fsdp::rt {
 
@@ -32,6 +33,9 @@ private:
 
 /// The hash of one contiguous block.
 uint64_t contentHash(const void *data, size_t size);
+
+/// A hash as text: 16 lowercase hex digits, as checkpoints record them.
+std::string hashHex(uint64_t hash);
 
 } // namespace fsdp::rt
 

@@ -185,6 +185,9 @@ private:
   /// All-gathers a unit's flat buffer (its shard buffer, or `buffer`: one
   /// of its optimizer state shards, laid out alike).
   Status gatherUnit(uint32_t unit, HostTensor &flat, uint32_t buffer = kNoBuffer) const;
+  /// Every parameter's full value, plan order, each unit gathered once.
+  /// Collective; a rank with `keep` false only contributes (values empty).
+  Status gatherParameters(bool keep, std::vector<HostTensor> &values) const;
   /// Copies the part of a parameter-shaped `source` that falls in this
   /// rank's shard of the parameter's unit into `shardBuffer`.
   Status copyIntoShard(const plan::Parameter &param, const HostTensor &source,

@@ -323,25 +323,36 @@ Status Executor::copyIntoShard(const plan::Parameter &param, const HostTensor &s
                               (end - begin) * elementSize);
 }
 
-Status Executor::loadParameters(const std::function<const HostTensor *(const std::string &)> &lookup,
-                                const std::string &what) {
+Status Executor::findTyped(const TensorLookup &lookup, const std::string &name,
+                           const TensorRef &type, const std::string &what,
+                           const HostTensor *&out) {
+  out = lookup(name);
+  if (!out)
+    return Status::error(what + ": has no tensor '" + name + "'");
+  if (!sameType(out->ref(), type))
+    return Status::error(what + ": tensor '" + name + "' is " + shapeText(out->ref()) +
+                         ", the plan needs " + shapeText(type));
+  return Status::ok();
+}
+
+Status Executor::copyWhole(const HostTensor &value, uint32_t buffer) {
+  TensorRef target = viewOf(buffer);
+  return device_.copyToDevice(target.data, value.data.data(), target.byteSize());
+}
+
+Status Executor::loadParameters(const TensorLookup &lookup, const std::string &what) {
   const plan::Plan &plan = plan_.plan();
   if (!plan.parameters())
     return Status::ok();
   for (const plan::Parameter *param : *plan.parameters()) {
-    const HostTensor *tensor = lookup(param->name()->str());
-    if (!tensor)
-      return Status::error(what + ": has no tensor '" + param->name()->str() + "'");
     bool sharded = param->buffer() == kNoBuffer;
-    TensorRef target = sharded ? declaredType(*param) : viewOf(param->buffer());
-    if (!sameType(tensor->ref(), target))
-      return Status::error(what + ": tensor '" + param->name()->str() + "' is " +
-                           shapeText(tensor->ref()) + ", the plan needs " + shapeText(target));
-    if (sharded)
-      FSDP_RETURN_IF_ERROR(copyIntoShard(*param, *tensor, plan.units()->Get(param->unit())->shard_buffer()));
-    else
-      FSDP_RETURN_IF_ERROR(
-          device_.copyToDevice(target.data, tensor->data.data(), target.byteSize()));
+    const HostTensor *tensor;
+    FSDP_RETURN_IF_ERROR(findTyped(lookup, param->name()->str(),
+                                   sharded ? declaredType(*param) : viewOf(param->buffer()),
+                                   what, tensor));
+    FSDP_RETURN_IF_ERROR(
+        sharded ? copyIntoShard(*param, *tensor, plan.units()->Get(param->unit())->shard_buffer())
+                : copyWhole(*tensor, param->buffer()));
   }
   return Status::ok();
 }
@@ -585,8 +596,7 @@ Status Executor::readFullState(std::vector<std::pair<std::string, HostTensor>> &
   return Status::ok();
 }
 
-Status Executor::writeFullState(
-    const std::function<const HostTensor *(const std::string &)> &lookup, const std::string &what) {
+Status Executor::writeFullState(const TensorLookup &lookup, const std::string &what) {
   FSDP_RETURN_IF_ERROR(loadParameters(lookup, what));
   const plan::Plan &p = plan_.plan();
   if (!p.state())
@@ -594,26 +604,17 @@ Status Executor::writeFullState(
   for (const plan::Binding *s : *p.state()) {
     std::string suffix;
     int64_t unit = stateUnit(s->name()->str(), suffix);
-    auto find = [&](const std::string &name, const TensorRef &type) -> const HostTensor * {
-      const HostTensor *t = lookup(name);
-      return t && sameType(t->ref(), type) ? t : nullptr;
-    };
-    if (unit < 0) {
-      TensorRef target = viewOf(s->buffer());
-      const HostTensor *value = find(s->name()->str(), target);
-      if (!value)
-        return Status::error(what + ": has no " + shapeText(target) + " '" + s->name()->str() + "'");
-      FSDP_RETURN_IF_ERROR(device_.copyToDevice(target.data, value->data.data(), target.byteSize()));
+    const HostTensor *value;
+    if (unit < 0) { // already one parameter's
+      FSDP_RETURN_IF_ERROR(findTyped(lookup, s->name()->str(), viewOf(s->buffer()), what, value));
+      FSDP_RETURN_IF_ERROR(copyWhole(*value, s->buffer()));
       continue;
     }
     for (const plan::Parameter *param : *p.parameters()) {
       if (param->unit() != static_cast<uint32_t>(unit))
         continue;
-      const std::string name = param->name()->str() + "." + suffix;
-      const HostTensor *value = find(name, declaredType(*param));
-      if (!value)
-        return Status::error(what + ": has no " + shapeText(declaredType(*param)) + " '" + name +
-                             "'");
+      FSDP_RETURN_IF_ERROR(findTyped(lookup, param->name()->str() + "." + suffix,
+                                     declaredType(*param), what, value));
       FSDP_RETURN_IF_ERROR(copyIntoShard(*param, *value, s->buffer()));
     }
   }
@@ -629,18 +630,11 @@ Status Executor::readState(std::vector<std::pair<std::string, HostTensor>> &out)
   return Status::ok();
 }
 
-Status Executor::writeState(const std::function<const HostTensor *(const std::string &)> &lookup,
-                            const std::string &what) {
+Status Executor::writeState(const TensorLookup &lookup, const std::string &what) {
   for (const auto &[name, buffer] : stateBuffers(plan_.plan())) {
-    const HostTensor *value = lookup(name);
-    TensorRef target = viewOf(buffer);
-    if (!value)
-      return Status::error(what + ": has no '" + name + "'");
-    if (value->dtype != target.dtype ||
-        value->shape != std::vector<int64_t>(target.dims, target.dims + target.rank))
-      return Status::error(what + ": '" + name + "' is " + shapeText(value->ref()) +
-                           ", the plan's is " + shapeText(target));
-    FSDP_RETURN_IF_ERROR(device_.copyToDevice(target.data, value->data.data(), target.byteSize()));
+    const HostTensor *value;
+    FSDP_RETURN_IF_ERROR(findTyped(lookup, name, viewOf(buffer), what, value));
+    FSDP_RETURN_IF_ERROR(copyWhole(*value, buffer));
   }
   return Status::ok();
 }

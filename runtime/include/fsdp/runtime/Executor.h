@@ -54,6 +54,9 @@
 
 namespace fsdp::rt {
 
+/// Named tensors to restore from (a safetensors file's find).
+using TensorLookup = std::function<const HostTensor *(const std::string &)>;
+
 class Executor {
 public:
   /// Allocates the plan's memory on `device` and prepares its launches.
@@ -109,7 +112,7 @@ public:
   Status readState(std::vector<std::pair<std::string, HostTensor>> &out) const;
   /// Restores them: `lookup(name)` gives each value, which must have the
   /// buffer's dtype and shape; `what` names the source in errors.
-  Status writeState(const std::function<const HostTensor *(const std::string &)> &lookup,
+  Status writeState(const TensorLookup &lookup,
                     const std::string &what);
   /// The same state consolidated, as torch names it: every parameter whole
   /// under its model name and its optimizer state as "<name>.exp_avg",
@@ -118,7 +121,7 @@ public:
   Status readFullState(std::vector<std::pair<std::string, HostTensor>> &out) const;
   /// Restores consolidated state into this plan's layout (any world size or
   /// strategy of the same model and optimizer): this rank keeps its part.
-  Status writeFullState(const std::function<const HostTensor *(const std::string &)> &lookup,
+  Status writeFullState(const TensorLookup &lookup,
                         const std::string &what);
   /// The world this executor runs in (a group of one for a one-rank plan).
   Communicator &world() const { return *comm_; }
@@ -192,8 +195,13 @@ private:
   /// rank's shard of the parameter's unit into `shardBuffer`.
   Status copyIntoShard(const plan::Parameter &param, const HostTensor &source,
                        uint32_t shardBuffer);
-  Status loadParameters(const std::function<const HostTensor *(const std::string &)> &lookup,
-                        const std::string &what);
+  Status loadParameters(const TensorLookup &lookup, const std::string &what);
+  /// `lookup(name)` when it has `type`'s dtype and shape; otherwise an
+  /// error naming `what`, the tensor and what is wrong.
+  static Status findTyped(const TensorLookup &lookup, const std::string &name,
+                          const TensorRef &type, const std::string &what, const HostTensor *&out);
+  /// Copies `value` over the whole of `buffer`.
+  Status copyWhole(const HostTensor &value, uint32_t buffer);
   int64_t stateUnit(const std::string &stateName, std::string &suffix) const;
   TensorRef viewOf(uint32_t buffer) const;
   Status bindingBuffer(bool input, const std::string &name, uint32_t &buffer) const;

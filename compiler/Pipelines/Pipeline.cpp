@@ -108,7 +108,6 @@ OptimizerOptions optimizerOptionsFor(const CompileOptions &opts) {
 ShardOptions shardOptionsFor(const CompileOptions &opts) {
   ShardOptions o;
   o.worldSize = opts.worldSize;
-  o.offload = opts.offload == OffloadKind::Cpu;
   switch (opts.shard) {
   case ShardKind::Full: o.strategy = ShardOptions::Strategy::Full; break;
   case ShardKind::GradOp: o.strategy = ShardOptions::Strategy::GradOp; break;

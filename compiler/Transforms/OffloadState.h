@@ -9,7 +9,9 @@
 // or its bf16 cast), and each reduced gradient shard is copied to the host
 // (fsdp.to_host) right after its reduction, where the optimizer updates the
 // shard and its state in place. Parameter views read in place from a
-// replicated flat buffer (--shard=none) share one device copy. Copies move
+// replicated flat buffer (--shard=none) share one device copy. A unit the
+// shard stage gathered in place (`persistent`) is gathered into a copy
+// instead: its shard is no longer a chunk of device memory. Copies move
 // bytes unchanged, so an offloaded step computes the same bits.
 //
 //===----------------------------------------------------------------------===//

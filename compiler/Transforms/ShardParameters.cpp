@@ -113,7 +113,7 @@ StringRef stateSuffix(StringRef stateName, StringRef param) {
 /// shard need not be held a second time. Not under bf16 parameters, where
 /// the gathered copy has another type than the f32 master shard.
 bool gathersInPlace(const FlatGroup &g, const ShardOptions &options) {
-  return options.strategy != Strategy::None && !options.bf16Params && !options.offload &&
+  return options.strategy != Strategy::None && !options.bf16Params &&
          (g.root || options.strategy == Strategy::GradOp);
 }
 

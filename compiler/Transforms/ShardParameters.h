@@ -47,9 +47,6 @@ struct ShardOptions {
   WrapPolicy wrap;
   bool bf16Params = false; // gather and compute with bf16 copies
   bool bf16Reduce = false; // reduce gradients in bf16
-  /// Shards will live in host memory (--offload=cpu, OffloadState.h): no
-  /// unit is gathered in place, as its gathered buffer is device memory.
-  bool offload = false;
 };
 
 /// Ranks a unit's flat buffer is split over: the world under full/grad-op,

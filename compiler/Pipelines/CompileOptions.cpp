@@ -551,9 +551,10 @@ bool fsdp::parseByteSize(const std::string &text, int64_t &bytes,
 bool fsdp::shardingRequested(const CompileOptions &opts) {
   if (opts.mode != Mode::Train || opts.worldSize > 1)
     return opts.mode == Mode::Train;
+  // --offload=none asks for what an unsharded plan already is.
+  const bool noOffload = opts.offload == OffloadKind::None;
   for (const char *flag : kShardFlags)
-    if (opts.explicitlySet.count(flag) &&
-        (flag != std::string_view("offload") || opts.offload == OffloadKind::Cpu))
+    if (opts.explicitlySet.count(flag) && !(noOffload && flag == std::string_view("offload")))
       return true;
   return false;
 }

@@ -12,11 +12,15 @@
 #include "fsdp/runtime/Checkpoint.h"
 
 #include "fsdp/runtime/ContentHash.h"
+#include "fsdp/runtime/InProcessRanks.h"
+#include "fsdp/runtime/PlanFile.h"
 #include "fsdp/runtime/Safetensors.h"
+#include "runtime/schema/plan_generated.h"
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -204,87 +208,252 @@ Status findCheckpoint(const std::string &path, CheckpointManifest &out) {
   return Status::ok();
 }
 
+namespace {
+
+/// The hash and size of a whole file, as COMMIT records them.
+Status hashFile(const std::string &path, uint64_t &bytes, uint64_t &hash) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::error(path + ": cannot read");
+  ContentHasher hasher;
+  std::vector<char> chunk(1 << 20);
+  bytes = 0;
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    hasher.update(chunk.data(), static_cast<size_t>(in.gcount()));
+    bytes += static_cast<uint64_t>(in.gcount());
+  }
+  hash = hasher.finish();
+  return in.bad() ? Status::error(path + ": read failed") : Status::ok();
+}
+
+/// Creates root/.tmp-step-N afresh (a crashed save may have left one).
+Status makeTempDir(const fs::path &root, const fs::path &tmp) {
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directory(tmp, ec))
+    return Status::error(tmp.string() + ": cannot create (" + ec.message() + ")");
+  return Status::ok();
+}
+
+/// Writes `state` as the safetensors file `tmp/name` (fsynced) and returns
+/// its size and content hash for COMMIT.
+Status writeStateFile(const fs::path &tmp, const std::string &name,
+                      const std::vector<NamedTensor> &tensors,
+                      const std::map<std::string, std::string> &metadata,
+                      std::pair<uint64_t, uint64_t> &entry) {
+  const std::string path = (tmp / name).string();
+  FSDP_RETURN_IF_ERROR(writeSafetensors(path, tensors, metadata, &entry.second));
+  std::error_code ec;
+  entry.first = fs::file_size(path, ec);
+  return ec ? Status::error(path + ": " + ec.message()) : Status::ok();
+}
+
+std::map<std::string, std::string> fileMetadata(CheckpointFormat format, int64_t step, int rank,
+                                                int64_t worldSize, uint64_t planHash) {
+  return {{"format", format == CheckpointFormat::Full ? "fsdp-full-checkpoint"
+                                                      : "fsdp-sharded-checkpoint"},
+          {"step", std::to_string(step)},
+          {"rank", std::to_string(rank)},
+          {"world_size", std::to_string(worldSize)},
+          {"plan_hash", hashHex(planHash)}};
+}
+
+/// Rank 0's share of a sharded save: the plan that lays out the shards, so
+/// any other plan (world size, strategy) can consolidate and load them.
+Status writePlanCopy(const Executor &executor, const fs::path &tmp,
+                     std::pair<uint64_t, uint64_t> &entry) {
+  const LoadedPlan &plan = executor.plan();
+  const std::string path = (tmp / kCheckpointPlanFile).string();
+  FSDP_RETURN_IF_ERROR(writePlanFile(path, plan.flatbuffer(), plan.flatbufferSize()));
+  return hashFile(path, entry.first, entry.second);
+}
+
+} // namespace
+
 Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step, int64_t keep,
                       CheckpointFormat format) {
   const bool full = format == CheckpointFormat::Full;
   Communicator &world = executor.world();
   const fs::path rootPath(root), tmp = rootPath / (".tmp-" + stepDirName(step));
-  FSDP_RETURN_IF_ERROR(onLead(world, "creating the checkpoint directory", [&]() -> Status {
-    std::error_code ec;
-    fs::create_directories(rootPath, ec);
-    fs::remove_all(tmp, ec); // left by a crashed save
-    if (!fs::create_directory(tmp, ec))
-      return Status::error(tmp.string() + ": cannot create (" + ec.message() + ")");
-    return Status::ok();
-  }));
-  // Sharded: each rank writes its own state. Full: every rank helps gather
-  // the consolidated state, rank 0 writes it. writeSafetensors fsyncs.
+  FSDP_RETURN_IF_ERROR(onLead(world, "creating the checkpoint directory",
+                              [&]() { return makeTempDir(rootPath, tmp); }));
+  // Sharded: each rank writes its own state, rank 0 also the plan. Full:
+  // every rank helps gather the consolidated state, rank 0 writes it.
   const int rank = world.rank(), size = world.size();
   const std::string name = full ? kFullCheckpointFile : checkpointFileName(rank, size);
-  uint64_t entry[2] = {0, 0}; // bytes, content hash
+  std::pair<uint64_t, uint64_t> entry{0, 0}, planEntry{0, 0}; // bytes, content hash
   Status wrote = [&]() -> Status {
     std::vector<std::pair<std::string, HostTensor>> state;
-    FSDP_RETURN_IF_ERROR(full ? executor.readFullState(state) : executor.readState(state));
+    FSDP_RETURN_IF_ERROR(full ? executor.readFullState(state, rank == 0)
+                              : executor.readState(state));
     if (full && rank != 0)
       return Status::ok();
+    if (!full && rank == 0)
+      FSDP_RETURN_IF_ERROR(writePlanCopy(executor, tmp, planEntry));
     std::vector<NamedTensor> tensors;
     for (const auto &[n, value] : state)
       tensors.push_back({n, value.ref()});
-    const std::string path = (tmp / name).string();
-    FSDP_RETURN_IF_ERROR(writeSafetensors(
-        path, tensors,
-        {{"format", full ? "fsdp-full-checkpoint" : "fsdp-sharded-checkpoint"},
-         {"step", std::to_string(step)},
-         {"rank", std::to_string(rank)}, {"world_size", std::to_string(size)},
-         {"plan_hash", hashHex(executor.planHash())}},
-        &entry[1]));
-    std::error_code ec;
-    entry[0] = fs::file_size(path, ec);
-    return ec ? Status::error(path + ": " + ec.message()) : Status::ok();
+    return writeStateFile(tmp, name, tensors,
+                          fileMetadata(format, step, rank, size, executor.planHash()), entry);
   }();
   FSDP_RETURN_IF_ERROR(world.agree(wrote, "writing checkpoint shards"));
+  uint64_t mine[2] = {entry.first, entry.second};
   std::vector<uint64_t> entries(2 * static_cast<size_t>(size));
-  FSDP_RETURN_IF_ERROR(world.allGather(entry, entries.data(), 2, DType::U64));
+  FSDP_RETURN_IF_ERROR(world.allGather(mine, entries.data(), 2, DType::U64));
   CheckpointManifest info;
   info.format = format;
   info.step = step;
   info.worldSize = size;
   info.planHash = executor.planHash();
-  if (full)
+  if (full) {
     info.files[kFullCheckpointFile] = {entries[0], entries[1]};
-  else
+  } else {
     for (int r = 0; r < size; ++r)
       info.files[checkpointFileName(r, size)] = {entries[2 * r], entries[2 * r + 1]};
+    info.files[kCheckpointPlanFile] = planEntry; // rank 0's, and only rank 0 commits
+  }
   return onLead(world, "committing the checkpoint",
                 [&]() { return commitCheckpoint(rootPath, tmp, info, keep); });
 }
 
+Status saveFullCheckpoint(const std::string &root, const CheckpointState &state,
+                          int64_t worldSize, uint64_t planHash) {
+  const fs::path rootPath(root), tmp = rootPath / (".tmp-" + stepDirName(state.step));
+  FSDP_RETURN_IF_ERROR(makeTempDir(rootPath, tmp));
+  std::vector<NamedTensor> tensors;
+  for (const auto *part : {&state.parameters, &state.optimizer})
+    for (const auto &[name, value] : *part)
+      tensors.push_back({name, value.ref()});
+  CheckpointManifest info;
+  info.format = CheckpointFormat::Full;
+  info.step = state.step;
+  info.worldSize = worldSize;
+  info.planHash = planHash;
+  FSDP_RETURN_IF_ERROR(writeStateFile(
+      tmp, kFullCheckpointFile, tensors,
+      fileMetadata(CheckpointFormat::Full, state.step, 0, worldSize, planHash),
+      info.files[kFullCheckpointFile]));
+  return commitCheckpoint(rootPath, tmp, info, /*keep=*/0);
+}
+
 namespace {
 
-/// This rank's part of loading `manifest`'s checkpoint.
+/// Loads the plan a sharded checkpoint carries, verified like its shards.
+Status openCheckpointPlan(const CheckpointManifest &manifest, LoadedPlan &plan) {
+  const fs::path path = fs::path(manifest.dir) / kCheckpointPlanFile;
+  auto entry = manifest.files.find(kCheckpointPlanFile);
+  if (entry == manifest.files.end())
+    return Status::error(manifest.dir + ": carries no " + kCheckpointPlanFile +
+                         " (saved before checkpoints carried their plan), so only the plan "
+                         "that saved it can load it");
+  uint64_t bytes = 0, hash = 0;
+  FSDP_RETURN_IF_ERROR(hashFile(path.string(), bytes, hash));
+  if (bytes != entry->second.first || hash != entry->second.second)
+    return Status::error(cat(path.string(), ": ", bytes, " bytes with content hash ",
+                             hashHex(hash), "; the checkpoint wrote ", entry->second.first,
+                             " bytes, hash ", hashHex(entry->second.second),
+                             " (truncated or corrupted)"));
+  FSDP_RETURN_IF_ERROR(loadPlan(path.string(), plan));
+  if (plan.hash() != manifest.planHash || plan.plan().world_size() != manifest.worldSize)
+    return Status::error(path.string() + ": is not the plan COMMIT names");
+  return Status::ok();
+}
+
+/// A sharded checkpoint consolidated: its saving plan's ranks, run in this
+/// process, each restore their rank file and gather the full state.
+Status consolidateSharded(const CheckpointManifest &manifest, CheckpointState &out) {
+  LoadedPlan plan;
+  FSDP_RETURN_IF_ERROR(openCheckpointPlan(manifest, plan));
+  const int size = static_cast<int>(manifest.worldSize);
+  std::vector<std::pair<std::string, HostTensor>> full;
+  FSDP_RETURN_IF_ERROR(runInProcessRanks(plan, [&](Executor &executor) -> Status {
+    const std::string name = checkpointFileName(executor.rank(), size);
+    {
+      SafetensorsFile file;
+      FSDP_RETURN_IF_ERROR(openCheckpointFile(manifest, name, file));
+      FSDP_RETURN_IF_ERROR(executor.writeState([&](const std::string &n) { return file.find(n); },
+                                               (fs::path(manifest.dir) / name).string()));
+    }
+    if (executor.rank() != 0) {
+      std::vector<std::pair<std::string, HostTensor>> none;
+      return executor.readFullState(none, /*keep=*/false);
+    }
+    return executor.readFullState(full);
+  }));
+  // readFullState lists the parameters first, in plan order.
+  const size_t numParams = plan.plan().parameters() ? plan.plan().parameters()->size() : 0;
+  for (size_t i = 0; i < full.size(); ++i)
+    (i < numParams ? out.parameters : out.optimizer).push_back(std::move(full[i]));
+  return Status::ok();
+}
+
+/// This rank's part of loading `manifest`'s checkpoint. A sharded one of
+/// this very plan restores directly; any other (another world size,
+/// strategy or schedule of the model) is consolidated and resharded.
 Status loadLocal(Executor &executor, const CheckpointManifest &manifest) {
-  Communicator &world = executor.world();
-  const bool full = manifest.format == CheckpointFormat::Full;
-  if (!full && manifest.worldSize != world.size())
-    return Status::error(cat(manifest.dir, ": saved by ", manifest.worldSize,
-                             " ranks; this run has ", world.size(),
-                             " (a sharded checkpoint loads at its own world size; save with "
-                             "--save-format=full to resume at another)"));
-  if (!full && manifest.planHash != executor.planHash())
-    return Status::error(manifest.dir + ": saved by another plan (hash " +
-                         hashHex(manifest.planHash) + "; this plan is " +
-                         hashHex(executor.planHash()) + ")");
-  // A full checkpoint suits any plan of the model: each rank takes its part.
-  const std::string name =
-      full ? kFullCheckpointFile : checkpointFileName(world.rank(), world.size());
-  SafetensorsFile file;
-  FSDP_RETURN_IF_ERROR(openCheckpointFile(manifest, name, file));
-  auto lookup = [&](const std::string &n) { return file.find(n); };
-  const std::string what = (fs::path(manifest.dir) / name).string();
-  return full ? executor.writeFullState(lookup, what) : executor.writeState(lookup, what);
+  if (manifest.format == CheckpointFormat::Sharded && manifest.planHash == executor.planHash() &&
+      manifest.worldSize == executor.world().size()) {
+    const std::string name = checkpointFileName(executor.rank(), executor.world().size());
+    SafetensorsFile file;
+    FSDP_RETURN_IF_ERROR(openCheckpointFile(manifest, name, file));
+    return executor.writeState([&](const std::string &n) { return file.find(n); },
+                               (fs::path(manifest.dir) / name).string());
+  }
+  CheckpointState state;
+  FSDP_RETURN_IF_ERROR(readCheckpointState(manifest, state));
+  std::map<std::string, const HostTensor *> byName;
+  for (const auto *part : {&state.parameters, &state.optimizer})
+    for (const auto &[name, value] : *part)
+      byName[name] = &value;
+  const std::string source =
+      manifest.format == CheckpointFormat::Full
+          ? (fs::path(manifest.dir) / kFullCheckpointFile).string()
+          : manifest.dir + " (consolidated from " + std::to_string(manifest.worldSize) + " ranks)";
+  return executor.writeFullState(
+      [&](const std::string &n) -> const HostTensor * {
+        auto it = byName.find(n);
+        return it == byName.end() ? nullptr : it->second;
+      },
+      source);
 }
 
 } // namespace
+
+namespace {
+
+/// Splits a full checkpoint's tensors into parameters and optimizer state:
+/// "<name>.<suffix>" is state when <name> is also in the file and the
+/// suffix is one of torch's optimizer state names.
+void splitFullState(SafetensorsFile &file, CheckpointState &out) {
+  static const char *const kStateSuffixes[] = {".exp_avg", ".exp_avg_sq", ".momentum_buffer"};
+  for (const std::string &name : file.names()) {
+    bool state = false;
+    for (const char *suffix : kStateSuffixes) {
+      const size_t n = std::strlen(suffix);
+      state |= name.size() > n && name.compare(name.size() - n, n, suffix) == 0 &&
+               file.find(name.substr(0, name.size() - n));
+    }
+    (state ? out.optimizer : out.parameters).emplace_back(name, *file.find(name));
+  }
+}
+
+} // namespace
+
+Status readCheckpointState(const CheckpointManifest &manifest, CheckpointState &out) {
+  CheckpointState state;
+  state.step = manifest.step;
+  if (manifest.format == CheckpointFormat::Full) {
+    SafetensorsFile file;
+    FSDP_RETURN_IF_ERROR(openCheckpointFile(manifest, kFullCheckpointFile, file));
+    splitFullState(file, state);
+  } else {
+    FSDP_RETURN_IF_ERROR(consolidateSharded(manifest, state));
+  }
+  out = std::move(state);
+  return Status::ok();
+}
 
 Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step) {
   CheckpointManifest manifest;

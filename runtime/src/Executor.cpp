@@ -568,27 +568,31 @@ int64_t Executor::stateUnit(const std::string &stateName, std::string &suffix) c
   return -1;
 }
 
-Status Executor::readFullState(std::vector<std::pair<std::string, HostTensor>> &out) const {
+Status Executor::readFullState(std::vector<std::pair<std::string, HostTensor>> &out,
+                               bool keep) const {
   const plan::Plan &p = plan_.plan();
   out.clear();
   std::vector<HostTensor> values;
-  FSDP_RETURN_IF_ERROR(gatherParameters(true, values));
-  for (size_t i = 0; i < values.size(); ++i)
-    out.emplace_back(p.parameters()->Get(i)->name()->str(), std::move(values[i]));
+  FSDP_RETURN_IF_ERROR(gatherParameters(keep, values));
+  if (keep)
+    for (size_t i = 0; i < values.size(); ++i)
+      out.emplace_back(p.parameters()->Get(i)->name()->str(), std::move(values[i]));
   if (!p.state())
     return Status::ok();
   for (const plan::Binding *s : *p.state()) {
     std::string suffix;
     int64_t unit = stateUnit(s->name()->str(), suffix);
     if (unit < 0) { // already one parameter's
-      out.emplace_back(s->name()->str(), HostTensor());
-      FSDP_RETURN_IF_ERROR(copyToHost(s->buffer(), out.back().second));
+      if (keep) {
+        out.emplace_back(s->name()->str(), HostTensor());
+        FSDP_RETURN_IF_ERROR(copyToHost(s->buffer(), out.back().second));
+      }
       continue;
     }
     HostTensor flat;
     FSDP_RETURN_IF_ERROR(gatherUnit(static_cast<uint32_t>(unit), flat, s->buffer()));
     for (const plan::Parameter *param : *p.parameters())
-      if (param->unit() == static_cast<uint32_t>(unit)) {
+      if (keep && param->unit() == static_cast<uint32_t>(unit)) {
         out.emplace_back(param->name()->str() + "." + suffix, HostTensor());
         sliceParameter(*param, flat, out.back().second);
       }

@@ -85,6 +85,7 @@ Status loadPlan(const std::string &path, LoadedPlan &out) {
   out.storage_ = std::move(storage);
   out.plan_ = root;
   out.hash_ = hash;
+  out.size_ = size;
   out.path_ = path;
   return Status::ok();
 }

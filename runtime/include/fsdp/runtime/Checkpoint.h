@@ -6,8 +6,13 @@
 //
 //   DIR/step-00000300/rank-00000-of-00002.safetensors   each rank's state
 //   DIR/step-00000300/rank-00001-of-00002.safetensors
+//   DIR/step-00000300/plan.fsdp                          the saving plan
 //   DIR/step-00000300/COMMIT                             written last
 //
+// The plan lays out the shards, so a sharded checkpoint is self-describing:
+// another plan of the model (another world size, strategy or schedule)
+// loads it by consolidating it (the saving plan's ranks, run in process,
+// restore their files and gather; InProcessRanks.h) and keeping its part.
 // A full checkpoint (--save-format=full) is one model.safetensors instead,
 // written by rank 0: every parameter whole under its model name and its
 // optimizer state as "<name>.exp_avg" etc.; any plan of the same model
@@ -36,6 +41,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace fsdp::rt {
 
@@ -67,15 +74,40 @@ Status findCheckpoint(const std::string &path, CheckpointManifest &out);
 /// ranks, and the one file of a full checkpoint.
 std::string checkpointFileName(int rank, int worldSize);
 inline constexpr const char *kFullCheckpointFile = "model.safetensors";
+/// The plan a sharded checkpoint carries: it lays out the shards, so any
+/// other plan of the model can consolidate them (readCheckpointState).
+inline constexpr const char *kCheckpointPlanFile = "plan.fsdp";
 
 /// Reads the checkpoint's file `name`, refusing one whose size or content
 /// hash is not what the checkpoint committed.
 Status openCheckpointFile(const CheckpointManifest &manifest, const std::string &name,
                           SafetensorsFile &file);
 
+/// A checkpoint's state consolidated, as a full checkpoint holds it:
+/// every parameter whole under its model name, and its optimizer state as
+/// "<name>.exp_avg", "<name>.exp_avg_sq" or "<name>.momentum_buffer".
+struct CheckpointState {
+  int64_t step = -1;
+  std::vector<std::pair<std::string, HostTensor>> parameters, optimizer;
+};
+
+/// Reads `manifest`'s checkpoint consolidated, in either format (a sharded
+/// one is consolidated by its own saving plan, which it carries). Not
+/// collective: tools and each rank of a resharding run call it alone.
+Status readCheckpointState(const CheckpointManifest &manifest, CheckpointState &out);
+
+/// Writes `state` as a full checkpoint under `root` (step state.step), not
+/// collectively: what `fsdp-ckpt convert --format=full` writes. COMMIT
+/// records `worldSize` and `planHash` of the run the state came from.
+Status saveFullCheckpoint(const std::string &root, const CheckpointState &state,
+                          int64_t worldSize, uint64_t planHash);
+
 /// Restores the newest committed checkpoint under `path` (a --save
-/// directory, or one step-N directory of it) and returns its step.
-/// Collective, like saveCheckpoint.
+/// directory, or one step-N directory of it) and returns its step. A
+/// sharded checkpoint of this plan loads directly; a full one, or a sharded
+/// one of another plan of the model (another world size, strategy or
+/// schedule), is consolidated and each rank keeps its part. Collective,
+/// like saveCheckpoint.
 Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step);
 
 } // namespace fsdp::rt

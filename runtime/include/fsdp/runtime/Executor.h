@@ -117,15 +117,19 @@ public:
   /// The same state consolidated, as torch names it: every parameter whole
   /// under its model name and its optimizer state as "<name>.exp_avg",
   /// "<name>.exp_avg_sq" or "<name>.momentum_buffer", whatever the plan's
-  /// sharding. Collective on sharded plans (units are gathered).
-  Status readFullState(std::vector<std::pair<std::string, HostTensor>> &out) const;
+  /// sharding: parameters first, in plan order, then the state. Collective
+  /// on sharded plans (units are gathered); a rank with `keep` false only
+  /// contributes its shards (`out` is left empty).
+  Status readFullState(std::vector<std::pair<std::string, HostTensor>> &out,
+                       bool keep = true) const;
   /// Restores consolidated state into this plan's layout (any world size or
   /// strategy of the same model and optimizer): this rank keeps its part.
   Status writeFullState(const TensorLookup &lookup,
                         const std::string &what);
   /// The world this executor runs in (a group of one for a one-rank plan).
   Communicator &world() const { return *comm_; }
-  /// The plan's content hash.
+  /// The plan it runs, and its content hash.
+  const LoadedPlan &plan() const { return plan_; }
   uint64_t planHash() const { return plan_.hash(); }
   /// Fails every communicator this executor uses (the world and its
   /// sub-groups), so ranks waiting on this one get an error naming

@@ -54,12 +54,17 @@ public:
   std::string directory() const;
   /// Whether the plan is a training step (mode "train").
   bool isTraining() const;
+  /// The verified FlatBuffer, for writing the plan out again (a sharded
+  /// checkpoint carries the plan that lays out its shards).
+  const uint8_t *flatbuffer() const { return storage_.get(); }
+  size_t flatbufferSize() const { return size_; }
 
 private:
   friend Status loadPlan(const std::string &path, LoadedPlan &out);
   std::shared_ptr<uint8_t> storage_;
   const plan::Plan *plan_ = nullptr;
   uint64_t hash_ = 0;
+  size_t size_ = 0;
   std::string path_;
 };
 

@@ -36,12 +36,6 @@ namespace fs = std::filesystem;
 constexpr const char *kCommitFile = "COMMIT";
 constexpr const char *kFormatLine = "fsdp-checkpoint 1";
 
-std::string stepDirName(int64_t step) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "step-%08" PRId64, step);
-  return buf;
-}
-
 
 
 /// fsyncs a file or directory so a rename or write survives a crash.
@@ -145,7 +139,7 @@ Status commitCheckpoint(const fs::path &root, const fs::path &tmp, const Checkpo
   }
   FSDP_RETURN_IF_ERROR(syncPath(commitPath.string()));
   FSDP_RETURN_IF_ERROR(syncPath(tmp.string()));
-  const fs::path final = root / stepDirName(info.step);
+  const fs::path final = root / checkpointDirName(info.step);
   removeCheckpoint(final); // a re-save of the same step replaces it
   fs::rename(tmp, final, ec);
   if (ec)
@@ -183,6 +177,12 @@ Status openCheckpointFile(const CheckpointManifest &manifest, const std::string 
                          " does not match the checkpoint's " + hashHex(entry->second.second) +
                          " (the file is corrupted)");
   return Status::ok();
+}
+
+std::string checkpointDirName(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step-%08" PRId64, step);
+  return buf;
 }
 
 std::string checkpointFileName(int rank, int worldSize) {
@@ -276,7 +276,7 @@ Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
                       CheckpointFormat format) {
   const bool full = format == CheckpointFormat::Full;
   Communicator &world = executor.world();
-  const fs::path rootPath(root), tmp = rootPath / (".tmp-" + stepDirName(step));
+  const fs::path rootPath(root), tmp = rootPath / (".tmp-" + checkpointDirName(step));
   FSDP_RETURN_IF_ERROR(onLead(world, "creating the checkpoint directory",
                               [&]() { return makeTempDir(rootPath, tmp); }));
   // Sharded: each rank writes its own state, rank 0 also the plan. Full:
@@ -320,7 +320,7 @@ Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
 
 Status saveFullCheckpoint(const std::string &root, const CheckpointState &state,
                           int64_t worldSize, uint64_t planHash) {
-  const fs::path rootPath(root), tmp = rootPath / (".tmp-" + stepDirName(state.step));
+  const fs::path rootPath(root), tmp = rootPath / (".tmp-" + checkpointDirName(state.step));
   FSDP_RETURN_IF_ERROR(makeTempDir(rootPath, tmp));
   std::vector<NamedTensor> tensors;
   for (const auto *part : {&state.parameters, &state.optimizer})
@@ -403,25 +403,12 @@ Status loadLocal(Executor &executor, const CheckpointManifest &manifest) {
   }
   CheckpointState state;
   FSDP_RETURN_IF_ERROR(readCheckpointState(manifest, state));
-  std::map<std::string, const HostTensor *> byName;
-  for (const auto *part : {&state.parameters, &state.optimizer})
-    for (const auto &[name, value] : *part)
-      byName[name] = &value;
   const std::string source =
       manifest.format == CheckpointFormat::Full
           ? (fs::path(manifest.dir) / kFullCheckpointFile).string()
           : manifest.dir + " (consolidated from " + std::to_string(manifest.worldSize) + " ranks)";
-  return executor.writeFullState(
-      [&](const std::string &n) -> const HostTensor * {
-        auto it = byName.find(n);
-        return it == byName.end() ? nullptr : it->second;
-      },
-      source);
+  return restoreCheckpointState(executor, state, source);
 }
-
-} // namespace
-
-namespace {
 
 /// Splits a full checkpoint's tensors into parameters and optimizer state:
 /// "<name>.<suffix>" is state when <name> is also in the file and the
@@ -452,6 +439,30 @@ Status readCheckpointState(const CheckpointManifest &manifest, CheckpointState &
     FSDP_RETURN_IF_ERROR(consolidateSharded(manifest, state));
   }
   out = std::move(state);
+  return Status::ok();
+}
+
+Status restoreCheckpointState(Executor &executor, const CheckpointState &state,
+                              const std::string &what) {
+  std::map<std::string, std::pair<const HostTensor *, bool>> byName; // value, used
+  for (const auto *part : {&state.parameters, &state.optimizer})
+    for (const auto &[name, value] : *part)
+      byName[name] = {&value, false};
+  FSDP_RETURN_IF_ERROR(executor.writeFullState(
+      [&](const std::string &n) -> const HostTensor * {
+        auto it = byName.find(n);
+        if (it == byName.end())
+          return nullptr;
+        it->second.second = true;
+        return it->second.first;
+      },
+      what));
+  // State the plan has no place for would be dropped silently: refuse it,
+  // as torch's load_state_dict refuses unexpected keys.
+  for (const auto &[name, entry] : byName)
+    if (!entry.second)
+      return Status::error(what + ": holds '" + name + "', which " + executor.plan().path() +
+                           " has no place for (another model, or another optimizer)");
   return Status::ok();
 }
 

@@ -1,22 +1,32 @@
-//===- fsdp-ckpt.cpp - inspect training checkpoints -----------------------===//
+//===- fsdp-ckpt.cpp - inspect and convert training checkpoints -----------===//
 //
 // `fsdp-ckpt inspect DIR` prints what a checkpoint holds: its step, world
 // size, plan hash and format, and each file (one per rank, or the full
 // checkpoint's one) with every tensor (name, dtype,
 // shape, bytes), reading every file through the same verification a resume
 // does (size and content hash against COMMIT), so it doubles as a check
-// that a checkpoint is intact. `convert` and `export` are not built yet and
-// are refused, naming the fsdp-run commands that do the same today.
+// that a checkpoint is intact. `convert` rewrites a checkpoint in the other
+// format or for another world size, exactly: the state is consolidated
+// (readCheckpointState) and, for a sharded target, restored into the ranks
+// of the target plan and saved by them (runInProcessRanks), so the layout
+// code is the executor's own. A sharded layout is a plan's decision, so a
+// sharded target needs that plan (--plan); a full one needs none.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fsdp/runtime/Checkpoint.h"
 #include "fsdp/runtime/ContentHash.h"
 #include "fsdp/runtime/DType.h"
+#include "fsdp/runtime/InProcessRanks.h"
+#include "fsdp/runtime/PlanFile.h"
+#include "runtime/schema/plan_generated.h"
 
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <string>
+#include <vector>
 
 using namespace fsdp::rt;
 
@@ -25,7 +35,13 @@ namespace {
 const char *kUsage =
     "usage: fsdp-ckpt inspect DIR   print a checkpoint's step, world size, files and\n"
     "                               tensors, verifying every file (DIR: a --save\n"
-    "                               directory, its newest checkpoint, or one step-N)\n";
+    "                               directory, its newest checkpoint, or one step-N)\n"
+    "       fsdp-ckpt convert SRC DST --format=full\n"
+    "       fsdp-ckpt convert SRC DST --format=sharded --plan=PLAN [--world-size=M]\n"
+    "                               rewrite SRC's checkpoint (either format, any world\n"
+    "                               size) as DST/step-N, bit for bit: one consolidated\n"
+    "                               model.safetensors, or PLAN's shards (PLAN: a training\n"
+    "                               plan of the model compiled for M ranks)\n";
 
 int fail(const std::string &message) {
   std::fprintf(stderr, "fsdp-ckpt: error: %s\n", message.c_str());
@@ -66,6 +82,112 @@ int inspect(const std::string &path) {
   }
   std::printf("  %" PRIu64 " bytes of state in %" PRId64 " file%s\n", total, files,
               files == 1 ? "" : "s");
+  if (!full && manifest.files.count(kCheckpointPlanFile))
+    std::printf("  %s: the saving plan (%" PRIu64 " bytes; lets other plans load it)\n",
+                kCheckpointPlanFile, manifest.files.at(kCheckpointPlanFile).first);
+  return 0;
+}
+
+struct ConvertOptions {
+  std::string source, dest, planPath;
+  std::optional<CheckpointFormat> format;
+  std::optional<int64_t> worldSize;
+};
+
+Status parseConvert(int argc, char **argv, ConvertOptions &opts) {
+  std::vector<std::string> positional;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](const char *flag) -> std::optional<std::string> {
+      const std::string prefix = std::string(flag) + "=";
+      if (arg.compare(0, prefix.size(), prefix) != 0)
+        return std::nullopt;
+      return arg.substr(prefix.size());
+    };
+    if (auto v = value("--format")) {
+      if (*v != "full" && *v != "sharded")
+        return Status::error("--format=" + *v + ": expected full or sharded");
+      opts.format = *v == "full" ? CheckpointFormat::Full : CheckpointFormat::Sharded;
+    } else if (auto v = value("--plan")) {
+      opts.planPath = *v;
+    } else if (auto v = value("--world-size")) {
+      char *end = nullptr;
+      long long n = std::strtoll(v->c_str(), &end, 10);
+      if (v->empty() || *end || n < 1)
+        return Status::error("--world-size=" + *v + ": expected a positive integer");
+      opts.worldSize = n;
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      return Status::error("convert: unknown flag '" + arg + "' (see --help)");
+    } else {
+      positional.push_back(arg);
+    }
+  }
+  if (positional.size() != 2)
+    return Status::error("convert takes a source and a destination directory (see --help)");
+  opts.source = positional[0];
+  opts.dest = positional[1];
+  if (!opts.format)
+    return Status::error("convert: --format=full|sharded is required");
+  if (*opts.format == CheckpointFormat::Full && (!opts.planPath.empty() || opts.worldSize))
+    return Status::error("convert --format=full: a full checkpoint has no layout or world size "
+                         "(any plan of the model loads it); drop --plan and --world-size");
+  if (*opts.format == CheckpointFormat::Sharded && opts.planPath.empty())
+    return Status::error("convert --format=sharded needs --plan=PLAN: shards are laid out by a "
+                         "plan (compile one with fsdp-opt --world-size=M and the strategy to "
+                         "train with)");
+  return Status::ok();
+}
+
+/// The sharded target's plan, checked before any state is read.
+Status loadTargetPlan(const ConvertOptions &opts, LoadedPlan &plan) {
+  FSDP_RETURN_IF_ERROR(loadPlan(opts.planPath, plan));
+  if (!plan.isTraining())
+    return Status::error(opts.planPath + ": a forward plan; checkpoints hold a training step's "
+                                         "state (compile without --mode=forward)");
+  if (opts.worldSize && *opts.worldSize != plan.plan().world_size())
+    return Status::error(cat("--world-size=", *opts.worldSize, ": ", opts.planPath,
+                             " was compiled for world size ", plan.plan().world_size()));
+  return Status::ok();
+}
+
+/// Restores `state` into each rank of `plan` and saves it there.
+Status saveSharded(const LoadedPlan &plan, const CheckpointState &state, const std::string &dest,
+                   const std::string &what) {
+  return runInProcessRanks(plan, [&](Executor &executor) -> Status {
+    FSDP_RETURN_IF_ERROR(restoreCheckpointState(executor, state, what));
+    return saveCheckpoint(executor, dest, state.step, /*keep=*/0, CheckpointFormat::Sharded);
+  });
+}
+
+int convert(int argc, char **argv) {
+  ConvertOptions opts;
+  if (Status s = parseConvert(argc, argv, opts); !s)
+    return fail(s.message());
+  CheckpointManifest manifest;
+  if (Status s = findCheckpoint(opts.source, manifest); !s)
+    return fail(s.message());
+  // Never replace a committed checkpoint: convert only adds one.
+  const std::string stepDir = checkpointDirName(manifest.step);
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(opts.dest) / stepDir, ec))
+    return fail(opts.dest + "/" + stepDir + ": already exists (convert writes a new checkpoint, "
+                "never over one)");
+  const bool full = *opts.format == CheckpointFormat::Full;
+  LoadedPlan target;
+  if (!full)
+    if (Status s = loadTargetPlan(opts, target); !s)
+      return fail(s.message());
+  CheckpointState state;
+  if (Status s = readCheckpointState(manifest, state); !s)
+    return fail(s.message());
+  Status wrote = full ? saveFullCheckpoint(opts.dest, state, manifest.worldSize, manifest.planHash)
+                      : saveSharded(target, state, opts.dest, manifest.dir);
+  if (!wrote)
+    return fail(wrote.message());
+  std::printf("converted %s (step %" PRId64 ", %s, world size %" PRId64 ") to %s/%s (%s)\n",
+              manifest.dir.c_str(), manifest.step,
+              manifest.format == CheckpointFormat::Full ? "full" : "sharded", manifest.worldSize,
+              opts.dest.c_str(), stepDir.c_str(), full ? "full" : "sharded");
   return 0;
 }
 
@@ -83,8 +205,7 @@ int main(int argc, char **argv) {
     return inspect(argv[2]);
   }
   if (command == "convert")
-    return fail("convert: not implemented yet (reshard with fsdp-run on the target plan: "
-                "--resume=SRC --steps=<its step> --save=DST --save-format=full)");
+    return convert(argc, argv);
   if (command == "export")
     return fail("export: not implemented yet (fsdp-run --save-weights writes the trained "
                 "parameters as safetensors)");

@@ -70,6 +70,9 @@ struct CheckpointManifest {
 /// step-N directory of it).
 Status findCheckpoint(const std::string &path, CheckpointManifest &out);
 
+/// The directory name of step `step`'s checkpoint ("step-00000300").
+std::string checkpointDirName(int64_t step);
+
 /// The name of rank `rank`'s file in a sharded checkpoint of `worldSize`
 /// ranks, and the one file of a full checkpoint.
 std::string checkpointFileName(int rank, int worldSize);
@@ -95,6 +98,12 @@ struct CheckpointState {
 /// one is consolidated by its own saving plan, which it carries). Not
 /// collective: tools and each rank of a resharding run call it alone.
 Status readCheckpointState(const CheckpointManifest &manifest, CheckpointState &out);
+
+/// Restores consolidated state into `executor`'s plan (any world size or
+/// strategy of the model): each rank keeps its part. Every tensor must find
+/// its place; `what` names the source in errors. Collective.
+Status restoreCheckpointState(Executor &executor, const CheckpointState &state,
+                              const std::string &what);
 
 /// Writes `state` as a full checkpoint under `root` (step state.step), not
 /// collectively: what `fsdp-ckpt convert --format=full` writes. COMMIT

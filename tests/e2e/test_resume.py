@@ -11,14 +11,19 @@ one row each:
   - the comparison can fail: resuming from a checkpoint trained with
     another learning rate changes the losses;
   - atomic and verified: a flipped byte, a truncated shard, a missing shard,
-    a checkpoint saved by another plan, and one without its COMMIT marker
-    (a crashed save) are refused with exit code 1 and a message naming the
-    file or the reason; an unfinished .tmp directory is never loaded;
+    a flipped byte in the plan a sharded checkpoint carries, and one without
+    its COMMIT marker (a crashed save) are refused with exit code 1 and a
+    message naming the file or the reason; an unfinished .tmp directory is
+    never loaded; state of another optimizer is refused both ways (missing
+    momentum buffers; state the plan has no place for);
   - --save-format=full (one model.safetensors: parameters under their model
     names, optimizer state as <name>.exp_avg / .exp_avg_sq) resumes bitwise
-    too, and reshards exactly: a full checkpoint saved at world size A,
-    loaded by a plan for world size B and saved again holds the same bits
-    for every tensor (1->4, 2->4, 4->2, 3->2, and to grad-op), and training
+    too;
+  - resharding is exact: a checkpoint saved at world size A (full, or
+    sharded: it carries its plan and is consolidated through it), loaded by
+    a plan for world size B and saved again in full holds the source plan's
+    own full state bit for bit on every tensor (1->4, 2->4, 4->2, 3->2, to
+    grad-op with offload, from hybrid, to another schedule), and training
     continues from it;
   - --keep=N keeps the newest N committed checkpoints;
   - kill -9 at random moments of a run that saves every step (--kill-trials,
@@ -117,26 +122,37 @@ def resume_row(s, flags, mpi=0, save_format="sharded"):
     return problems
 
 
-def reshard_row(s, source_flags, target_flags):
-    """A full checkpoint of one plan, loaded by another plan of the model at
-    its step and saved again, holds the same bits; training continues."""
+def tensor_differences(path_a, path_b):
+    """Problems when two safetensors files do not hold the same tensors bit
+    for bit (names, dtypes, shapes, bytes), or hold no optimizer state."""
+    ta, tb = tp.read_safetensors(path_a), tp.read_safetensors(path_b)
+    if sorted(ta) != sorted(tb):
+        return [f"tensor names differ: {sorted(set(ta) ^ set(tb))[:6]}"]
+    if not any(k.endswith(".exp_avg_sq") for k in ta):
+        return ["no optimizer state in the full checkpoint"]
+    differing = [k for k in ta if (ta[k].dtype, ta[k].shape) != (tb[k].dtype, tb[k].shape) or
+                 ta[k].tobytes() != tb[k].tobytes()]
+    return [f"{len(differing)} tensors differ, e.g. {differing[:3]}"] if differing else []
+
+
+def full_file(ckpt, step=3):
+    return os.path.join(ckpt, f"step-{step:08d}", "model.safetensors")
+
+
+def reshard_row(s, source_flags, target_flags, source_format="full", mpi=0):
+    """A checkpoint of one plan (either format), loaded by another plan of
+    the model at its step and saved again in full, holds the bits the
+    source plan's own full save holds; training continues from it."""
     source, target = s.plan(source_flags), s.plan(target_flags)
     a = os.path.join(s.fresh("ckpt"), "a")
     b = os.path.join(s.fresh("ckpt"), "b")
-    s.train(source, 3, f"--save={a}", "--save-format=full")
-    s.train(target, 3, f"--resume={a}", f"--save={b}", "--save-format=full")
-    ta = tp.read_safetensors(os.path.join(a, "step-00000003", "model.safetensors"))
-    tb = tp.read_safetensors(os.path.join(b, "step-00000003", "model.safetensors"))
-    problems = []
-    if sorted(ta) != sorted(tb):
-        problems.append(f"tensor names differ: {sorted(set(ta) ^ set(tb))[:6]}")
-    elif not any(k.endswith(".exp_avg_sq") for k in ta):
-        problems.append("no optimizer state in the full checkpoint")
-    else:
-        differing = [k for k in ta if (ta[k].dtype, ta[k].shape) != (tb[k].dtype, tb[k].shape) or
-                     ta[k].tobytes() != tb[k].tobytes()]
-        if differing:
-            problems.append(f"{len(differing)} tensors differ, e.g. {differing[:3]}")
+    s.train(source, 3, f"--save={a}", f"--save-format={source_format}")
+    reference = a
+    if source_format == "sharded":  # the source plan's own consolidation
+        reference = os.path.join(s.fresh("ckpt"), "ref")
+        s.train(source, 3, f"--resume={a}", f"--save={reference}", "--save-format=full")
+    s.train(target, 3, f"--resume={a}", f"--save={b}", "--save-format=full", mpi=mpi)
+    problems = tensor_differences(full_file(reference), full_file(b))
     losses_b, _, _ = s.train(target, 5, f"--resume={b}")
     if [step for step, _ in losses_b] != [4, 5]:
         problems.append(f"training from the resharded checkpoint ran steps {losses_b}")
@@ -185,6 +201,8 @@ def corruption_rows(s):
             problems.append(f"inspect lists no verified rank {r} file")
     if not re.search(r"^    unit/blocks\.0 +f32 +\[\d+\] +\d+ bytes$", out.stdout, re.M):
         problems.append("inspect lists no unit/blocks.0 tensor")
+    if not re.search(r"plan\.fsdp: the saving plan \(\d+ bytes", out.stdout):
+        problems.append("inspect does not list the carried plan")
     rows.append(("fsdp-ckpt inspect: step, world size, verified files, tensors", problems))
     path, d = copy()
     with open(os.path.join(d, os.path.basename(rank1)), "r+b") as f:
@@ -211,8 +229,26 @@ def corruption_rows(s):
     os.makedirs(os.path.join(path, ".tmp-step-00000004"))
     rows.append(("refused: no COMMIT (a crashed save) and a .tmp directory",
                  refusal(s, plan, path, r"no committed checkpoint")))
-    other = s.plan(["--world-size=2", "--shard=grad-op"])
-    rows.append(("refused: a checkpoint of another plan", refusal(s, other, base, r"saved by another plan")))
+    # Another plan loads it by consolidating through the carried plan, so
+    # that plan is verified like the shards.
+    other = s.plan(["--world-size=4"])
+    path, d = copy()
+    with open(os.path.join(d, "plan.fsdp"), "r+b") as f:
+        f.seek(-9, 2)
+        byte = f.read(1)
+        f.seek(-9, 2)
+        f.write(bytes([byte[0] ^ 0x01]))
+    rows.append(("refused: a flipped byte in the carried plan, loaded at another world size",
+                 refusal(s, other, path, r"plan\.fsdp: \d+ bytes with content hash .* corrupted")))
+    sgd = s.plan(["--world-size=2", "--optimizer=sgd", "--momentum=0.9"])
+    rows.append(("refused: an AdamW checkpoint by an SGD plan (no momentum_buffer)",
+                 refusal(s, sgd, base, r"has no tensor '[^']+\.momentum_buffer'")))
+    sgd_ckpt = os.path.join(s.fresh("ckpt"), "sgd")
+    s.train(sgd, 3, f"--save={sgd_ckpt}")
+    plain_sgd = s.plan(["--world-size=2", "--optimizer=sgd"])  # no momentum: no state
+    rows.append(("refused: SGD momentum state by a plan without momentum (no place for it)",
+                 refusal(s, plain_sgd, sgd_ckpt,
+                         r"holds '[^']+\.momentum_buffer', which .* has no place")))
     return rows
 
 
@@ -291,6 +327,23 @@ def main():
             ("reshard full N=2 -> grad-op N=2 with --offload=cpu",
              lambda: reshard_row(s, ["--world-size=2"],
                                  ["--world-size=2", "--shard=grad-op", "--offload=cpu"])),
+            ("reshard sharded 1 (unsharded) -> 4",
+             lambda: reshard_row(s, [], ["--world-size=4"], "sharded")),
+            ("reshard sharded 2 -> 4",
+             lambda: reshard_row(s, ["--world-size=2"], ["--world-size=4"], "sharded")),
+            ("reshard sharded 4 -> 2",
+             lambda: reshard_row(s, ["--world-size=4"], ["--world-size=2"], "sharded")),
+            ("reshard sharded 3 -> 2",
+             lambda: reshard_row(s, ["--world-size=3"], ["--world-size=2"], "sharded")),
+            ("reshard sharded hybrid:2 N=4 -> grad-op N=2 with --offload=cpu",
+             lambda: reshard_row(s, ["--world-size=4", "--shard=hybrid:2"],
+                                 ["--world-size=2", "--shard=grad-op", "--offload=cpu"],
+                                 "sharded")),
+            ("reshard sharded 2 (in process) -> 4 under mpirun -np 4",
+             lambda: reshard_row(s, ["--world-size=2"], ["--world-size=4"], "sharded", mpi=4)),
+            ("reshard sharded N=2 -> N=2 --ckpt=blocks --prefetch=2 (another schedule)",
+             lambda: reshard_row(s, ["--world-size=2"],
+                                 ["--world-size=2", "--ckpt=blocks", "--prefetch=2"], "sharded")),
             ("control: another run's checkpoint must change the losses",
              lambda: wrong_checkpoint_row(s)),
             ("--keep=2 keeps the newest two", lambda: keep_row(s)),

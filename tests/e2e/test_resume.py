@@ -27,7 +27,7 @@ one row each:
     continues from it;
   - --keep=N keeps the newest N committed checkpoints;
   - kill -9 at random moments of a run that saves every step (--kill-trials,
-    20 by default; a soak runs more): every committed checkpoint left
+    20 sharded and half as many full by default; tests/soak/ runs more): every committed checkpoint left
     behind loads, and --resume picks the newest one.
 """
 
@@ -260,16 +260,17 @@ def keep_row(s):
     return [] if kept == ["step-00000003", "step-00000004"] else [f"kept {kept}"]
 
 
-def kill_rows(s, trials):
+def kill_rows(s, trials, save_format="sharded", seed=7):
     """SIGKILL at random moments while every step saves; then each
     committed checkpoint must load and --resume must pick the newest."""
     plan = s.plan(["--world-size=2"])
-    rng = random.Random(7)
+    rng = random.Random(seed)
     problems, committed_total = [], 0
     for trial in range(trials):
         ckpt = os.path.join(s.fresh("kill"), "ckpt")
         proc = subprocess.Popen([s.args.fsdp_run, plan, f"--data={s.tokens}", "--steps=100000",
-                                 f"--save={ckpt}", "--save-every=1", "--keep=3"],
+                                 f"--save={ckpt}", "--save-every=1", "--keep=3",
+                                 f"--save-format={save_format}"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.1, 0.8))
         proc.send_signal(signal.SIGKILL)
@@ -347,8 +348,10 @@ def main():
             ("control: another run's checkpoint must change the losses",
              lambda: wrong_checkpoint_row(s)),
             ("--keep=2 keeps the newest two", lambda: keep_row(s)),
-            (f"kill -9 during saves, {args.kill_trials} trials: committed ones load, "
+            (f"kill -9 during sharded saves, {args.kill_trials} trials: committed ones load, "
              "--resume picks the newest", lambda: kill_rows(s, args.kill_trials)),
+            (f"kill -9 during full saves, {args.kill_trials // 2} trials: committed ones load, "
+             "--resume picks the newest", lambda: kill_rows(s, args.kill_trials // 2, "full")),
         ]
         results = []
         for label, body in rows:

@@ -27,8 +27,9 @@ one row each:
     continues from it;
   - --keep=N keeps the newest N committed checkpoints;
   - kill -9 at random moments of a run that saves every step (--kill-trials,
-    20 sharded and half as many full by default; tests/soak/ runs more): every committed checkpoint left
-    behind loads, and --resume picks the newest one.
+    20 sharded and half as many full by default; tests/soak/ runs more):
+    every committed checkpoint left behind loads, and --resume picks the
+    newest one.
 """
 
 import argparse

@@ -129,7 +129,7 @@ def tensor_differences(path_a, path_b):
     ta, tb = tp.read_safetensors(path_a), tp.read_safetensors(path_b)
     if sorted(ta) != sorted(tb):
         return [f"tensor names differ: {sorted(set(ta) ^ set(tb))[:6]}"]
-    if not any(k.endswith(".exp_avg_sq") for k in ta):
+    if not any(k.endswith((".exp_avg_sq", ".momentum_buffer")) for k in ta):
         return ["no optimizer state in the full checkpoint"]
     differing = [k for k in ta if (ta[k].dtype, ta[k].shape) != (tb[k].dtype, tb[k].shape) or
                  ta[k].tobytes() != tb[k].tobytes()]
@@ -318,6 +318,10 @@ def main():
              lambda: resume_row(s, ["--world-size=2", "--offload=cpu"])),
             ("saved in process, resumed under mpirun -np 2",
              lambda: resume_row(s, ["--world-size=2"], mpi=2)),
+            ("resume --world-size=2 --param-dtype=bf16",
+             lambda: resume_row(s, ["--world-size=2", "--param-dtype=bf16"])),
+            ("resume --world-size=2 --optimizer=sgd --momentum=0.9",
+             lambda: resume_row(s, ["--world-size=2", "--optimizer=sgd", "--momentum=0.9"])),
             ("resume --save-format=full --world-size=2",
              lambda: resume_row(s, ["--world-size=2"], save_format="full")),
             ("resume --save-format=full --world-size=4 --shard=hybrid:2",
@@ -340,6 +344,13 @@ def main():
             ("reshard sharded hybrid:2 N=4 -> grad-op N=2 with --offload=cpu",
              lambda: reshard_row(s, ["--world-size=4", "--shard=hybrid:2"],
                                  ["--world-size=2", "--shard=grad-op", "--offload=cpu"],
+                                 "sharded")),
+            ("reshard sharded bf16 parameters 2 -> 4",
+             lambda: reshard_row(s, ["--world-size=2", "--param-dtype=bf16"],
+                                 ["--world-size=4", "--param-dtype=bf16"], "sharded")),
+            ("reshard sharded SGD momentum 2 -> 3",
+             lambda: reshard_row(s, ["--world-size=2", "--optimizer=sgd", "--momentum=0.9"],
+                                 ["--world-size=3", "--optimizer=sgd", "--momentum=0.9"],
                                  "sharded")),
             ("reshard sharded 2 (in process) -> 4 under mpirun -np 4",
              lambda: reshard_row(s, ["--world-size=2"], ["--world-size=4"], "sharded", mpi=4)),

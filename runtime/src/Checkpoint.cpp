@@ -1,26 +1,25 @@
-//===- Checkpoint.cpp - sharded training checkpoints, atomic and verified -===//
+//===- Checkpoint.cpp - training checkpoints, atomic and verified ---------===//
 //
-// Every collective step of a save or load ends in an agreement
-// (Communicator::agree), so a rank that fails (a full disk, a bad shard)
-// fails every rank with its message instead of leaving the others waiting
-// in the next collective. Rank 0 alone touches
-// the directory structure (creates the temporary directory, commits,
-// prunes); every rank writes and reads only its own file.
+// The directory protocol (COMMIT, the temporary directory, pruning) and the
+// collective save and load. Every collective step of a save or load ends in
+// an agreement (Communicator::agree), so a rank that fails (a full disk, a
+// bad shard) fails every rank with its message instead of leaving the
+// others waiting in the next collective. Rank 0 alone touches the
+// directory structure (creates the temporary directory, commits, prunes);
+// every rank writes only its own file. Consolidating state for another
+// plan is CheckpointState.cpp's.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fsdp/runtime/Checkpoint.h"
 
 #include "fsdp/runtime/ContentHash.h"
-#include "fsdp/runtime/InProcessRanks.h"
 #include "fsdp/runtime/PlanFile.h"
 #include "fsdp/runtime/Safetensors.h"
-#include "runtime/schema/plan_generated.h"
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -210,23 +209,6 @@ Status findCheckpoint(const std::string &path, CheckpointManifest &out) {
 
 namespace {
 
-/// The hash and size of a whole file, as COMMIT records them.
-Status hashFile(const std::string &path, uint64_t &bytes, uint64_t &hash) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error(path + ": cannot read");
-  ContentHasher hasher;
-  std::vector<char> chunk(1 << 20);
-  bytes = 0;
-  while (in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    hasher.update(chunk.data(), static_cast<size_t>(in.gcount()));
-    bytes += static_cast<uint64_t>(in.gcount());
-  }
-  hash = hasher.finish();
-  return in.bad() ? Status::error(path + ": read failed") : Status::ok();
-}
-
 /// Creates root/.tmp-step-N afresh (a crashed save may have left one).
 Status makeTempDir(const fs::path &root, const fs::path &tmp) {
   std::error_code ec;
@@ -272,8 +254,15 @@ Status writePlanCopy(const Executor &executor, const fs::path &tmp,
 
 } // namespace
 
+uint64_t CheckpointManifest::totalBytes() const {
+  uint64_t total = 0;
+  for (const auto &[name, entry] : files)
+    total += entry.first;
+  return total;
+}
+
 Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step, int64_t keep,
-                      CheckpointFormat format) {
+                      CheckpointFormat format, CheckpointManifest *written) {
   const bool full = format == CheckpointFormat::Full;
   Communicator &world = executor.world();
   const fs::path rootPath(root), tmp = rootPath / (".tmp-" + checkpointDirName(step));
@@ -314,8 +303,13 @@ Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
       info.files[checkpointFileName(r, size)] = {entries[2 * r], entries[2 * r + 1]};
     info.files[kCheckpointPlanFile] = planEntry; // rank 0's, and only rank 0 commits
   }
-  return onLead(world, "committing the checkpoint",
-                [&]() { return commitCheckpoint(rootPath, tmp, info, keep); });
+  FSDP_RETURN_IF_ERROR(onLead(world, "committing the checkpoint",
+                              [&]() { return commitCheckpoint(rootPath, tmp, info, keep); }));
+  if (written) {
+    info.dir = (rootPath / checkpointDirName(step)).string();
+    *written = std::move(info);
+  }
+  return Status::ok();
 }
 
 Status saveFullCheckpoint(const std::string &root, const CheckpointState &state,
@@ -340,55 +334,6 @@ Status saveFullCheckpoint(const std::string &root, const CheckpointState &state,
 
 namespace {
 
-/// Loads the plan a sharded checkpoint carries, verified like its shards.
-Status openCheckpointPlan(const CheckpointManifest &manifest, LoadedPlan &plan) {
-  const fs::path path = fs::path(manifest.dir) / kCheckpointPlanFile;
-  auto entry = manifest.files.find(kCheckpointPlanFile);
-  if (entry == manifest.files.end())
-    return Status::error(manifest.dir + ": carries no " + kCheckpointPlanFile +
-                         " (saved before checkpoints carried their plan), so only the plan "
-                         "that saved it can load it");
-  uint64_t bytes = 0, hash = 0;
-  FSDP_RETURN_IF_ERROR(hashFile(path.string(), bytes, hash));
-  if (bytes != entry->second.first || hash != entry->second.second)
-    return Status::error(cat(path.string(), ": ", bytes, " bytes with content hash ",
-                             hashHex(hash), "; the checkpoint wrote ", entry->second.first,
-                             " bytes, hash ", hashHex(entry->second.second),
-                             " (truncated or corrupted)"));
-  FSDP_RETURN_IF_ERROR(loadPlan(path.string(), plan));
-  if (plan.hash() != manifest.planHash || plan.plan().world_size() != manifest.worldSize)
-    return Status::error(path.string() + ": is not the plan COMMIT names");
-  return Status::ok();
-}
-
-/// A sharded checkpoint consolidated: its saving plan's ranks, run in this
-/// process, each restore their rank file and gather the full state.
-Status consolidateSharded(const CheckpointManifest &manifest, CheckpointState &out) {
-  LoadedPlan plan;
-  FSDP_RETURN_IF_ERROR(openCheckpointPlan(manifest, plan));
-  const int size = static_cast<int>(manifest.worldSize);
-  std::vector<std::pair<std::string, HostTensor>> full;
-  FSDP_RETURN_IF_ERROR(runInProcessRanks(plan, [&](Executor &executor) -> Status {
-    const std::string name = checkpointFileName(executor.rank(), size);
-    {
-      SafetensorsFile file;
-      FSDP_RETURN_IF_ERROR(openCheckpointFile(manifest, name, file));
-      FSDP_RETURN_IF_ERROR(executor.writeState([&](const std::string &n) { return file.find(n); },
-                                               (fs::path(manifest.dir) / name).string()));
-    }
-    if (executor.rank() != 0) {
-      std::vector<std::pair<std::string, HostTensor>> none;
-      return executor.readFullState(none, /*keep=*/false);
-    }
-    return executor.readFullState(full);
-  }));
-  // readFullState lists the parameters first, in plan order.
-  const size_t numParams = plan.plan().parameters() ? plan.plan().parameters()->size() : 0;
-  for (size_t i = 0; i < full.size(); ++i)
-    (i < numParams ? out.parameters : out.optimizer).push_back(std::move(full[i]));
-  return Status::ok();
-}
-
 /// This rank's part of loading `manifest`'s checkpoint. A sharded one of
 /// this very plan restores directly; any other (another world size,
 /// strategy or schedule of the model) is consolidated and resharded.
@@ -410,69 +355,18 @@ Status loadLocal(Executor &executor, const CheckpointManifest &manifest) {
   return restoreCheckpointState(executor, state, source);
 }
 
-/// Splits a full checkpoint's tensors into parameters and optimizer state:
-/// "<name>.<suffix>" is state when <name> is also in the file and the
-/// suffix is one of torch's optimizer state names.
-void splitFullState(SafetensorsFile &file, CheckpointState &out) {
-  static const char *const kStateSuffixes[] = {".exp_avg", ".exp_avg_sq", ".momentum_buffer"};
-  for (const std::string &name : file.names()) {
-    bool state = false;
-    for (const char *suffix : kStateSuffixes) {
-      const size_t n = std::strlen(suffix);
-      state |= name.size() > n && name.compare(name.size() - n, n, suffix) == 0 &&
-               file.find(name.substr(0, name.size() - n));
-    }
-    (state ? out.optimizer : out.parameters).emplace_back(name, *file.find(name));
-  }
-}
-
 } // namespace
 
-Status readCheckpointState(const CheckpointManifest &manifest, CheckpointState &out) {
-  CheckpointState state;
-  state.step = manifest.step;
-  if (manifest.format == CheckpointFormat::Full) {
-    SafetensorsFile file;
-    FSDP_RETURN_IF_ERROR(openCheckpointFile(manifest, kFullCheckpointFile, file));
-    splitFullState(file, state);
-  } else {
-    FSDP_RETURN_IF_ERROR(consolidateSharded(manifest, state));
-  }
-  out = std::move(state);
-  return Status::ok();
-}
-
-Status restoreCheckpointState(Executor &executor, const CheckpointState &state,
-                              const std::string &what) {
-  std::map<std::string, std::pair<const HostTensor *, bool>> byName; // value, used
-  for (const auto *part : {&state.parameters, &state.optimizer})
-    for (const auto &[name, value] : *part)
-      byName[name] = {&value, false};
-  FSDP_RETURN_IF_ERROR(executor.writeFullState(
-      [&](const std::string &n) -> const HostTensor * {
-        auto it = byName.find(n);
-        if (it == byName.end())
-          return nullptr;
-        it->second.second = true;
-        return it->second.first;
-      },
-      what));
-  // State the plan has no place for would be dropped silently: refuse it,
-  // as torch's load_state_dict refuses unexpected keys.
-  for (const auto &[name, entry] : byName)
-    if (!entry.second)
-      return Status::error(what + ": holds '" + name + "', which " + executor.plan().path() +
-                           " has no place for (another model, or another optimizer)");
-  return Status::ok();
-}
-
-Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step) {
+Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step,
+                      CheckpointManifest *out) {
   CheckpointManifest manifest;
   Status loaded = findCheckpoint(path, manifest);
   if (loaded)
     loaded = loadLocal(executor, manifest);
   FSDP_RETURN_IF_ERROR(executor.world().agree(loaded, "loading the checkpoint"));
   step = manifest.step;
+  if (out)
+    *out = std::move(manifest);
   return Status::ok();
 }
 

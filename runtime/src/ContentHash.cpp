@@ -10,6 +10,8 @@
 #include <cstdio>
 
 #include <cstring>
+#include <fstream>
+#include <vector>
 
 namespace fsdp::rt {
 namespace {
@@ -58,6 +60,22 @@ uint64_t contentHash(const void *data, size_t size) {
   ContentHasher hasher;
   hasher.update(data, size);
   return hasher.finish();
+}
+
+Status hashFile(const std::string &path, uint64_t &bytes, uint64_t &hash) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::error(path + ": cannot read");
+  ContentHasher hasher;
+  std::vector<char> chunk(1 << 20);
+  bytes = 0;
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    hasher.update(chunk.data(), static_cast<size_t>(in.gcount()));
+    bytes += static_cast<uint64_t>(in.gcount());
+  }
+  hash = hasher.finish();
+  return in.bad() ? Status::error(path + ": read failed") : Status::ok();
 }
 
 std::string hashHex(uint64_t hash) {

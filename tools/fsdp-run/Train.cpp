@@ -68,20 +68,41 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
       return s;
   double baseLr = opts.lr ? *opts.lr : executor.baseLearningRate();
   int64_t firstStep = 1, lastStep = opts.steps;
-  auto save = [&](int64_t step) {
-    return saveCheckpoint(executor, opts.saveDir, step, opts.keep.value_or(0),
-                          opts.saveFull ? CheckpointFormat::Full : CheckpointFormat::Sharded);
+  // Checkpoint saves and loads report their wall time and size (the save's
+  // in --metrics, on the step it follows).
+  auto since = [](std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  auto save = [&](int64_t step, StepRecord *record) {
+    auto start = std::chrono::steady_clock::now();
+    CheckpointManifest written;
+    Status s = saveCheckpoint(executor, opts.saveDir, step, opts.keep.value_or(0),
+                              opts.saveFull ? CheckpointFormat::Full : CheckpointFormat::Sharded,
+                              &written);
+    if (s && record) {
+      record->checkpointSeconds = since(start);
+      record->checkpointBytes = written.totalBytes();
+    }
+    return s;
   };
   if (!opts.resumePath.empty()) {
     int64_t saved = 0;
-    if (Status s = loadCheckpoint(executor, opts.resumePath, saved); !s)
+    auto start = std::chrono::steady_clock::now();
+    CheckpointManifest loaded;
+    if (Status s = loadCheckpoint(executor, opts.resumePath, saved, &loaded); !s)
       return Status::error("--resume: " + s.message());
     if (saved > lastStep)
       return Status::error(cat("--resume: the checkpoint is at step ", saved,
                                ", already past --steps=", lastStep, " (the step to reach)"));
     firstStep = saved + 1;
+    const bool direct = loaded.format == CheckpointFormat::Sharded &&
+                        loaded.planHash == executor.planHash();
     if (lead)
-      std::printf("resumed from step %lld\n", static_cast<long long>(saved));
+      std::printf("resumed from step %lld (%s checkpoint%s, %s in %.3f s)\n",
+                  static_cast<long long>(saved),
+                  loaded.format == CheckpointFormat::Full ? "full" : "sharded",
+                  direct ? "" : ", resharded", formatBytes(loaded.totalBytes()).c_str(),
+                  since(start));
   }
   // mpirun hands each rank a pseudo-terminal whatever the job's output is
   // (often a log file), so MPI runs print plain lines.
@@ -111,28 +132,27 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
       return Status::error(cat("step ", step, ": ", s.message()));
     if (lead) {
       record.lossIsF64 = lossType == DType::F64;
-      record.stepSeconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      record.stepSeconds = since(start);
       record.samples = data->samplesPerStep();
       record.tokens = data->tokensPerStep();
       record.peakBytes = executor.allocatedBytes();
       record.hostBytes = executor.hostBytes();
-      if (!opts.metricsPath.empty())
-        if (Status m = metrics.write(record); !m)
-          return m;
       progress.update(record);
     }
     // Collective: every rank writes (or helps gather) its state.
     if (!opts.saveDir.empty() &&
         (step == lastStep || (opts.saveEvery && step % *opts.saveEvery == 0)))
-      if (Status c = save(step); !c)
+      if (Status c = save(step, &record); !c)
         return Status::error(cat("step ", step, ": --save: ", c.message()));
+    if (lead && !opts.metricsPath.empty())
+      if (Status m = metrics.write(record); !m)
+        return m;
   }
   // Resumed at the step to reach: nothing to train, but --save writes the
   // loaded state in this plan's layout and format (a full checkpoint loaded
   // at another world size and saved again is resharded).
   if (firstStep > lastStep && !opts.saveDir.empty())
-    if (Status c = save(lastStep); !c)
+    if (Status c = save(lastStep, nullptr); !c)
       return Status::error("--save: " + c.message());
   if (lead && firstStep <= lastStep) { // a resume at the step to reach trains none
     progress.finish();

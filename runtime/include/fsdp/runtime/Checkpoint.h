@@ -46,16 +46,10 @@
 
 namespace fsdp::rt {
 
-/// Writes the state after step `step` as a checkpoint under `root`; with
-/// `keep` > 0, then removes all but the newest `keep` committed ones.
-/// Collective: every rank calls it, and every rank fails if one does.
-/// sharded: every rank writes its own state (fast, needs the same plan to
-/// load); full: rank 0 writes one consolidated model.safetensors that any
-/// plan of the same model and optimizer loads (another world size or
-/// strategy: resharding), and torch's safetensors loader reads.
+/// sharded: every rank writes its own state, and rank 0 the plan (fast;
+/// another plan loads it by consolidating); full: rank 0 writes one
+/// consolidated model.safetensors, in torch's names.
 enum class CheckpointFormat { Sharded, Full };
-Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step, int64_t keep,
-                      CheckpointFormat format = CheckpointFormat::Sharded);
 
 /// A committed checkpoint as its COMMIT file describes it.
 struct CheckpointManifest {
@@ -64,7 +58,17 @@ struct CheckpointManifest {
   int64_t step = -1, worldSize = -1; // world size: of the run that saved it
   uint64_t planHash = 0;
   std::map<std::string, std::pair<uint64_t, uint64_t>> files; // name -> (bytes, content hash)
+  /// The bytes of all its files.
+  uint64_t totalBytes() const;
 };
+
+/// Writes the state after step `step` as a checkpoint under `root`; with
+/// `keep` > 0, then removes all but the newest `keep` committed ones.
+/// Collective: every rank calls it, and every rank fails if one does.
+/// `written`, when given, receives the committed checkpoint's manifest.
+Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step, int64_t keep,
+                      CheckpointFormat format = CheckpointFormat::Sharded,
+                      CheckpointManifest *written = nullptr);
 
 /// The newest committed checkpoint under `path` (a --save directory, or one
 /// step-N directory of it).
@@ -117,7 +121,9 @@ Status saveFullCheckpoint(const std::string &root, const CheckpointState &state,
 /// one of another plan of the model (another world size, strategy or
 /// schedule), is consolidated and each rank keeps its part. Collective,
 /// like saveCheckpoint.
-Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step);
+/// `loaded`, when given, receives its manifest.
+Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step,
+                      CheckpointManifest *loaded = nullptr);
 
 } // namespace fsdp::rt
 

@@ -12,6 +12,8 @@
 #ifndef FSDP_RUNTIME_CONTENTHASH_H
 #define FSDP_RUNTIME_CONTENTHASH_H
 
+#include "fsdp/runtime/Status.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -33,6 +35,9 @@ private:
 
 /// The hash of one contiguous block.
 uint64_t contentHash(const void *data, size_t size);
+
+/// The size and hash of a whole file's bytes (errors name the file).
+Status hashFile(const std::string &path, uint64_t &bytes, uint64_t &hash);
 
 /// A hash as text: 16 lowercase hex digits, as checkpoints record them.
 std::string hashHex(uint64_t hash);

@@ -34,6 +34,10 @@ struct StepRecord {
   int64_t tokens = 0;     // global tokens per step (B*T); 0: not a token run
   uint64_t peakBytes = 0; // plan-managed bytes the runtime allocated
   uint64_t hostBytes = 0; // host memory holding offloaded state (0: none)
+  /// A checkpoint saved after this step: its wall time (-1: none saved)
+  /// and the bytes it wrote.
+  double checkpointSeconds = -1;
+  uint64_t checkpointBytes = 0;
 };
 
 /// The JSON object of a --metrics line, without the newline. A non-finite

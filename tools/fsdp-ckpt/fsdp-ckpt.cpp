@@ -5,10 +5,14 @@
 // checkpoint's one) with every tensor (name, dtype,
 // shape, bytes), reading every file through the same verification a resume
 // does (size and content hash against COMMIT), so it doubles as a check
-// that a checkpoint is intact. `convert` and `export` are not built yet and
-// are refused, naming the fsdp-run commands that do the same today.
+// that a checkpoint is intact. `export DIR --onnx=MODEL -o OUT` writes its
+// trained parameters into the source ONNX model, `export DIR --safetensors
+// -o OUT` as safetensors (Export.h). `convert` is not built yet and is
+// refused, naming the fsdp-run command that does the same today.
 //
 //===----------------------------------------------------------------------===//
+
+#include "tools/fsdp-ckpt/Export.h"
 
 #include "fsdp/runtime/Checkpoint.h"
 #include "fsdp/runtime/ContentHash.h"
@@ -25,7 +29,13 @@ namespace {
 const char *kUsage =
     "usage: fsdp-ckpt inspect DIR   print a checkpoint's step, world size, files and\n"
     "                               tensors, verifying every file (DIR: a --save\n"
-    "                               directory, its newest checkpoint, or one step-N)\n";
+    "                               directory, its newest checkpoint, or one step-N)\n"
+    "       fsdp-ckpt export DIR --onnx=MODEL -o OUT\n"
+    "                               write the trained parameters into MODEL, the ONNX\n"
+    "                               model DIR was trained from, as OUT\n"
+    "       fsdp-ckpt export DIR --safetensors -o OUT\n"
+    "                               write the trained parameters (no optimizer state)\n"
+    "                               as safetensors, as fsdp-run --save-weights does\n";
 
 int fail(const std::string &message) {
   std::fprintf(stderr, "fsdp-ckpt: error: %s\n", message.c_str());
@@ -86,7 +96,6 @@ int main(int argc, char **argv) {
     return fail("convert: not implemented yet (reshard with fsdp-run on the target plan: "
                 "--resume=SRC --steps=<its step> --save=DST --save-format=full)");
   if (command == "export")
-    return fail("export: not implemented yet (fsdp-run --save-weights writes the trained "
-                "parameters as safetensors)");
+    return fsdp::ckpt::exportCommand(argc - 2, argv + 2);
   return fail(command.empty() ? "no command (see --help)" : "unknown command '" + command + "'");
 }

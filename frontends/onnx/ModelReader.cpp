@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontends/onnx/ModelProto.h"
 #include "frontends/onnx/OnnxModel.h"
 
 #include <onnx/onnx_pb.h>
@@ -352,10 +353,6 @@ Model convertModel(const pb::ModelProto &proto, const std::string &path,
                    const ReadOptions &options) {
   Model model;
   model.path = path;
-  if (!proto.has_graph())
-    fail(path + ": not an ONNX model (no graph)");
-  if (proto.ir_version() <= 0)
-    fail(path + ": not an ONNX model (missing ir_version)");
   model.irVersion = proto.ir_version();
   model.producerName = proto.producer_name();
   model.producerVersion = proto.producer_version();
@@ -434,21 +431,34 @@ size_t dtypeSize(DType type) {
   }
 }
 
-std::optional<Model> readModel(const std::string &path, const ReadOptions &options,
-                               std::string &error) {
+bool readModelProto(const std::string &path, pb::ModelProto &proto, std::string &error) {
   std::optional<std::string> bytes = readWholeFile(path, error);
   if (!bytes)
-    return std::nullopt;
+    return false;
   if (bytes->empty()) {
     error = path + ": file is empty";
-    return std::nullopt;
+    return false;
   }
+  if (!parseMessage(*bytes, proto)) {
+    error = path + ": not a valid ONNX protobuf (truncated or corrupt)";
+    return false;
+  }
+  // Many byte strings parse as some protobuf message; these two fields
+  // tell a model from another file.
+  if (!proto.has_graph() || proto.ir_version() <= 0) {
+    error = path + ": not an ONNX model (" +
+            (proto.has_graph() ? "missing ir_version" : "no graph") + ")";
+    return false;
+  }
+  return true;
+}
+
+std::optional<Model> readModel(const std::string &path, const ReadOptions &options,
+                               std::string &error) {
   try {
     pb::ModelProto proto;
-    if (!parseMessage(*bytes, proto)) {
-      error = path + ": not a valid ONNX protobuf (truncated or corrupt)";
+    if (!readModelProto(path, proto, error))
       return std::nullopt;
-    }
     return convertModel(proto, path, options);
   } catch (const Failure &f) {
     error = f.message;

@@ -806,8 +806,7 @@ Status Executor::saveWeights(const std::string &path) const {
   std::vector<NamedTensor> tensors;
   for (size_t i = 0; i < values.size(); ++i)
     tensors.push_back({plan_.plan().parameters()->Get(i)->name()->str(), values[i].ref()});
-  // "format": "pt" is what transformers' loaders look for.
-  return writeSafetensors(path, tensors, {{"format", "pt"}});
+  return writeSafetensors(path, tensors, kWeightsMetadata);
 }
 
 Status Executor::inputType(const std::string &name, DType &dtype,

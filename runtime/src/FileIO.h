@@ -13,6 +13,7 @@
 #ifndef FSDP_RUNTIME_SRC_FILEIO_H
 #define FSDP_RUNTIME_SRC_FILEIO_H
 
+#include "fsdp/runtime/AtomicFile.h"
 #include "fsdp/runtime/DType.h"
 #include "fsdp/runtime/Status.h"
 #include "fsdp/runtime/TensorRef.h"
@@ -153,49 +154,10 @@ private:
   uint64_t size_ = 0;
 };
 
-struct ByteSpan {
-  const void *data;
-  size_t size;
-};
-
-/// Writes the pieces to `path`.tmp, fsyncs it and renames it over `path`,
-/// so a reader (or a crash) sees the old file or the whole new one, never
-/// a torn checkpoint.
-inline Status writeFileAtomic(const std::string &path, const std::vector<ByteSpan> &pieces) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return Status::error("cannot create '" + tmp + "': " + errnoText());
-  auto fail = [&](const std::string &what) {
-    std::string why = what + " '" + tmp + "': " + errnoText();
-    if (fd >= 0)
-      ::close(fd);
-    ::unlink(tmp.c_str());
-    return Status::error(why);
-  };
-  for (const ByteSpan &piece : pieces) {
-    const char *p = static_cast<const char *>(piece.data);
-    size_t left = piece.size;
-    while (left > 0) {
-      ssize_t put = ::write(fd, p, left);
-      if (put < 0 && errno == EINTR)
-        continue;
-      if (put <= 0)
-        return fail("cannot write");
-      p += put;
-      left -= static_cast<size_t>(put);
-    }
-  }
-  if (::fsync(fd) != 0)
-    return fail("cannot fsync");
-  int closed = ::close(fd);
-  fd = -1;
-  if (closed != 0)
-    return fail("cannot close");
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return fail("cannot rename to '" + path + "' from");
-  return Status::ok();
-}
+// The atomic write is public (fsdp/runtime/AtomicFile.h): tools write
+// their outputs (fsdp-ckpt export's ONNX model) the same way.
+using ::fsdp::rt::ByteSpan;
+using ::fsdp::rt::writeFileAtomic;
 
 } // namespace detail
 } // namespace fsdp::rt

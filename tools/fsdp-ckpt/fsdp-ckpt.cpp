@@ -1,4 +1,4 @@
-//===- fsdp-ckpt.cpp - inspect and convert training checkpoints -----------===//
+//===- fsdp-ckpt.cpp - inspect, convert and export training checkpoints --===//
 //
 // `fsdp-ckpt inspect DIR` prints what a checkpoint holds: its step, world
 // size, plan hash and format, and each file (one per rank, or the full
@@ -10,9 +10,13 @@
 // (readCheckpointState) and, for a sharded target, restored into the ranks
 // of the target plan and saved by them (runInProcessRanks), so the layout
 // code is the executor's own. A sharded layout is a plan's decision, so a
-// sharded target needs that plan (--plan); a full one needs none.
+// sharded target needs that plan (--plan); a full one needs none. `export
+// DIR --onnx=MODEL -o OUT` writes the trained parameters into the source
+// ONNX model, `export DIR --safetensors -o OUT` as safetensors (Export.h).
 //
 //===----------------------------------------------------------------------===//
+
+#include "tools/fsdp-ckpt/Export.h"
 
 #include "fsdp/runtime/Checkpoint.h"
 #include "fsdp/runtime/ContentHash.h"
@@ -41,7 +45,13 @@ const char *kUsage =
     "                               rewrite SRC's checkpoint (either format, any world\n"
     "                               size) as DST/step-N, bit for bit: one consolidated\n"
     "                               model.safetensors, or PLAN's shards (PLAN: a training\n"
-    "                               plan of the model compiled for M ranks)\n";
+    "                               plan of the model compiled for M ranks)\n"
+    "       fsdp-ckpt export DIR --onnx=MODEL -o OUT\n"
+    "                               write the trained parameters into MODEL, the ONNX\n"
+    "                               model DIR was trained from, as OUT\n"
+    "       fsdp-ckpt export DIR --safetensors -o OUT\n"
+    "                               write the trained parameters (no optimizer state)\n"
+    "                               as safetensors, as fsdp-run --save-weights does\n";
 
 int fail(const std::string &message) {
   std::fprintf(stderr, "fsdp-ckpt: error: %s\n", message.c_str());
@@ -207,7 +217,6 @@ int main(int argc, char **argv) {
   if (command == "convert")
     return convert(argc, argv);
   if (command == "export")
-    return fail("export: not implemented yet (fsdp-run --save-weights writes the trained "
-                "parameters as safetensors)");
+    return fsdp::ckpt::exportCommand(argc - 2, argv + 2);
   return fail(command.empty() ? "no command (see --help)" : "unknown command '" + command + "'");
 }

@@ -29,6 +29,11 @@ struct NamedTensor {
   TensorRef tensor;
 };
 
+/// The metadata of a file of trained parameters (fsdp-run --save-weights,
+/// fsdp-ckpt export --safetensors), so both write the same bytes for the
+/// same state: "format": "pt" is what transformers' loaders look for.
+inline const std::map<std::string, std::string> kWeightsMetadata = {{"format", "pt"}};
+
 /// Writes `tensors` (names unique, not "__metadata__", valid UTF-8) and
 /// `metadata` to `path`. The header lists tensors sorted by name and is
 /// space-padded to a multiple of 8 bytes; the data buffer holds them

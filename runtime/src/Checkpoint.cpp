@@ -334,36 +334,47 @@ Status saveFullCheckpoint(const std::string &root, const CheckpointState &state,
 
 namespace {
 
-/// This rank's part of loading `manifest`'s checkpoint. A sharded one of
-/// this very plan restores directly; any other (another world size,
-/// strategy or schedule of the model) is consolidated and resharded.
-Status loadLocal(Executor &executor, const CheckpointManifest &manifest) {
-  if (manifest.format == CheckpointFormat::Sharded && manifest.planHash == executor.planHash() &&
-      manifest.worldSize == executor.world().size()) {
-    const std::string name = checkpointFileName(executor.rank(), executor.world().size());
-    SafetensorsFile file;
-    FSDP_RETURN_IF_ERROR(openCheckpointFile(manifest, name, file));
-    return executor.writeState([&](const std::string &n) { return file.find(n); },
-                               (fs::path(manifest.dir) / name).string());
-  }
-  CheckpointState state;
-  FSDP_RETURN_IF_ERROR(readCheckpointState(manifest, state));
-  const std::string source =
-      manifest.format == CheckpointFormat::Full
-          ? (fs::path(manifest.dir) / kFullCheckpointFile).string()
-          : manifest.dir + " (consolidated from " + std::to_string(manifest.worldSize) + " ranks)";
-  return restoreCheckpointState(executor, state, source);
+/// Whether `manifest` is a sharded checkpoint of the executor's own plan,
+/// which each rank restores from its own file.
+bool savedByThisPlan(const Executor &executor, const CheckpointManifest &manifest) {
+  return manifest.format == CheckpointFormat::Sharded && manifest.planHash == executor.planHash() &&
+         manifest.worldSize == executor.world().size();
+}
+
+Status loadOwnShard(Executor &executor, const CheckpointManifest &manifest) {
+  const std::string name = checkpointFileName(executor.rank(), executor.world().size());
+  SafetensorsFile file;
+  FSDP_RETURN_IF_ERROR(openCheckpointFile(manifest, name, file));
+  return executor.writeState([&](const std::string &n) { return file.find(n); },
+                             (fs::path(manifest.dir) / name).string());
 }
 
 } // namespace
 
 Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step,
                       CheckpointManifest *out) {
+  // Every rank takes the same collective path: the manifest, read by each,
+  // is the same file, and the plan hash was agreed at start-up.
+  Communicator &world = executor.world();
   CheckpointManifest manifest;
-  Status loaded = findCheckpoint(path, manifest);
-  if (loaded)
-    loaded = loadLocal(executor, manifest);
-  FSDP_RETURN_IF_ERROR(executor.world().agree(loaded, "loading the checkpoint"));
+  FSDP_RETURN_IF_ERROR(world.agree(findCheckpoint(path, manifest), "finding the checkpoint"));
+  if (savedByThisPlan(executor, manifest)) {
+    FSDP_RETURN_IF_ERROR(world.agree(loadOwnShard(executor, manifest), "loading the checkpoint"));
+  } else {
+    // Another plan's checkpoint (or a full one): rank 0 consolidates it and
+    // hands each rank the tensors it needs, one at a time.
+    CheckpointState state;
+    FSDP_RETURN_IF_ERROR(world.agree(
+        world.rank() == 0 ? readCheckpointState(manifest, state) : Status::ok(),
+        "consolidating the checkpoint"));
+    const std::string source =
+        manifest.format == CheckpointFormat::Full
+            ? (fs::path(manifest.dir) / kFullCheckpointFile).string()
+            : cat(manifest.dir, " (consolidated from ", manifest.worldSize, " ranks)");
+    FSDP_RETURN_IF_ERROR(world.agree(
+        restoreCheckpointState(executor, world.rank() == 0 ? &state : nullptr, source),
+        "restoring the checkpoint"));
+  }
   step = manifest.step;
   if (out)
     *out = std::move(manifest);

@@ -110,21 +110,62 @@ Status readCheckpointState(const CheckpointManifest &manifest, CheckpointState &
   return Status::ok();
 }
 
-Status restoreCheckpointState(Executor &executor, const CheckpointState &state,
+Status restoreCheckpointState(Executor &executor, const CheckpointState *state,
                               const std::string &what) {
+  // Rank 0 looks each tensor up; with more ranks it then broadcasts a
+  // header (found, dtype, rank, dims) and the bytes. writeFullState asks for
+  // the same names in the same order on every rank (the plan's), so the
+  // broadcasts pair up, and a missing tensor fails every rank alike.
+  Communicator &world = executor.world();
+  const bool lead = world.rank() == 0;
+  if (lead != (state != nullptr))
+    return Status::error("restoreCheckpointState: rank 0, and only rank 0, passes the state");
   std::map<std::string, std::pair<const HostTensor *, bool>> byName; // value, used
-  for (const auto *part : {&state.parameters, &state.optimizer})
-    for (const auto &[name, value] : *part)
-      byName[name] = {&value, false};
-  FSDP_RETURN_IF_ERROR(executor.writeFullState(
-      [&](const std::string &n) -> const HostTensor * {
-        auto it = byName.find(n);
-        if (it == byName.end())
-          return nullptr;
+  if (lead)
+    for (const auto *part : {&state->parameters, &state->optimizer})
+      for (const auto &[name, value] : *part)
+        byName[name] = {&value, false};
+  HostTensor received;   // the other ranks' current tensor
+  Status sent = Status::ok(); // the first broadcast failure
+  auto lookup = [&](const std::string &n) -> const HostTensor * {
+    const HostTensor *value = nullptr;
+    if (lead) {
+      auto it = byName.find(n);
+      if (it != byName.end()) {
         it->second.second = true;
-        return it->second.first;
-      },
-      what));
+        value = it->second.first;
+      }
+    }
+    if (world.size() == 1 || !sent)
+      return value;
+    int64_t header[3 + kMaxRank] = {};
+    if (value) {
+      header[0] = 1;
+      header[1] = static_cast<int64_t>(value->dtype);
+      header[2] = static_cast<int64_t>(value->shape.size());
+      for (size_t d = 0; d < value->shape.size() && d < static_cast<size_t>(kMaxRank); ++d)
+        header[3 + d] = value->shape[d];
+    }
+    sent = world.broadcast(header, 3 + kMaxRank, DType::I64, 0);
+    if (!sent || header[0] == 0)
+      return value;
+    if (!lead) {
+      received.dtype = static_cast<DType>(header[1]);
+      received.shape.assign(header + 3, header + 3 + header[2]);
+      size_t numel = 1;
+      for (int64_t dim : received.shape)
+        numel *= static_cast<size_t>(dim);
+      received.data.resize(numel * dtypeSize(received.dtype));
+    }
+    // broadcast takes one mutable buffer; the root's is only read.
+    HostTensor &bytes = lead ? const_cast<HostTensor &>(*value) : received;
+    sent = world.broadcast(bytes.data.data(), static_cast<int64_t>(bytes.data.size()), DType::U8,
+                           0);
+    return sent ? (lead ? value : &received) : nullptr;
+  };
+  Status restored = executor.writeFullState(lookup, what);
+  FSDP_RETURN_IF_ERROR(sent);
+  FSDP_RETURN_IF_ERROR(restored);
   // State the plan has no place for would be dropped silently: refuse it,
   // as torch's load_state_dict refuses unexpected keys.
   for (const auto &[name, entry] : byName)

@@ -164,7 +164,8 @@ Status loadTargetPlan(const ConvertOptions &opts, LoadedPlan &plan) {
 Status saveSharded(const LoadedPlan &plan, const CheckpointState &state, const std::string &dest,
                    const std::string &what) {
   return runInProcessRanks(plan, [&](Executor &executor) -> Status {
-    FSDP_RETURN_IF_ERROR(restoreCheckpointState(executor, state, what));
+    FSDP_RETURN_IF_ERROR(
+        restoreCheckpointState(executor, executor.rank() == 0 ? &state : nullptr, what));
     return saveCheckpoint(executor, dest, state.step, /*keep=*/0, CheckpointFormat::Sharded);
   });
 }

@@ -104,9 +104,12 @@ struct CheckpointState {
 Status readCheckpointState(const CheckpointManifest &manifest, CheckpointState &out);
 
 /// Restores consolidated state into `executor`'s plan (any world size or
-/// strategy of the model): each rank keeps its part. Every tensor must find
-/// its place; `what` names the source in errors. Collective.
-Status restoreCheckpointState(Executor &executor, const CheckpointState &state,
+/// strategy of the model): each rank keeps its part. `state` is rank 0's
+/// (the others pass null): each tensor the plan asks for is broadcast from
+/// rank 0 as it is restored, so the other ranks hold one tensor at a time.
+/// Every tensor must find its place; `what` names the source in errors.
+/// Collective.
+Status restoreCheckpointState(Executor &executor, const CheckpointState *state,
                               const std::string &what);
 
 /// Writes `state` as a full checkpoint under `root` (step state.step), not

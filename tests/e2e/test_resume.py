@@ -136,6 +136,55 @@ def tensor_differences(path_a, path_b):
     return [f"{len(differing)} tensors differ, e.g. {differing[:3]}"] if differing else []
 
 
+SPEC_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2,
+               "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8}
+
+
+def spec_violations(path):
+    """What the safetensors library checks when it opens a file (its
+    SafeTensors::deserialize), so a file passing this loads there too:
+    header length within the file, a JSON object starting with '{',
+    __metadata__ mapping strings to strings, known dtypes, byte ranges
+    matching the shapes, and the ranges, sorted, tiling the data buffer
+    exactly from 0 to its end."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    n = int.from_bytes(blob[:8], "little")
+    if len(blob) < 8 or 8 + n > len(blob):
+        return [f"{path}: header length {n} past the end"]
+    raw = blob[8:8 + n]
+    if not raw.startswith(b"{"):
+        return [f"{path}: header does not start with '{{'"]
+    header = json.loads(raw.decode("utf-8"))
+    problems = []
+    meta = header.pop("__metadata__", {})
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
+        problems.append("__metadata__ is not a map of strings to strings")
+    ranges = []
+    for name, info in header.items():
+        size = SPEC_DTYPES.get(info.get("dtype"))
+        shape, (begin, end) = info.get("shape"), info.get("data_offsets")
+        numel = 1
+        for dim in shape:
+            numel *= dim
+        if size is None or end - begin != numel * size:
+            problems.append(f"tensor {name}: dtype {info.get('dtype')}, shape {shape}, "
+                            f"{end - begin} bytes")
+        ranges.append((begin, end))
+    at = 0
+    for begin, end in sorted(ranges):
+        if begin != at:
+            problems.append(f"data ranges do not tile the buffer (a range starts at {begin}, "
+                            f"not {at})")
+            break
+        at = end
+    if at != len(blob) - 8 - n:
+        problems.append(f"the data buffer is {len(blob) - 8 - n} bytes, the tensors cover {at}")
+    if "step" not in meta:
+        problems.append("no step in the metadata")
+    return problems
+
+
 def full_file(ckpt, step=3):
     return os.path.join(ckpt, f"step-{step:08d}", "model.safetensors")
 
@@ -154,6 +203,7 @@ def reshard_row(s, source_flags, target_flags, source_format="full", mpi=0):
         s.train(source, 3, f"--resume={a}", f"--save={reference}", "--save-format=full")
     s.train(target, 3, f"--resume={a}", f"--save={b}", "--save-format=full", mpi=mpi)
     problems = tensor_differences(full_file(reference), full_file(b))
+    problems += spec_violations(full_file(b))
     losses_b, _, _ = s.train(target, 5, f"--resume={b}")
     if [step for step, _ in losses_b] != [4, 5]:
         problems.append(f"training from the resharded checkpoint ran steps {losses_b}")

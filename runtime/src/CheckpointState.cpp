@@ -152,10 +152,8 @@ Status restoreCheckpointState(Executor &executor, const CheckpointState *state,
     if (!lead) {
       received.dtype = static_cast<DType>(header[1]);
       received.shape.assign(header + 3, header + 3 + header[2]);
-      size_t numel = 1;
-      for (int64_t dim : received.shape)
-        numel *= static_cast<size_t>(dim);
-      received.data.resize(numel * dtypeSize(received.dtype));
+      received.data.resize(static_cast<size_t>(received.numElements()) *
+                           dtypeSize(received.dtype));
     }
     // broadcast takes one mutable buffer; the root's is only read.
     HostTensor &bytes = lead ? const_cast<HostTensor &>(*value) : received;

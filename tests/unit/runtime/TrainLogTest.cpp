@@ -1,9 +1,10 @@
 //===- TrainLogTest.cpp - what a training run reports per step ------------===//
 //
-// The --metrics line (exact text, keys, a loss that parses back to the same
-// f32 bits for values across the float range, null for a non-finite loss),
-// the console line, byte formatting, the logging cadence, and a metrics
-// file that holds each line as soon as it is written.
+// The --metrics line (exact text, keys, checkpoint fields, a loss that
+// parses back to the same f32 bits for values across the float range, null
+// for a non-finite loss), the console line, byte formatting, the logging
+// cadence, and a metrics file that holds each line as soon as it is
+// written.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,6 +56,13 @@ TEST(TrainLogTest, MetricsLineHasEveryKey) {
   EXPECT_EQ(field(metricsLine(diverged), "loss"), "null");
   diverged.loss = -std::numeric_limits<float>::infinity();
   EXPECT_EQ(field(metricsLine(diverged), "loss"), "null");
+  // A step a checkpoint followed reports the save's time and size.
+  EXPECT_EQ(metricsLine(record()).find("checkpoint_s"), std::string::npos);
+  StepRecord saved = record();
+  saved.checkpointSeconds = 0.25;
+  saved.checkpointBytes = 4096;
+  EXPECT_EQ(field(metricsLine(saved), "checkpoint_s"), "0.25");
+  EXPECT_EQ(field(metricsLine(saved), "checkpoint_bytes"), "4096");
 }
 
 TEST(TrainLogTest, LossAndLrRoundTripExactly) {

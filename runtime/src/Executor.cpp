@@ -579,6 +579,7 @@ Status Executor::readFullState(std::vector<std::pair<std::string, HostTensor>> &
       out.emplace_back(p.parameters()->Get(i)->name()->str(), std::move(values[i]));
   if (!p.state())
     return Status::ok();
+  HostTensor flat, shard; // reused, as in gatherParameters
   for (const plan::Binding *s : *p.state()) {
     std::string suffix;
     int64_t unit = stateUnit(s->name()->str(), suffix);
@@ -589,8 +590,7 @@ Status Executor::readFullState(std::vector<std::pair<std::string, HostTensor>> &
       }
       continue;
     }
-    HostTensor flat;
-    FSDP_RETURN_IF_ERROR(gatherUnit(static_cast<uint32_t>(unit), flat, s->buffer()));
+    FSDP_RETURN_IF_ERROR(gatherUnit(static_cast<uint32_t>(unit), flat, s->buffer(), &shard));
     for (const plan::Parameter *param : *p.parameters())
       if (keep && param->unit() == static_cast<uint32_t>(unit)) {
         out.emplace_back(param->name()->str() + "." + suffix, HostTensor());
@@ -737,14 +737,15 @@ Status Executor::parameterIndex(const std::string &name, uint32_t &index) const 
   return Status::error(plan_.path() + ": the plan has no parameter '" + name + "'");
 }
 
-Status Executor::gatherUnit(uint32_t unit, HostTensor &flat, uint32_t buffer) const {
+Status Executor::gatherUnit(uint32_t unit, HostTensor &flat, uint32_t buffer,
+                            HostTensor *scratch) const {
   const plan::Unit *u = plan_.plan().units()->Get(unit);
-  HostTensor shard;
-  FSDP_RETURN_IF_ERROR(copyToHost(buffer == kNoBuffer ? u->shard_buffer() : buffer, shard));
-  if (!unitComms_[unit]) { // a group of one holds the whole flat buffer
-    flat = std::move(shard);
-    return Status::ok();
-  }
+  const uint32_t source = buffer == kNoBuffer ? u->shard_buffer() : buffer;
+  if (!unitComms_[unit]) // a group of one holds the whole flat buffer
+    return copyToHost(source, flat);
+  HostTensor local;
+  HostTensor &shard = scratch ? *scratch : local;
+  FSDP_RETURN_IF_ERROR(copyToHost(source, shard));
   flat.dtype = shard.dtype;
   flat.shape = {static_cast<int64_t>(u->padded_numel())};
   flat.data.resize(u->padded_numel() * dtypeSize(shard.dtype));
@@ -776,15 +777,15 @@ Status Executor::gatherParameters(bool keep, std::vector<HostTensor> &values) co
   size_t count = params ? params->size() : 0;
   values.assign(count, HostTensor());
   size_t numUnits = plan_.plan().units() ? plan_.plan().units()->size() : 0;
+  HostTensor flat, shard; // reused unit to unit: fresh gigabytes would be zeroed and faulted in
   for (uint32_t unit = 0; unit < numUnits; ++unit) {
-    HostTensor flat;
     bool gathered = false;
     for (size_t i = 0; i < count; ++i) {
       const plan::Parameter *param = params->Get(i);
       if (param->unit() != unit || param->buffer() != kNoBuffer)
         continue;
       if (!gathered)
-        FSDP_RETURN_IF_ERROR(gatherUnit(unit, flat));
+        FSDP_RETURN_IF_ERROR(gatherUnit(unit, flat, kNoBuffer, &shard));
       gathered = true;
       if (keep)
         sliceParameter(*param, flat, values[i]);

@@ -303,6 +303,29 @@ def corruption_rows(s):
     return rows
 
 
+def initial_weights_rows(s):
+    """A resumed run takes every parameter from its checkpoint: it needs no
+    initial weights file beside the plan, and --weights with it is refused."""
+    plan = s.plan(["--world-size=2"])
+    full_losses, _, _ = s.train(plan, 5)
+    ckpt = os.path.join(s.fresh("ckpt"), "ckpt")
+    s.train(plan, 3, f"--save={ckpt}")
+    weights = os.path.splitext(plan)[0] + ".safetensors"
+    moved = weights + ".away"
+    os.rename(weights, moved)
+    try:
+        resumed, _, _ = s.train(plan, 5, f"--resume={ckpt}")
+    finally:
+        os.rename(moved, weights)
+    rows = [("resume reads no initial weights (the plan's file moved away)",
+             [] if resumed == full_losses[3:] else [f"losses {resumed} != {full_losses[3:]}"])]
+    _, _, out = s.train(plan, 5, f"--resume={ckpt}", f"--weights={weights}", expect_ok=False)
+    rows.append(("refused: --weights with --resume",
+                 [] if out.returncode == 1 and "--weights and --resume" in out.stderr
+                 else [f"exit {out.returncode}: {out.stderr.strip()[-200:]}"]))
+    return rows
+
+
 def keep_row(s):
     plan = s.plan(["--world-size=2"])
     ckpt = os.path.join(s.fresh("ckpt"), "ckpt")
@@ -421,10 +444,11 @@ def main():
                 results.append((label, body()))
             except Failure as e:
                 results.append((label, [str(e)]))
-        try:
-            results += corruption_rows(s)
-        except Failure as e:
-            results.append(("refusals", [str(e)]))
+        for group in (corruption_rows, initial_weights_rows):
+            try:
+                results += group(s)
+            except Failure as e:
+                results.append((group.__name__, [str(e)]))
         for label, problems in results:
             ok = not problems
             passed, failed = passed + ok, failed + (not ok)

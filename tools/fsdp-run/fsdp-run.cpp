@@ -107,7 +107,8 @@ const char *kUsage =
     "  --lr=X                 base learning rate (default: the plan's compiled --lr)\n"
     "  --lr-schedule=S        constant (default) or cosine:WARMUP[:MIN_LR]\n"
     "  --metrics=FILE.jsonl   one JSON line per step: step, loss, lr, samples_per_s,\n"
-    "                         tokens_per_s (--data), step_time_s, peak_bytes\n"
+    "                         tokens_per_s (--data), step_time_s, peak_bytes, and\n"
+    "                         checkpoint_s, checkpoint_bytes after a save\n"
     "  --log-every=N          without a terminal, print every N-th step (default:\n"
     "                         every step up to 50 steps, else about 50 lines)\n"
     "  --save-weights=FILE    after the last step, write the parameters as safetensors\n"
@@ -118,8 +119,9 @@ const char *kUsage =
     "                         (parameters and optimizer state under the model's names)\n"
     "  --resume=DIR           continue from the newest committed checkpoint in DIR (or\n"
     "                         from DIR itself, one step-N directory): --steps is still\n"
-    "                         the step to reach; a full checkpoint loads at any world\n"
-    "                         size (with --steps at its step and --save: resharding)\n"
+    "                         the step to reach; either format loads into any plan of\n"
+    "                         the model (with --steps at its step and --save:\n"
+    "                         resharding); the plan's initial weights are not read\n"
     "  --outputs=DIR          write each graph output to DIR/<name>.npy (after the\n"
     "                         last step)\n"
     "  --weights=FILE         parameters from this safetensors file instead of the\n"
@@ -229,6 +231,9 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
   if ((opts.saveEvery || opts.keep || opts.saveFull) && opts.saveDir.empty())
     return fail(std::string(opts.saveEvery ? "--save-every" : opts.keep ? "--keep" : "--save-format") +
                 " needs --save=DIR (where checkpoints go)");
+  if (!opts.weightsPath.empty() && !opts.resumePath.empty())
+    return fail("--weights and --resume both give the parameters (a checkpoint holds them); "
+                "give one");
   return 0;
 }
 
@@ -337,7 +342,8 @@ Status runRank(const RunOptions &opts, const LoadedPlan &plan, Communicator *com
   std::unique_ptr<Device> device = createCpuDevice();
   std::unique_ptr<Executor> executor;
   Status s = Executor::create(plan, *device, comm, executor);
-  if (s)
+  // A resumed run takes every parameter from its checkpoint.
+  if (s && opts.resumePath.empty())
     s = executor->loadWeights(opts.weightsPath);
   if (s)
     s = plan.isTraining() ? runTraining(opts, *executor) : runForward(opts, *executor);

@@ -190,8 +190,10 @@ private:
   Status parameterValue(uint32_t index, HostTensor &out) const;
   /// Every rank's shard of unit `unit`, gathered into its padded flat buffer.
   /// All-gathers a unit's flat buffer (its shard buffer, or `buffer`: one
-  /// of its optimizer state shards, laid out alike).
-  Status gatherUnit(uint32_t unit, HostTensor &flat, uint32_t buffer = kNoBuffer) const;
+  /// of its optimizer state shards, laid out alike). `flat` and `scratch`
+  /// (the host copy of this rank's shard) keep their storage across calls.
+  Status gatherUnit(uint32_t unit, HostTensor &flat, uint32_t buffer = kNoBuffer,
+                    HostTensor *scratch = nullptr) const;
   /// Every parameter's full value, plan order, each unit gathered once.
   /// Collective; a rank with `keep` false only contributes (values empty).
   Status gatherParameters(bool keep, std::vector<HostTensor> &values) const;

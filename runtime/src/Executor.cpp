@@ -26,6 +26,7 @@
 #include "comm/InProcessCommunicator.h"
 #include "fsdp/runtime/Safetensors.h"
 #include "runtime/schema/plan_generated.h"
+#include "runtime/src/StateLayout.h"
 #include "runtime/src/PlanCheck.h"
 
 #include <algorithm>
@@ -532,42 +533,6 @@ void Executor::abort(const std::string &reason) {
     entry.second->abort(reason);
 }
 
-namespace {
-
-/// What a step carries to the next: (name, buffer) in plan order.
-std::vector<std::pair<std::string, uint32_t>> stateBuffers(const plan::Plan &p) {
-  std::vector<std::pair<std::string, uint32_t>> out;
-  if (p.units())
-    for (const plan::Unit *u : *p.units())
-      if (u->shard_buffer() != kNoBuffer)
-        out.emplace_back("unit/" + u->name()->str(), u->shard_buffer());
-  if (p.state())
-    for (const plan::Binding *s : *p.state())
-      out.emplace_back("state/" + s->name()->str(), s->buffer());
-  if (p.parameters())
-    for (const plan::Parameter *param : *p.parameters())
-      if (param->buffer() != kNoBuffer)
-        out.emplace_back("param/" + param->name()->str(), param->buffer());
-  return out;
-}
-
-} // namespace
-
-/// The unit whose flat optimizer state `stateName` ("<unit>.<suffix>") is,
-/// with the suffix; -1 for a parameter's own state ("<param>.<suffix>").
-int64_t Executor::stateUnit(const std::string &stateName, std::string &suffix) const {
-  size_t dot = stateName.rfind('.');
-  const auto *units = plan_.plan().units();
-  if (dot == std::string::npos || !units)
-    return -1;
-  suffix = stateName.substr(dot + 1);
-  for (uint32_t u = 0; u < units->size(); ++u)
-    if (units->Get(u)->shard_buffer() != kNoBuffer &&
-        units->Get(u)->name()->string_view() == std::string_view(stateName).substr(0, dot))
-      return u;
-  return -1;
-}
-
 Status Executor::readFullState(std::vector<std::pair<std::string, HostTensor>> &out,
                                bool keep) const {
   const plan::Plan &p = plan_.plan();
@@ -577,50 +542,41 @@ Status Executor::readFullState(std::vector<std::pair<std::string, HostTensor>> &
   if (keep)
     for (size_t i = 0; i < values.size(); ++i)
       out.emplace_back(p.parameters()->Get(i)->name()->str(), std::move(values[i]));
-  if (!p.state())
-    return Status::ok();
+  // The state, each flat state buffer gathered once (its slices follow one
+  // another in the layout); every rank gathers, a keeping rank slices.
   HostTensor flat, shard; // reused, as in gatherParameters
-  for (const plan::Binding *s : *p.state()) {
-    std::string suffix;
-    int64_t unit = stateUnit(s->name()->str(), suffix);
-    if (unit < 0) { // already one parameter's
+  uint32_t gathered = kNoBuffer;
+  for (const StateEntry &e : consolidatedLayout(p)) {
+    if (e.parameter)
+      continue;
+    if (!e.slice) {
       if (keep) {
-        out.emplace_back(s->name()->str(), HostTensor());
-        FSDP_RETURN_IF_ERROR(copyToHost(s->buffer(), out.back().second));
+        out.emplace_back(e.name, HostTensor());
+        FSDP_RETURN_IF_ERROR(copyToHost(e.buffer, out.back().second));
       }
       continue;
     }
-    FSDP_RETURN_IF_ERROR(gatherUnit(static_cast<uint32_t>(unit), flat, s->buffer(), &shard));
-    for (const plan::Parameter *param : *p.parameters())
-      if (keep && param->unit() == static_cast<uint32_t>(unit)) {
-        out.emplace_back(param->name()->str() + "." + suffix, HostTensor());
-        sliceParameter(*param, flat, out.back().second);
-      }
+    if (e.buffer != gathered)
+      FSDP_RETURN_IF_ERROR(gatherUnit(e.slice->unit(), flat, e.buffer, &shard));
+    gathered = e.buffer;
+    if (keep) {
+      out.emplace_back(e.name, HostTensor());
+      sliceParameter(*e.slice, flat, out.back().second);
+    }
   }
   return Status::ok();
 }
 
 Status Executor::writeFullState(const TensorLookup &lookup, const std::string &what) {
   FSDP_RETURN_IF_ERROR(loadParameters(lookup, what));
-  const plan::Plan &p = plan_.plan();
-  if (!p.state())
-    return Status::ok();
-  for (const plan::Binding *s : *p.state()) {
-    std::string suffix;
-    int64_t unit = stateUnit(s->name()->str(), suffix);
-    const HostTensor *value;
-    if (unit < 0) { // already one parameter's
-      FSDP_RETURN_IF_ERROR(findTyped(lookup, s->name()->str(), viewOf(s->buffer()), what, value));
-      FSDP_RETURN_IF_ERROR(copyWhole(*value, s->buffer()));
+  for (const StateEntry &e : consolidatedLayout(plan_.plan())) {
+    if (e.parameter)
       continue;
-    }
-    for (const plan::Parameter *param : *p.parameters()) {
-      if (param->unit() != static_cast<uint32_t>(unit))
-        continue;
-      FSDP_RETURN_IF_ERROR(findTyped(lookup, param->name()->str() + "." + suffix,
-                                     declaredType(*param), what, value));
-      FSDP_RETURN_IF_ERROR(copyIntoShard(*param, *value, s->buffer()));
-    }
+    const HostTensor *value;
+    FSDP_RETURN_IF_ERROR(findTyped(lookup, e.name, e.slice ? declaredType(*e.slice) : viewOf(e.buffer),
+                                   what, value));
+    FSDP_RETURN_IF_ERROR(e.slice ? copyIntoShard(*e.slice, *value, e.buffer)
+                                 : copyWhole(*value, e.buffer));
   }
   return Status::ok();
 }

@@ -332,11 +332,12 @@ Status checkRanges(std::vector<Entry> &entries, uint64_t bufferSize) {
   return Status::ok();
 }
 
-Status openImpl(const std::string &path, std::map<std::string, std::string> &metadata,
-                std::map<std::string, HostTensor> &tensors, uint64_t &hash) {
-  ContentHasher hasher;
-  InputFile file;
-  FSDP_RETURN_IF_ERROR(file.open(path));
+/// Reads and checks the size field and header of an opened file: its
+/// entries (in file order) and metadata, and where the data buffer starts.
+/// Hashes what it reads into `hasher`.
+Status readHeader(const InputFile &file, std::vector<Entry> &entries,
+                  std::map<std::string, std::string> &metadata, uint64_t &bufferStart,
+                  ContentHasher &hasher) {
   unsigned char sizeField[8];
   FSDP_RETURN_IF_ERROR(file.readAt(0, sizeField, sizeof(sizeField)));
   uint64_t headerSize = 0;
@@ -352,14 +353,23 @@ Status openImpl(const std::string &path, std::map<std::string, std::string> &met
   FSDP_RETURN_IF_ERROR(file.readAt(sizeof(sizeField), header.data(), header.size()));
   hasher.update(sizeField, sizeof(sizeField));
   hasher.update(header.data(), header.size());
-
-  std::vector<Entry> entries;
   FSDP_RETURN_IF_ERROR(parseHeader(header, entries, metadata));
-  uint64_t bufferStart = sizeof(sizeField) + headerSize;
+  bufferStart = sizeof(sizeField) + headerSize;
   FSDP_RETURN_IF_ERROR(checkRanges(entries, file.size() - bufferStart));
-  // In file order, so the hash covers the bytes as they lie in the file.
   std::sort(entries.begin(), entries.end(),
             [](const Entry &a, const Entry &b) { return a.begin < b.begin; });
+  return Status::ok();
+}
+
+Status openImpl(const std::string &path, std::map<std::string, std::string> &metadata,
+                std::map<std::string, HostTensor> &tensors, uint64_t &hash) {
+  ContentHasher hasher;
+  InputFile file;
+  FSDP_RETURN_IF_ERROR(file.open(path));
+  std::vector<Entry> entries;
+  uint64_t bufferStart = 0;
+  FSDP_RETURN_IF_ERROR(readHeader(file, entries, metadata, bufferStart, hasher));
+  // In file order, so the hash covers the bytes as they lie in the file.
   for (Entry &e : entries) {
     HostTensor &t = tensors[e.name];
     t.dtype = e.dtype;
@@ -471,6 +481,44 @@ Status SafetensorsFile::open(const std::string &path, SafetensorsFile &out) {
                                             file.contentHash_)));
   out = std::move(file);
   return Status::ok();
+}
+
+Status SafetensorsIndex::open(const std::string &path, SafetensorsIndex &out) {
+  auto file = std::make_shared<InputFile>();
+  SafetensorsIndex index;
+  Status read = [&]() -> Status {
+    FSDP_RETURN_IF_ERROR(file->open(path));
+    std::vector<Entry> entries;
+    ContentHasher unused; // the whole file is verified separately (hashFile)
+    FSDP_RETURN_IF_ERROR(readHeader(*file, entries, index.metadata_, index.bufferStart_, unused));
+    for (Entry &e : entries)
+      index.tensors_[e.name] = {e.dtype, std::move(e.shape), static_cast<uint64_t>(e.begin),
+                                e.bytes};
+    return Status::ok();
+  }();
+  FSDP_RETURN_IF_ERROR(withContext("safetensors file '" + path + "'", read));
+  index.path_ = path;
+  index.file_ = std::move(file);
+  out = std::move(index);
+  return Status::ok();
+}
+
+const SafetensorsIndex::Info *SafetensorsIndex::find(const std::string &name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+Status SafetensorsIndex::read(const std::string &name, uint64_t byteOffset, uint64_t bytes,
+                              void *out) const {
+  const Info *info = find(name);
+  if (!info)
+    return Status::error("safetensors file '" + path_ + "': no tensor '" + name + "'");
+  if (byteOffset > info->bytes || bytes > info->bytes - byteOffset)
+    return Status::error(cat("safetensors file '", path_, "': tensor '", name, "' has ",
+                             info->bytes, " bytes, not [", byteOffset, ", ", byteOffset + bytes,
+                             ")"));
+  return withContext("safetensors file '" + path_ + "'",
+                     file_->readAt(bufferStart_ + info->offset + byteOffset, out, bytes));
 }
 
 std::vector<std::string> SafetensorsFile::names() const {

@@ -208,7 +208,6 @@ private:
                           const TensorRef &type, const std::string &what, const HostTensor *&out);
   /// Copies `value` over the whole of `buffer`.
   Status copyWhole(const HostTensor &value, uint32_t buffer);
-  int64_t stateUnit(const std::string &stateName, std::string &suffix) const;
   TensorRef viewOf(uint32_t buffer) const;
   Status bindingBuffer(bool input, const std::string &name, uint32_t &buffer) const;
   Status parameterIndex(const std::string &name, uint32_t &index) const;

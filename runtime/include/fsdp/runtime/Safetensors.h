@@ -19,6 +19,7 @@
 #include "fsdp/runtime/TensorRef.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,37 @@ inline const std::map<std::string, std::string> kWeightsMetadata = {{"format", "
 Status writeSafetensors(const std::string &path, const std::vector<NamedTensor> &tensors,
                         const std::map<std::string, std::string> &metadata,
                         uint64_t *contentHash = nullptr);
+
+namespace detail {
+class InputFile;
+}
+
+/// A safetensors file's header, validated as SafetensorsFile validates it,
+/// with tensor bytes read on demand: what reads a few tensors, or parts of
+/// them, from files too large to hold (resharding a checkpoint). It does
+/// not hash the file; check it whole first (hashFile) when that matters.
+class SafetensorsIndex {
+public:
+  struct Info {
+    DType dtype = DType::F32;
+    std::vector<int64_t> shape;
+    uint64_t offset = 0, bytes = 0; // in the data buffer
+  };
+  static Status open(const std::string &path, SafetensorsIndex &out);
+  const std::map<std::string, std::string> &metadata() const { return metadata_; }
+  /// The tensor called `name`, or nullptr.
+  const Info *find(const std::string &name) const;
+  /// Reads bytes [byteOffset, byteOffset + bytes) of tensor `name` to `out`.
+  Status read(const std::string &name, uint64_t byteOffset, uint64_t bytes, void *out) const;
+  const std::map<std::string, Info> &tensors() const { return tensors_; }
+
+private:
+  std::string path_;
+  std::shared_ptr<const detail::InputFile> file_;
+  uint64_t bufferStart_ = 0;
+  std::map<std::string, std::string> metadata_;
+  std::map<std::string, Info> tensors_;
+};
 
 /// A safetensors file read fully into host memory.
 class SafetensorsFile {

@@ -361,19 +361,18 @@ Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step
   if (savedByThisPlan(executor, manifest)) {
     FSDP_RETURN_IF_ERROR(world.agree(loadOwnShard(executor, manifest), "loading the checkpoint"));
   } else {
-    // Another plan's checkpoint (or a full one): rank 0 consolidates it and
-    // hands each rank the tensors it needs, one at a time.
-    CheckpointState state;
+    // Another plan's checkpoint (or a full one): rank 0 reads it tensor by
+    // tensor and hands each rank the tensors it needs, one at a time.
+    std::unique_ptr<StateSource> source;
     FSDP_RETURN_IF_ERROR(world.agree(
-        world.rank() == 0 ? readCheckpointState(manifest, state) : Status::ok(),
-        "consolidating the checkpoint"));
-    const std::string source =
+        world.rank() == 0 ? openCheckpointSource(manifest, source) : Status::ok(),
+        "opening the checkpoint"));
+    const std::string what =
         manifest.format == CheckpointFormat::Full
             ? (fs::path(manifest.dir) / kFullCheckpointFile).string()
-            : cat(manifest.dir, " (consolidated from ", manifest.worldSize, " ranks)");
-    FSDP_RETURN_IF_ERROR(world.agree(
-        restoreCheckpointState(executor, world.rank() == 0 ? &state : nullptr, source),
-        "restoring the checkpoint"));
+            : cat(manifest.dir, " (sharded over ", manifest.worldSize, " ranks)");
+    FSDP_RETURN_IF_ERROR(world.agree(restoreCheckpointState(executor, source.get(), what),
+                                     "restoring the checkpoint"));
   }
   step = manifest.step;
   if (out)

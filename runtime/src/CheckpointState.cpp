@@ -1,25 +1,28 @@
 //===- CheckpointState.cpp - a checkpoint's state, consolidated -----------===//
 //
 // What lets any plan of a model load any checkpoint of it: the state is
-// brought to one layout-free form (CheckpointState: parameters whole under
-// their model names, optimizer state as torch names it), from which
+// brought to one layout-free form (parameters whole under their model
+// names, optimizer state as torch names it), from which
 // Executor::writeFullState lets each rank keep its part. A full checkpoint
-// is that form already. A sharded one is consolidated by the plan that
-// wrote it, which it carries: that plan's ranks run in this process, each
-// restores its rank file and the ranks gather (Executor::readFullState),
-// the same code a full save runs, so consolidation cannot disagree with
-// the layout that wrote the shards.
+// is that form already. A sharded one is read through the plan that wrote
+// it, which it carries: StateLayout says, for each consolidated tensor,
+// which stored tensor holds it and, for a slice of a unit, which element
+// range each rank file holds, so each tensor is assembled from byte ranges
+// of the files (SafetensorsIndex) as it is asked for. The executor gathers
+// and scatters by the same layout, so the two cannot disagree, and nothing
+// holds more than one consolidated tensor at a time.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fsdp/runtime/Checkpoint.h"
 
 #include "fsdp/runtime/ContentHash.h"
-#include "fsdp/runtime/InProcessRanks.h"
 #include "fsdp/runtime/PlanFile.h"
 #include "fsdp/runtime/Safetensors.h"
 #include "runtime/schema/plan_generated.h"
+#include "runtime/src/StateLayout.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -29,112 +32,247 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// The path of the checkpoint's file `name`, after checking its size and
+/// whole-file hash against COMMIT.
+Status verifiedPath(const CheckpointManifest &manifest, const std::string &name,
+                    std::string &path) {
+  path = (fs::path(manifest.dir) / name).string();
+  auto entry = manifest.files.find(name);
+  if (entry == manifest.files.end())
+    return Status::error((fs::path(manifest.dir) / "COMMIT").string() + ": lists no " + name);
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    return Status::error(path + ": missing");
+  uint64_t bytes = 0, hash = 0;
+  FSDP_RETURN_IF_ERROR(hashFile(path, bytes, hash));
+  if (bytes != entry->second.first)
+    return Status::error(cat(path, ": ", bytes, " bytes, the checkpoint wrote ",
+                             entry->second.first, " (truncated or replaced)"));
+  if (hash != entry->second.second)
+    return Status::error(path + ": content hash " + hashHex(hash) +
+                         " does not match the checkpoint's " + hashHex(entry->second.second) +
+                         " (the file is corrupted)");
+  return Status::ok();
+}
+
 /// Loads the plan a sharded checkpoint carries, verified like its shards.
 Status openCheckpointPlan(const CheckpointManifest &manifest, LoadedPlan &plan) {
-  const fs::path path = fs::path(manifest.dir) / kCheckpointPlanFile;
-  auto entry = manifest.files.find(kCheckpointPlanFile);
-  if (entry == manifest.files.end())
+  if (!manifest.files.count(kCheckpointPlanFile))
     return Status::error(manifest.dir + ": carries no " + kCheckpointPlanFile +
                          " (saved before checkpoints carried their plan), so only the plan "
                          "that saved it can load it");
-  uint64_t bytes = 0, hash = 0;
-  FSDP_RETURN_IF_ERROR(hashFile(path.string(), bytes, hash));
-  if (bytes != entry->second.first || hash != entry->second.second)
-    return Status::error(cat(path.string(), ": ", bytes, " bytes with content hash ",
-                             hashHex(hash), "; the checkpoint wrote ", entry->second.first,
-                             " bytes, hash ", hashHex(entry->second.second),
-                             " (truncated or corrupted)"));
-  FSDP_RETURN_IF_ERROR(loadPlan(path.string(), plan));
+  std::string path;
+  FSDP_RETURN_IF_ERROR(verifiedPath(manifest, kCheckpointPlanFile, path));
+  FSDP_RETURN_IF_ERROR(loadPlan(path, plan));
   if (plan.hash() != manifest.planHash || plan.plan().world_size() != manifest.worldSize)
-    return Status::error(path.string() + ": is not the plan COMMIT names");
+    return Status::error(path + ": is not the plan COMMIT names");
   return Status::ok();
 }
 
-/// A sharded checkpoint consolidated: its saving plan's ranks, run in this
-/// process, each restore their rank file and gather the full state.
-Status consolidateSharded(const CheckpointManifest &manifest, CheckpointState &out) {
-  LoadedPlan plan;
-  FSDP_RETURN_IF_ERROR(openCheckpointPlan(manifest, plan));
-  const int size = static_cast<int>(manifest.worldSize);
-  std::vector<std::pair<std::string, HostTensor>> full;
-  FSDP_RETURN_IF_ERROR(runInProcessRanks(plan, [&](Executor &executor) -> Status {
-    const std::string name = checkpointFileName(executor.rank(), size);
-    {
-      SafetensorsFile file;
-      FSDP_RETURN_IF_ERROR(openCheckpointFile(manifest, name, file));
-      FSDP_RETURN_IF_ERROR(executor.writeState([&](const std::string &n) { return file.find(n); },
-                                               (fs::path(manifest.dir) / name).string()));
-    }
-    if (executor.rank() != 0) {
-      std::vector<std::pair<std::string, HostTensor>> none;
-      return executor.readFullState(none, /*keep=*/false);
-    }
-    return executor.readFullState(full);
-  }));
-  // readFullState lists the parameters first, in plan order.
-  const size_t numParams = plan.plan().parameters() ? plan.plan().parameters()->size() : 0;
-  for (size_t i = 0; i < full.size(); ++i)
-    (i < numParams ? out.parameters : out.optimizer).push_back(std::move(full[i]));
-  return Status::ok();
-}
-
-/// Splits a full checkpoint's tensors into parameters and optimizer state:
-/// "<name>.<suffix>" is state when <name> is also in the file and the
-/// suffix is one of torch's optimizer state names.
-void splitFullState(SafetensorsFile &file, CheckpointState &out) {
-  static const char *const kStateSuffixes[] = {".exp_avg", ".exp_avg_sq", ".momentum_buffer"};
-  for (const std::string &name : file.names()) {
-    bool state = false;
-    for (const char *suffix : kStateSuffixes) {
-      const size_t n = std::strlen(suffix);
-      state |= name.size() > n && name.compare(name.size() - n, n, suffix) == 0 &&
-               file.find(name.substr(0, name.size() - n));
-    }
-    (state ? out.optimizer : out.parameters).emplace_back(name, *file.find(name));
+class MemorySource : public StateSource {
+public:
+  explicit MemorySource(const CheckpointState &state) {
+    for (const auto *part : {&state.parameters, &state.optimizer})
+      for (const auto &[name, value] : *part) {
+        names_.emplace_back(name, part == &state.parameters);
+        byName_[name] = &value;
+      }
   }
+  const std::vector<std::pair<std::string, bool>> &names() const override { return names_; }
+  Status find(const std::string &name, HostTensor &, const HostTensor *&out) override {
+    auto it = byName_.find(name);
+    out = it == byName_.end() ? nullptr : it->second;
+    return Status::ok();
+  }
+
+private:
+  std::vector<std::pair<std::string, bool>> names_;
+  std::map<std::string, const HostTensor *> byName_;
+};
+
+/// Reads tensor bytes [offset, offset + bytes) of `name` into `out`, after
+/// checking the stored tensor is what the layout expects.
+Status readStored(const SafetensorsIndex &file, const std::string &fileName,
+                  const std::string &name, DType dtype, uint64_t expectBytes, uint64_t offset,
+                  uint64_t bytes, char *out) {
+  const SafetensorsIndex::Info *info = file.find(name);
+  if (!info || info->dtype != dtype || info->bytes != expectBytes)
+    return Status::error(cat(fileName, ": tensor '", name, "' is ",
+                             info ? cat(dtypeName(info->dtype), ", ", info->bytes, " bytes")
+                                  : std::string("missing"),
+                             "; its plan stores ", dtypeName(dtype), ", ", expectBytes, " bytes"));
+  return file.read(name, offset, bytes, out);
 }
+
+/// A full checkpoint's one file, tensor by tensor.
+class FullFileSource : public StateSource {
+public:
+  Status open(const CheckpointManifest &manifest) {
+    FSDP_RETURN_IF_ERROR(verifiedPath(manifest, kFullCheckpointFile, path_));
+    FSDP_RETURN_IF_ERROR(SafetensorsIndex::open(path_, file_));
+    // "<name>.<suffix>" is state when <name> is also in the file and the
+    // suffix is one of torch's optimizer state names.
+    static const char *const kStateSuffixes[] = {".exp_avg", ".exp_avg_sq", ".momentum_buffer"};
+    std::vector<std::pair<std::string, bool>> state;
+    for (const auto &[name, info] : file_.tensors()) {
+      bool isState = false;
+      for (const char *suffix : kStateSuffixes) {
+        const size_t n = std::strlen(suffix);
+        isState |= name.size() > n && name.compare(name.size() - n, n, suffix) == 0 &&
+                   file_.find(name.substr(0, name.size() - n));
+      }
+      (isState ? state : names_).emplace_back(name, !isState);
+    }
+    names_.insert(names_.end(), state.begin(), state.end());
+    return Status::ok();
+  }
+  const std::vector<std::pair<std::string, bool>> &names() const override { return names_; }
+  Status find(const std::string &name, HostTensor &scratch, const HostTensor *&out) override {
+    out = nullptr;
+    const SafetensorsIndex::Info *info = file_.find(name);
+    if (!info)
+      return Status::ok();
+    scratch = HostTensor{info->dtype, info->shape, std::vector<char>(info->bytes)};
+    FSDP_RETURN_IF_ERROR(file_.read(name, 0, info->bytes, scratch.data.data()));
+    out = &scratch;
+    return Status::ok();
+  }
+
+private:
+  std::string path_;
+  SafetensorsIndex file_;
+  std::vector<std::pair<std::string, bool>> names_;
+};
+
+/// A sharded checkpoint read through the plan that wrote it: a tensor held
+/// whole is rank 0's copy; a slice of a unit is assembled from the element
+/// ranges of the unit's group ranks 0..G-1 (rank s holds shard s).
+class ShardedSource : public StateSource {
+public:
+  Status open(const CheckpointManifest &manifest) {
+    FSDP_RETURN_IF_ERROR(openCheckpointPlan(manifest, plan_));
+    layout_ = consolidatedLayout(plan_.plan());
+    for (size_t i = 0; i < layout_.size(); ++i) {
+      names_.emplace_back(layout_[i].name, layout_[i].parameter);
+      byName_[layout_[i].name] = i;
+    }
+    const int size = static_cast<int>(manifest.worldSize);
+    files_.resize(size);
+    fileNames_.resize(size);
+    for (int r = 0; r < size; ++r) {
+      FSDP_RETURN_IF_ERROR(verifiedPath(manifest, checkpointFileName(r, size), fileNames_[r]));
+      FSDP_RETURN_IF_ERROR(SafetensorsIndex::open(fileNames_[r], files_[r]));
+    }
+    return Status::ok();
+  }
+  const std::vector<std::pair<std::string, bool>> &names() const override { return names_; }
+  Status find(const std::string &name, HostTensor &scratch, const HostTensor *&out) override {
+    out = nullptr;
+    auto it = byName_.find(name);
+    if (it == byName_.end())
+      return Status::ok();
+    const StateEntry &e = layout_[it->second];
+    const plan::Buffer *stored = plan_.plan().buffers()->Get(e.buffer);
+    const DType dtype = static_cast<DType>(stored->dtype());
+    if (!e.slice) { // whole on every rank: rank 0's
+      const SafetensorsIndex::Info *info = files_[0].find(e.stored);
+      if (!info)
+        return Status::error(fileNames_[0] + ": has no tensor '" + e.stored + "'");
+      scratch = HostTensor{info->dtype, info->shape, std::vector<char>(info->bytes)};
+      FSDP_RETURN_IF_ERROR(readStored(files_[0], fileNames_[0], e.stored, dtype, info->bytes, 0,
+                                      info->bytes, scratch.data.data()));
+      out = &scratch;
+      return Status::ok();
+    }
+    const TensorRef type = parameterType(*e.slice);
+    const plan::Unit *unit = plan_.plan().units()->Get(e.slice->unit());
+    const uint64_t shard = unit->shard_numel(), first = e.slice->flat_offset();
+    const uint64_t numel = type.byteSize() / dtypeSize(type.dtype), size = dtypeSize(dtype);
+    scratch = HostTensor{dtype, std::vector<int64_t>(type.dims, type.dims + type.rank),
+                          std::vector<char>(numel * size)};
+    for (uint32_t s = 0; s < unit->group_size(); ++s) {
+      const uint64_t begin = std::max(first, s * shard);
+      const uint64_t end = std::min(first + numel, (s + 1) * shard);
+      if (begin < end)
+        FSDP_RETURN_IF_ERROR(readStored(files_[s], fileNames_[s], e.stored, dtype, shard * size,
+                                        (begin - s * shard) * size, (end - begin) * size,
+                                        scratch.data.data() + (begin - first) * size));
+    }
+    out = &scratch;
+    return Status::ok();
+  }
+
+private:
+  LoadedPlan plan_;
+  std::vector<StateEntry> layout_;
+  std::vector<std::pair<std::string, bool>> names_;
+  std::map<std::string, size_t> byName_;
+  std::vector<SafetensorsIndex> files_;
+  std::vector<std::string> fileNames_;
+};
 
 } // namespace
 
-Status readCheckpointState(const CheckpointManifest &manifest, CheckpointState &out) {
+std::unique_ptr<StateSource> memorySource(const CheckpointState &state) {
+  return std::make_unique<MemorySource>(state);
+}
+
+Status openCheckpointSource(const CheckpointManifest &manifest,
+                            std::unique_ptr<StateSource> &out) {
+  if (manifest.format == CheckpointFormat::Full) {
+    auto source = std::make_unique<FullFileSource>();
+    FSDP_RETURN_IF_ERROR(source->open(manifest));
+    out = std::move(source);
+  } else {
+    auto source = std::make_unique<ShardedSource>();
+    FSDP_RETURN_IF_ERROR(source->open(manifest));
+    out = std::move(source);
+  }
+  return Status::ok();
+}
+
+Status readCheckpointState(const CheckpointManifest &manifest, CheckpointState &out,
+                           bool parametersOnly) {
+  std::unique_ptr<StateSource> source;
+  FSDP_RETURN_IF_ERROR(openCheckpointSource(manifest, source));
   CheckpointState state;
   state.step = manifest.step;
-  if (manifest.format == CheckpointFormat::Full) {
-    SafetensorsFile file;
-    FSDP_RETURN_IF_ERROR(openCheckpointFile(manifest, kFullCheckpointFile, file));
-    splitFullState(file, state);
-  } else {
-    FSDP_RETURN_IF_ERROR(consolidateSharded(manifest, state));
+  for (const auto &[name, parameter] : source->names()) {
+    if (parametersOnly && !parameter)
+      continue;
+    HostTensor scratch;
+    const HostTensor *value = nullptr;
+    FSDP_RETURN_IF_ERROR(source->find(name, scratch, value));
+    if (!value)
+      return Status::error(manifest.dir + ": lists '" + name + "' but cannot read it");
+    (parameter ? state.parameters : state.optimizer)
+        .emplace_back(name, value == &scratch ? std::move(scratch) : *value);
   }
   out = std::move(state);
   return Status::ok();
 }
 
-Status restoreCheckpointState(Executor &executor, const CheckpointState *state,
-                              const std::string &what) {
+Status restoreCheckpointState(Executor &executor, StateSource *source, const std::string &what) {
   // Rank 0 looks each tensor up; with more ranks it then broadcasts a
   // header (found, dtype, rank, dims) and the bytes. writeFullState asks for
   // the same names in the same order on every rank (the plan's), so the
   // broadcasts pair up, and a missing tensor fails every rank alike.
   Communicator &world = executor.world();
   const bool lead = world.rank() == 0;
-  if (lead != (state != nullptr))
-    return Status::error("restoreCheckpointState: rank 0, and only rank 0, passes the state");
-  std::map<std::string, std::pair<const HostTensor *, bool>> byName; // value, used
+  if (lead != (source != nullptr))
+    return Status::error("restoreCheckpointState: rank 0, and only rank 0, passes the source");
+  std::map<std::string, bool> used;
   if (lead)
-    for (const auto *part : {&state->parameters, &state->optimizer})
-      for (const auto &[name, value] : *part)
-        byName[name] = {&value, false};
-  HostTensor received;   // the other ranks' current tensor
-  Status sent = Status::ok(); // the first broadcast failure
+    for (const auto &[name, parameter] : source->names())
+      used[name] = false;
+  HostTensor received;         // the current tensor, if not the source's own
+  Status sent = Status::ok();  // the first read or broadcast failure
   auto lookup = [&](const std::string &n) -> const HostTensor * {
     const HostTensor *value = nullptr;
-    if (lead) {
-      auto it = byName.find(n);
-      if (it != byName.end()) {
-        it->second.second = true;
-        value = it->second.first;
-      }
+    if (lead && sent) {
+      sent = source->find(n, received, value);
+      if (value)
+        used[n] = true;
     }
     if (world.size() == 1 || !sent)
       return value;
@@ -166,8 +304,8 @@ Status restoreCheckpointState(Executor &executor, const CheckpointState *state,
   FSDP_RETURN_IF_ERROR(restored);
   // State the plan has no place for would be dropped silently: refuse it,
   // as torch's load_state_dict refuses unexpected keys.
-  for (const auto &[name, entry] : byName)
-    if (!entry.second)
+  for (const auto &[name, wasUsed] : used)
+    if (!wasUsed)
       return Status::error(what + ": holds '" + name + "', which " + executor.plan().path() +
                            " has no place for (another model, or another optimizer)");
   return Status::ok();

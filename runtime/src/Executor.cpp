@@ -55,20 +55,10 @@ bool sameType(const TensorRef &a, const TensorRef &b) {
   return true;
 }
 
-/// A parameter's dtype and shape as the plan declares it (no data).
-TensorRef declaredType(const plan::Parameter &param) {
-  TensorRef ref;
-  ref.dtype = static_cast<DType>(param.dtype());
-  ref.rank = static_cast<int>(param.shape()->size());
-  for (int d = 0; d < ref.rank; ++d)
-    ref.dims[d] = param.shape()->Get(d);
-  return ref;
-}
-
 /// A sharded parameter's value: its elements of its unit's gathered flat
 /// buffer, with its declared dtype and shape.
 void sliceParameter(const plan::Parameter &param, const HostTensor &flat, HostTensor &out) {
-  TensorRef type = declaredType(param);
+  TensorRef type = parameterType(param);
   out.dtype = type.dtype;
   out.shape.assign(type.dims, type.dims + type.rank);
   auto begin = flat.data.begin() + static_cast<ptrdiff_t>(param.flat_offset() * dtypeSize(type.dtype));
@@ -349,7 +339,7 @@ Status Executor::loadParameters(const TensorLookup &lookup, const std::string &w
     bool sharded = param->buffer() == kNoBuffer;
     const HostTensor *tensor;
     FSDP_RETURN_IF_ERROR(findTyped(lookup, param->name()->str(),
-                                   sharded ? declaredType(*param) : viewOf(param->buffer()),
+                                   sharded ? parameterType(*param) : viewOf(param->buffer()),
                                    what, tensor));
     FSDP_RETURN_IF_ERROR(
         sharded ? copyIntoShard(*param, *tensor, plan.units()->Get(param->unit())->shard_buffer())
@@ -573,7 +563,7 @@ Status Executor::writeFullState(const TensorLookup &lookup, const std::string &w
     if (e.parameter)
       continue;
     const HostTensor *value;
-    FSDP_RETURN_IF_ERROR(findTyped(lookup, e.name, e.slice ? declaredType(*e.slice) : viewOf(e.buffer),
+    FSDP_RETURN_IF_ERROR(findTyped(lookup, e.name, e.slice ? parameterType(*e.slice) : viewOf(e.buffer),
                                    what, value));
     FSDP_RETURN_IF_ERROR(e.slice ? copyIntoShard(*e.slice, *value, e.buffer)
                                  : copyWhole(*value, e.buffer));

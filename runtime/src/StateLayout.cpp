@@ -16,6 +16,15 @@
 
 namespace fsdp::rt {
 
+TensorRef parameterType(const plan::Parameter &param) {
+  TensorRef ref;
+  ref.dtype = static_cast<DType>(param.dtype());
+  ref.rank = static_cast<int>(param.shape()->size());
+  for (int d = 0; d < ref.rank; ++d)
+    ref.dims[d] = param.shape()->Get(d);
+  return ref;
+}
+
 std::vector<std::pair<std::string, uint32_t>> stateBuffers(const plan::Plan &p) {
   std::vector<std::pair<std::string, uint32_t>> out;
   if (p.units())

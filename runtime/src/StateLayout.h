@@ -18,6 +18,8 @@
 #ifndef FSDP_RUNTIME_SRC_STATELAYOUT_H
 #define FSDP_RUNTIME_SRC_STATELAYOUT_H
 
+#include "fsdp/runtime/TensorRef.h"
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -29,6 +31,9 @@ struct Parameter;
 } // namespace fsdp::plan
 
 namespace fsdp::rt {
+
+/// A parameter's declared dtype and shape (no data).
+TensorRef parameterType(const plan::Parameter &param);
 
 /// What a step carries to the next: (name, buffer) in plan order.
 std::vector<std::pair<std::string, uint32_t>> stateBuffers(const plan::Plan &p);

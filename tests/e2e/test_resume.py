@@ -280,17 +280,25 @@ def corruption_rows(s):
     os.makedirs(os.path.join(path, ".tmp-step-00000004"))
     rows.append(("refused: no COMMIT (a crashed save) and a .tmp directory",
                  refusal(s, plan, path, r"no committed checkpoint")))
-    # Another plan loads it by consolidating through the carried plan, so
-    # that plan is verified like the shards.
+    # Another plan loads it by reading the files through the carried plan,
+    # so that plan and every file are verified as a same-plan load would.
     other = s.plan(["--world-size=4"])
-    path, d = copy()
-    with open(os.path.join(d, "plan.fsdp"), "r+b") as f:
-        f.seek(-9, 2)
-        byte = f.read(1)
-        f.seek(-9, 2)
-        f.write(bytes([byte[0] ^ 0x01]))
+
+    def flipped(name, back):
+        path, d = copy()
+        with open(os.path.join(d, name), "r+b") as f:
+            f.seek(-back, 2)
+            byte = f.read(1)
+            f.seek(-back, 2)
+            f.write(bytes([byte[0] ^ 0x01]))
+        return path
+
     rows.append(("refused: a flipped byte in the carried plan, loaded at another world size",
-                 refusal(s, other, path, r"plan\.fsdp: \d+ bytes with content hash .* corrupted")))
+                 refusal(s, other, flipped("plan.fsdp", 9),
+                         r"plan\.fsdp: content hash .* corrupted")))
+    rows.append(("refused: a flipped byte in rank 1's shard, loaded at another world size",
+                 refusal(s, other, flipped(os.path.basename(rank1), 5),
+                         r"rank-00001-of-00002\.safetensors: content hash .* corrupted")))
     sgd = s.plan(["--world-size=2", "--optimizer=sgd", "--momentum=0.9"])
     rows.append(("refused: an AdamW checkpoint by an SGD plan (no momentum_buffer)",
                  refusal(s, sgd, base, r"has no tensor '[^']+\.momentum_buffer'")))

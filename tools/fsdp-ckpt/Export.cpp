@@ -1,11 +1,11 @@
 //===- Export.cpp - fsdp-ckpt export --------------------------------------===//
 //
-// Parses `export`'s arguments, consolidates the checkpoint (either format:
-// readCheckpointState runs a sharded checkpoint's own plan to gather it)
-// and writes its parameters, never its optimizer state: into the source
-// ONNX model (OnnxExport.cpp) or as safetensors with the metadata
-// `fsdp-run --save-weights` writes, so both tools' files are the same
-// bytes for the same state.
+// Parses `export`'s arguments, reads the checkpoint's parameters
+// consolidated (either format: readCheckpointState reads a sharded one
+// through the plan it carries), never its optimizer state, and writes
+// them: into the source ONNX model (OnnxExport.cpp) or as safetensors with
+// the metadata `fsdp-run --save-weights` writes, so both tools' files are
+// the same bytes for the same state.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,7 +64,7 @@ Status exportCheckpoint(const ExportArgs &args) {
   rt::CheckpointManifest manifest;
   FSDP_RETURN_IF_ERROR(rt::findCheckpoint(args.checkpoint, manifest));
   rt::CheckpointState state;
-  FSDP_RETURN_IF_ERROR(rt::readCheckpointState(manifest, state));
+  FSDP_RETURN_IF_ERROR(rt::readCheckpointState(manifest, state, /*parametersOnly=*/true));
   if (!args.onnxModel.empty())
     return exportOnnx(args.onnxModel, state.parameters, args.output);
   std::vector<rt::NamedTensor> tensors;

@@ -6,10 +6,11 @@
 // shape, bytes), reading every file through the same verification a resume
 // does (size and content hash against COMMIT), so it doubles as a check
 // that a checkpoint is intact. `convert` rewrites a checkpoint in the other
-// format or for another world size, exactly: the state is consolidated
-// (readCheckpointState) and, for a sharded target, restored into the ranks
-// of the target plan and saved by them (runInProcessRanks), so the layout
-// code is the executor's own. A sharded layout is a plan's decision, so a
+// format or for another world size, exactly: for a full target the state
+// is read consolidated (readCheckpointState); for a sharded one it is
+// restored tensor by tensor into the ranks of the target plan, run in this
+// process (runInProcessRanks), which save it, so the layout code is the
+// executor's own. A sharded layout is a plan's decision, so a
 // sharded target needs that plan (--plan); a full one needs none. `export
 // DIR --onnx=MODEL -o OUT` writes the trained parameters into the source
 // ONNX model, `export DIR --safetensors -o OUT` as safetensors (Export.h).
@@ -160,13 +161,16 @@ Status loadTargetPlan(const ConvertOptions &opts, LoadedPlan &plan) {
   return Status::ok();
 }
 
-/// Restores `state` into each rank of `plan` and saves it there.
-Status saveSharded(const LoadedPlan &plan, const CheckpointState &state, const std::string &dest,
-                   const std::string &what) {
+/// Restores the source checkpoint into each rank of `plan` (rank 0 reads
+/// it tensor by tensor) and saves it there.
+Status saveSharded(const LoadedPlan &plan, const CheckpointManifest &manifest,
+                   const std::string &dest) {
+  std::unique_ptr<StateSource> source;
+  FSDP_RETURN_IF_ERROR(openCheckpointSource(manifest, source));
   return runInProcessRanks(plan, [&](Executor &executor) -> Status {
-    FSDP_RETURN_IF_ERROR(
-        restoreCheckpointState(executor, executor.rank() == 0 ? &state : nullptr, what));
-    return saveCheckpoint(executor, dest, state.step, /*keep=*/0, CheckpointFormat::Sharded);
+    FSDP_RETURN_IF_ERROR(restoreCheckpointState(
+        executor, executor.rank() == 0 ? source.get() : nullptr, manifest.dir));
+    return saveCheckpoint(executor, dest, manifest.step, /*keep=*/0, CheckpointFormat::Sharded);
   });
 }
 
@@ -188,11 +192,13 @@ int convert(int argc, char **argv) {
   if (!full)
     if (Status s = loadTargetPlan(opts, target); !s)
       return fail(s.message());
-  CheckpointState state;
-  if (Status s = readCheckpointState(manifest, state); !s)
-    return fail(s.message());
-  Status wrote = full ? saveFullCheckpoint(opts.dest, state, manifest.worldSize, manifest.planHash)
-                      : saveSharded(target, state, opts.dest, manifest.dir);
+  Status wrote = [&]() -> Status {
+    if (!full)
+      return saveSharded(target, manifest, opts.dest);
+    CheckpointState state; // one file: all of it at once
+    FSDP_RETURN_IF_ERROR(readCheckpointState(manifest, state));
+    return saveFullCheckpoint(opts.dest, state, manifest.worldSize, manifest.planHash);
+  }();
   if (!wrote)
     return fail(wrote.message());
   std::printf("converted %s (step %" PRId64 ", %s, world size %" PRId64 ") to %s/%s (%s)\n",

@@ -306,6 +306,41 @@ TEST_F(SafetensorsTest, CorruptedHeaderBytesNeverCrash) {
   EXPECT_GT(accepted, 0);
 }
 
+TEST_F(SafetensorsTest, IndexReadsRangesOfWhatTheFullReaderReads) {
+  std::map<std::string, HostTensor> tensors = everyDTypeAndRank();
+  ASSERT_TRUE(writeSafetensors(path, named(tensors), {{"step", "3"}}).isOk());
+  SafetensorsFile whole;
+  ASSERT_TRUE(SafetensorsFile::open(path, whole).isOk());
+  SafetensorsIndex index;
+  Status s = SafetensorsIndex::open(path, index);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  EXPECT_EQ(index.metadata(), whole.metadata());
+  EXPECT_EQ(index.tensors().size(), tensors.size());
+  for (const auto &[name, expected] : tensors) {
+    const SafetensorsIndex::Info *info = index.find(name);
+    ASSERT_NE(info, nullptr) << name;
+    EXPECT_EQ(info->dtype, expected.dtype) << name;
+    EXPECT_EQ(info->shape, expected.shape) << name;
+    ASSERT_EQ(info->bytes, expected.data.size()) << name;
+    // Every split of the tensor into a head and a tail reads the same bytes.
+    for (uint64_t cut = 0; cut <= info->bytes; cut += std::max<uint64_t>(1, info->bytes / 5)) {
+      std::vector<char> bytes(info->bytes);
+      ASSERT_TRUE(index.read(name, 0, cut, bytes.data()).isOk());
+      ASSERT_TRUE(index.read(name, cut, info->bytes - cut, bytes.data() + cut).isOk());
+      EXPECT_EQ(bytes, expected.data) << name << " cut at " << cut;
+    }
+  }
+  std::vector<char> bytes(64);
+  const auto &[first, info] = *index.tensors().begin();
+  Status past = index.read(first, info.bytes, 1, bytes.data());
+  ASSERT_FALSE(past.isOk());
+  EXPECT_NE(past.message().find("'" + first + "'"), std::string::npos) << past.message();
+  EXPECT_FALSE(index.read("absent", 0, 0, bytes.data()).isOk());
+  // The index refuses what the full reader refuses.
+  writeBytes(path, readBytes(path).substr(0, 12));
+  EXPECT_FALSE(SafetensorsIndex::open(path, index).isOk());
+}
+
 TEST_F(SafetensorsTest, JsonAndNumpyReadWhatWeWrite) {
   if (!havePython())
     GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";

@@ -40,6 +40,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -98,19 +99,40 @@ struct CheckpointState {
   std::vector<std::pair<std::string, HostTensor>> parameters, optimizer;
 };
 
-/// Reads `manifest`'s checkpoint consolidated, in either format (a sharded
-/// one is consolidated by its own saving plan, which it carries). Not
-/// collective: tools and each rank of a resharding run call it alone.
-Status readCheckpointState(const CheckpointManifest &manifest, CheckpointState &out);
+/// The consolidated state, tensor by tensor: in memory (a CheckpointState),
+/// or read from a checkpoint's files as each tensor is asked for, so whoever
+/// reads a checkpoint this way holds one tensor at a time whatever the
+/// model's size.
+class StateSource {
+public:
+  virtual ~StateSource() = default;
+  /// Every tensor's name and whether it is a parameter; parameters first.
+  virtual const std::vector<std::pair<std::string, bool>> &names() const = 0;
+  /// Tensor `name` in `out` (nullptr when the source has none): the
+  /// source's own tensor, or one read into `scratch`.
+  virtual Status find(const std::string &name, HostTensor &scratch, const HostTensor *&out) = 0;
+};
+
+/// `manifest`'s checkpoint as a source, in either format, every file first
+/// verified whole against COMMIT. A sharded checkpoint is read through the
+/// plan it carries (its shard layout), straight from the rank files.
+Status openCheckpointSource(const CheckpointManifest &manifest,
+                            std::unique_ptr<StateSource> &out);
+/// A source over `state`, which must outlive it.
+std::unique_ptr<StateSource> memorySource(const CheckpointState &state);
+
+/// Reads `manifest`'s checkpoint consolidated into memory (only the
+/// parameters with `parametersOnly`). Not collective.
+Status readCheckpointState(const CheckpointManifest &manifest, CheckpointState &out,
+                           bool parametersOnly = false);
 
 /// Restores consolidated state into `executor`'s plan (any world size or
-/// strategy of the model): each rank keeps its part. `state` is rank 0's
+/// strategy of the model): each rank keeps its part. `source` is rank 0's
 /// (the others pass null): each tensor the plan asks for is broadcast from
 /// rank 0 as it is restored, so the other ranks hold one tensor at a time.
 /// Every tensor must find its place; `what` names the source in errors.
 /// Collective.
-Status restoreCheckpointState(Executor &executor, const CheckpointState *state,
-                              const std::string &what);
+Status restoreCheckpointState(Executor &executor, StateSource *source, const std::string &what);
 
 /// Writes `state` as a full checkpoint under `root` (step state.step), not
 /// collectively: what `fsdp-ckpt convert --format=full` writes. COMMIT

@@ -11,8 +11,8 @@
 //
 // The plan lays out the shards, so a sharded checkpoint is self-describing:
 // another plan of the model (another world size, strategy or schedule)
-// loads it by consolidating it (the saving plan's ranks, run in process,
-// restore their files and gather; InProcessRanks.h) and keeping its part.
+// loads it by reading it through that plan, tensor by tensor, and keeping
+// its part (StateSource, CheckpointState.cpp).
 // A full checkpoint (--save-format=full) is one model.safetensors instead,
 // written by rank 0: every parameter whole under its model name and its
 // optimizer state as "<name>.exp_avg" etc.; any plan of the same model
@@ -144,7 +144,8 @@ Status saveFullCheckpoint(const std::string &root, const CheckpointState &state,
 /// directory, or one step-N directory of it) and returns its step. A
 /// sharded checkpoint of this plan loads directly; a full one, or a sharded
 /// one of another plan of the model (another world size, strategy or
-/// schedule), is consolidated and each rank keeps its part. Collective,
+/// schedule), is read tensor by tensor by rank 0, which hands each rank
+/// what it keeps (restoreCheckpointState). Collective,
 /// like saveCheckpoint.
 /// `loaded`, when given, receives its manifest.
 Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step,

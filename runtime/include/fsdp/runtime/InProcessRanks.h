@@ -1,15 +1,13 @@
 //===- InProcessRanks.h - a plan's ranks as threads, for moving state -----===//
 //
-// Checkpoint tools move state between layouts by running the plans that
-// define them: a sharded checkpoint is consolidated by restoring each of its
-// rank files into an executor of its own saving plan and gathering
-// (Executor::writeState, then readFullState), and it is resharded by
-// restoring the consolidated state into each rank of the target plan
-// (writeFullState). Both reuse the executor's own shard layout code, so a
-// conversion is exact by construction, not by a second implementation of
-// the layout. runInProcessRanks gives each rank a thread, a CPU device and
-// an executor over one in-process group; no step is ever run, so the
-// devices' arenas are reserved but never touched.
+// `fsdp-ckpt convert --format=sharded` writes a checkpoint in a target
+// plan's layout by running that plan's ranks: each restores the state
+// (restoreCheckpointState, rank 0 reading the source tensor by tensor) and
+// saves its shard (saveCheckpoint), the same code a training run saves
+// with, so the result is exactly what the plan itself would have written.
+// runInProcessRanks gives each rank a thread, a CPU device and an executor
+// over one in-process group; no step is ever run, so the devices' arenas
+// are reserved but never touched.
 //
 //===----------------------------------------------------------------------===//
 

@@ -353,11 +353,14 @@ Status loadOwnShard(Executor &executor, const CheckpointManifest &manifest) {
 
 Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step,
                       CheckpointManifest *out) {
-  // Every rank takes the same collective path: the manifest, read by each,
-  // is the same file, and the plan hash was agreed at start-up.
+  // Every rank takes the same collective path: each reads the same COMMIT
+  // (checked by its step, in case a save elsewhere commits a newer one
+  // meanwhile), and the plan hash was agreed at start-up.
   Communicator &world = executor.world();
   CheckpointManifest manifest;
   FSDP_RETURN_IF_ERROR(world.agree(findCheckpoint(path, manifest), "finding the checkpoint"));
+  FSDP_RETURN_IF_ERROR(world.checkSameOnAllRanks(static_cast<uint64_t>(manifest.step),
+                                                 "the checkpoint step found"));
   if (savedByThisPlan(executor, manifest)) {
     FSDP_RETURN_IF_ERROR(world.agree(loadOwnShard(executor, manifest), "loading the checkpoint"));
   } else {

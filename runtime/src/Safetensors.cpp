@@ -384,49 +384,47 @@ Status openImpl(const std::string &path, std::map<std::string, std::string> &met
   return Status::ok();
 }
 
-struct Planned {
-  const NamedTensor *named;
-  uint64_t bytes = 0;
-  uint64_t begin = 0;
-};
+} // namespace
 
-Status writeImpl(const std::string &path, const std::vector<NamedTensor> &tensors,
-                 const std::map<std::string, std::string> &metadata, uint64_t *hash) {
-  std::vector<Planned> planned;
+Status SafetensorsWriter::begin(const std::string &path, const std::vector<Spec> &specs,
+                                const std::map<std::string, std::string> &metadata) {
+  path_ = path;
+  sizes_.clear();
+  next_ = 0;
+  hasher_ = ContentHasher();
+  const std::string context = "safetensors file '" + path + "'";
   std::set<std::string> names;
-  for (const NamedTensor &t : tensors) {
-    Planned p{&t};
-    std::string where = "tensor '" + t.name + "'";
-    if (t.name == kMetadataKey)
+  std::vector<std::pair<const Spec *, uint64_t>> byName; // spec, data offset
+  uint64_t offset = 0;
+  size_t widest = 8;
+  for (const Spec &spec : specs) {
+    const std::string where = context + ": tensor '" + spec.name + "'";
+    if (spec.name == kMetadataKey)
       return Status::error(where + ": the name is reserved for metadata");
-    if (!isValidUtf8(t.name))
+    if (!isValidUtf8(spec.name))
       return Status::error(where + ": the name is not valid UTF-8");
-    if (!names.insert(t.name).second)
+    if (!names.insert(spec.name).second)
       return Status::error(where + ": duplicate tensor name");
-    FSDP_RETURN_IF_ERROR(withContext(where, checkTensorRef(t.tensor, p.bytes)));
-    planned.push_back(p);
+    uint64_t bytes = 0;
+    FSDP_RETURN_IF_ERROR(
+        withContext(where, checkedByteSize(spec.dtype, spec.shape.data(), spec.shape.size(), bytes)));
+    // Widest elements first: every size is a power of two dividing the
+    // ones before it, so each tensor lands aligned with no padding between
+    // them (the reference reader refuses gaps in the buffer).
+    if (dtypeSize(spec.dtype) > widest)
+      return Status::error(where + ": a wider element type after a narrower one would be "
+                                   "misaligned (give the widest first)");
+    widest = dtypeSize(spec.dtype);
+    byName.emplace_back(&spec, offset);
+    sizes_.push_back(bytes);
+    offset += bytes;
   }
   for (const auto &[key, value] : metadata)
     if (!isValidUtf8(key) || !isValidUtf8(value))
-      return Status::error("metadata entry '" + key + "' is not valid UTF-8");
+      return Status::error(context + ": metadata entry '" + key + "' is not valid UTF-8");
 
-  // Widest elements first: every size is a power of two dividing the ones
-  // before it, so each tensor lands aligned with no padding between them
-  // (the reference reader refuses gaps in the buffer).
-  auto byName = [](const Planned &a, const Planned &b) { return a.named->name < b.named->name; };
-  std::sort(planned.begin(), planned.end(), [&](const Planned &a, const Planned &b) {
-    size_t sa = dtypeSize(a.named->tensor.dtype), sb = dtypeSize(b.named->tensor.dtype);
-    return sa != sb ? sa > sb : byName(a, b);
-  });
-  std::vector<ByteSpan> pieces(2);
-  uint64_t offset = 0;
-  for (Planned &p : planned) {
-    p.begin = offset;
-    offset += p.bytes;
-    pieces.push_back({p.named->tensor.data, static_cast<size_t>(p.bytes)});
-  }
-
-  std::sort(planned.begin(), planned.end(), byName);
+  std::sort(byName.begin(), byName.end(),
+            [](const auto &a, const auto &b) { return a.first->name < b.first->name; });
   std::string header = "{";
   if (!metadata.empty()) {
     header += std::string("\"") + kMetadataKey + "\":{";
@@ -439,15 +437,17 @@ Status writeImpl(const std::string &path, const std::vector<NamedTensor> &tensor
     }
     header += '}';
   }
-  for (const Planned &p : planned) {
-    const TensorRef &t = p.named->tensor;
+  for (size_t i = 0; i < byName.size(); ++i) {
+    const Spec &spec = *byName[i].first;
+    const uint64_t begin = byName[i].second;
+    const uint64_t bytes = sizes_[static_cast<size_t>(&spec - specs.data())];
     if (header.size() > 1)
       header += ',';
-    appendJsonString(header, p.named->name);
-    header += std::string(":{\"dtype\":\"") + fileNames(t.dtype).safetensors + "\",\"shape\":[";
-    for (int i = 0; i < t.rank; ++i)
-      header += (i ? "," : "") + std::to_string(t.dims[i]);
-    header += cat("],\"data_offsets\":[", p.begin, ",", p.begin + p.bytes, "]}");
+    appendJsonString(header, spec.name);
+    header += std::string(":{\"dtype\":\"") + fileNames(spec.dtype).safetensors + "\",\"shape\":[";
+    for (size_t d = 0; d < spec.shape.size(); ++d)
+      header += (d ? "," : "") + std::to_string(spec.shape[d]);
+    header += cat("],\"data_offsets\":[", begin, ",", begin + bytes, "]}");
   }
   header += '}';
   header.append((kHeaderAlignment - header.size() % kHeaderAlignment) % kHeaderAlignment, ' ');
@@ -455,24 +455,60 @@ Status writeImpl(const std::string &path, const std::vector<NamedTensor> &tensor
   unsigned char sizeField[8];
   for (int i = 0; i < 8; ++i)
     sizeField[i] = static_cast<unsigned char>(static_cast<uint64_t>(header.size()) >> (8 * i));
-  pieces[0] = {sizeField, sizeof(sizeField)};
-  pieces[1] = {header.data(), header.size()};
-  if (hash) {
-    ContentHasher hasher;
-    for (const ByteSpan &piece : pieces)
-      hasher.update(piece.data, piece.size);
-    *hash = hasher.finish();
-  }
-  return writeFileAtomic(path, pieces);
+  FSDP_RETURN_IF_ERROR(withContext(context, file_.open(path)));
+  FSDP_RETURN_IF_ERROR(put(sizeField, sizeof(sizeField)));
+  return put(header.data(), header.size());
 }
 
-} // namespace
+Status SafetensorsWriter::put(const void *data, size_t bytes) {
+  hasher_.update(data, bytes);
+  return withContext("safetensors file '" + path_ + "'", file_.write(data, bytes));
+}
+
+Status SafetensorsWriter::add(const void *data, size_t bytes) {
+  if (next_ >= sizes_.size() || bytes != sizes_[next_])
+    return Status::error(cat("safetensors file '", path_, "': tensor ", next_, " has ", bytes,
+                             " bytes, its header ",
+                             next_ < sizes_.size() ? cat(sizes_[next_]) : std::string("none")));
+  ++next_;
+  return put(data, bytes);
+}
+
+Status SafetensorsWriter::finish(uint64_t *contentHash) {
+  if (next_ != sizes_.size())
+    return Status::error(cat("safetensors file '", path_, "': ", next_, " of ", sizes_.size(),
+                             " tensors written"));
+  if (contentHash)
+    *contentHash = hasher_.finish();
+  return withContext("safetensors file '" + path_ + "'", file_.commit());
+}
 
 Status writeSafetensors(const std::string &path, const std::vector<NamedTensor> &tensors,
                         const std::map<std::string, std::string> &metadata, uint64_t *contentHash) {
-  return withContext("safetensors file '" + path + "'",
-                     writeImpl(path, tensors, metadata, contentHash));
+  // Every tensor checked before anything is written; then widest element
+  // type first, by name.
+  std::vector<const NamedTensor *> order;
+  for (const NamedTensor &t : tensors) {
+    uint64_t n = 0;
+    FSDP_RETURN_IF_ERROR(withContext("safetensors file '" + path + "': tensor '" + t.name + "'",
+                                     checkTensorRef(t.tensor, n)));
+    order.push_back(&t);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const NamedTensor *a, const NamedTensor *b) {
+    size_t sa = dtypeSize(a->tensor.dtype), sb = dtypeSize(b->tensor.dtype);
+    return sa != sb ? sa > sb : a->name < b->name;
+  });
+  std::vector<SafetensorsWriter::Spec> specs;
+  for (const NamedTensor *t : order)
+    specs.push_back({t->name, t->tensor.dtype,
+                     std::vector<int64_t>(t->tensor.dims, t->tensor.dims + t->tensor.rank)});
+  SafetensorsWriter writer;
+  FSDP_RETURN_IF_ERROR(writer.begin(path, specs, metadata));
+  for (const NamedTensor *t : order)
+    FSDP_RETURN_IF_ERROR(writer.add(t->tensor.data, t->tensor.byteSize()));
+  return writer.finish(contentHash);
 }
+
 
 Status SafetensorsFile::open(const std::string &path, SafetensorsFile &out) {
   SafetensorsFile file;

@@ -14,6 +14,8 @@
 #ifndef FSDP_RUNTIME_SAFETENSORS_H
 #define FSDP_RUNTIME_SAFETENSORS_H
 
+#include "fsdp/runtime/AtomicFile.h"
+#include "fsdp/runtime/ContentHash.h"
 #include "fsdp/runtime/HostTensor.h"
 #include "fsdp/runtime/Status.h"
 #include "fsdp/runtime/TensorRef.h"
@@ -45,6 +47,34 @@ inline const std::map<std::string, std::string> kWeightsMetadata = {{"format", "
 Status writeSafetensors(const std::string &path, const std::vector<NamedTensor> &tensors,
                         const std::map<std::string, std::string> &metadata,
                         uint64_t *contentHash = nullptr);
+
+/// Writes a safetensors file tensor by tensor, for files too large to
+/// assemble first: begin() writes the header from `specs`, given in data
+/// order, widest element type first (so every tensor lands aligned);
+/// add() appends each tensor's bytes in that order; finish() checks every
+/// tensor came and commits the file atomically, as writeSafetensors does.
+/// Abandoned before finish(), it leaves no file.
+class SafetensorsWriter {
+public:
+  struct Spec {
+    std::string name;
+    DType dtype = DType::F32;
+    std::vector<int64_t> shape;
+  };
+  Status begin(const std::string &path, const std::vector<Spec> &specs,
+               const std::map<std::string, std::string> &metadata);
+  Status add(const void *data, size_t bytes);
+  /// With `contentHash`, also returns the ContentHasher value of the file.
+  Status finish(uint64_t *contentHash = nullptr);
+
+private:
+  Status put(const void *data, size_t bytes);
+  std::string path_;
+  AtomicFileWriter file_;
+  ContentHasher hasher_;
+  std::vector<uint64_t> sizes_;
+  size_t next_ = 0;
+};
 
 namespace detail {
 class InputFile;

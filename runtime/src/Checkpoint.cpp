@@ -16,6 +16,7 @@
 #include "fsdp/runtime/ContentHash.h"
 #include "fsdp/runtime/PlanFile.h"
 #include "fsdp/runtime/Safetensors.h"
+#include "fsdp/runtime/StateLayout.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -252,6 +253,38 @@ Status writePlanCopy(const Executor &executor, const fs::path &tmp,
   return hashFile(path, entry.first, entry.second);
 }
 
+/// A full checkpoint's file, written as the units are gathered: rank 0
+/// holds one unit's flat buffer at a time, never the whole state. Every
+/// rank takes part in every gather even after rank 0's write fails, so the
+/// failure reaches the agreement instead of leaving ranks waiting.
+Status writeFullFile(const Executor &executor, const std::string &path,
+                     const std::map<std::string, std::string> &metadata,
+                     std::pair<uint64_t, uint64_t> &entry) {
+  const bool lead = executor.world().rank() == 0;
+  const std::vector<StateEntry> order = writeOrder(consolidatedLayout(executor.plan().plan()));
+  SafetensorsWriter writer;
+  Status writing = Status::ok();
+  if (lead) {
+    std::vector<SafetensorsWriter::Spec> specs;
+    for (const StateEntry &e : order)
+      specs.push_back({e.name, e.type.dtype,
+                       std::vector<int64_t>(e.type.dims, e.type.dims + e.type.rank)});
+    writing = writer.begin(path, specs, metadata);
+  }
+  Status gathered = executor.visitFullState(
+      order, lead && writing, [&](const StateEntry &, const TensorRef &view) {
+        return writer.add(view.data, view.byteSize());
+      });
+  if (!lead)
+    return gathered;
+  FSDP_RETURN_IF_ERROR(writing);
+  FSDP_RETURN_IF_ERROR(gathered);
+  FSDP_RETURN_IF_ERROR(writer.finish(&entry.second));
+  std::error_code ec;
+  entry.first = fs::file_size(path, ec);
+  return ec ? Status::error(path + ": " + ec.message()) : Status::ok();
+}
+
 } // namespace
 
 uint64_t CheckpointManifest::totalBytes() const {
@@ -269,23 +302,23 @@ Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
   FSDP_RETURN_IF_ERROR(onLead(world, "creating the checkpoint directory",
                               [&]() { return makeTempDir(rootPath, tmp); }));
   // Sharded: each rank writes its own state, rank 0 also the plan. Full:
-  // every rank helps gather the consolidated state, rank 0 writes it.
+  // every rank helps gather the consolidated state unit by unit, and rank 0
+  // streams each tensor into the file as it arrives (writeFullFile).
   const int rank = world.rank(), size = world.size();
   const std::string name = full ? kFullCheckpointFile : checkpointFileName(rank, size);
+  const auto metadata = fileMetadata(format, step, rank, size, executor.planHash());
   std::pair<uint64_t, uint64_t> entry{0, 0}, planEntry{0, 0}; // bytes, content hash
   Status wrote = [&]() -> Status {
+    if (full)
+      return writeFullFile(executor, (tmp / name).string(), metadata, entry);
     std::vector<std::pair<std::string, HostTensor>> state;
-    FSDP_RETURN_IF_ERROR(full ? executor.readFullState(state, rank == 0)
-                              : executor.readState(state));
-    if (full && rank != 0)
-      return Status::ok();
-    if (!full && rank == 0)
+    FSDP_RETURN_IF_ERROR(executor.readState(state));
+    if (rank == 0)
       FSDP_RETURN_IF_ERROR(writePlanCopy(executor, tmp, planEntry));
     std::vector<NamedTensor> tensors;
     for (const auto &[n, value] : state)
       tensors.push_back({n, value.ref()});
-    return writeStateFile(tmp, name, tensors,
-                          fileMetadata(format, step, rank, size, executor.planHash()), entry);
+    return writeStateFile(tmp, name, tensors, metadata, entry);
   }();
   FSDP_RETURN_IF_ERROR(world.agree(wrote, "writing checkpoint shards"));
   uint64_t mine[2] = {entry.first, entry.second};

@@ -20,7 +20,7 @@
 #include "fsdp/runtime/PlanFile.h"
 #include "fsdp/runtime/Safetensors.h"
 #include "runtime/schema/plan_generated.h"
-#include "runtime/src/StateLayout.h"
+#include "fsdp/runtime/StateLayout.h"
 
 #include <algorithm>
 #include <cstring>

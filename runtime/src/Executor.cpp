@@ -26,8 +26,8 @@
 #include "comm/InProcessCommunicator.h"
 #include "fsdp/runtime/Safetensors.h"
 #include "runtime/schema/plan_generated.h"
-#include "runtime/src/StateLayout.h"
 #include "runtime/src/PlanCheck.h"
+#include "fsdp/runtime/StateLayout.h"
 
 #include <algorithm>
 #include <chrono>
@@ -523,38 +523,30 @@ void Executor::abort(const std::string &reason) {
     entry.second->abort(reason);
 }
 
-Status Executor::readFullState(std::vector<std::pair<std::string, HostTensor>> &out,
-                               bool keep) const {
-  const plan::Plan &p = plan_.plan();
-  out.clear();
-  std::vector<HostTensor> values;
-  FSDP_RETURN_IF_ERROR(gatherParameters(keep, values));
-  if (keep)
-    for (size_t i = 0; i < values.size(); ++i)
-      out.emplace_back(p.parameters()->Get(i)->name()->str(), std::move(values[i]));
-  // The state, each flat state buffer gathered once (its slices follow one
-  // another in the layout); every rank gathers, a keeping rank slices.
-  HostTensor flat, shard; // reused, as in gatherParameters
+Status Executor::visitFullState(const std::vector<StateEntry> &order, bool keep,
+                                const FullStateVisitor &visit) const {
+  // Every rank gathers each flat buffer once (consecutive entries of one
+  // buffer share it) in `order`, the same on every rank; a keeping rank
+  // hands out views of the gathered bytes, no copies. After a visit fails,
+  // the gathers still run to the end, so no rank is left waiting.
+  HostTensor flat, shard, whole; // reused: fresh gigabytes would be zeroed and faulted in
   uint32_t gathered = kNoBuffer;
-  for (const StateEntry &e : consolidatedLayout(p)) {
-    if (e.parameter)
-      continue;
-    if (!e.slice) {
-      if (keep) {
-        out.emplace_back(e.name, HostTensor());
-        FSDP_RETURN_IF_ERROR(copyToHost(e.buffer, out.back().second));
-      }
-      continue;
+  Status visited = Status::ok();
+  for (const StateEntry &e : order) {
+    TensorRef view = e.type;
+    if (e.slice) {
+      if (e.buffer != gathered)
+        FSDP_RETURN_IF_ERROR(gatherUnit(e.slice->unit(), flat, e.buffer, &shard));
+      gathered = e.buffer;
+      view.data = flat.data.data() + e.slice->flat_offset() * dtypeSize(e.type.dtype);
+    } else if (keep) {
+      FSDP_RETURN_IF_ERROR(copyToHost(e.buffer, whole));
+      view.data = whole.data.data();
     }
-    if (e.buffer != gathered)
-      FSDP_RETURN_IF_ERROR(gatherUnit(e.slice->unit(), flat, e.buffer, &shard));
-    gathered = e.buffer;
-    if (keep) {
-      out.emplace_back(e.name, HostTensor());
-      sliceParameter(*e.slice, flat, out.back().second);
-    }
+    if (keep && visited)
+      visited = visit(e, view);
   }
-  return Status::ok();
+  return visited;
 }
 
 Status Executor::writeFullState(const TensorLookup &lookup, const std::string &what) {

@@ -6,11 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/src/StateLayout.h"
+#include "fsdp/runtime/StateLayout.h"
 
 #include "fsdp/runtime/PlanFile.h"
 #include "runtime/schema/plan_generated.h"
 
+#include <algorithm>
 #include <map>
 #include <string_view>
 
@@ -24,6 +25,20 @@ TensorRef parameterType(const plan::Parameter &param) {
     ref.dims[d] = param.shape()->Get(d);
   return ref;
 }
+
+namespace {
+
+TensorRef bufferType(const plan::Plan &p, uint32_t index) {
+  const plan::Buffer *buffer = p.buffers()->Get(index);
+  TensorRef ref;
+  ref.dtype = static_cast<DType>(buffer->dtype());
+  ref.rank = static_cast<int>(buffer->shape()->size());
+  for (int d = 0; d < ref.rank; ++d)
+    ref.dims[d] = buffer->shape()->Get(d);
+  return ref;
+}
+
+} // namespace
 
 std::vector<std::pair<std::string, uint32_t>> stateBuffers(const plan::Plan &p) {
   std::vector<std::pair<std::string, uint32_t>> out;
@@ -62,6 +77,7 @@ std::vector<StateEntry> consolidatedLayout(const plan::Plan &p) {
         e.buffer = unit->shard_buffer();
         e.slice = param;
       }
+      e.type = e.slice ? parameterType(*e.slice) : bufferType(p, e.buffer);
       out.push_back(std::move(e));
     }
   if (!p.state())
@@ -73,15 +89,24 @@ std::vector<StateEntry> consolidatedLayout(const plan::Plan &p) {
                     ? shardedUnits.end()
                     : shardedUnits.find(std::string_view(name).substr(0, dot));
     if (unit == shardedUnits.end()) { // already one parameter's
-      out.push_back({name, false, "state/" + name, s->buffer(), nullptr});
+      out.push_back({name, false, "state/" + name, s->buffer(), nullptr,
+                     bufferType(p, s->buffer())});
       continue;
     }
     for (const plan::Parameter *param : *p.parameters())
       if (param->unit() == unit->second)
         out.push_back({param->name()->str() + name.substr(dot), false, "state/" + name,
-                       s->buffer(), param});
+                       s->buffer(), param, parameterType(*param)});
   }
   return out;
+}
+
+std::vector<StateEntry> writeOrder(std::vector<StateEntry> layout) {
+  std::stable_sort(layout.begin(), layout.end(), [](const StateEntry &a, const StateEntry &b) {
+    const size_t wa = dtypeSize(a.type.dtype), wb = dtypeSize(b.type.dtype);
+    return wa != wb ? wa > wb : a.buffer < b.buffer;
+  });
+  return layout;
 }
 
 } // namespace fsdp::rt

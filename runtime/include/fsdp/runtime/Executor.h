@@ -46,6 +46,7 @@
 #include "fsdp/runtime/Device.h"
 #include "fsdp/runtime/HostTensor.h"
 #include "fsdp/runtime/PlanFile.h"
+#include "fsdp/runtime/StateLayout.h"
 
 #include <functional>
 #include <memory>
@@ -114,14 +115,15 @@ public:
   /// buffer's dtype and shape; `what` names the source in errors.
   Status writeState(const TensorLookup &lookup,
                     const std::string &what);
-  /// The same state consolidated, as torch names it: every parameter whole
-  /// under its model name and its optimizer state as "<name>.exp_avg",
-  /// "<name>.exp_avg_sq" or "<name>.momentum_buffer", whatever the plan's
-  /// sharding: parameters first, in plan order, then the state. Collective
-  /// on sharded plans (units are gathered); a rank with `keep` false only
-  /// contributes its shards (`out` is left empty).
-  Status readFullState(std::vector<std::pair<std::string, HostTensor>> &out,
-                       bool keep = true) const;
+  /// The same state consolidated, as torch names it (every parameter whole
+  /// under its model name, its optimizer state as "<name>.exp_avg",
+  /// "<name>.exp_avg_sq" or "<name>.momentum_buffer"), one tensor at a
+  /// time: `visit` gets each entry of `order` (StateLayout.h) with a view of
+  /// its bytes, valid during the call. Collective on sharded plans (units
+  /// are gathered); a rank with `keep` false only contributes its shards.
+  using FullStateVisitor = std::function<Status(const StateEntry &, const TensorRef &)>;
+  Status visitFullState(const std::vector<StateEntry> &order, bool keep,
+                        const FullStateVisitor &visit) const;
   /// Restores consolidated state into this plan's layout (any world size or
   /// strategy of the same model and optimizer): this rank keeps its part.
   Status writeFullState(const TensorLookup &lookup,

@@ -1,8 +1,8 @@
 //===- StateLayout.h - where a plan keeps each tensor of the state --------===//
 //
-// Private to the runtime. A training step hands the next its state: unit
-// shards, optimizer state and parameters held whole, one buffer each, named
-// as a sharded checkpoint names them (stateBuffers: "unit/U", "state/S",
+// A training step hands the next its state: unit shards, optimizer state
+// and parameters held whole, one buffer each, named as a sharded
+// checkpoint names them (stateBuffers: "unit/U", "state/S",
 // "param/P"). The same state consolidated (a full checkpoint) names every
 // parameter whole and its optimizer state "<param>.<suffix>".
 // consolidatedLayout maps one onto the other from the plan's tables alone:
@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_SRC_STATELAYOUT_H
-#define FSDP_RUNTIME_SRC_STATELAYOUT_H
+#ifndef FSDP_RUNTIME_STATELAYOUT_H
+#define FSDP_RUNTIME_STATELAYOUT_H
 
 #include "fsdp/runtime/TensorRef.h"
 
@@ -48,12 +48,18 @@ struct StateEntry {
   /// (parameter-shaped, at param->flat_offset()); null when the buffer
   /// holds it whole.
   const plan::Parameter *slice = nullptr;
+  TensorRef type; // its dtype and shape (no data)
 };
 
 /// Parameters in plan order, then each state buffer's tensors (a unit's
 /// state: its parameters' slices in plan order).
 std::vector<StateEntry> consolidatedLayout(const plan::Plan &p);
 
+/// The layout in the order a full checkpoint's data is written: widest
+/// element type first (SafetensorsWriter's alignment rule), then buffer by
+/// buffer, so each unit's flat buffer is gathered once.
+std::vector<StateEntry> writeOrder(std::vector<StateEntry> layout);
+
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_SRC_STATELAYOUT_H
+#endif // FSDP_RUNTIME_STATELAYOUT_H

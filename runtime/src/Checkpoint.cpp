@@ -345,24 +345,49 @@ Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
   return Status::ok();
 }
 
-Status saveFullCheckpoint(const std::string &root, const CheckpointState &state,
+Status saveFullCheckpoint(const std::string &root, StateSource &source, int64_t step,
                           int64_t worldSize, uint64_t planHash) {
-  const fs::path rootPath(root), tmp = rootPath / (".tmp-" + checkpointDirName(state.step));
+  const fs::path rootPath(root), tmp = rootPath / (".tmp-" + checkpointDirName(step));
   FSDP_RETURN_IF_ERROR(makeTempDir(rootPath, tmp));
-  std::vector<NamedTensor> tensors;
-  for (const auto *part : {&state.parameters, &state.optimizer})
-    for (const auto &[name, value] : *part)
-      tensors.push_back({name, value.ref()});
+  // Widest element type first (the writer's alignment rule), otherwise in
+  // the source's order; each tensor is read as it is written.
+  std::vector<StateSource::Tensor> order = source.tensors();
+  std::stable_sort(order.begin(), order.end(), [](const auto &a, const auto &b) {
+    return dtypeSize(a.type.dtype) > dtypeSize(b.type.dtype);
+  });
+  std::vector<SafetensorsWriter::Spec> specs;
+  for (const StateSource::Tensor &t : order)
+    specs.push_back({t.name, t.type.dtype, std::vector<int64_t>(t.type.dims, t.type.dims + t.type.rank)});
   CheckpointManifest info;
   info.format = CheckpointFormat::Full;
-  info.step = state.step;
+  info.step = step;
   info.worldSize = worldSize;
   info.planHash = planHash;
-  FSDP_RETURN_IF_ERROR(writeStateFile(
-      tmp, kFullCheckpointFile, tensors,
-      fileMetadata(CheckpointFormat::Full, state.step, 0, worldSize, planHash),
-      info.files[kFullCheckpointFile]));
+  const std::string path = (tmp / kFullCheckpointFile).string();
+  SafetensorsWriter writer;
+  FSDP_RETURN_IF_ERROR(
+      writer.begin(path, specs, fileMetadata(CheckpointFormat::Full, step, 0, worldSize, planHash)));
+  HostTensor scratch;
+  for (const StateSource::Tensor &t : order) {
+    const HostTensor *value = nullptr;
+    FSDP_RETURN_IF_ERROR(source.find(t.name, scratch, value));
+    if (!value)
+      return Status::error(path + ": the source lists '" + t.name + "' but has no value");
+    FSDP_RETURN_IF_ERROR(writer.add(value->data.data(), value->data.size()));
+  }
+  std::pair<uint64_t, uint64_t> &entry = info.files[kFullCheckpointFile];
+  FSDP_RETURN_IF_ERROR(writer.finish(&entry.second));
+  std::error_code ec;
+  entry.first = fs::file_size(path, ec);
+  if (ec)
+    return Status::error(path + ": " + ec.message());
   return commitCheckpoint(rootPath, tmp, info, /*keep=*/0);
+}
+
+Status saveFullCheckpoint(const std::string &root, const CheckpointState &state,
+                          int64_t worldSize, uint64_t planHash) {
+  std::unique_ptr<StateSource> source = memorySource(state);
+  return saveFullCheckpoint(root, *source, state.step, worldSize, planHash);
 }
 
 namespace {

@@ -74,11 +74,12 @@ public:
   explicit MemorySource(const CheckpointState &state) {
     for (const auto *part : {&state.parameters, &state.optimizer})
       for (const auto &[name, value] : *part) {
-        names_.emplace_back(name, part == &state.parameters);
+        names_.push_back({name, part == &state.parameters, value.ref()});
+        names_.back().type.data = nullptr;
         byName_[name] = &value;
       }
   }
-  const std::vector<std::pair<std::string, bool>> &names() const override { return names_; }
+  const std::vector<Tensor> &tensors() const override { return names_; }
   Status find(const std::string &name, HostTensor &, const HostTensor *&out) override {
     auto it = byName_.find(name);
     out = it == byName_.end() ? nullptr : it->second;
@@ -86,7 +87,7 @@ public:
   }
 
 private:
-  std::vector<std::pair<std::string, bool>> names_;
+  std::vector<Tensor> names_;
   std::map<std::string, const HostTensor *> byName_;
 };
 
@@ -113,7 +114,7 @@ public:
     // "<name>.<suffix>" is state when <name> is also in the file and the
     // suffix is one of torch's optimizer state names.
     static const char *const kStateSuffixes[] = {".exp_avg", ".exp_avg_sq", ".momentum_buffer"};
-    std::vector<std::pair<std::string, bool>> state;
+    std::vector<Tensor> state;
     for (const auto &[name, info] : file_.tensors()) {
       bool isState = false;
       for (const char *suffix : kStateSuffixes) {
@@ -121,12 +122,16 @@ public:
         isState |= name.size() > n && name.compare(name.size() - n, n, suffix) == 0 &&
                    file_.find(name.substr(0, name.size() - n));
       }
-      (isState ? state : names_).emplace_back(name, !isState);
+      Tensor t{name, !isState, {}};
+      t.type.dtype = info.dtype;
+      t.type.rank = static_cast<int>(info.shape.size());
+      std::copy(info.shape.begin(), info.shape.end(), t.type.dims);
+      (isState ? state : names_).push_back(std::move(t));
     }
     names_.insert(names_.end(), state.begin(), state.end());
     return Status::ok();
   }
-  const std::vector<std::pair<std::string, bool>> &names() const override { return names_; }
+  const std::vector<Tensor> &tensors() const override { return names_; }
   Status find(const std::string &name, HostTensor &scratch, const HostTensor *&out) override {
     out = nullptr;
     const SafetensorsIndex::Info *info = file_.find(name);
@@ -141,7 +146,7 @@ public:
 private:
   std::string path_;
   SafetensorsIndex file_;
-  std::vector<std::pair<std::string, bool>> names_;
+  std::vector<Tensor> names_;
 };
 
 /// A sharded checkpoint read through the plan that wrote it: a tensor held
@@ -153,7 +158,7 @@ public:
     FSDP_RETURN_IF_ERROR(openCheckpointPlan(manifest, plan_));
     layout_ = consolidatedLayout(plan_.plan());
     for (size_t i = 0; i < layout_.size(); ++i) {
-      names_.emplace_back(layout_[i].name, layout_[i].parameter);
+      names_.push_back({layout_[i].name, layout_[i].parameter, layout_[i].type});
       byName_[layout_[i].name] = i;
     }
     const int size = static_cast<int>(manifest.worldSize);
@@ -165,7 +170,7 @@ public:
     }
     return Status::ok();
   }
-  const std::vector<std::pair<std::string, bool>> &names() const override { return names_; }
+  const std::vector<Tensor> &tensors() const override { return names_; }
   Status find(const std::string &name, HostTensor &scratch, const HostTensor *&out) override {
     out = nullptr;
     auto it = byName_.find(name);
@@ -205,7 +210,7 @@ public:
 private:
   LoadedPlan plan_;
   std::vector<StateEntry> layout_;
-  std::vector<std::pair<std::string, bool>> names_;
+  std::vector<Tensor> names_;
   std::map<std::string, size_t> byName_;
   std::vector<SafetensorsIndex> files_;
   std::vector<std::string> fileNames_;
@@ -237,7 +242,9 @@ Status readCheckpointState(const CheckpointManifest &manifest, CheckpointState &
   FSDP_RETURN_IF_ERROR(openCheckpointSource(manifest, source));
   CheckpointState state;
   state.step = manifest.step;
-  for (const auto &[name, parameter] : source->names()) {
+  for (const StateSource::Tensor &t : source->tensors()) {
+    const std::string &name = t.name;
+    const bool parameter = t.parameter;
     if (parametersOnly && !parameter)
       continue;
     HostTensor scratch;
@@ -263,8 +270,8 @@ Status restoreCheckpointState(Executor &executor, StateSource *source, const std
     return Status::error("restoreCheckpointState: rank 0, and only rank 0, passes the source");
   std::map<std::string, bool> used;
   if (lead)
-    for (const auto &[name, parameter] : source->names())
-      used[name] = false;
+    for (const StateSource::Tensor &t : source->tensors())
+      used[t.name] = false;
   HostTensor received;         // the current tensor, if not the source's own
   Status sent = Status::ok();  // the first read or broadcast failure
   auto lookup = [&](const std::string &n) -> const HostTensor * {

@@ -6,11 +6,11 @@
 // shape, bytes), reading every file through the same verification a resume
 // does (size and content hash against COMMIT), so it doubles as a check
 // that a checkpoint is intact. `convert` rewrites a checkpoint in the other
-// format or for another world size, exactly: for a full target the state
-// is read consolidated (readCheckpointState); for a sharded one it is
-// restored tensor by tensor into the ranks of the target plan, run in this
-// process (runInProcessRanks), which save it, so the layout code is the
-// executor's own. A sharded layout is a plan's decision, so a
+// format or for another world size, exactly, reading the source tensor by
+// tensor (StateSource): a full target is written as it is read; a sharded
+// one is restored into the ranks of the target plan, run in this process
+// (runInProcessRanks), which save it, so the layout code is the executor's
+// own. A sharded layout is a plan's decision, so a
 // sharded target needs that plan (--plan); a full one needs none. `export
 // DIR --onnx=MODEL -o OUT` writes the trained parameters into the source
 // ONNX model, `export DIR --safetensors -o OUT` as safetensors (Export.h).
@@ -195,9 +195,10 @@ int convert(int argc, char **argv) {
   Status wrote = [&]() -> Status {
     if (!full)
       return saveSharded(target, manifest, opts.dest);
-    CheckpointState state; // one file: all of it at once
-    FSDP_RETURN_IF_ERROR(readCheckpointState(manifest, state));
-    return saveFullCheckpoint(opts.dest, state, manifest.worldSize, manifest.planHash);
+    std::unique_ptr<StateSource> source;
+    FSDP_RETURN_IF_ERROR(openCheckpointSource(manifest, source));
+    return saveFullCheckpoint(opts.dest, *source, manifest.step, manifest.worldSize,
+                              manifest.planHash);
   }();
   if (!wrote)
     return fail(wrote.message());

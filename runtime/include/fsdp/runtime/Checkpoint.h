@@ -105,9 +105,15 @@ struct CheckpointState {
 /// model's size.
 class StateSource {
 public:
+  /// One tensor: its name, whether it is a parameter, dtype and shape.
+  struct Tensor {
+    std::string name;
+    bool parameter = false;
+    TensorRef type; // no data
+  };
   virtual ~StateSource() = default;
-  /// Every tensor's name and whether it is a parameter; parameters first.
-  virtual const std::vector<std::pair<std::string, bool>> &names() const = 0;
+  /// Every tensor, parameters first.
+  virtual const std::vector<Tensor> &tensors() const = 0;
   /// Tensor `name` in `out` (nullptr when the source has none): the
   /// source's own tensor, or one read into `scratch`.
   virtual Status find(const std::string &name, HostTensor &scratch, const HostTensor *&out) = 0;
@@ -134,9 +140,13 @@ Status readCheckpointState(const CheckpointManifest &manifest, CheckpointState &
 /// Collective.
 Status restoreCheckpointState(Executor &executor, StateSource *source, const std::string &what);
 
-/// Writes `state` as a full checkpoint under `root` (step state.step), not
-/// collectively: what `fsdp-ckpt convert --format=full` writes. COMMIT
-/// records `worldSize` and `planHash` of the run the state came from.
+/// Writes `source` as a full checkpoint of step `step` under `root`, not
+/// collectively and one tensor at a time: what `fsdp-ckpt convert
+/// --format=full` writes. COMMIT records `worldSize` and `planHash` of the
+/// run the state came from.
+Status saveFullCheckpoint(const std::string &root, StateSource &source, int64_t step,
+                          int64_t worldSize, uint64_t planHash);
+/// The same for a state in memory (step state.step).
 Status saveFullCheckpoint(const std::string &root, const CheckpointState &state,
                           int64_t worldSize, uint64_t planHash);
 

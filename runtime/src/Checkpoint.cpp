@@ -357,7 +357,8 @@ Status saveFullCheckpoint(const std::string &root, StateSource &source, int64_t 
   });
   std::vector<SafetensorsWriter::Spec> specs;
   for (const StateSource::Tensor &t : order)
-    specs.push_back({t.name, t.type.dtype, std::vector<int64_t>(t.type.dims, t.type.dims + t.type.rank)});
+    specs.push_back(
+        {t.name, t.type.dtype, std::vector<int64_t>(t.type.dims, t.type.dims + t.type.rank)});
   CheckpointManifest info;
   info.format = CheckpointFormat::Full;
   info.step = step;
@@ -365,8 +366,8 @@ Status saveFullCheckpoint(const std::string &root, StateSource &source, int64_t 
   info.planHash = planHash;
   const std::string path = (tmp / kFullCheckpointFile).string();
   SafetensorsWriter writer;
-  FSDP_RETURN_IF_ERROR(
-      writer.begin(path, specs, fileMetadata(CheckpointFormat::Full, step, 0, worldSize, planHash)));
+  FSDP_RETURN_IF_ERROR(writer.begin(
+      path, specs, fileMetadata(CheckpointFormat::Full, step, 0, worldSize, planHash)));
   HostTensor scratch;
   for (const StateSource::Tensor &t : order) {
     const HostTensor *value = nullptr;

@@ -555,8 +555,8 @@ Status Executor::writeFullState(const TensorLookup &lookup, const std::string &w
     if (e.parameter)
       continue;
     const HostTensor *value;
-    FSDP_RETURN_IF_ERROR(findTyped(lookup, e.name, e.slice ? parameterType(*e.slice) : viewOf(e.buffer),
-                                   what, value));
+    const TensorRef type = e.slice ? parameterType(*e.slice) : viewOf(e.buffer);
+    FSDP_RETURN_IF_ERROR(findTyped(lookup, e.name, type, what, value));
     FSDP_RETURN_IF_ERROR(e.slice ? copyIntoShard(*e.slice, *value, e.buffer)
                                  : copyWhole(*value, e.buffer));
   }

@@ -406,8 +406,8 @@ Status SafetensorsWriter::begin(const std::string &path, const std::vector<Spec>
     if (!names.insert(spec.name).second)
       return Status::error(where + ": duplicate tensor name");
     uint64_t bytes = 0;
-    FSDP_RETURN_IF_ERROR(
-        withContext(where, checkedByteSize(spec.dtype, spec.shape.data(), spec.shape.size(), bytes)));
+    FSDP_RETURN_IF_ERROR(withContext(
+        where, checkedByteSize(spec.dtype, spec.shape.data(), spec.shape.size(), bytes)));
     // Widest elements first: every size is a power of two dividing the
     // ones before it, so each tensor lands aligned with no padding between
     // them (the reference reader refuses gaps in the buffer).

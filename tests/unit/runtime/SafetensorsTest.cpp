@@ -306,6 +306,46 @@ TEST_F(SafetensorsTest, CorruptedHeaderBytesNeverCrash) {
   EXPECT_GT(accepted, 0);
 }
 
+TEST_F(SafetensorsTest, StreamedWriterMatchesAndRefusesMisuse) {
+  std::map<std::string, HostTensor> tensors = {{"w", makeTensor(DType::F64, {3}, 1)},
+                                               {"a", makeTensor(DType::F32, {2, 2}, 2)},
+                                               {"b", makeTensor(DType::BF16, {5}, 3)}};
+  // In writeSafetensors' order (widest first, then by name): the same bytes.
+  ASSERT_TRUE(writeSafetensors(path, named(tensors), {{"step", "2"}}).isOk());
+  const std::string expected = readBytes(path);
+  std::filesystem::remove(path);
+  auto spec = [&](const std::string &name) {
+    return SafetensorsWriter::Spec{name, tensors[name].dtype, tensors[name].shape};
+  };
+  SafetensorsWriter writer;
+  ASSERT_TRUE(writer.begin(path, {spec("w"), spec("a"), spec("b")}, {{"step", "2"}}).isOk());
+  EXPECT_FALSE(fs::exists(path)); // nothing under the name until finish
+  for (const char *name : {"w", "a", "b"})
+    ASSERT_TRUE(writer.add(tensors[name].data.data(), tensors[name].data.size()).isOk());
+  uint64_t hash = 0;
+  ASSERT_TRUE(writer.finish(&hash).isOk());
+  EXPECT_EQ(readBytes(path), expected);
+  EXPECT_EQ(hash, contentHash(expected.data(), expected.size()));
+
+  // A narrower type before a wider one would misalign: refused up front.
+  SafetensorsWriter narrowFirst;
+  Status s = narrowFirst.begin(dir + "/n.safetensors", {spec("b"), spec("w")}, {});
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("misaligned"), std::string::npos) << s.message();
+  // A tensor of the wrong size, or too few tensors, fails; an abandoned
+  // writer leaves no file and no temporary behind.
+  {
+    SafetensorsWriter short_;
+    const std::string other = dir + "/short.safetensors";
+    ASSERT_TRUE(short_.begin(other, {spec("w"), spec("a")}, {}).isOk());
+    EXPECT_FALSE(short_.add(tensors["w"].data.data(), 3).isOk());
+    ASSERT_TRUE(short_.add(tensors["w"].data.data(), tensors["w"].data.size()).isOk());
+    EXPECT_FALSE(short_.finish().isOk());
+  }
+  EXPECT_FALSE(fs::exists(dir + "/short.safetensors"));
+  EXPECT_FALSE(fs::exists(dir + "/short.safetensors.tmp"));
+}
+
 TEST_F(SafetensorsTest, IndexReadsRangesOfWhatTheFullReaderReads) {
   std::map<std::string, HostTensor> tensors = everyDTypeAndRank();
   ASSERT_TRUE(writeSafetensors(path, named(tensors), {{"step", "3"}}).isOk());

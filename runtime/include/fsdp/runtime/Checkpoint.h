@@ -14,9 +14,10 @@
 // loads it by reading it through that plan, tensor by tensor, and keeping
 // its part (StateSource, CheckpointState.cpp).
 // A full checkpoint (--save-format=full) is one model.safetensors instead,
-// written by rank 0: every parameter whole under its model name and its
-// optimizer state as "<name>.exp_avg" etc.; any plan of the same model
-// and optimizer loads it, at any world size.
+// written by rank 0 as the ranks gather each unit (it never holds the whole
+// state): every parameter whole under its model name and its optimizer
+// state as "<name>.exp_avg" etc.; any plan of the same model and optimizer
+// loads it, at any world size.
 //
 // COMMIT is the checkpoint's metadata (format, step, world size, plan hash,
 // each file's size and content hash). A checkpoint is assembled in

@@ -36,8 +36,6 @@ namespace fs = std::filesystem;
 constexpr const char *kCommitFile = "COMMIT";
 constexpr const char *kFormatLine = "fsdp-checkpoint 1";
 
-
-
 /// fsyncs a file or directory so a rename or write survives a crash.
 Status syncPath(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY);
@@ -157,26 +155,52 @@ Status commitCheckpoint(const fs::path &root, const fs::path &tmp, const Checkpo
 
 } // namespace
 
-Status openCheckpointFile(const CheckpointManifest &manifest, const std::string &name,
-                          SafetensorsFile &file) {
+namespace {
+
+/// The path of the checkpoint's file `name` and its committed content hash,
+/// after checking COMMIT lists it and it has the committed size.
+Status committedFile(const CheckpointManifest &manifest, const std::string &name,
+                     std::string &path, uint64_t &hash) {
   const fs::path dir(manifest.dir);
-  const fs::path path = dir / name;
+  path = (dir / name).string();
   auto entry = manifest.files.find(name);
   if (entry == manifest.files.end())
     return Status::error((dir / kCommitFile).string() + ": lists no " + name);
   std::error_code ec;
   uint64_t bytes = fs::file_size(path, ec);
   if (ec)
-    return Status::error(path.string() + ": missing (" + ec.message() + ")");
+    return Status::error(path + ": missing (" + ec.message() + ")");
   if (bytes != entry->second.first)
-    return Status::error(cat(path.string(), ": ", bytes, " bytes, the checkpoint wrote ",
+    return Status::error(cat(path, ": ", bytes, " bytes, the checkpoint wrote ",
                              entry->second.first, " (truncated or replaced)"));
-  FSDP_RETURN_IF_ERROR(SafetensorsFile::open(path.string(), file));
-  if (file.contentHash() != entry->second.second)
-    return Status::error(path.string() + ": content hash " + hashHex(file.contentHash()) +
-                         " does not match the checkpoint's " + hashHex(entry->second.second) +
-                         " (the file is corrupted)");
+  hash = entry->second.second;
   return Status::ok();
+}
+
+Status checkHash(const std::string &path, uint64_t got, uint64_t committed) {
+  if (got == committed)
+    return Status::ok();
+  return Status::error(path + ": content hash " + hashHex(got) + " does not match the checkpoint's " +
+                       hashHex(committed) + " (the file is corrupted)");
+}
+
+} // namespace
+
+Status openCheckpointFile(const CheckpointManifest &manifest, const std::string &name,
+                          SafetensorsFile &file) {
+  std::string path;
+  uint64_t hash = 0;
+  FSDP_RETURN_IF_ERROR(committedFile(manifest, name, path, hash));
+  FSDP_RETURN_IF_ERROR(SafetensorsFile::open(path, file)); // hashes what it reads
+  return checkHash(path, file.contentHash(), hash);
+}
+
+Status verifyCheckpointFile(const CheckpointManifest &manifest, const std::string &name,
+                            std::string &path) {
+  uint64_t committed = 0, bytes = 0, hash = 0;
+  FSDP_RETURN_IF_ERROR(committedFile(manifest, name, path, committed));
+  FSDP_RETURN_IF_ERROR(hashFile(path, bytes, hash));
+  return checkHash(path, hash, committed);
 }
 
 std::string checkpointDirName(int64_t step) {
@@ -391,14 +415,12 @@ Status saveFullCheckpoint(const std::string &root, const CheckpointState &state,
   return saveFullCheckpoint(root, *source, state.step, worldSize, planHash);
 }
 
-namespace {
-
-/// Whether `manifest` is a sharded checkpoint of the executor's own plan,
-/// which each rank restores from its own file.
 bool savedByThisPlan(const Executor &executor, const CheckpointManifest &manifest) {
   return manifest.format == CheckpointFormat::Sharded && manifest.planHash == executor.planHash() &&
          manifest.worldSize == executor.world().size();
 }
+
+namespace {
 
 Status loadOwnShard(Executor &executor, const CheckpointManifest &manifest) {
   const std::string name = checkpointFileName(executor.rank(), executor.world().size());

@@ -24,36 +24,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <map>
 
 namespace fsdp::rt {
 namespace {
-
-namespace fs = std::filesystem;
-
-/// The path of the checkpoint's file `name`, after checking its size and
-/// whole-file hash against COMMIT.
-Status verifiedPath(const CheckpointManifest &manifest, const std::string &name,
-                    std::string &path) {
-  path = (fs::path(manifest.dir) / name).string();
-  auto entry = manifest.files.find(name);
-  if (entry == manifest.files.end())
-    return Status::error((fs::path(manifest.dir) / "COMMIT").string() + ": lists no " + name);
-  std::error_code ec;
-  if (!fs::exists(path, ec))
-    return Status::error(path + ": missing");
-  uint64_t bytes = 0, hash = 0;
-  FSDP_RETURN_IF_ERROR(hashFile(path, bytes, hash));
-  if (bytes != entry->second.first)
-    return Status::error(cat(path, ": ", bytes, " bytes, the checkpoint wrote ",
-                             entry->second.first, " (truncated or replaced)"));
-  if (hash != entry->second.second)
-    return Status::error(path + ": content hash " + hashHex(hash) +
-                         " does not match the checkpoint's " + hashHex(entry->second.second) +
-                         " (the file is corrupted)");
-  return Status::ok();
-}
 
 /// Loads the plan a sharded checkpoint carries, verified like its shards.
 Status openCheckpointPlan(const CheckpointManifest &manifest, LoadedPlan &plan) {
@@ -62,7 +36,7 @@ Status openCheckpointPlan(const CheckpointManifest &manifest, LoadedPlan &plan) 
                          " (saved before checkpoints carried their plan), so only the plan "
                          "that saved it can load it");
   std::string path;
-  FSDP_RETURN_IF_ERROR(verifiedPath(manifest, kCheckpointPlanFile, path));
+  FSDP_RETURN_IF_ERROR(verifyCheckpointFile(manifest, kCheckpointPlanFile, path));
   FSDP_RETURN_IF_ERROR(loadPlan(path, plan));
   if (plan.hash() != manifest.planHash || plan.plan().world_size() != manifest.worldSize)
     return Status::error(path + ": is not the plan COMMIT names");
@@ -91,8 +65,8 @@ private:
   std::map<std::string, const HostTensor *> byName_;
 };
 
-/// Reads tensor bytes [offset, offset + bytes) of `name` into `out`, after
-/// checking the stored tensor is what the layout expects.
+/// Reads bytes [offset, offset + bytes) of the stored tensor `name` into
+/// `out`, after checking it has the dtype and size the layout expects.
 Status readStored(const SafetensorsIndex &file, const std::string &fileName,
                   const std::string &name, DType dtype, uint64_t expectBytes, uint64_t offset,
                   uint64_t bytes, char *out) {
@@ -109,7 +83,7 @@ Status readStored(const SafetensorsIndex &file, const std::string &fileName,
 class FullFileSource : public StateSource {
 public:
   Status open(const CheckpointManifest &manifest) {
-    FSDP_RETURN_IF_ERROR(verifiedPath(manifest, kFullCheckpointFile, path_));
+    FSDP_RETURN_IF_ERROR(verifyCheckpointFile(manifest, kFullCheckpointFile, path_));
     FSDP_RETURN_IF_ERROR(SafetensorsIndex::open(path_, file_));
     // "<name>.<suffix>" is state when <name> is also in the file and the
     // suffix is one of torch's optimizer state names.
@@ -165,7 +139,8 @@ public:
     files_.resize(size);
     fileNames_.resize(size);
     for (int r = 0; r < size; ++r) {
-      FSDP_RETURN_IF_ERROR(verifiedPath(manifest, checkpointFileName(r, size), fileNames_[r]));
+      const std::string name = checkpointFileName(r, size);
+      FSDP_RETURN_IF_ERROR(verifyCheckpointFile(manifest, name, fileNames_[r]));
       FSDP_RETURN_IF_ERROR(SafetensorsIndex::open(fileNames_[r], files_[r]));
     }
     return Status::ok();
@@ -177,27 +152,22 @@ public:
     if (it == byName_.end())
       return Status::ok();
     const StateEntry &e = layout_[it->second];
-    const plan::Buffer *stored = plan_.plan().buffers()->Get(e.buffer);
-    const DType dtype = static_cast<DType>(stored->dtype());
-    if (!e.slice) { // whole on every rank: rank 0's
-      const SafetensorsIndex::Info *info = files_[0].find(e.stored);
-      if (!info)
-        return Status::error(fileNames_[0] + ": has no tensor '" + e.stored + "'");
-      scratch = HostTensor{info->dtype, info->shape, std::vector<char>(info->bytes)};
-      FSDP_RETURN_IF_ERROR(readStored(files_[0], fileNames_[0], e.stored, dtype, info->bytes, 0,
-                                      info->bytes, scratch.data.data()));
+    const DType dtype = e.type.dtype;
+    const uint64_t size = dtypeSize(dtype), bytes = e.type.byteSize();
+    scratch = HostTensor{dtype, std::vector<int64_t>(e.type.dims, e.type.dims + e.type.rank),
+                         std::vector<char>(bytes)};
+    if (!e.slice) { // held whole by every rank: rank 0's copy
+      FSDP_RETURN_IF_ERROR(readStored(files_[0], fileNames_[0], e.stored, dtype, bytes, 0, bytes,
+                                      scratch.data.data()));
       out = &scratch;
       return Status::ok();
     }
-    const TensorRef type = parameterType(*e.slice);
+    // Rank s holds flat elements [s * shard, (s + 1) * shard) of the unit.
     const plan::Unit *unit = plan_.plan().units()->Get(e.slice->unit());
     const uint64_t shard = unit->shard_numel(), first = e.slice->flat_offset();
-    const uint64_t numel = type.byteSize() / dtypeSize(type.dtype), size = dtypeSize(dtype);
-    scratch = HostTensor{dtype, std::vector<int64_t>(type.dims, type.dims + type.rank),
-                          std::vector<char>(numel * size)};
+    const uint64_t last = first + bytes / size;
     for (uint32_t s = 0; s < unit->group_size(); ++s) {
-      const uint64_t begin = std::max(first, s * shard);
-      const uint64_t end = std::min(first + numel, (s + 1) * shard);
+      const uint64_t begin = std::max(first, s * shard), end = std::min(last, (s + 1) * shard);
       if (begin < end)
         FSDP_RETURN_IF_ERROR(readStored(files_[s], fileNames_[s], e.stored, dtype, shard * size,
                                         (begin - s * shard) * size, (end - begin) * size,
@@ -272,13 +242,19 @@ Status restoreCheckpointState(Executor &executor, StateSource *source, const std
   if (lead)
     for (const StateSource::Tensor &t : source->tensors())
       used[t.name] = false;
-  HostTensor received;         // the current tensor, if not the source's own
-  Status sent = Status::ok();  // the first read or broadcast failure
+  HostTensor received; // the current tensor, if not the source's own
+  // Rank 0's first read failure, and the first broadcast failure. After a
+  // read fails, rank 0 still broadcasts "absent" for each tensor asked
+  // for, so every rank's writeFullState stops at the same tensor instead
+  // of the others waiting for bytes that never come.
+  Status read = Status::ok(), sent = Status::ok();
   auto lookup = [&](const std::string &n) -> const HostTensor * {
     const HostTensor *value = nullptr;
-    if (lead && sent) {
-      sent = source->find(n, received, value);
-      if (value)
+    if (lead && read) {
+      read = source->find(n, received, value);
+      if (!read)
+        value = nullptr;
+      else if (value)
         used[n] = true;
     }
     if (world.size() == 1 || !sent)
@@ -307,6 +283,7 @@ Status restoreCheckpointState(Executor &executor, StateSource *source, const std
     return sent ? (lead ? value : &received) : nullptr;
   };
   Status restored = executor.writeFullState(lookup, what);
+  FSDP_RETURN_IF_ERROR(read);
   FSDP_RETURN_IF_ERROR(sent);
   FSDP_RETURN_IF_ERROR(restored);
   // State the plan has no place for would be dropped silently: refuse it,

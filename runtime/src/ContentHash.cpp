@@ -7,10 +7,11 @@
 
 #include "fsdp/runtime/ContentHash.h"
 
-#include <cstdio>
+#include "runtime/src/FileIO.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <vector>
 
 namespace fsdp::rt {
@@ -63,19 +64,18 @@ uint64_t contentHash(const void *data, size_t size) {
 }
 
 Status hashFile(const std::string &path, uint64_t &bytes, uint64_t &hash) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error(path + ": cannot read");
+  detail::InputFile file;
+  FSDP_RETURN_IF_ERROR(detail::withContext(path, file.open(path)));
   ContentHasher hasher;
-  std::vector<char> chunk(1 << 20);
-  bytes = 0;
-  while (in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    hasher.update(chunk.data(), static_cast<size_t>(in.gcount()));
-    bytes += static_cast<uint64_t>(in.gcount());
+  std::vector<char> chunk(std::min<uint64_t>(file.size(), 1 << 20));
+  for (uint64_t at = 0; at < file.size(); at += chunk.size()) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), file.size() - at));
+    FSDP_RETURN_IF_ERROR(detail::withContext(path, file.readAt(at, chunk.data(), n)));
+    hasher.update(chunk.data(), n);
   }
+  bytes = file.size();
   hash = hasher.finish();
-  return in.bad() ? Status::error(path + ": read failed") : Status::ok();
+  return Status::ok();
 }
 
 std::string hashHex(uint64_t hash) {

@@ -95,13 +95,11 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
       return Status::error(cat("--resume: the checkpoint is at step ", saved,
                                ", already past --steps=", lastStep, " (the step to reach)"));
     firstStep = saved + 1;
-    const bool direct = loaded.format == CheckpointFormat::Sharded &&
-                        loaded.planHash == executor.planHash();
     if (lead)
       std::printf("resumed from step %lld (%s checkpoint%s, %s in %.3f s)\n",
                   static_cast<long long>(saved),
                   loaded.format == CheckpointFormat::Full ? "full" : "sharded",
-                  direct ? "" : ", resharded", formatBytes(loaded.totalBytes()).c_str(),
+                  savedByThisPlan(executor, loaded) ? "" : ", resharded", formatBytes(loaded.totalBytes()).c_str(),
                   since(start));
   }
   // mpirun hands each rank a pseudo-terminal whatever the job's output is

@@ -91,6 +91,10 @@ inline constexpr const char *kCheckpointPlanFile = "plan.fsdp";
 /// hash is not what the checkpoint committed.
 Status openCheckpointFile(const CheckpointManifest &manifest, const std::string &name,
                           SafetensorsFile &file);
+/// Checks the checkpoint's file `name` whole (size and content hash) without
+/// keeping it, for files read piecemeal afterwards; `path` receives its path.
+Status verifyCheckpointFile(const CheckpointManifest &manifest, const std::string &name,
+                            std::string &path);
 
 /// A checkpoint's state consolidated, as a full checkpoint holds it:
 /// every parameter whole under its model name, and its optimizer state as
@@ -150,6 +154,10 @@ Status saveFullCheckpoint(const std::string &root, StateSource &source, int64_t 
 /// The same for a state in memory (step state.step).
 Status saveFullCheckpoint(const std::string &root, const CheckpointState &state,
                           int64_t worldSize, uint64_t planHash);
+
+/// Whether `manifest` is a sharded checkpoint of the executor's own plan,
+/// which each rank restores from its own file (any other is resharded).
+bool savedByThisPlan(const Executor &executor, const CheckpointManifest &manifest);
 
 /// Restores the newest committed checkpoint under `path` (a --save
 /// directory, or one step-N directory of it) and returns its step. A

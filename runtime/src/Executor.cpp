@@ -55,15 +55,6 @@ bool sameType(const TensorRef &a, const TensorRef &b) {
   return true;
 }
 
-/// A sharded parameter's value: its elements of its unit's gathered flat
-/// buffer, with its declared dtype and shape.
-void sliceParameter(const plan::Parameter &param, const HostTensor &flat, HostTensor &out) {
-  TensorRef type = parameterType(param);
-  out.dtype = type.dtype;
-  out.shape.assign(type.dims, type.dims + type.rank);
-  auto begin = flat.data.begin() + static_cast<ptrdiff_t>(param.flat_offset() * dtypeSize(type.dtype));
-  out.data.assign(begin, begin + static_cast<ptrdiff_t>(type.byteSize()));
-}
 
 } // namespace
 
@@ -148,11 +139,8 @@ TensorRef Executor::viewOf(uint32_t index) const {
   TensorRef ref;
   if (index == kNoBuffer)
     return ref; // data == nullptr marks an absent optional operand
+  ref = bufferType(plan_.plan(), index);
   const plan::Buffer *buffer = plan_.plan().buffers()->Get(index);
-  ref.dtype = static_cast<DType>(buffer->dtype());
-  ref.rank = static_cast<int>(buffer->shape()->size());
-  for (int d = 0; d < ref.rank; ++d)
-    ref.dims[d] = buffer->shape()->Get(d);
   uint8_t *base = nullptr;
   switch (buffer->region()) {
   case plan::Region::Persistent: base = static_cast<uint8_t *>(persistent_.base); break;
@@ -293,7 +281,8 @@ Status Executor::loadWeights(const std::string &path) {
   if (ownWeights && weights.contentHash() != plan.weights_hash())
     return Status::error(file + ": weights file does not match the plan (content hash differs; "
                                 "recompile or pass --weights)");
-  return loadParameters([&](const std::string &n) { return weights.find(n); }, file);
+  return restoreEntries([&](const std::string &n) { return weights.find(n); }, file,
+                        /*parametersOnly=*/true);
 }
 
 Status Executor::copyIntoShard(const plan::Parameter &param, const HostTensor &source,
@@ -331,19 +320,15 @@ Status Executor::copyWhole(const HostTensor &value, uint32_t buffer) {
   return device_.copyToDevice(target.data, value.data.data(), target.byteSize());
 }
 
-Status Executor::loadParameters(const TensorLookup &lookup, const std::string &what) {
-  const plan::Plan &plan = plan_.plan();
-  if (!plan.parameters())
-    return Status::ok();
-  for (const plan::Parameter *param : *plan.parameters()) {
-    bool sharded = param->buffer() == kNoBuffer;
-    const HostTensor *tensor;
-    FSDP_RETURN_IF_ERROR(findTyped(lookup, param->name()->str(),
-                                   sharded ? parameterType(*param) : viewOf(param->buffer()),
-                                   what, tensor));
-    FSDP_RETURN_IF_ERROR(
-        sharded ? copyIntoShard(*param, *tensor, plan.units()->Get(param->unit())->shard_buffer())
-                : copyWhole(*tensor, param->buffer()));
+Status Executor::restoreEntries(const TensorLookup &lookup, const std::string &what,
+                                bool parametersOnly) {
+  for (const StateEntry &e : consolidatedLayout(plan_.plan())) {
+    if (parametersOnly && !e.parameter)
+      break; // parameters come first
+    const HostTensor *value;
+    FSDP_RETURN_IF_ERROR(findTyped(lookup, e.name, e.type, what, value));
+    FSDP_RETURN_IF_ERROR(e.slice ? copyIntoShard(*e.slice, *value, e.buffer)
+                                 : copyWhole(*value, e.buffer));
   }
   return Status::ok();
 }
@@ -550,17 +535,7 @@ Status Executor::visitFullState(const std::vector<StateEntry> &order, bool keep,
 }
 
 Status Executor::writeFullState(const TensorLookup &lookup, const std::string &what) {
-  FSDP_RETURN_IF_ERROR(loadParameters(lookup, what));
-  for (const StateEntry &e : consolidatedLayout(plan_.plan())) {
-    if (e.parameter)
-      continue;
-    const HostTensor *value;
-    const TensorRef type = e.slice ? parameterType(*e.slice) : viewOf(e.buffer);
-    FSDP_RETURN_IF_ERROR(findTyped(lookup, e.name, type, what, value));
-    FSDP_RETURN_IF_ERROR(e.slice ? copyIntoShard(*e.slice, *value, e.buffer)
-                                 : copyWhole(*value, e.buffer));
-  }
-  return Status::ok();
+  return restoreEntries(lookup, what, /*parametersOnly=*/false);
 }
 
 Status Executor::readState(std::vector<std::pair<std::string, HostTensor>> &out) const {
@@ -690,61 +665,44 @@ Status Executor::gatherUnit(uint32_t unit, HostTensor &flat, uint32_t buffer,
   return unitComms_[unit]->allGather(shard.ref(), flat.ref());
 }
 
-Status Executor::parameterValue(uint32_t index, HostTensor &out) const {
-  const plan::Parameter *param = plan_.plan().parameters()->Get(index);
-  if (param->buffer() != kNoBuffer)
-    return copyToHost(param->buffer(), out);
-  HostTensor flat;
-  FSDP_RETURN_IF_ERROR(gatherUnit(param->unit(), flat));
-  sliceParameter(*param, flat, out);
-  return Status::ok();
+Status Executor::gatherParameters(const std::vector<StateEntry> &entries, bool keep,
+                                  std::vector<HostTensor> &values) const {
+  values.assign(keep ? entries.size() : 0, HostTensor());
+  size_t next = 0;
+  return visitFullState(entries, keep, [&](const StateEntry &, const TensorRef &view) {
+    HostTensor &out = values[next++];
+    out.dtype = view.dtype;
+    out.shape.assign(view.dims, view.dims + view.rank);
+    const char *bytes = static_cast<const char *>(view.data);
+    out.data.assign(bytes, bytes + view.byteSize());
+    return Status::ok();
+  });
 }
 
 Status Executor::getParameter(const std::string &name, HostTensor &out) const {
   uint32_t index;
   FSDP_RETURN_IF_ERROR(parameterIndex(name, index));
-  return parameterValue(index, out);
-}
-
-Status Executor::gatherParameters(bool keep, std::vector<HostTensor> &values) const {
-  // Straight from the parameter table, no lookup by name. Sharded
-  // parameters come unit by unit: every rank gathers each unit once (in
-  // unit order, as collectives require); only a rank that keeps the
-  // values slices them out.
-  const auto *params = plan_.plan().parameters();
-  size_t count = params ? params->size() : 0;
-  values.assign(count, HostTensor());
-  size_t numUnits = plan_.plan().units() ? plan_.plan().units()->size() : 0;
-  HostTensor flat, shard; // reused unit to unit: fresh gigabytes would be zeroed and faulted in
-  for (uint32_t unit = 0; unit < numUnits; ++unit) {
-    bool gathered = false;
-    for (size_t i = 0; i < count; ++i) {
-      const plan::Parameter *param = params->Get(i);
-      if (param->unit() != unit || param->buffer() != kNoBuffer)
-        continue;
-      if (!gathered)
-        FSDP_RETURN_IF_ERROR(gatherUnit(unit, flat, kNoBuffer, &shard));
-      gathered = true;
-      if (keep)
-        sliceParameter(*param, flat, values[i]);
-    }
-  }
-  if (keep)
-    for (size_t i = 0; i < count; ++i)
-      if (params->Get(i)->buffer() != kNoBuffer)
-        FSDP_RETURN_IF_ERROR(copyToHost(params->Get(i)->buffer(), values[i]));
+  std::vector<HostTensor> values;
+  // The layout lists the parameters first, in plan order.
+  FSDP_RETURN_IF_ERROR(gatherParameters({consolidatedLayout(plan_.plan())[index]}, true, values));
+  out = std::move(values[0]);
   return Status::ok();
 }
 
 Status Executor::saveWeights(const std::string &path) const {
-  std::vector<HostTensor> values;
+  std::vector<StateEntry> params = consolidatedLayout(plan_.plan());
+  params.erase(std::find_if(params.begin(), params.end(),
+                            [](const StateEntry &e) { return !e.parameter; }),
+               params.end());
+  params = writeOrder(std::move(params)); // each unit gathered once
   const bool keep = rank() == 0;
-  FSDP_RETURN_IF_ERROR(gatherParameters(keep, values));
+  std::vector<HostTensor> values;
+  FSDP_RETURN_IF_ERROR(gatherParameters(params, keep, values));
   if (!keep)
     return Status::ok();
   std::vector<NamedTensor> tensors;
-  for (size_t i = 0; i < values.size(); ++i)
-    tensors.push_back({plan_.plan().parameters()->Get(i)->name()->str(), values[i].ref()});
+  for (size_t i = 0; i < params.size(); ++i)
+    tensors.push_back({params[i].name, values[i].ref()});
   return writeSafetensors(path, tensors, kWeightsMetadata);
 }
 

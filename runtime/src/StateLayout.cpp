@@ -26,8 +26,6 @@ TensorRef parameterType(const plan::Parameter &param) {
   return ref;
 }
 
-namespace {
-
 TensorRef bufferType(const plan::Plan &p, uint32_t index) {
   const plan::Buffer *buffer = p.buffers()->Get(index);
   TensorRef ref;
@@ -37,8 +35,6 @@ TensorRef bufferType(const plan::Plan &p, uint32_t index) {
     ref.dims[d] = buffer->shape()->Get(d);
   return ref;
 }
-
-} // namespace
 
 std::vector<std::pair<std::string, uint32_t>> stateBuffers(const plan::Plan &p) {
   std::vector<std::pair<std::string, uint32_t>> out;

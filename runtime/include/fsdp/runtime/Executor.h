@@ -187,23 +187,24 @@ private:
   Status runStreams(std::vector<double> *kernelSeconds);
   /// The communication worker's loop.
   void commLoop();
-  /// The full value of a parameter (gathered from its unit's shards when it
-  /// has no buffer of its own).
-  Status parameterValue(uint32_t index, HostTensor &out) const;
   /// Every rank's shard of unit `unit`, gathered into its padded flat buffer.
   /// All-gathers a unit's flat buffer (its shard buffer, or `buffer`: one
   /// of its optimizer state shards, laid out alike). `flat` and `scratch`
   /// (the host copy of this rank's shard) keep their storage across calls.
   Status gatherUnit(uint32_t unit, HostTensor &flat, uint32_t buffer = kNoBuffer,
                     HostTensor *scratch = nullptr) const;
-  /// Every parameter's full value, plan order, each unit gathered once.
+  /// The values of `entries` (visitFullState), copied out in their order.
   /// Collective; a rank with `keep` false only contributes (values empty).
-  Status gatherParameters(bool keep, std::vector<HostTensor> &values) const;
+  Status gatherParameters(const std::vector<StateEntry> &entries, bool keep,
+                          std::vector<HostTensor> &values) const;
   /// Copies the part of a parameter-shaped `source` that falls in this
   /// rank's shard of the parameter's unit into `shardBuffer`.
   Status copyIntoShard(const plan::Parameter &param, const HostTensor &source,
                        uint32_t shardBuffer);
-  Status loadParameters(const TensorLookup &lookup, const std::string &what);
+  /// Restores consolidated tensors (StateLayout) from `lookup`: every
+  /// parameter, and with `parametersOnly` false the optimizer state too.
+  Status restoreEntries(const TensorLookup &lookup, const std::string &what,
+                        bool parametersOnly);
   /// `lookup(name)` when it has `type`'s dtype and shape; otherwise an
   /// error naming `what`, the tensor and what is wrong.
   static Status findTyped(const TensorLookup &lookup, const std::string &name,

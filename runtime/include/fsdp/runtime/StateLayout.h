@@ -32,8 +32,9 @@ struct Parameter;
 
 namespace fsdp::rt {
 
-/// A parameter's declared dtype and shape (no data).
+/// A parameter's declared dtype and shape, and a plan buffer's (no data).
 TensorRef parameterType(const plan::Parameter &param);
+TensorRef bufferType(const plan::Plan &p, uint32_t buffer);
 
 /// What a step carries to the next: (name, buffer) in plan order.
 std::vector<std::pair<std::string, uint32_t>> stateBuffers(const plan::Plan &p);

@@ -293,9 +293,14 @@ def corruption_rows(s):
             f.write(bytes([byte[0] ^ 0x01]))
         return path
 
+    bad_plan = flipped("plan.fsdp", 9)
     rows.append(("refused: a flipped byte in the carried plan, loaded at another world size",
-                 refusal(s, other, flipped("plan.fsdp", 9),
-                         r"plan\.fsdp: content hash .* corrupted")))
+                 refusal(s, other, bad_plan, r"plan\.fsdp: content hash .* corrupted")))
+    out = run([s.args.fsdp_ckpt, "inspect", bad_plan], expect_ok=False)
+    rows.append(("refused: fsdp-ckpt inspect of the flipped plan",
+                 [] if out.returncode == 1 and re.search(r"plan\.fsdp: content hash .* corrupted",
+                                                         out.stderr)
+                 else [f"exit {out.returncode}: {out.stderr.strip()[-200:]}"]))
     rows.append(("refused: a flipped byte in rank 1's shard, loaded at another world size",
                  refusal(s, other, flipped(os.path.basename(rank1), 5),
                          r"rank-00001-of-00002\.safetensors: content hash .* corrupted")))

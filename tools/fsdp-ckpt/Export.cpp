@@ -16,7 +16,6 @@
 #include "fsdp/runtime/Checkpoint.h"
 #include "fsdp/runtime/Safetensors.h"
 
-#include <cstdio>
 #include <string>
 
 namespace fsdp::ckpt {
@@ -75,16 +74,10 @@ Status exportCheckpoint(const ExportArgs &args) {
 
 } // namespace
 
-int exportCommand(int argc, char **argv) {
+Status exportCommand(int argc, char **argv) {
   ExportArgs args;
-  Status status = parseArgs(argc, argv, args);
-  if (status)
-    status = exportCheckpoint(args);
-  if (!status) {
-    std::fprintf(stderr, "fsdp-ckpt: error: %s\n", status.message().c_str());
-    return 1;
-  }
-  return 0;
+  FSDP_RETURN_IF_ERROR(parseArgs(argc, argv, args));
+  return exportCheckpoint(args);
 }
 
 } // namespace fsdp::ckpt

@@ -9,11 +9,12 @@
 #ifndef FSDP_TOOLS_FSDP_CKPT_EXPORT_H
 #define FSDP_TOOLS_FSDP_CKPT_EXPORT_H
 
+#include "fsdp/runtime/Status.h"
+
 namespace fsdp::ckpt {
 
-/// Runs `export` on its arguments (those after "export"); returns the exit
-/// code (0, or 1 after printing an error).
-int exportCommand(int argc, char **argv);
+/// Runs `export` on its arguments (those after "export").
+rt::Status exportCommand(int argc, char **argv);
 
 } // namespace fsdp::ckpt
 

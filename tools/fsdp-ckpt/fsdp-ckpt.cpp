@@ -93,9 +93,13 @@ int inspect(const std::string &path) {
   }
   std::printf("  %" PRIu64 " bytes of state in %" PRId64 " file%s\n", total, files,
               files == 1 ? "" : "s");
-  if (!full && manifest.files.count(kCheckpointPlanFile))
-    std::printf("  %s: the saving plan (%" PRIu64 " bytes; lets other plans load it)\n",
+  if (!full && manifest.files.count(kCheckpointPlanFile)) {
+    std::string planPath;
+    if (Status s = verifyCheckpointFile(manifest, kCheckpointPlanFile, planPath); !s)
+      return fail(s.message());
+    std::printf("  %s: the saving plan (%" PRIu64 " bytes, verified; lets other plans load it)\n",
                 kCheckpointPlanFile, manifest.files.at(kCheckpointPlanFile).first);
+  }
   return 0;
 }
 
@@ -224,7 +228,10 @@ int main(int argc, char **argv) {
   }
   if (command == "convert")
     return convert(argc, argv);
-  if (command == "export")
-    return fsdp::ckpt::exportCommand(argc - 2, argv + 2);
+  if (command == "export") {
+    if (Status s = fsdp::ckpt::exportCommand(argc - 2, argv + 2); !s)
+      return fail(s.message());
+    return 0;
+  }
   return fail(command.empty() ? "no command (see --help)" : "unknown command '" + command + "'");
 }

@@ -13,6 +13,7 @@
 #ifndef FSDP_TOOLS_FSDP_RUN_DRIVER_H
 #define FSDP_TOOLS_FSDP_RUN_DRIVER_H
 
+#include "fsdp/runtime/Checkpoint.h"
 #include "fsdp/runtime/Executor.h"
 #include "fsdp/runtime/LrSchedule.h"
 
@@ -39,7 +40,7 @@ struct RunOptions {
   // Checkpoints (runtime/include/fsdp/runtime/Checkpoint.h).
   std::string saveDir, resumePath;
   std::optional<int64_t> saveEvery, keep;
-  bool saveFull = false; // --save-format=full
+  std::optional<rt::CheckpointFormat> saveFormat; // --save-format, sharded when not given
 };
 
 /// Prints "fsdp-run: error: MESSAGE" on stderr and returns exit code 1.

@@ -77,7 +77,7 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
     auto start = std::chrono::steady_clock::now();
     CheckpointManifest written;
     Status s = saveCheckpoint(executor, opts.saveDir, step, opts.keep.value_or(0),
-                              opts.saveFull ? CheckpointFormat::Full : CheckpointFormat::Sharded,
+                              opts.saveFormat.value_or(CheckpointFormat::Sharded),
                               &written);
     if (s && record) {
       record->checkpointSeconds = since(start);

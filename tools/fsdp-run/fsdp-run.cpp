@@ -133,7 +133,6 @@ const char *kUsage =
     "  --profile              print the time spent in each kernel\n"
     "  --dump                 print the plan as text and exit\n";
 
-
 bool parseInt(const std::string &text, int64_t &value) {
   char *end = nullptr;
   errno = 0;
@@ -202,7 +201,7 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
     } else if (flag == "--save-format") {
       if (value != "sharded" && value != "full")
         return fail("--save-format: invalid value '" + value + "'; valid: sharded, full");
-      opts.saveFull = value == "full";
+      opts.saveFormat = value == "full" ? CheckpointFormat::Full : CheckpointFormat::Sharded;
     } else if (flag == "--lr") {
       double lr;
       if (!parseDouble(value, lr) || lr < 0)
@@ -228,7 +227,7 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
   }
   if (opts.planPath.empty())
     return fail("no plan given (usage: fsdp-run PLAN ...; see --help)");
-  if ((opts.saveEvery || opts.keep || opts.saveFull) && opts.saveDir.empty())
+  if ((opts.saveEvery || opts.keep || opts.saveFormat) && opts.saveDir.empty())
     return fail(std::string(opts.saveEvery ? "--save-every" : opts.keep ? "--keep" : "--save-format") +
                 " needs --save=DIR (where checkpoints go)");
   if (!opts.weightsPath.empty() && !opts.resumePath.empty())

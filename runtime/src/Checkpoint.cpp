@@ -291,8 +291,7 @@ Status writeFullFile(const Executor &executor, const std::string &path,
   if (lead) {
     std::vector<SafetensorsWriter::Spec> specs;
     for (const StateEntry &e : order)
-      specs.push_back({e.name, e.type.dtype,
-                       std::vector<int64_t>(e.type.dims, e.type.dims + e.type.rank)});
+      specs.push_back({e.name, e.type});
     writing = writer.begin(path, specs, metadata);
   }
   Status gathered = executor.visitFullState(
@@ -304,9 +303,8 @@ Status writeFullFile(const Executor &executor, const std::string &path,
   FSDP_RETURN_IF_ERROR(writing);
   FSDP_RETURN_IF_ERROR(gathered);
   FSDP_RETURN_IF_ERROR(writer.finish(&entry.second));
-  std::error_code ec;
-  entry.first = fs::file_size(path, ec);
-  return ec ? Status::error(path + ": " + ec.message()) : Status::ok();
+  entry.first = writer.bytesWritten();
+  return Status::ok();
 }
 
 } // namespace
@@ -381,8 +379,7 @@ Status saveFullCheckpoint(const std::string &root, StateSource &source, int64_t 
   });
   std::vector<SafetensorsWriter::Spec> specs;
   for (const StateSource::Tensor &t : order)
-    specs.push_back(
-        {t.name, t.type.dtype, std::vector<int64_t>(t.type.dims, t.type.dims + t.type.rank)});
+    specs.push_back({t.name, t.type});
   CheckpointManifest info;
   info.format = CheckpointFormat::Full;
   info.step = step;
@@ -402,10 +399,7 @@ Status saveFullCheckpoint(const std::string &root, StateSource &source, int64_t 
   }
   std::pair<uint64_t, uint64_t> &entry = info.files[kFullCheckpointFile];
   FSDP_RETURN_IF_ERROR(writer.finish(&entry.second));
-  std::error_code ec;
-  entry.first = fs::file_size(path, ec);
-  if (ec)
-    return Status::error(path + ": " + ec.message());
+  entry.first = writer.bytesWritten();
   return commitCheckpoint(rootPath, tmp, info, /*keep=*/0);
 }
 

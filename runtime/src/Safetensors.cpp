@@ -391,6 +391,7 @@ Status SafetensorsWriter::begin(const std::string &path, const std::vector<Spec>
   path_ = path;
   sizes_.clear();
   next_ = 0;
+  written_ = 0;
   hasher_ = ContentHasher();
   const std::string context = "safetensors file '" + path + "'";
   std::set<std::string> names;
@@ -407,14 +408,14 @@ Status SafetensorsWriter::begin(const std::string &path, const std::vector<Spec>
       return Status::error(where + ": duplicate tensor name");
     uint64_t bytes = 0;
     FSDP_RETURN_IF_ERROR(withContext(
-        where, checkedByteSize(spec.dtype, spec.shape.data(), spec.shape.size(), bytes)));
+        where, checkedByteSize(spec.type.dtype, spec.type.dims, spec.type.rank, bytes)));
     // Widest elements first: every size is a power of two dividing the
     // ones before it, so each tensor lands aligned with no padding between
     // them (the reference reader refuses gaps in the buffer).
-    if (dtypeSize(spec.dtype) > widest)
+    if (dtypeSize(spec.type.dtype) > widest)
       return Status::error(where + ": a wider element type after a narrower one would be "
                                    "misaligned (give the widest first)");
-    widest = dtypeSize(spec.dtype);
+    widest = dtypeSize(spec.type.dtype);
     byName.emplace_back(&spec, offset);
     sizes_.push_back(bytes);
     offset += bytes;
@@ -444,9 +445,9 @@ Status SafetensorsWriter::begin(const std::string &path, const std::vector<Spec>
     if (header.size() > 1)
       header += ',';
     appendJsonString(header, spec.name);
-    header += std::string(":{\"dtype\":\"") + fileNames(spec.dtype).safetensors + "\",\"shape\":[";
-    for (size_t d = 0; d < spec.shape.size(); ++d)
-      header += (d ? "," : "") + std::to_string(spec.shape[d]);
+    header += std::string(":{\"dtype\":\"") + fileNames(spec.type.dtype).safetensors + "\",\"shape\":[";
+    for (int d = 0; d < spec.type.rank; ++d)
+      header += (d ? "," : "") + std::to_string(spec.type.dims[d]);
     header += cat("],\"data_offsets\":[", begin, ",", begin + bytes, "]}");
   }
   header += '}';
@@ -462,6 +463,7 @@ Status SafetensorsWriter::begin(const std::string &path, const std::vector<Spec>
 
 Status SafetensorsWriter::put(const void *data, size_t bytes) {
   hasher_.update(data, bytes);
+  written_ += bytes;
   return withContext("safetensors file '" + path_ + "'", file_.write(data, bytes));
 }
 
@@ -500,8 +502,7 @@ Status writeSafetensors(const std::string &path, const std::vector<NamedTensor> 
   });
   std::vector<SafetensorsWriter::Spec> specs;
   for (const NamedTensor *t : order)
-    specs.push_back({t->name, t->tensor.dtype,
-                     std::vector<int64_t>(t->tensor.dims, t->tensor.dims + t->tensor.rank)});
+    specs.push_back({t->name, t->tensor});
   SafetensorsWriter writer;
   FSDP_RETURN_IF_ERROR(writer.begin(path, specs, metadata));
   for (const NamedTensor *t : order)

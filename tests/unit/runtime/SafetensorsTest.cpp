@@ -315,7 +315,7 @@ TEST_F(SafetensorsTest, StreamedWriterMatchesAndRefusesMisuse) {
   const std::string expected = readBytes(path);
   std::filesystem::remove(path);
   auto spec = [&](const std::string &name) {
-    return SafetensorsWriter::Spec{name, tensors[name].dtype, tensors[name].shape};
+    return SafetensorsWriter::Spec{name, tensors[name].ref()};
   };
   SafetensorsWriter writer;
   ASSERT_TRUE(writer.begin(path, {spec("w"), spec("a"), spec("b")}, {{"step", "2"}}).isOk());
@@ -325,6 +325,7 @@ TEST_F(SafetensorsTest, StreamedWriterMatchesAndRefusesMisuse) {
   uint64_t hash = 0;
   ASSERT_TRUE(writer.finish(&hash).isOk());
   EXPECT_EQ(readBytes(path), expected);
+  EXPECT_EQ(writer.bytesWritten(), expected.size());
   EXPECT_EQ(hash, contentHash(expected.data(), expected.size()));
 
   // A narrower type before a wider one would misalign: refused up front.

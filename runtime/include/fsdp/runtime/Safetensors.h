@@ -58,14 +58,15 @@ class SafetensorsWriter {
 public:
   struct Spec {
     std::string name;
-    DType dtype = DType::F32;
-    std::vector<int64_t> shape;
+    TensorRef type; // dtype and shape; data unused
   };
   Status begin(const std::string &path, const std::vector<Spec> &specs,
                const std::map<std::string, std::string> &metadata);
   Status add(const void *data, size_t bytes);
   /// With `contentHash`, also returns the ContentHasher value of the file.
   Status finish(uint64_t *contentHash = nullptr);
+  /// The bytes written so far (the whole file once finished).
+  uint64_t bytesWritten() const { return written_; }
 
 private:
   Status put(const void *data, size_t bytes);
@@ -74,6 +75,7 @@ private:
   ContentHasher hasher_;
   std::vector<uint64_t> sizes_;
   size_t next_ = 0;
+  uint64_t written_ = 0;
 };
 
 namespace detail {

@@ -27,6 +27,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import rows as rows_report  # noqa: E402
 import test_resume as tr  # noqa: E402  (Session, run, tensor_differences)
 
 
@@ -115,7 +116,6 @@ def main():
     ap.add_argument("--fsdp-ckpt", required=True)
     args = ap.parse_args()
     args.mpirun = shutil.which("mpirun")
-    passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="ckpt-convert-") as tmp:
         s = tr.Session(args, tmp)
         rows = [
@@ -135,23 +135,8 @@ def main():
             ("convert sharded hybrid:2 N=4 -> full", lambda: to_full_row(
                 s, ["--world-size=4", "--shard=hybrid:2"])),
         ]
-        results = []
-        for label, body in rows:
-            try:
-                results.append((label, body()))
-            except tr.Failure as e:
-                results.append((label, [str(e)]))
-        try:
-            results += refusal_rows(s)
-        except tr.Failure as e:
-            results.append(("refusals", [str(e)]))
-        for label, problems in results:
-            ok = not problems
-            passed, failed = passed + ok, failed + (not ok)
-            print(f"{'PASS' if ok else 'FAIL'}  {label}" + "".join(f"\n      {p}" for p in problems),
-                  flush=True)
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 and passed > 0 else 1
+        results = rows_report.collect(rows, [("refusals", lambda: refusal_rows(s))], tr.Failure)
+    return rows_report.report(results)
 
 
 if __name__ == "__main__":

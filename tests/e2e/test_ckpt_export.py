@@ -39,6 +39,7 @@ from onnx import numpy_helper
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 sys.path.insert(0, HERE)
+import rows as rows_report  # noqa: E402
 import test_train_parity as tp  # noqa: E402  (read_safetensors)
 MODEL = os.path.join(ROOT, "examples", "gpt-tiny.onnx")
 LOGITS_MODEL = os.path.join(ROOT, "examples", "gpt-tiny-logits.onnx")
@@ -238,7 +239,6 @@ def main():
     ap.add_argument("--fsdp-ckpt", required=True)
     args = ap.parse_args()
     start = time.time()
-    passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="ckpt-export-") as tmp:
         results = []
         try:
@@ -257,22 +257,8 @@ def main():
                 ("exported model runs: forward = source with --weights, != untrained",
                  lambda: forward_row(s)),
             ]
-            for label, body in rows:
-                try:
-                    results.append((label, body()))
-                except Failure as e:
-                    results.append((label, [str(e)]))
-            try:
-                results += refusal_rows(s)
-            except Failure as e:
-                results.append(("refusals", [str(e)]))
-        for label, problems in results:
-            ok = not problems
-            passed, failed = passed + ok, failed + (not ok)
-            print(f"{'PASS' if ok else 'FAIL'}  {label}" + "".join(f"\n      {p}" for p in problems),
-                  flush=True)
-    print(f"{passed} passed, {failed} failed ({time.time() - start:.1f} s)")
-    return 0 if failed == 0 and passed > 0 else 1
+            results = rows_report.collect(rows, [("refusals", lambda: refusal_rows(s))], Failure)
+    return rows_report.report(results, f" ({time.time() - start:.1f} s)")
 
 
 if __name__ == "__main__":

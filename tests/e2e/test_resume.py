@@ -47,6 +47,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 sys.path.insert(0, HERE)
+import rows as rows_report  # noqa: E402
 import test_train_parity as tp  # noqa: E402  (read_safetensors)
 MODEL = os.path.join(ROOT, "examples", "gpt-tiny.onnx")
 TEXT = os.path.join(ROOT, "examples", "shakespeare.txt")
@@ -390,7 +391,6 @@ def main():
     ap.add_argument("--kill-trials", type=int, default=20,
                     help="kill -9 trials (a soak: several hundred)")
     args = ap.parse_args()
-    passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="resume-") as tmp:
         s = Session(args, tmp)
         rows = [
@@ -451,24 +451,10 @@ def main():
             (f"kill -9 during full saves, {args.kill_trials // 2} trials: committed ones load, "
              "--resume picks the newest", lambda: kill_rows(s, args.kill_trials // 2, "full")),
         ]
-        results = []
-        for label, body in rows:
-            try:
-                results.append((label, body()))
-            except Failure as e:
-                results.append((label, [str(e)]))
-        for group in (corruption_rows, initial_weights_rows):
-            try:
-                results += group(s)
-            except Failure as e:
-                results.append((group.__name__, [str(e)]))
-        for label, problems in results:
-            ok = not problems
-            passed, failed = passed + ok, failed + (not ok)
-            print(f"{'PASS' if ok else 'FAIL'}  {label}" + "".join(f"\n      {p}" for p in problems),
-                  flush=True)
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 and passed > 0 else 1
+        results = rows_report.collect(rows, [("refusals", lambda: corruption_rows(s)),
+                                             ("initial weights", lambda: initial_weights_rows(s))],
+                                      Failure)
+    return rows_report.report(results)
 
 
 if __name__ == "__main__":

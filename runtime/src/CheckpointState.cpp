@@ -213,17 +213,15 @@ Status readCheckpointState(const CheckpointManifest &manifest, CheckpointState &
   CheckpointState state;
   state.step = manifest.step;
   for (const StateSource::Tensor &t : source->tensors()) {
-    const std::string &name = t.name;
-    const bool parameter = t.parameter;
-    if (parametersOnly && !parameter)
+    if (parametersOnly && !t.parameter)
       continue;
     HostTensor scratch;
     const HostTensor *value = nullptr;
-    FSDP_RETURN_IF_ERROR(source->find(name, scratch, value));
+    FSDP_RETURN_IF_ERROR(source->find(t.name, scratch, value));
     if (!value)
-      return Status::error(manifest.dir + ": lists '" + name + "' but cannot read it");
-    (parameter ? state.parameters : state.optimizer)
-        .emplace_back(name, value == &scratch ? std::move(scratch) : *value);
+      return Status::error(manifest.dir + ": lists '" + t.name + "' but cannot read it");
+    (t.parameter ? state.parameters : state.optimizer)
+        .emplace_back(t.name, value == &scratch ? std::move(scratch) : *value);
   }
   out = std::move(state);
   return Status::ok();

@@ -10,10 +10,10 @@
 
 #include "compiler/Analysis/CostModel.h"
 
-#include "fsdp/runtime/DType.h"
-#include "fsdp/runtime/PlanFile.h"
-#include "runtime/schema/plan_generated.h"
-#include "runtime/src/PlanCheck.h"
+#include "runtime/support/DType.h"
+#include "runtime/plan/PlanFile.h"
+#include "runtime/plan/plan_generated.h"
+#include "runtime/plan/PlanCheck.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,7 +1,7 @@
 //===- CostModel.h - predicted time of a plan's step on a named device ----===//
 //
 // `--device=h100|a100|cpu` names a device profile; the cost model predicts
-// how long each instruction of an emitted plan (runtime/schema/plan.fbs)
+// how long each instruction of an emitted plan (runtime/plan/plan.fbs)
 // takes on it, and how long the step takes when the plan's streams run
 // as their events order them. These are model predictions from datasheet
 // rates, never measurements: a roofline per kernel (matmul and gemm by

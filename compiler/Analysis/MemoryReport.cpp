@@ -19,9 +19,9 @@
 
 #include "compiler/Analysis/CostModel.h"
 
-#include "fsdp/runtime/DType.h"
-#include "fsdp/runtime/PlanFile.h"
-#include "runtime/schema/plan_generated.h"
+#include "runtime/support/DType.h"
+#include "runtime/plan/PlanFile.h"
+#include "runtime/plan/plan_generated.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -2,7 +2,7 @@
 //
 // `fsdp-opt --emit=report` answers "how much memory will each rank take, and
 // for what" before launch. The answer is read from the emitted plan itself
-// (runtime/schema/plan.fbs), the exact thing fsdp-run allocates, not from an
+// (runtime/plan/plan.fbs), the exact thing fsdp-run allocates, not from an
 // estimate of the IR: the peak is the plan's persistent region plus its
 // arena. The persistent region is split by what its buffers hold
 // (parameter shards or replicated parameters, optimizer state, and io: graph

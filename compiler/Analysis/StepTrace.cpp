@@ -14,8 +14,8 @@
 
 #include "compiler/Analysis/MemoryReport.h"
 
-#include "fsdp/runtime/DType.h"
-#include "runtime/schema/plan_generated.h"
+#include "runtime/support/DType.h"
+#include "runtime/plan/plan_generated.h"
 
 #include <algorithm>
 #include <cmath>

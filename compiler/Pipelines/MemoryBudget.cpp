@@ -13,7 +13,7 @@
 
 #include "compiler/Pipelines/Pipeline.h"
 #include "compiler/Target/PlanEmitter.h"
-#include "runtime/schema/plan_generated.h"
+#include "runtime/plan/plan_generated.h"
 
 #include <algorithm>
 #include <cstdint>

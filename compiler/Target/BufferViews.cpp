@@ -10,7 +10,7 @@
 
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
-#include "fsdp/runtime/PlanFile.h"
+#include "runtime/plan/PlanFile.h"
 
 #include <optional>
 

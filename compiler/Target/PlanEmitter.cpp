@@ -24,9 +24,9 @@
 #include "compiler/Transforms/ShardParameters.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
-#include "fsdp/runtime/PlanFile.h"
-#include "fsdp/runtime/Safetensors.h"
-#include "runtime/schema/plan_generated.h"
+#include "runtime/plan/PlanFile.h"
+#include "runtime/io/Safetensors.h"
+#include "runtime/plan/plan_generated.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"

@@ -1,7 +1,7 @@
 //===- PlanEmitter.h - nn module to plan file -----------------------------===//
 //
 // The translation from the compiler's IR to the runtime's plan
-// (runtime/schema/plan.fbs): every SSA value becomes a buffer with a
+// (runtime/plan/plan.fbs): every SSA value becomes a buffer with a
 // planned place (parameters, graph inputs and outputs in the persistent
 // region, constants in the plan's constant data, everything else in the
 // arena by lifetime; optimizer state persistent and updated in place), every
@@ -15,7 +15,7 @@
 #ifndef FSDP_COMPILER_TARGET_PLANEMITTER_H
 #define FSDP_COMPILER_TARGET_PLANEMITTER_H
 
-#include "fsdp/runtime/TensorRef.h"
+#include "runtime/support/TensorRef.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

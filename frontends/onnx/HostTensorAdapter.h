@@ -11,7 +11,7 @@
 #define FSDP_FRONTENDS_ONNX_HOSTTENSORADAPTER_H
 
 #include "frontends/onnx/OnnxModel.h"
-#include "fsdp/runtime/HostTensor.h"
+#include "runtime/support/HostTensor.h"
 
 #include <algorithm>
 #include <optional>

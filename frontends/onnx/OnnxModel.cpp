@@ -9,7 +9,7 @@
 
 #include "frontends/onnx/OnnxModel.h"
 
-#include "fsdp/runtime/Half.h"
+#include "runtime/support/Half.h"
 
 #include <cmath>
 #include <cstring>

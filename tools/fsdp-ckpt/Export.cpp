@@ -13,8 +13,8 @@
 
 #include "tools/fsdp-ckpt/OnnxExport.h"
 
-#include "fsdp/runtime/Checkpoint.h"
-#include "fsdp/runtime/Safetensors.h"
+#include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/io/Safetensors.h"
 
 #include <string>
 

@@ -9,7 +9,7 @@
 #ifndef FSDP_TOOLS_FSDP_CKPT_EXPORT_H
 #define FSDP_TOOLS_FSDP_CKPT_EXPORT_H
 
-#include "fsdp/runtime/Status.h"
+#include "runtime/support/Status.h"
 
 namespace fsdp::ckpt {
 

@@ -14,7 +14,7 @@
 
 #include "frontends/onnx/HostTensorAdapter.h"
 #include "frontends/onnx/ModelProto.h"
-#include "fsdp/runtime/AtomicFile.h"
+#include "runtime/io/AtomicFile.h"
 
 #include <climits>
 #include <map>

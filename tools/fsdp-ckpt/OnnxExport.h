@@ -12,8 +12,8 @@
 #ifndef FSDP_TOOLS_FSDP_CKPT_ONNXEXPORT_H
 #define FSDP_TOOLS_FSDP_CKPT_ONNXEXPORT_H
 
-#include "fsdp/runtime/HostTensor.h"
-#include "fsdp/runtime/Status.h"
+#include "runtime/support/HostTensor.h"
+#include "runtime/support/Status.h"
 
 #include <string>
 #include <utility>

@@ -19,12 +19,12 @@
 
 #include "tools/fsdp-ckpt/Export.h"
 
-#include "fsdp/runtime/Checkpoint.h"
-#include "fsdp/runtime/ContentHash.h"
-#include "fsdp/runtime/DType.h"
-#include "fsdp/runtime/InProcessRanks.h"
-#include "fsdp/runtime/PlanFile.h"
-#include "runtime/schema/plan_generated.h"
+#include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/io/ContentHash.h"
+#include "runtime/support/DType.h"
+#include "runtime/exec/InProcessRanks.h"
+#include "runtime/plan/PlanFile.h"
+#include "runtime/plan/plan_generated.h"
 
 #include <cinttypes>
 #include <cstdio>

@@ -23,7 +23,7 @@
 #include "compiler/Target/PlanEmitter.h"
 #include "frontends/onnx/HostTensorAdapter.h"
 #include "frontends/onnx/Importer.h"
-#include "runtime/schema/plan_generated.h"
+#include "runtime/plan/plan_generated.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"

@@ -13,9 +13,9 @@
 #ifndef FSDP_TOOLS_FSDP_RUN_DRIVER_H
 #define FSDP_TOOLS_FSDP_RUN_DRIVER_H
 
-#include "fsdp/runtime/Checkpoint.h"
-#include "fsdp/runtime/Executor.h"
-#include "fsdp/runtime/LrSchedule.h"
+#include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/exec/Executor.h"
+#include "runtime/train/LrSchedule.h"
 
 #include <cstdint>
 #include <map>
@@ -37,7 +37,7 @@ struct RunOptions {
   rt::LrSchedule lrSchedule;
   std::optional<double> lr;
   std::optional<int64_t> logEvery;
-  // Checkpoints (runtime/include/fsdp/runtime/Checkpoint.h).
+  // Checkpoints (runtime/include/runtime/checkpoint/Checkpoint.h).
   std::string saveDir, resumePath;
   std::optional<int64_t> saveEvery, keep;
   std::optional<rt::CheckpointFormat> saveFormat; // --save-format, sharded when not given

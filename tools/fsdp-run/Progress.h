@@ -11,7 +11,7 @@
 #ifndef FSDP_TOOLS_FSDP_RUN_PROGRESS_H
 #define FSDP_TOOLS_FSDP_RUN_PROGRESS_H
 
-#include "fsdp/runtime/TrainLog.h"
+#include "runtime/train/TrainLog.h"
 
 #include <chrono>
 #include <cstdint>

@@ -13,10 +13,10 @@
 
 #include "tools/fsdp-run/Train.h"
 
-#include "comm/MpiCommunicator.h"
-#include "fsdp/runtime/Checkpoint.h"
-#include "fsdp/runtime/DataSource.h"
-#include "fsdp/runtime/TrainLog.h"
+#include "runtime/channels/MpiCommunicator.h"
+#include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/train/DataSource.h"
+#include "runtime/train/TrainLog.h"
 #include "tools/fsdp-run/Progress.h"
 
 #include <unistd.h>

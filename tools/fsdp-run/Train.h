@@ -12,7 +12,7 @@
 #ifndef FSDP_TOOLS_FSDP_RUN_TRAIN_H
 #define FSDP_TOOLS_FSDP_RUN_TRAIN_H
 
-#include "fsdp/runtime/Executor.h"
+#include "runtime/exec/Executor.h"
 #include "tools/fsdp-run/Driver.h"
 
 namespace fsdp::run {

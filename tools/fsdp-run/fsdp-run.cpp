@@ -20,15 +20,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "comm/InProcessCommunicator.h"
-#include "comm/MpiCommunicator.h"
-#include "fsdp/runtime/Device.h"
-#include "fsdp/runtime/Executor.h"
-#include "fsdp/runtime/Npy.h"
-#include "fsdp/runtime/PlanDump.h"
-#include "fsdp/runtime/PlanFile.h"
-#include "runtime/schema/plan_generated.h"
-#include "runtime/src/PlanCheck.h"
+#include "runtime/channels/InProcessCommunicator.h"
+#include "runtime/channels/MpiCommunicator.h"
+#include "runtime/device/Device.h"
+#include "runtime/exec/Executor.h"
+#include "runtime/io/Npy.h"
+#include "runtime/plan/PlanDump.h"
+#include "runtime/plan/PlanFile.h"
+#include "runtime/plan/plan_generated.h"
+#include "runtime/plan/PlanCheck.h"
 #include "tools/fsdp-run/Driver.h"
 #include "tools/fsdp-run/Train.h"
 

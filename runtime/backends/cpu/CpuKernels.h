@@ -22,8 +22,8 @@
 #ifndef FSDP_RUNTIME_BACKENDS_CPU_CPUKERNELS_H
 #define FSDP_RUNTIME_BACKENDS_CPU_CPUKERNELS_H
 
-#include "fsdp/runtime/Status.h"
-#include "fsdp/runtime/TensorRef.h"
+#include "runtime/support/Status.h"
+#include "runtime/support/TensorRef.h"
 
 #include <cstdint>
 #include <optional>
@@ -46,7 +46,7 @@ Status unary(UnaryKind kind, const TensorRef &in, const TensorRef &out);
 /// values are unspecified but must not trap), x -> bool is x != 0.
 Status cast(const TensorRef &in, const TensorRef &out);
 
-// --- Data movement (MovementKernels.cpp) --------------------------------------
+// --- Data movement (ShapeKernels.cpp) --------------------------------------
 /// Same element count: a row-major copy (reshape). No-op if in.data == out.data.
 Status copy(const TensorRef &in, const TensorRef &out);
 Status transpose(const TensorRef &in, const int64_t *perm, const TensorRef &out);
@@ -75,7 +75,7 @@ Status flatten(const TensorRef *inputs, const int64_t *offsets, int count, const
 Status fusedElementwise(const TensorRef *inputs, int numInputs, const int64_t *ints, int numInts,
                         const TensorRef *outputs, int numOutputs);
 
-// --- Linear algebra (MatmulKernels.cpp) ---------------------------------------
+// --- Linear algebra (LinearAlgebraKernels.cpp) ---------------------------------------
 /// numpy.matmul with batch broadcasting and 1-D promotion (shapes as the
 /// nn.matmul verifier accepts them). With `transA` (`transB`), a (b) has
 /// rank >= 2 and holds each matrix with its last two dims swapped, read
@@ -87,7 +87,7 @@ Status matmul(const TensorRef &a, const TensorRef &b, const TensorRef &out, bool
 Status gemm(const TensorRef &a, const TensorRef &b, const TensorRef *c, float alpha, float beta,
             bool transA, bool transB, const TensorRef &out);
 
-// --- Normalization (NormKernels.cpp) ------------------------------------------
+// --- Normalization (NormalizationKernels.cpp) ------------------------------------------
 /// Softmax (or log-softmax when `log`) along `axis` (max-subtracted).
 Status softmax(const TensorRef &in, int64_t axis, bool log, const TensorRef &out);
 /// LayerNormalization over dims [axis, rank): y, mean and inverse std-dev

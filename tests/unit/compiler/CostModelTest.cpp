@@ -14,9 +14,9 @@
 #include "compiler/Analysis/CostModel.h"
 #include "compiler/Analysis/MemoryReport.h"
 
-#include "fsdp/runtime/DType.h"
-#include "fsdp/runtime/PlanFile.h"
-#include "runtime/schema/plan_generated.h"
+#include "runtime/support/DType.h"
+#include "runtime/plan/PlanFile.h"
+#include "runtime/plan/plan_generated.h"
 
 #include <gtest/gtest.h>
 

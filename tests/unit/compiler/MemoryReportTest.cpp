@@ -13,8 +13,8 @@
 
 #include "compiler/Analysis/MemoryReport.h"
 
-#include "fsdp/runtime/PlanFile.h"
-#include "runtime/schema/plan_generated.h"
+#include "runtime/plan/PlanFile.h"
+#include "runtime/plan/plan_generated.h"
 
 #include <gtest/gtest.h>
 

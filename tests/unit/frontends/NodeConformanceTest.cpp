@@ -18,9 +18,9 @@
 #include "compiler/Target/PlanEmitter.h"
 #include "frontends/onnx/HostTensorAdapter.h"
 #include "frontends/onnx/Importer.h"
-#include "fsdp/runtime/Device.h"
-#include "fsdp/runtime/Executor.h"
-#include "fsdp/runtime/Half.h"
+#include "runtime/device/Device.h"
+#include "runtime/exec/Executor.h"
+#include "runtime/support/Half.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

@@ -12,7 +12,7 @@
 #ifndef FSDP_TESTS_UNIT_RUNTIME_FORMATTESTUTIL_H
 #define FSDP_TESTS_UNIT_RUNTIME_FORMATTESTUTIL_H
 
-#include "fsdp/runtime/HostTensor.h"
+#include "runtime/support/HostTensor.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #ifndef FSDP_RUNTIME_BACKENDS_CPU_KERNELS_ACTIVATIONS_H
 #define FSDP_RUNTIME_BACKENDS_CPU_KERNELS_ACTIVATIONS_H
 
-#include "backends/cpu/kernels/FastMath.h"
+#include "runtime/backends/cpu/kernels/FastMath.h"
 
 #include <cmath>
 

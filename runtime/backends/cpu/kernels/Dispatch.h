@@ -17,10 +17,10 @@
 #ifndef FSDP_RUNTIME_BACKENDS_CPU_KERNELS_DISPATCH_H
 #define FSDP_RUNTIME_BACKENDS_CPU_KERNELS_DISPATCH_H
 
-#include "fsdp/runtime/DType.h"
-#include "fsdp/runtime/Half.h"
-#include "fsdp/runtime/Status.h"
-#include "fsdp/runtime/TensorRef.h"
+#include "runtime/support/DType.h"
+#include "runtime/support/Half.h"
+#include "runtime/support/Status.h"
+#include "runtime/support/TensorRef.h"
 
 #include <cstdint>
 #include <type_traits>

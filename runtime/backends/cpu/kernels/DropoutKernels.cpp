@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "backends/cpu/CpuKernels.h"
-#include "backends/cpu/kernels/Dispatch.h"
+#include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/kernels/Dispatch.h"
 
 #include <cstring>
 

@@ -13,9 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "backends/cpu/CpuKernels.h"
-#include "backends/cpu/kernels/Dispatch.h"
-#include "backends/cpu/kernels/Activations.h"
+#include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/kernels/Dispatch.h"
+#include "runtime/backends/cpu/kernels/Activations.h"
 
 #include <cmath>
 #include <cstring>

@@ -16,9 +16,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "backends/cpu/CpuKernels.h"
-#include "backends/cpu/kernels/Dispatch.h"
-#include "backends/cpu/kernels/Activations.h"
+#include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/kernels/Dispatch.h"
+#include "runtime/backends/cpu/kernels/Activations.h"
 
 #include <algorithm>
 #include <cmath>

@@ -16,10 +16,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "backends/cpu/CpuKernels.h"
-#include "backends/cpu/kernels/Dispatch.h"
-#include "backends/cpu/kernels/FastMath.h"
-#include "backends/cpu/kernels/LossShape.h"
+#include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/kernels/Dispatch.h"
+#include "runtime/backends/cpu/kernels/FastMath.h"
+#include "runtime/backends/cpu/kernels/LossShape.h"
 
 #include <cmath>
 #include <cstring>

@@ -15,9 +15,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "backends/cpu/CpuKernels.h"
-#include "backends/cpu/kernels/Dispatch.h"
-#include "backends/cpu/kernels/LossShape.h"
+#include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/kernels/Dispatch.h"
+#include "runtime/backends/cpu/kernels/LossShape.h"
 
 #include <algorithm>
 #include <type_traits>

@@ -11,7 +11,7 @@
 #ifndef FSDP_RUNTIME_BACKENDS_CPU_KERNELS_LOSSSHAPE_H
 #define FSDP_RUNTIME_BACKENDS_CPU_KERNELS_LOSSSHAPE_H
 
-#include "backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/CpuKernels.h"
 
 namespace fsdp::rt::cpu {
 

@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "backends/cpu/CpuKernels.h"
-#include "backends/cpu/kernels/Dispatch.h"
+#include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/kernels/Dispatch.h"
 
 #include <charconv>
 #include <cmath>

@@ -27,8 +27,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "backends/cpu/CpuKernels.h"
-#include "backends/cpu/kernels/Dispatch.h"
+#include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/kernels/Dispatch.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,245 @@
+//===- Executor.h - runs a loaded plan on a device ------------------------===//
+//
+// The executor turns a verified plan into memory and launches: it allocates
+// exactly the plan's persistent region and arena on the device once, binds
+// every buffer to its planned offset, prepares one Launch per instruction
+// (operand views, attributes) and then runs the instruction stream as many
+// times as asked without allocating. Parameters come from the plan's
+// safetensors weights file (checked against the plan's hash and parameter
+// table); inputs and outputs move through their bound buffers.
+//
+// Training plans (mode "train") update parameters and optimizer state in
+// place: one run() is one whole step. The persistent region is zeroed at
+// creation, so optimizer state starts at zero as torch's does; before each
+// step the caller writes the learning rate and the 1-based step number
+// (setLearningRate, setStep), and afterwards reads the loss output and, at
+// the end, the parameters.
+//
+// Distributed plans run SPMD: every rank creates its own executor (its own
+// device memory) over the same plan and a Communicator for the world, and
+// runs the same instruction stream. Collective instructions run through the
+// communicator, or a sub-communicator for a group layout other than the
+// whole world (split once at creation, in plan order, identically on every
+// rank); everything else runs on the device. A sharded parameter lives only
+// as a slice of its unit's flat buffer, of which each rank holds one shard:
+// loadWeights fills this rank's part of it, and getParameter and
+// saveWeights all-gather the shards, so every rank must call them. When a
+// rank fails inside run(), it aborts the group so no other rank waits for
+// it.
+//
+// Plans with a communication stream (stream 1, compiler/Transforms/
+// ScheduleCollectives.h) run it on a worker thread per executor, so
+// collectives overlap the compute stream, which runs on the caller's
+// thread; each instruction first waits for the events it lists and then
+// signals its own. Only the worker calls the communicators during run(),
+// and run() returns only once the worker is idle again, so the collective
+// calls outside run() (getParameter, saveWeights) never race with it. An
+// error on either stream aborts the group (so no rank hangs) and is
+// returned by run().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_RUNTIME_EXECUTOR_H
+#define FSDP_RUNTIME_EXECUTOR_H
+
+#include "runtime/channels/Communicator.h"
+#include "runtime/device/Device.h"
+#include "runtime/support/HostTensor.h"
+#include "runtime/plan/PlanFile.h"
+#include "runtime/checkpoint/StateLayout.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fsdp::rt {
+
+/// Named tensors to restore from (a safetensors file's find).
+using TensorLookup = std::function<const HostTensor *(const std::string &)>;
+
+class Executor {
+public:
+  /// Allocates the plan's memory on `device` and prepares its launches.
+  /// `comm` is this rank's handle on the world (size() must be the plan's
+  /// world size); it may be null only for world size 1, and must outlive
+  /// the executor. Collective: with sub-groups, every rank splits `comm`.
+  static Status create(const LoadedPlan &plan, Device &device, Communicator *comm,
+                       std::unique_ptr<Executor> &out);
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  /// Loads every parameter from a safetensors file: `path`, or the plan's
+  /// own weights file when empty (whose content hash must match the plan).
+  /// The file holds full parameters; a sharded one fills only this rank's
+  /// elements of its unit's shard.
+  Status loadWeights(const std::string &path = "");
+
+  /// Copies a host tensor into the named graph input; dtype and shape must
+  /// match the plan exactly.
+  Status setInput(const std::string &name, const TensorRef &value);
+  /// Runs every instruction once (one step). With `kernelSeconds`, also
+  /// adds each instruction's wall time to its kernel's entry (indexed by
+  /// fsdp::plan::Kernel), synchronizing after every launch to measure it.
+  Status run(std::vector<double> *kernelSeconds = nullptr);
+  /// Copies the named graph output to the host.
+  Status getOutput(const std::string &name, HostTensor &out) const;
+
+  /// Training plans: write this step's learning rate (the plan's f64
+  /// lr buffer) and 1-based step number (its i64 step buffer). The step
+  /// also seeds step-dependent kernels (dropout) as step - 1, so a run
+  /// resumed at step t draws what an uninterrupted run would have. An
+  /// error on forward plans; a training plan whose optimizer needs no step
+  /// number (SGD) has no step buffer and only records it.
+  Status setLearningRate(double lr);
+  Status setStep(int64_t step);
+  /// Training plans: the scalar loss of the last step, widened to double;
+  /// `dtype` (optional) receives the loss's own float type.
+  Status getLoss(double &loss, DType *dtype = nullptr) const;
+  /// Copies the named parameter's full value (plan dtype and shape).
+  /// Collective when the parameter is sharded: every rank of its unit's
+  /// group must call it (fsdp-run calls it on every rank).
+  Status getParameter(const std::string &name, HostTensor &out) const;
+  /// Writes every parameter, full and named as in the plan's parameter
+  /// table, to a safetensors file (torch's loader reads it). Collective on
+  /// sharded plans: every rank calls it, rank 0 writes the file, the others
+  /// only contribute their shards and return OK.
+  Status saveWeights(const std::string &path) const;
+  /// The values one step hands the next on this rank, by name: unit shards
+  /// ("unit/NAME"), optimizer state ("state/NAME") and parameters held
+  /// whole ("param/NAME": frozen ones, or all of an unsharded plan). A
+  /// sharded checkpoint is exactly these (runtime/checkpoint/Checkpoint.cpp).
+  Status readState(std::vector<std::pair<std::string, HostTensor>> &out) const;
+  /// Restores them: `lookup(name)` gives each value, which must have the
+  /// buffer's dtype and shape; `what` names the source in errors.
+  Status writeState(const TensorLookup &lookup,
+                    const std::string &what);
+  /// The same state consolidated, as torch names it (every parameter whole
+  /// under its model name, its optimizer state as "<name>.exp_avg",
+  /// "<name>.exp_avg_sq" or "<name>.momentum_buffer"), one tensor at a
+  /// time: `visit` gets each entry of `order` (StateLayout.h) with a view of
+  /// its bytes, valid during the call. Collective on sharded plans (units
+  /// are gathered); a rank with `keep` false only contributes its shards.
+  using FullStateVisitor = std::function<Status(const StateEntry &, const TensorRef &)>;
+  Status visitFullState(const std::vector<StateEntry> &order, bool keep,
+                        const FullStateVisitor &visit) const;
+  /// Restores consolidated state into this plan's layout (any world size or
+  /// strategy of the same model and optimizer): this rank keeps its part.
+  Status writeFullState(const TensorLookup &lookup,
+                        const std::string &what);
+  /// The world this executor runs in (a group of one for a one-rank plan).
+  Communicator &world() const { return *comm_; }
+  /// The plan it runs, and its content hash.
+  const LoadedPlan &plan() const { return plan_; }
+  uint64_t planHash() const { return plan_.hash(); }
+  /// Fails every communicator this executor uses (the world and its
+  /// sub-groups), so ranks waiting on this one get an error naming
+  /// `reason`. run() does this itself when one of its instructions fails.
+  void abort(const std::string &reason);
+
+  /// Names in binding order.
+  std::vector<std::string> inputNames() const;
+  std::vector<std::string> outputNames() const;
+  /// Parameter names in plan order.
+  std::vector<std::string> parameterNames() const;
+  /// The dtype and shape of the named graph input.
+  Status inputType(const std::string &name, DType &dtype, std::vector<int64_t> &shape) const;
+  /// Whether the plan is a training step (mode "train").
+  bool isTraining() const;
+  /// The output binding holding the loss of a training plan ("" if none).
+  std::string lossOutput() const;
+  /// The learning rate the plan was compiled with (--lr), which schedules
+  /// scale; 0 for forward plans.
+  double baseLearningRate() const;
+  /// The number of ranks the plan was compiled for.
+  uint32_t worldSize() const;
+  /// This executor's rank in the world, 0 .. worldSize() - 1.
+  int rank() const { return comm_->rank(); }
+  /// Bytes allocated for plan-managed memory (persistent + arena): exactly
+  /// the plan's numbers.
+  size_t allocatedBytes() const { return persistent_.size + arena_.size; }
+  /// Host memory the plan keeps state in (--offload=cpu), besides the device's.
+  size_t hostBytes() const { return host_.size; }
+
+private:
+  /// How a collective instruction runs: through `comm`, or as a local copy
+  /// when its groups have one rank (comm == nullptr).
+  struct Collective {
+    Communicator *comm = nullptr;
+    ReduceOp op = ReduceOp::Sum;
+  };
+
+  /// Copies a plan buffer to the host, with its dtype and shape.
+  Status copyToHost(uint32_t buffer, HostTensor &out) const;
+  Executor(const LoadedPlan &plan, Device &device); // in Executor.cpp, where Streams is complete
+  Status prepare();
+  /// The communicator of the group holding this rank when the world's
+  /// `ranks` (group by group) are split into groups of `groupSize`: the
+  /// world itself, a sub-communicator split the first time a layout is
+  /// seen, or null for groups of one.
+  Status groupComm(const int64_t *ranks, size_t numRanks, int64_t groupSize,
+                   Communicator *&out);
+  Status runCollective(const Launch &launch, const Collective &collective);
+  /// Runs one instruction, adding its time to `kernelSeconds` if given.
+  Status runLaunch(size_t index, std::vector<double> *kernelSeconds);
+  /// run() for plans with a communication stream.
+  Status runStreams(std::vector<double> *kernelSeconds);
+  /// The communication worker's loop.
+  void commLoop();
+  /// Every rank's shard of unit `unit`, gathered into its padded flat buffer.
+  /// All-gathers a unit's flat buffer (its shard buffer, or `buffer`: one
+  /// of its optimizer state shards, laid out alike). `flat` and `scratch`
+  /// (the host copy of this rank's shard) keep their storage across calls.
+  Status gatherUnit(uint32_t unit, HostTensor &flat, uint32_t buffer = kNoBuffer,
+                    HostTensor *scratch = nullptr) const;
+  /// The values of `entries` (visitFullState), copied out in their order.
+  /// Collective; a rank with `keep` false only contributes (values empty).
+  Status gatherParameters(const std::vector<StateEntry> &entries, bool keep,
+                          std::vector<HostTensor> &values) const;
+  /// Copies the part of a parameter-shaped `source` that falls in this
+  /// rank's shard of the parameter's unit into `shardBuffer`.
+  Status copyIntoShard(const plan::Parameter &param, const HostTensor &source,
+                       uint32_t shardBuffer);
+  /// Restores consolidated tensors (StateLayout) from `lookup`: every
+  /// parameter, and with `parametersOnly` false the optimizer state too.
+  Status restoreEntries(const TensorLookup &lookup, const std::string &what,
+                        bool parametersOnly);
+  /// `lookup(name)` when it has `type`'s dtype and shape; otherwise an
+  /// error naming `what`, the tensor and what is wrong.
+  static Status findTyped(const TensorLookup &lookup, const std::string &name,
+                          const TensorRef &type, const std::string &what, const HostTensor *&out);
+  /// Copies `value` over the whole of `buffer`.
+  Status copyWhole(const HostTensor &value, uint32_t buffer);
+  TensorRef viewOf(uint32_t buffer) const;
+  Status bindingBuffer(bool input, const std::string &name, uint32_t &buffer) const;
+  Status parameterIndex(const std::string &name, uint32_t &index) const;
+  Status zeroPersistent();
+  Status writeScalar(uint32_t buffer, DType dtype, const void *value, const char *what);
+
+  const LoadedPlan &plan_;
+  Device &device_;
+  DeviceMemory persistent_, arena_, host_;
+  std::vector<TensorRef> operands_;           // all launches' operand views
+  std::vector<std::vector<int64_t>> ints_;    // attributes, one vector per launch
+  std::vector<std::vector<float>> floats_;
+  std::vector<Launch> launches_;
+  std::vector<Collective> collectives_;        // one per launch
+  Communicator *comm_ = nullptr;               // the world
+  std::unique_ptr<Communicator> ownComm_;      // world size 1 without a caller's
+  /// Sub-communicators by group layout (the ranks list and group size).
+  std::vector<std::pair<std::vector<int64_t>, std::unique_ptr<Communicator>>> subComms_;
+  std::vector<Communicator *> unitComms_;      // one per unit (null: group of one)
+  uint64_t step_ = 0;
+  /// Stream order: each launch's events, and the launches of each stream.
+  std::vector<std::vector<uint32_t>> waits_;
+  std::vector<int32_t> signals_;
+  std::vector<size_t> computeLaunches_, commLaunches_;
+  /// The communication worker and the events shared with it (Executor.cpp).
+  struct Streams;
+  std::unique_ptr<Streams> streams_;
+};
+
+} // namespace fsdp::rt
+
+#endif // FSDP_RUNTIME_EXECUTOR_H

@@ -1,0 +1,560 @@
+//===- PlanCheck.cpp - semantic verification of a plan --------------------===//
+//
+// One table gives each kernel's operand, output and attribute counts (the
+// layout documented in plan.fbs); the checks below apply it, then check
+// the training fields (optimizer state in the persistent region, the lr and
+// step scalars, the loss output's binding) and the distributed ones: each
+// collective's groups partition the world and its element counts fit the
+// group size, Flatten's inputs fit inside its result, every unit's shards
+// add up to its padded flat buffer, and every sharded parameter lies inside
+// its unit. Shapes are not re-derived here: the compiler verified them, and
+// the content hash in the file header guards against corruption in between.
+// What is checked is what the executor relies on to stay inside its memory
+// and to issue the same collectives on every rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/plan/PlanCheck.h"
+
+#include "runtime/support/DType.h"
+#include "runtime/plan/PlanFile.h"
+#include "runtime/support/TensorRef.h"
+#include "runtime/plan/plan_generated.h"
+
+#include <limits>
+#include <vector>
+
+namespace fsdp::rt {
+namespace {
+
+using plan::Kernel;
+
+/// -1 in a count means "any number"; `optionalInput` is the one operand
+/// position that may be kNoBuffer (or -1 for none). Attribute counts of -2
+/// mean "the rank of input 0", -3 "twice that". An output count of -4 means
+/// "one, plus one when the optional operand is present" (Sgd's momentum
+/// buffer is both an operand and a result). Integer attributes of count -1
+/// are axes (at most the rank); -5 is a program of any length (Fused); -6
+/// is none or exactly two (MatMul's transpose flags, whatever the rank); -7
+/// is a layout of the kernel's own that checkOwnLayout reads (collectives,
+/// Flatten).
+struct KernelShape {
+  const char *name;
+  int minInputs, maxInputs, outputs, ints, floats, optionalInput;
+};
+
+constexpr int kAny = -1, kRank = -2, kTwiceRank = -3, kOnePlusOptional = -4, kProgram = -5,
+              kNoneOrTwo = -6, kOwnLayout = -7;
+
+KernelShape kernelShape(Kernel k) {
+  switch (k) {
+  case Kernel::Add: return {"Add", 2, 2, 1, 0, 0, -1};
+  case Kernel::Sub: return {"Sub", 2, 2, 1, 0, 0, -1};
+  case Kernel::Mul: return {"Mul", 2, 2, 1, 0, 0, -1};
+  case Kernel::Div: return {"Div", 2, 2, 1, 0, 0, -1};
+  case Kernel::Pow: return {"Pow", 2, 2, 1, 0, 0, -1};
+  case Kernel::Where: return {"Where", 3, 3, 1, 0, 0, -1};
+  case Kernel::Neg: return {"Neg", 1, 1, 1, 0, 0, -1};
+  case Kernel::Relu: return {"Relu", 1, 1, 1, 0, 0, -1};
+  case Kernel::Exp: return {"Exp", 1, 1, 1, 0, 0, -1};
+  case Kernel::Log: return {"Log", 1, 1, 1, 0, 0, -1};
+  case Kernel::Sqrt: return {"Sqrt", 1, 1, 1, 0, 0, -1};
+  case Kernel::Erf: return {"Erf", 1, 1, 1, 0, 0, -1};
+  case Kernel::Tanh: return {"Tanh", 1, 1, 1, 0, 0, -1};
+  case Kernel::Sigmoid: return {"Sigmoid", 1, 1, 1, 0, 0, -1};
+  case Kernel::Not: return {"Not", 1, 1, 1, 0, 0, -1};
+  case Kernel::Cast: return {"Cast", 1, 1, 1, 0, 0, -1};
+  case Kernel::MatMul: return {"MatMul", 2, 2, 1, kNoneOrTwo, 0, -1};
+  case Kernel::Gemm: return {"Gemm", 3, 3, 1, 2, 2, 2};
+  case Kernel::Softmax: return {"Softmax", 1, 1, 1, 1, 0, -1};
+  case Kernel::LogSoftmax: return {"LogSoftmax", 1, 1, 1, 1, 0, -1};
+  case Kernel::LayerNorm: return {"LayerNorm", 3, 3, 3, 1, 1, 2};
+  case Kernel::ReduceSum: return {"ReduceSum", 1, 1, 1, kAny, 0, -1};
+  case Kernel::ReduceMax: return {"ReduceMax", 1, 1, 1, kAny, 0, -1};
+  case Kernel::ReduceMean: return {"ReduceMean", 1, 1, 1, kAny, 0, -1};
+  case Kernel::SoftmaxCrossEntropy: return {"SoftmaxCrossEntropy", 3, 3, 2, 3, 0, 2};
+  case Kernel::NllLoss: return {"NllLoss", 3, 3, 1, 3, 0, 2};
+  case Kernel::Copy: return {"Copy", 1, 1, 1, 0, 0, -1};
+  case Kernel::Transpose: return {"Transpose", 1, 1, 1, kRank, 0, -1};
+  case Kernel::Concat: return {"Concat", 1, kAny, 1, 1, 0, -1};
+  case Kernel::Split: return {"Split", 1, 1, kAny, 1, 0, -1};
+  case Kernel::Slice: return {"Slice", 1, 1, 1, kTwiceRank, 0, -1};
+  case Kernel::Expand: return {"Expand", 1, 1, 1, 0, 0, -1};
+  case Kernel::Gather: return {"Gather", 2, 2, 1, 1, 0, -1};
+  case Kernel::Trilu: return {"Trilu", 1, 1, 1, 2, 0, -1};
+  case Kernel::Dropout: return {"Dropout", 1, 1, 2, 2, 1, -1};
+  case Kernel::AllGather: return {"AllGather", 1, 1, 1, kOwnLayout, 0, -1};
+  case Kernel::ReduceScatter: return {"ReduceScatter", 1, 1, 1, kOwnLayout, 0, -1};
+  case Kernel::AllReduce: return {"AllReduce", 1, 1, 1, kOwnLayout, 0, -1};
+  case Kernel::ReluGrad: return {"ReluGrad", 2, 2, 1, 0, 0, -1};
+  case Kernel::ErfGrad: return {"ErfGrad", 2, 2, 1, 0, 0, -1};
+  case Kernel::TanhGrad: return {"TanhGrad", 2, 2, 1, 0, 0, -1};
+  case Kernel::SigmoidGrad: return {"SigmoidGrad", 2, 2, 1, 0, 0, -1};
+  case Kernel::SoftmaxGrad: return {"SoftmaxGrad", 2, 2, 1, 1, 0, -1};
+  case Kernel::LogSoftmaxGrad: return {"LogSoftmaxGrad", 2, 2, 1, 1, 0, -1};
+  case Kernel::LayerNormGrad: return {"LayerNormGrad", 5, 5, 3, 1, 0, -1};
+  case Kernel::GatherGrad: return {"GatherGrad", 2, 2, 1, 1, 0, -1};
+  case Kernel::SliceGrad: return {"SliceGrad", 1, 1, 1, kTwiceRank, 0, -1};
+  case Kernel::SoftmaxCrossEntropyGrad: return {"SoftmaxCrossEntropyGrad", 4, 4, 1, 3, 0, 2};
+  case Kernel::NllLossGrad: return {"NllLossGrad", 3, 3, 1, 3, 0, 1};
+  case Kernel::ReduceMaxGrad: return {"ReduceMaxGrad", 3, 3, 1, kAny, 0, -1};
+  case Kernel::DropoutGrad: return {"DropoutGrad", 2, 2, 1, 0, 1, -1};
+  case Kernel::AdamW: return {"AdamW", 6, 6, 3, 0, 4, -1};
+  case Kernel::Sgd: return {"Sgd", 4, 4, kOnePlusOptional, 1, 2, 2};
+  case Kernel::Fused: return {"Fused", 1, kAny, kAny, kProgram, 0, -1};
+  case Kernel::Flatten: return {"Flatten", 1, kAny, 1, kOwnLayout, 0, -1};
+  }
+  return {nullptr, 0, 0, 0, 0, 0, -1};
+}
+
+template <typename T> size_t count(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
+
+uint64_t numElements(const plan::Buffer &buffer) {
+  uint64_t n = 1;
+  for (size_t d = 0; d < count(buffer.shape()); ++d)
+    n *= static_cast<uint64_t>(buffer.shape()->Get(d));
+  return n;
+}
+
+/// Flatten: one offset per input, each input inside the result, one dtype.
+Status checkFlatten(const plan::Instruction &inst, const plan::Plan &plan,
+                    const std::string &what) {
+  size_t inputs = count(inst.inputs());
+  if (count(inst.ints()) != inputs)
+    return Status::error(cat(what, ": has ", count(inst.ints()), " offsets for ", inputs,
+                             " operands"));
+  const plan::Buffer *out = plan.buffers()->Get(inst.outputs()->Get(0));
+  uint64_t outElements = numElements(*out);
+  for (size_t i = 0; i < inputs; ++i) {
+    const plan::Buffer *in = plan.buffers()->Get(inst.inputs()->Get(i));
+    if (in->dtype() != out->dtype())
+      return Status::error(cat(what, ": operand ", i, " is ",
+                               dtypeName(static_cast<DType>(in->dtype())), ", the result ",
+                               dtypeName(static_cast<DType>(out->dtype()))));
+    int64_t offset = inst.ints()->Get(i);
+    uint64_t n = numElements(*in);
+    if (offset < 0 || n > outElements || static_cast<uint64_t>(offset) > outElements - n)
+      return Status::error(cat(what, ": operand ", i, " (", n, " elements at offset ", offset,
+                               ") does not fit in the result's ", outElements, " elements"));
+  }
+  return Status::ok();
+}
+
+/// A collective: its groups partition the world's ranks into groups of
+/// group_size, the reduction is known, and the element counts fit.
+Status checkCollective(const plan::Instruction &inst, const plan::Plan &plan,
+                       const std::string &what) {
+  CollectiveGroups groups;
+  uint16_t kernel = static_cast<uint16_t>(inst.kernel());
+  size_t numInts = count(inst.ints());
+  if (!readCollectiveGroups(kernel, numInts ? inst.ints()->data() : nullptr, numInts, groups))
+    return Status::error(cat(what, ": has ", numInts, " integer attributes, too few for ",
+                             kernel == static_cast<uint16_t>(Kernel::AllGather)
+                                 ? "[group_size, ranks...]"
+                                 : "[reduction, group_size, ranks...]"));
+  if (groups.reduction != 0 && groups.reduction != 1)
+    return Status::error(cat(what, ": reduction ", groups.reduction, " is neither 0 (sum) nor 1 (avg)"));
+  uint32_t world = plan.world_size();
+  if (groups.groupSize < 1 || world % groups.groupSize != 0)
+    return Status::error(cat(what, ": group size ", groups.groupSize,
+                             " does not divide the world size ", world));
+  if (groups.numRanks != world)
+    return Status::error(cat(what, ": lists ", groups.numRanks, " ranks for a world of ", world));
+  std::vector<bool> seen(world, false);
+  for (size_t i = 0; i < groups.numRanks; ++i) {
+    int64_t r = groups.ranks[i];
+    if (r < 0 || r >= static_cast<int64_t>(world) || seen[r])
+      return Status::error(cat(what, ": ranks are not a permutation of 0..", world - 1,
+                               " (rank ", r, " at position ", i, ")"));
+    seen[r] = true;
+  }
+  const plan::Buffer *in = plan.buffers()->Get(inst.inputs()->Get(0));
+  const plan::Buffer *out = plan.buffers()->Get(inst.outputs()->Get(0));
+  if (in->dtype() != out->dtype())
+    return Status::error(what + ": operand and result dtypes differ");
+  uint64_t inElements = numElements(*in), outElements = numElements(*out);
+  uint64_t g = static_cast<uint64_t>(groups.groupSize);
+  bool fits = inst.kernel() == Kernel::AllGather       ? outElements == inElements * g
+              : inst.kernel() == Kernel::ReduceScatter ? inElements == outElements * g
+                                                       : inElements == outElements;
+  if (!fits)
+    return Status::error(cat(what, ": ", inElements, " elements in, ", outElements,
+                             " out do not fit a group of ", g));
+  if (groups.reduction == 1 && !isFloat(static_cast<DType>(in->dtype())))
+    return Status::error(cat(what, ": avg needs a float type, not ",
+                             dtypeName(static_cast<DType>(in->dtype()))));
+  return Status::ok();
+}
+
+/// State kept from step to step: in device memory, or in host memory
+/// under --offload=cpu.
+bool keptAcrossSteps(plan::Region region) {
+  return region == plan::Region::Persistent || region == plan::Region::Host;
+}
+
+Status checkBuffer(const plan::Buffer &buffer, size_t index, const plan::Plan &plan,
+                   const std::string &where) {
+  std::string what = cat(where, ": buffer ", index,
+                         buffer.name() ? " ('" + buffer.name()->str() + "')" : std::string());
+  if (static_cast<int>(buffer.dtype()) >= kNumDTypes)
+    return Status::error(what + ": invalid dtype");
+  size_t rank = count(buffer.shape());
+  if (rank > static_cast<size_t>(kMaxRank))
+    return Status::error(cat(what, ": rank ", rank, " exceeds ", kMaxRank));
+  uint64_t elements = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t dim = buffer.shape()->Get(d);
+    if (dim < 0 || (dim > 0 && elements > (uint64_t(1) << 48) / static_cast<uint64_t>(dim)))
+      return Status::error(what + ": invalid shape");
+    elements *= static_cast<uint64_t>(dim);
+  }
+  if (buffer.size() != elements * dtypeSize(static_cast<DType>(buffer.dtype())))
+    return Status::error(what + ": size does not match dtype and shape");
+  uint64_t regionSize = 0;
+  switch (buffer.region()) {
+  case plan::Region::Persistent: regionSize = plan.persistent_bytes(); break;
+  case plan::Region::Arena: regionSize = plan.arena_bytes(); break;
+  case plan::Region::Constant: regionSize = count(plan.constant_data()); break;
+  case plan::Region::Host: regionSize = plan.host_bytes(); break;
+  default: return Status::error(what + ": invalid region");
+  }
+  // Every rank's placement must fit: the last chunk is the farthest.
+  if (buffer.rank_group() < 1 || buffer.rank_stride() % kBufferAlignment != 0 ||
+      (buffer.rank_group() > 1 && buffer.rank_stride() > (uint64_t(1) << 48)))
+    return Status::error(what + ": invalid rank stride");
+  const uint64_t lastChunk = (buffer.rank_group() - 1) * buffer.rank_stride();
+  if (buffer.offset() % kBufferAlignment != 0 || buffer.offset() > regionSize ||
+      lastChunk > regionSize - buffer.offset() ||
+      buffer.size() > regionSize - buffer.offset() - lastChunk)
+    return Status::error(what + ": lies outside its memory region");
+  return Status::ok();
+}
+
+Status checkInstruction(const plan::Instruction &inst, size_t index, const plan::Plan &plan,
+                        const std::string &where) {
+  KernelShape shape = kernelShape(inst.kernel());
+  std::string what = cat(where, ": instruction ", index,
+                         inst.name() ? " ('" + inst.name()->str() + "')" : std::string());
+  if (!shape.name)
+    return Status::error(what + ": unknown kernel");
+  what += std::string(" (") + shape.name + ")";
+  size_t numBuffers = count(plan.buffers());
+  int inputs = static_cast<int>(count(inst.inputs())), outputs = static_cast<int>(count(inst.outputs()));
+  if (inputs < shape.minInputs || (shape.maxInputs != kAny && inputs > shape.maxInputs))
+    return Status::error(cat(what, ": has ", inputs, " operands"));
+  int expectedOutputs = shape.outputs;
+  if (shape.outputs == kOnePlusOptional)
+    expectedOutputs = 1 + (inputs > shape.optionalInput &&
+                           inst.inputs()->Get(shape.optionalInput) != kNoBuffer);
+  if ((expectedOutputs != kAny && outputs != expectedOutputs) || outputs < 1)
+    return Status::error(cat(what, ": has ", outputs, " results"));
+  for (int i = 0; i < inputs; ++i) {
+    uint32_t b = inst.inputs()->Get(i);
+    if (b == kNoBuffer && i == shape.optionalInput)
+      continue;
+    if (b >= numBuffers)
+      return Status::error(cat(what, ": operand ", i, " names buffer ", b, " of ", numBuffers));
+  }
+  for (int i = 0; i < outputs; ++i)
+    if (inst.outputs()->Get(i) >= numBuffers)
+      return Status::error(cat(what, ": result ", i, " names a missing buffer"));
+  if (inst.stream() >= plan.num_streams())
+    return Status::error(cat(what, ": stream ", int(inst.stream()), " does not exist"));
+  for (size_t i = 0; i < count(inst.wait_events()); ++i)
+    if (inst.wait_events()->Get(i) >= plan.num_events())
+      return Status::error(cat(what, ": waits on event ", inst.wait_events()->Get(i),
+                               " of ", plan.num_events()));
+  if (inst.signal_event() >= static_cast<int64_t>(plan.num_events()) || inst.signal_event() < -1)
+    return Status::error(cat(what, ": signals event ", inst.signal_event(), " of ",
+                             plan.num_events()));
+  int rank = static_cast<int>(count(plan.buffers()->Get(inst.inputs()->Get(0))->shape()));
+  int ints = static_cast<int>(count(inst.ints()));
+  int expectedInts = shape.ints == kRank ? rank : shape.ints == kTwiceRank ? 2 * rank : shape.ints;
+  // kAny integer attributes are axes (at most the rank); a kProgram list is
+  // checked by its kernel.
+  bool intsOk = shape.ints == kProgram || shape.ints == kOwnLayout ||
+                (shape.ints == kNoneOrTwo ? (ints == 0 || ints == 2)
+                 : shape.ints == kAny     ? ints <= rank
+                                          : ints == expectedInts);
+  if (!intsOk)
+    return Status::error(cat(what, ": has ", ints, " integer attributes"));
+  if (static_cast<int>(count(inst.floats())) != shape.floats)
+    return Status::error(cat(what, ": has ", count(inst.floats()), " float attributes"));
+  if (inst.kernel() == Kernel::Flatten)
+    return checkFlatten(inst, plan, what);
+  if (isCollective(static_cast<uint16_t>(inst.kernel())))
+    return checkCollective(inst, plan, what);
+  return Status::ok();
+}
+
+Status checkBindings(const flatbuffers::Vector<flatbuffers::Offset<plan::Binding>> *bindings,
+                     size_t numBuffers, const std::string &what) {
+  for (size_t i = 0; i < count(bindings); ++i)
+    if (!bindings->Get(i)->name() || bindings->Get(i)->buffer() >= numBuffers)
+      return Status::error(cat(what, " ", i, " is invalid"));
+  return Status::ok();
+}
+
+/// A training plan's scalar (lr, step): unset, or a persistent rank-0
+/// buffer of `dtype` that the runtime writes before each step.
+Status checkScalarBuffer(uint32_t index, DType dtype, const plan::Plan &plan,
+                         const std::string &what) {
+  if (index == kNoBuffer)
+    return Status::ok();
+  if (index >= count(plan.buffers()))
+    return Status::error(cat(what, " names buffer ", index, " of ", count(plan.buffers())));
+  const plan::Buffer *buffer = plan.buffers()->Get(index);
+  if (!keptAcrossSteps(buffer->region()) ||
+      static_cast<DType>(buffer->dtype()) != dtype || count(buffer->shape()) != 0)
+    return Status::error(cat(what, " must be a persistent ", dtypeName(dtype), " scalar"));
+  return Status::ok();
+}
+
+/// Optimizer state, the learning-rate and step scalars and the loss output.
+Status checkTraining(const plan::Plan &plan, const std::string &path) {
+  size_t numBuffers = count(plan.buffers());
+  FSDP_RETURN_IF_ERROR(checkBindings(plan.state(), numBuffers, path + ": state binding"));
+  for (size_t i = 0; i < count(plan.state()); ++i) {
+    const plan::Binding *state = plan.state()->Get(i);
+    if (!keptAcrossSteps(plan.buffers()->Get(state->buffer())->region()))
+      return Status::error(cat(path, ": state '", state->name()->str(),
+                               "' is not in the persistent region"));
+  }
+  FSDP_RETURN_IF_ERROR(checkScalarBuffer(plan.lr_buffer(), DType::F64, plan, path + ": lr_buffer"));
+  FSDP_RETURN_IF_ERROR(
+      checkScalarBuffer(plan.step_buffer(), DType::I64, plan, path + ": step_buffer"));
+  if (plan.loss_output() && plan.loss_output()->size() > 0) {
+    bool found = false;
+    for (size_t i = 0; i < count(plan.outputs()) && !found; ++i)
+      found = plan.outputs()->Get(i)->name()->str() == plan.loss_output()->str();
+    if (!found)
+      return Status::error(cat(path, ": loss_output '", plan.loss_output()->str(),
+                               "' is not an output binding"));
+  }
+  return Status::ok();
+}
+
+/// A shard unit: group_size ranks of shard_numel elements cover the padded
+/// flat buffer, which holds the real elements; the shard buffer (sharded
+/// plans) is a persistent [shard_numel] buffer of the unit's dtype.
+Status checkUnit(const plan::Unit &unit, size_t index, const plan::Plan &plan,
+                 const std::string &path) {
+  std::string what = cat(path, ": unit ", index,
+                         unit.name() ? " ('" + unit.name()->str() + "')" : std::string());
+  uint32_t world = plan.world_size();
+  if (unit.group_size() < 1 || world % unit.group_size() != 0)
+    return Status::error(cat(what, ": group size ", unit.group_size(),
+                             " does not divide the world size ", world));
+  if (static_cast<int>(unit.dtype()) >= kNumDTypes)
+    return Status::error(what + ": invalid dtype");
+  uint64_t shard = unit.shard_numel(), padded = unit.padded_numel();
+  if (padded % unit.group_size() != 0 || padded / unit.group_size() != shard ||
+      padded < unit.flat_numel())
+    return Status::error(cat(what, ": ", unit.group_size(), " shards of ", shard,
+                             " elements do not make a padded buffer of ", padded,
+                             " holding its ", unit.flat_numel(), " elements"));
+  if (unit.shard_buffer() == kNoBuffer)
+    return Status::ok();
+  if (unit.shard_buffer() >= count(plan.buffers()))
+    return Status::error(cat(what, ": shard buffer ", unit.shard_buffer(), " of ",
+                             count(plan.buffers()), " does not exist"));
+  const plan::Buffer *buffer = plan.buffers()->Get(unit.shard_buffer());
+  if (!keptAcrossSteps(buffer->region()) || buffer->dtype() != unit.dtype() ||
+      numElements(*buffer) != shard)
+    return Status::error(cat(what, ": shard buffer ", unit.shard_buffer(),
+                             " must be a persistent buffer of ", shard, " x ",
+                             dtypeName(static_cast<DType>(unit.dtype()))));
+  if (unit.gathered_buffer() == kNoBuffer)
+    return buffer->rank_stride() == 0 ? Status::ok()
+                                      : Status::error(what + ": a shard buffer with a rank "
+                                                             "stride needs a gathered buffer");
+  // Held in place: each rank's shard is its chunk of the gathered buffer.
+  if (unit.gathered_buffer() >= count(plan.buffers()))
+    return Status::error(cat(what, ": gathered buffer ", unit.gathered_buffer(), " of ",
+                             count(plan.buffers()), " does not exist"));
+  const plan::Buffer *gathered = plan.buffers()->Get(unit.gathered_buffer());
+  const uint64_t shardBytes = buffer->size();
+  if (!keptAcrossSteps(gathered->region()) || gathered->dtype() != unit.dtype() ||
+      numElements(*gathered) != padded || gathered->rank_stride() != 0 ||
+      buffer->offset() != gathered->offset() || buffer->rank_group() != unit.group_size() ||
+      (unit.group_size() > 1 && buffer->rank_stride() != shardBytes))
+    return Status::error(cat(what, ": shard buffer ", unit.shard_buffer(),
+                             " is not this rank's chunk of gathered buffer ",
+                             unit.gathered_buffer()));
+  return Status::ok();
+}
+
+/// A parameter lives in its own persistent buffer, or (sharded plans, no
+/// buffer) as elements [flat_offset, flat_offset + numel) of its unit's
+/// flat buffer, which must then have shards.
+Status checkParameter(const plan::Parameter &param, size_t index, const plan::Plan &plan,
+                      const std::string &path) {
+  if (!param.name())
+    return Status::error(cat(path, ": parameter ", index, " has no name"));
+  std::string what = cat(path, ": parameter '", param.name()->str(), "'");
+  constexpr uint32_t kNoUnit = 0xFFFFFFFFu;
+  if (param.unit() != kNoUnit && param.unit() >= count(plan.units()))
+    return Status::error(cat(what, ": unit ", param.unit(), " of ", count(plan.units()),
+                             " does not exist"));
+  if (param.buffer() != kNoBuffer) {
+    if (param.buffer() >= count(plan.buffers()))
+      return Status::error(cat(what, ": buffer ", param.buffer(), " of ", count(plan.buffers()),
+                               " does not exist"));
+    const plan::Buffer *buffer = plan.buffers()->Get(param.buffer());
+    if (!keptAcrossSteps(buffer->region()) || buffer->dtype() != param.dtype())
+      return Status::error(what + " does not match its buffer");
+    return Status::ok();
+  }
+  if (param.unit() == kNoUnit)
+    return Status::error(what + ": has neither a buffer nor a unit");
+  const plan::Unit *unit = plan.units()->Get(param.unit());
+  if (unit->shard_buffer() == kNoBuffer)
+    return Status::error(cat(what, ": has no buffer and its unit ", param.unit(),
+                             " has no shard buffer"));
+  if (param.dtype() != unit->dtype())
+    return Status::error(cat(what, " is ", dtypeName(static_cast<DType>(param.dtype())),
+                             ", its unit ", param.unit(), " ",
+                             dtypeName(static_cast<DType>(unit->dtype()))));
+  // The executor builds a TensorRef (at most kMaxRank dims) from it.
+  if (!param.shape() || param.shape()->size() > static_cast<size_t>(kMaxRank))
+    return Status::error(cat(what, ": shape missing or of rank above ", kMaxRank));
+  uint64_t numel = 1;
+  for (size_t d = 0; d < count(param.shape()); ++d) {
+    int64_t dim = param.shape()->Get(d);
+    if (dim < 0 || (dim > 0 && numel > (uint64_t(1) << 48) / static_cast<uint64_t>(dim)))
+      return Status::error(what + ": invalid shape");
+    numel *= static_cast<uint64_t>(dim);
+  }
+  if (param.flat_offset() > unit->flat_numel() || numel > unit->flat_numel() - param.flat_offset())
+    return Status::error(cat(what, ": elements [", param.flat_offset(), ", ",
+                             param.flat_offset() + numel, ") lie outside unit ", param.unit(),
+                             "'s ", unit->flat_numel(), " elements"));
+  return Status::ok();
+}
+
+} // namespace
+
+bool isCollective(uint16_t kernel) {
+  auto k = static_cast<Kernel>(kernel);
+  return k == Kernel::AllGather || k == Kernel::ReduceScatter || k == Kernel::AllReduce;
+}
+
+bool readCollectiveGroups(uint16_t kernel, const int64_t *ints, size_t numInts,
+                          CollectiveGroups &out) {
+  size_t head = static_cast<Kernel>(kernel) == Kernel::AllGather ? 1 : 2;
+  if (numInts < head)
+    return false;
+  out.reduction = head == 2 ? ints[0] : 0;
+  out.groupSize = ints[head - 1];
+  out.ranks = ints + head;
+  out.numRanks = numInts - head;
+  return true;
+}
+
+const char *kernelName(uint16_t kernel) {
+  const char *name = kernelShape(static_cast<Kernel>(kernel)).name;
+  return name ? name : "unknown";
+}
+
+/// Streams and events: the runtime has a compute stream (0) and a
+/// communication stream (1) that runs only collectives, and then runs every
+/// collective (one thread per rank uses the communicators). Each waited
+/// event is signalled by exactly one instruction of the other stream, and
+/// running both streams in plan order, each instruction once its events are
+/// signalled, reaches the end (no wait that can never be satisfied).
+static Status checkStreams(const plan::Plan &plan, const std::string &path) {
+  size_t numInstructions = count(plan.instructions());
+  if (plan.num_streams() > 2)
+    return Status::error(cat(path, ": plan has ", int(plan.num_streams()),
+                             " streams; the runtime runs at most 2 (compute, communication)"));
+  std::vector<int64_t> signaller(plan.num_events(), -1);
+  bool hasComm = false;
+  for (size_t i = 0; i < numInstructions; ++i) {
+    const plan::Instruction &inst = *plan.instructions()->Get(i);
+    hasComm |= inst.stream() == 1;
+    if (inst.stream() == 1 && !isCollective(static_cast<uint16_t>(inst.kernel())))
+      return Status::error(cat(path, ": instruction ", i, " (", kernelName(static_cast<uint16_t>(inst.kernel())),
+                               ") is on the communication stream but is no collective"));
+    if (inst.signal_event() < 0)
+      continue;
+    int64_t &first = signaller[inst.signal_event()];
+    if (first >= 0)
+      return Status::error(cat(path, ": event ", inst.signal_event(), " is signalled by instructions ",
+                               first, " and ", i));
+    first = static_cast<int64_t>(i);
+  }
+  for (size_t i = 0; i < numInstructions; ++i) {
+    const plan::Instruction &inst = *plan.instructions()->Get(i);
+    if (hasComm && inst.stream() == 0 && isCollective(static_cast<uint16_t>(inst.kernel())))
+      return Status::error(cat(path, ": instruction ", i,
+                               " is a collective on the compute stream of a plan with a "
+                               "communication stream"));
+    for (size_t w = 0; w < count(inst.wait_events()); ++w) {
+      uint32_t e = inst.wait_events()->Get(w);
+      if (signaller[e] < 0)
+        return Status::error(cat(path, ": instruction ", i, " waits on event ", e,
+                                 ", which no instruction signals"));
+      if (plan.instructions()->Get(signaller[e])->stream() == inst.stream())
+        return Status::error(cat(path, ": instruction ", i, " waits on event ", e,
+                                 " of its own stream"));
+    }
+  }
+  // The two queues, run in plan order.
+  std::vector<uint8_t> signaled(plan.num_events(), 0);
+  std::vector<size_t> queue[2];
+  for (size_t i = 0; i < numInstructions; ++i)
+    queue[plan.instructions()->Get(i)->stream() == 0 ? 0 : 1].push_back(i);
+  size_t head[2] = {0, 0};
+  auto ready = [&](size_t i) {
+    const plan::Instruction &inst = *plan.instructions()->Get(i);
+    for (size_t w = 0; w < count(inst.wait_events()); ++w)
+      if (!signaled[inst.wait_events()->Get(w)])
+        return false;
+    return true;
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int q = 0; q < 2; ++q)
+      while (head[q] < queue[q].size() && ready(queue[q][head[q]])) {
+        int32_t e = plan.instructions()->Get(queue[q][head[q]])->signal_event();
+        if (e >= 0)
+          signaled[e] = 1;
+        ++head[q];
+        progress = true;
+      }
+  }
+  for (int q = 0; q < 2; ++q)
+    if (head[q] < queue[q].size())
+      return Status::error(cat(path, ": the streams deadlock: instruction ", queue[q][head[q]],
+                               " (stream ", q, ") waits for an event that is never signalled "
+                               "before it can run"));
+  return Status::ok();
+}
+
+Status checkPlan(const plan::Plan &plan, const std::string &path) {
+  if (plan.format_version() != kPlanFormatVersion)
+    return Status::error(path + ": plan format version mismatch");
+  if (plan.world_size() < 1)
+    return Status::error(path + ": world size must be >= 1");
+  if (plan.num_streams() < 1)
+    return Status::error(path + ": plan has no streams");
+  if (plan.persistent_bytes() % kBufferAlignment || plan.arena_bytes() % kBufferAlignment ||
+      plan.host_bytes() % kBufferAlignment)
+    return Status::error(path + ": region sizes must be multiples of 64 bytes");
+  size_t numBuffers = count(plan.buffers());
+  for (size_t i = 0; i < numBuffers; ++i)
+    FSDP_RETURN_IF_ERROR(checkBuffer(*plan.buffers()->Get(i), i, plan, path));
+  for (size_t i = 0; i < count(plan.instructions()); ++i)
+    FSDP_RETURN_IF_ERROR(checkInstruction(*plan.instructions()->Get(i), i, plan, path));
+  FSDP_RETURN_IF_ERROR(checkStreams(plan, path));
+  FSDP_RETURN_IF_ERROR(checkBindings(plan.inputs(), numBuffers, path + ": input binding"));
+  FSDP_RETURN_IF_ERROR(checkBindings(plan.outputs(), numBuffers, path + ": output binding"));
+  FSDP_RETURN_IF_ERROR(checkTraining(plan, path));
+  for (size_t i = 0; i < count(plan.units()); ++i)
+    FSDP_RETURN_IF_ERROR(checkUnit(*plan.units()->Get(i), i, plan, path));
+  for (size_t i = 0; i < count(plan.parameters()); ++i)
+    FSDP_RETURN_IF_ERROR(checkParameter(*plan.parameters()->Get(i), i, plan, path));
+  return Status::ok();
+}
+
+} // namespace fsdp::rt

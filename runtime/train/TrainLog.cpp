@@ -1,0 +1,103 @@
+//===- TrainLog.cpp - what a training run reports per step ----------------===//
+//
+// Formatting goes through snprintf with explicit precisions: %.9g is the
+// shortest fixed precision that round-trips every f32 (widened to double),
+// %.17g every double (the learning rate), and throughput needs no more than
+// six digits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/train/TrainLog.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+namespace fsdp::rt {
+namespace {
+
+std::string format(const char *fmt, double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), fmt, value);
+  return text;
+}
+
+double perSecond(int64_t count, double seconds) {
+  return seconds > 0 ? static_cast<double>(count) / seconds : 0.0;
+}
+
+} // namespace
+
+std::string metricsLine(const StepRecord &r) {
+  double loss = r.loss;
+  std::string line = "{\"step\": " + std::to_string(r.step);
+  line += ", \"loss\": " +
+          (std::isfinite(loss) ? format(r.lossIsF64 ? "%.17g" : "%.9g", loss) : std::string("null"));
+  line += ", \"lr\": " + format("%.17g", r.lr);
+  line += ", \"samples_per_s\": " + format("%.6g", perSecond(r.samples, r.stepSeconds));
+  if (r.tokens > 0)
+    line += ", \"tokens_per_s\": " + format("%.6g", perSecond(r.tokens, r.stepSeconds));
+  line += ", \"step_time_s\": " + format("%.6g", r.stepSeconds);
+  line += ", \"peak_bytes\": " + std::to_string(r.peakBytes);
+  if (r.hostBytes)
+    line += ", \"host_bytes\": " + std::to_string(r.hostBytes);
+  if (r.checkpointSeconds >= 0)
+    line += ", \"checkpoint_s\": " + format("%.6g", r.checkpointSeconds) +
+            ", \"checkpoint_bytes\": " + std::to_string(r.checkpointBytes);
+  line += "}";
+  return line;
+}
+
+std::string formatBytes(uint64_t bytes) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? std::to_string(bytes) + " B" : format("%.1f", value) + " " + units[unit];
+}
+
+std::string consoleLine(const StepRecord &r) {
+  std::string line = "step " + std::to_string(r.step) + "/" + std::to_string(r.totalSteps);
+  line += " loss " + format("%.6f", static_cast<double>(r.loss));
+  line += " lr " + format("%.3e", r.lr);
+  if (r.tokens > 0)
+    line += " " + format("%.0f", perSecond(r.tokens, r.stepSeconds)) + " tok/s";
+  else
+    line += " " + format("%.1f", perSecond(r.samples, r.stepSeconds)) + " samples/s";
+  return line + " " + formatBytes(r.peakBytes);
+}
+
+int64_t defaultLogEvery(int64_t totalSteps) {
+  return totalSteps <= 50 ? 1 : (totalSteps + 49) / 50;
+}
+
+bool shouldLog(int64_t step, int64_t firstStep, int64_t lastStep, int64_t every) {
+  return step == firstStep || step == lastStep || (every > 0 && step % every == 0);
+}
+
+MetricsFile::~MetricsFile() {
+  if (file_)
+    std::fclose(file_);
+}
+
+Status MetricsFile::open(const std::string &path) {
+  path_ = path;
+  file_ = std::fopen(path.c_str(), "w");
+  if (!file_)
+    return Status::error("metrics file '" + path + "': cannot create: " + std::strerror(errno));
+  return Status::ok();
+}
+
+Status MetricsFile::write(const StepRecord &record) {
+  if (!file_)
+    return Status::error("metrics file is not open");
+  std::string line = metricsLine(record) + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
+    return Status::error("metrics file '" + path_ + "': cannot write: " + std::strerror(errno));
+  return Status::ok();
+}
+
+} // namespace fsdp::rt

@@ -1,0 +1,268 @@
+//===- ExecutorTrainTest.cpp - the executor runs training plans -----------===//
+//
+// A hand-built "train" plan whose step, written with forward kernels only,
+// has the shape of a real one: it reads the lr and step scalars the runtime
+// writes, updates its parameter and an optimizer-state buffer in place
+// (w += lr * sum(x, 0); state += lr * sum(x, 0)) and reports a scalar loss
+// (mean(w) + step). Run on a device whose allocations come back full of
+// garbage, it checks that the executor zeroes the persistent region, writes
+// the scalars, reads the loss and parameters back and saves them as a
+// safetensors file that a plain numpy reader (what torch's loader parses)
+// accepts. A forward plan refuses the training calls.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/exec/Executor.h"
+#include "runtime/io/Safetensors.h"
+#include "runtime/plan/plan_generated.h"
+
+#include "tests/unit/runtime/FormatTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace fsdp::rt {
+namespace {
+
+/// The CPU device, except that fresh memory is filled with 0xAB bytes, as a
+/// device allocator that does not clear would leave it.
+class GarbageDevice final : public Device {
+public:
+  const char *name() const override { return "garbage-cpu"; }
+  Status allocate(size_t bytes, DeviceMemory &out) override {
+    FSDP_RETURN_IF_ERROR(cpu_->allocate(bytes, out));
+    std::memset(out.base, 0xAB, bytes);
+    return Status::ok();
+  }
+  void release(DeviceMemory &memory) override { cpu_->release(memory); }
+  Status copyToDevice(void *dst, const void *src, size_t bytes) override {
+    return cpu_->copyToDevice(dst, src, bytes);
+  }
+  Status copyToHost(void *dst, const void *src, size_t bytes) override {
+    return cpu_->copyToHost(dst, src, bytes);
+  }
+  Status execute(const Launch &launch, uint64_t step) override {
+    return cpu_->execute(launch, step);
+  }
+  Status synchronize() override { return cpu_->synchronize(); }
+
+private:
+  std::unique_ptr<Device> cpu_ = createCpuDevice();
+};
+
+struct BufferSpec {
+  const char *name;
+  plan::DType dtype;
+  std::vector<int64_t> shape;
+  plan::Region region;
+};
+
+class ExecutorTrainTest : public formattest::FormatTest {
+protected:
+  ExecutorTrainTest() : FormatTest("fsdp-exec-train-", "step.plan") {}
+
+  /// Writes the plan (mode "train" or "forward") and its weights file.
+  /// Without `stepBuffer` the train plan names no step buffer, as SGD plans
+  /// do (buffer 3 then stays zero).
+  void writePlan(bool train, bool stepBuffer = true) {
+    std::vector<float> w0{1, 2, 3, 4};
+    HostTensor w{DType::F32, {4}, {}};
+    w.data.resize(16);
+    std::memcpy(w.data.data(), w0.data(), 16);
+    uint64_t weightsHash = 0;
+    ASSERT_TRUE(writeSafetensors(dir + "/step.safetensors", {{"w", w.ref()}}, {}, &weightsHash)
+                    .isOk());
+
+    using plan::DType;
+    using plan::Region;
+    const std::vector<BufferSpec> specs{
+        {"w", DType::F32, {4}, Region::Persistent},          // 0
+        {"x", DType::F32, {2, 4}, Region::Persistent},       // 1
+        {"lr", DType::F64, {}, Region::Persistent},          // 2
+        {"step", DType::I64, {}, Region::Persistent},        // 3
+        {"w.exp_avg", DType::F32, {4}, Region::Persistent},  // 4
+        {"loss", DType::F32, {}, Region::Persistent},        // 5
+        {"lr_f32", DType::F32, {}, Region::Arena},           // 6
+        {"scaled", DType::F32, {2, 4}, Region::Arena},       // 7
+        {"update", DType::F32, {4}, Region::Arena},          // 8
+        {"step_f32", DType::F32, {}, Region::Arena},         // 9
+        {"mean_w", DType::F32, {}, Region::Arena},           // 10
+    };
+    flatbuffers::FlatBufferBuilder fbb;
+    std::vector<flatbuffers::Offset<plan::Buffer>> buffers;
+    uint64_t regionEnd[2] = {0, 0};
+    for (const BufferSpec &b : specs) {
+      uint64_t size = 1;
+      for (int64_t d : b.shape)
+        size *= d;
+      size *= b.dtype == DType::F32 ? 4 : 8;
+      uint64_t &end = regionEnd[static_cast<int>(b.region)];
+      buffers.push_back(plan::CreateBuffer(fbb, fbb.CreateString(b.name), b.dtype,
+                                           fbb.CreateVector(b.shape), b.region, end, size));
+      end += (size + 63) / 64 * 64;
+    }
+    auto inst = [&](plan::Kernel k, std::vector<uint32_t> in, std::vector<uint32_t> out,
+                    std::vector<int64_t> ints = {}) {
+      return plan::CreateInstruction(fbb, k, fbb.CreateVector(in), fbb.CreateVector(out),
+                                     fbb.CreateVector(ints), fbb.CreateVector(std::vector<float>{}),
+                                     0, fbb.CreateString(plan::EnumNameKernel(k)));
+    };
+    std::vector<flatbuffers::Offset<plan::Instruction>> instructions{
+        inst(plan::Kernel::Cast, {2}, {6}),
+        inst(plan::Kernel::Mul, {1, 6}, {7}),
+        inst(plan::Kernel::ReduceSum, {7}, {8}, {0}),
+        inst(plan::Kernel::Add, {0, 8}, {0}),
+        inst(plan::Kernel::Add, {4, 8}, {4}),
+        inst(plan::Kernel::Cast, {3}, {9}),
+        inst(plan::Kernel::ReduceMean, {0}, {10}, {0}),
+        inst(plan::Kernel::Add, {10, 9}, {5}),
+    };
+    std::vector<int64_t> wShape{4};
+    std::vector<flatbuffers::Offset<plan::Parameter>> params{
+        plan::CreateParameter(fbb, fbb.CreateString("w"), DType::F32, fbb.CreateVector(wShape), 0,
+                              0, 0)};
+    std::vector<flatbuffers::Offset<plan::Unit>> units{
+        plan::CreateUnit(fbb, fbb.CreateString("unit0"), 4, 4, 4)};
+    auto binding = [&](const char *name, uint32_t buffer) {
+      return plan::CreateBinding(fbb, fbb.CreateString(name), buffer);
+    };
+    std::vector<flatbuffers::Offset<plan::Binding>> inputs{binding("x", 1)};
+    std::vector<flatbuffers::Offset<plan::Binding>> outputs{binding("loss", 5),
+                                                            binding("exp_avg", 4)};
+    std::vector<flatbuffers::Offset<plan::Binding>> state{binding("w.exp_avg", 4)};
+    auto root = plan::CreatePlan(
+        fbb, kPlanFormatVersion, fbb.CreateString("test"), fbb.CreateString("hand-built"),
+        fbb.CreateString(train ? "train" : "forward"), 1, fbb.CreateVector(buffers),
+        fbb.CreateVector(instructions), fbb.CreateVector(params), fbb.CreateVector(units),
+        fbb.CreateVector(inputs), fbb.CreateVector(outputs), regionEnd[0], regionEnd[1], 1, 0,
+        fbb.CreateString("step.safetensors"), weightsHash, 0,
+        train ? fbb.CreateVector(state) : 0, train ? 2 : kNoBuffer, train && stepBuffer ? 3 : kNoBuffer,
+        train ? fbb.CreateString("loss") : 0, train ? fbb.CreateString("sgd") : 0,
+        train ? 0.5 : 0.0);
+    plan::FinishPlanBuffer(fbb, root);
+    ASSERT_TRUE(writePlanFile(path, fbb.GetBufferPointer(), fbb.GetSize()).isOk());
+    Status s = loadPlan(path, loaded);
+    ASSERT_TRUE(s.isOk()) << s.message();
+  }
+
+  std::vector<float> floats(const HostTensor &t) {
+    std::vector<float> v(t.data.size() / 4);
+    std::memcpy(v.data(), t.data.data(), t.data.size());
+    return v;
+  }
+
+  /// Loads the weights and takes step `step` on x = 0 at lr 1, which
+  /// leaves the parameter as loaded.
+  Status stepOnZeros(Executor &executor, int64_t step) {
+    HostTensor x{DType::F32, {2, 4}, std::vector<char>(32, 0)};
+    FSDP_RETURN_IF_ERROR(executor.loadWeights());
+    FSDP_RETURN_IF_ERROR(executor.setInput("x", x.ref()));
+    FSDP_RETURN_IF_ERROR(executor.setLearningRate(1.0));
+    FSDP_RETURN_IF_ERROR(executor.setStep(step));
+    return executor.run();
+  }
+
+  LoadedPlan loaded;
+  GarbageDevice device;
+};
+
+TEST_F(ExecutorTrainTest, StepsUpdateParametersAndZeroedStateInPlace) {
+  ASSERT_NO_FATAL_FAILURE(writePlan(true));
+  std::unique_ptr<Executor> executor;
+  ASSERT_TRUE(Executor::create(loaded, device, nullptr, executor).isOk());
+  ASSERT_TRUE(executor->loadWeights().isOk());
+  EXPECT_TRUE(executor->isTraining());
+  EXPECT_EQ(executor->lossOutput(), "loss");
+  EXPECT_EQ(executor->baseLearningRate(), 0.5);
+  EXPECT_EQ(executor->parameterNames(), std::vector<std::string>{"w"});
+  EXPECT_EQ(executor->allocatedBytes(),
+            loaded.plan().persistent_bytes() + loaded.plan().arena_bytes());
+  DType dtype;
+  std::vector<int64_t> shape;
+  ASSERT_TRUE(executor->inputType("x", dtype, shape).isOk());
+  EXPECT_EQ(dtype, DType::F32);
+  EXPECT_EQ(shape, (std::vector<int64_t>{2, 4}));
+
+  std::vector<float> x{1, 2, 3, 4, 0.5f, 0.5f, 0.5f, 0.5f}; // column sums 1.5 .. 4.5
+  HostTensor xt{DType::F32, {2, 4}, std::vector<char>(32)};
+  std::memcpy(xt.data.data(), x.data(), 32);
+  ASSERT_TRUE(executor->setInput("x", xt.ref()).isOk());
+
+  double loss = 0;
+  ASSERT_TRUE(executor->setLearningRate(0.5).isOk());
+  ASSERT_TRUE(executor->setStep(1).isOk());
+  ASSERT_TRUE(executor->run().isOk());
+  ASSERT_TRUE(executor->getLoss(loss).isOk());
+  EXPECT_EQ(loss, 4.0f + 1); // mean([1.75, 3.25, 4.75, 6.25]) + step 1
+  HostTensor state;
+  ASSERT_TRUE(executor->getOutput("exp_avg", state).isOk());
+  EXPECT_EQ(floats(state), (std::vector<float>{0.75f, 1.25f, 1.75f, 2.25f})); // from zero
+
+  ASSERT_TRUE(executor->setLearningRate(0.25).isOk());
+  ASSERT_TRUE(executor->setStep(2).isOk());
+  ASSERT_TRUE(executor->run().isOk());
+  ASSERT_TRUE(executor->getLoss(loss).isOk());
+  EXPECT_EQ(loss, 4.75f + 2);
+  HostTensor w;
+  ASSERT_TRUE(executor->getParameter("w", w).isOk());
+  EXPECT_EQ(w.shape, std::vector<int64_t>{4});
+  EXPECT_EQ(floats(w), (std::vector<float>{2.125f, 3.875f, 5.625f, 7.375f}));
+  EXPECT_NE(executor->getParameter("v", w).message().find("has no parameter 'v'"),
+            std::string::npos);
+  EXPECT_FALSE(executor->setStep(0).isOk());
+}
+
+TEST_F(ExecutorTrainTest, SavedWeightsReadBackInTorchsFormat) {
+  ASSERT_NO_FATAL_FAILURE(writePlan(true));
+  std::unique_ptr<Executor> executor;
+  ASSERT_TRUE(Executor::create(loaded, device, nullptr, executor).isOk());
+  Status s = stepOnZeros(*executor, 1);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  std::string out = dir + "/trained.safetensors";
+  ASSERT_TRUE(executor->saveWeights(out).isOk());
+  SafetensorsFile file;
+  ASSERT_TRUE(SafetensorsFile::open(out, file).isOk());
+  EXPECT_EQ(file.names(), std::vector<std::string>{"w"});
+  EXPECT_EQ(floats(*file.find("w")), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(file.metadata().at("format"), "pt");
+  if (havePython())
+    runPython("import json, struct, sys, numpy\n"
+              "d = open(sys.argv[1], 'rb').read()\n"
+              "n = struct.unpack('<Q', d[:8])[0]\n"
+              "h = json.loads(d[8:8 + n])\n"
+              "e = h['w']\n"
+              "assert e['dtype'] == 'F32' and e['shape'] == [4], e\n"
+              "b, end = e['data_offsets']\n"
+              "w = numpy.frombuffer(d[8 + n + b:8 + n + end], '<f4')\n"
+              "assert (w == [1, 2, 3, 4]).all(), w\n",
+              out);
+}
+
+TEST_F(ExecutorTrainTest, PlansWithoutStepBufferOnlyRecordTheStep) {
+  ASSERT_NO_FATAL_FAILURE(writePlan(true, /*stepBuffer=*/false));
+  std::unique_ptr<Executor> executor;
+  ASSERT_TRUE(Executor::create(loaded, device, nullptr, executor).isOk());
+  Status s = stepOnZeros(*executor, 7);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  double loss = -1;
+  ASSERT_TRUE(executor->getLoss(loss).isOk());
+  EXPECT_EQ(loss, 2.5f); // mean(w) + the zeroed (unwritten) buffer 3
+}
+
+TEST_F(ExecutorTrainTest, ForwardPlansRefuseTrainingCalls) {
+  ASSERT_NO_FATAL_FAILURE(writePlan(false));
+  std::unique_ptr<Executor> executor;
+  ASSERT_TRUE(Executor::create(loaded, device, nullptr, executor).isOk());
+  EXPECT_FALSE(executor->isTraining());
+  EXPECT_EQ(executor->lossOutput(), "");
+  Status s = executor->setLearningRate(1e-3);
+  EXPECT_NE(s.message().find("has no learning-rate buffer (forward plan"), std::string::npos)
+      << s.message();
+  EXPECT_NE(executor->setStep(1).message().find("has no step buffer"), std::string::npos);
+  double loss;
+  EXPECT_NE(executor->getLoss(loss).message().find("names no loss output"), std::string::npos);
+}
+
+} // namespace
+} // namespace fsdp::rt

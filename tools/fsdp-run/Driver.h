@@ -37,7 +37,7 @@ struct RunOptions {
   rt::LrSchedule lrSchedule;
   std::optional<double> lr;
   std::optional<int64_t> logEvery;
-  // Checkpoints (runtime/include/runtime/checkpoint/Checkpoint.h).
+  // Checkpoints (runtime/checkpoint/Checkpoint.h).
   std::string saveDir, resumePath;
   std::optional<int64_t> saveEvery, keep;
   std::optional<rt::CheckpointFormat> saveFormat; // --save-format, sharded when not given

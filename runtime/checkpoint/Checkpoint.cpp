@@ -13,6 +13,7 @@
 
 #include "runtime/checkpoint/Checkpoint.h"
 
+#include "runtime/checkpoint/ModelState.h"
 #include "runtime/io/ContentHash.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/io/Safetensors.h"
@@ -281,7 +282,7 @@ Status writePlanCopy(const Executor &executor, const fs::path &tmp,
 /// holds one unit's flat buffer at a time, never the whole state. Every
 /// rank takes part in every gather even after rank 0's write fails, so the
 /// failure reaches the agreement instead of leaving ranks waiting.
-Status writeFullFile(const Executor &executor, const std::string &path,
+Status writeFullFile(Executor &executor, const std::string &path,
                      const std::map<std::string, std::string> &metadata,
                      std::pair<uint64_t, uint64_t> &entry) {
   const bool lead = executor.world().rank() == 0;
@@ -294,7 +295,7 @@ Status writeFullFile(const Executor &executor, const std::string &path,
       specs.push_back({e.name, e.type});
     writing = writer.begin(path, specs, metadata);
   }
-  Status gathered = executor.visitFullState(
+  Status gathered = ModelState(executor).visitFullState(
       order, lead && writing, [&](const StateEntry &, const TensorRef &view) {
         return writer.add(view.data, view.byteSize());
       });
@@ -334,7 +335,7 @@ Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
     if (full)
       return writeFullFile(executor, (tmp / name).string(), metadata, entry);
     std::vector<std::pair<std::string, HostTensor>> state;
-    FSDP_RETURN_IF_ERROR(executor.readState(state));
+    FSDP_RETURN_IF_ERROR(ModelState(executor).readState(state));
     if (rank == 0)
       FSDP_RETURN_IF_ERROR(writePlanCopy(executor, tmp, planEntry));
     std::vector<NamedTensor> tensors;
@@ -420,8 +421,8 @@ Status loadOwnShard(Executor &executor, const CheckpointManifest &manifest) {
   const std::string name = checkpointFileName(executor.rank(), executor.world().size());
   SafetensorsFile file;
   FSDP_RETURN_IF_ERROR(openCheckpointFile(manifest, name, file));
-  return executor.writeState([&](const std::string &n) { return file.find(n); },
-                             (fs::path(manifest.dir) / name).string());
+  return ModelState(executor).writeState([&](const std::string &n) { return file.find(n); },
+                                         (fs::path(manifest.dir) / name).string());
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 //===- Checkpoint.h - sharded training checkpoints, atomic and verified ---===//
 //
 // `fsdp-run --save=DIR` writes, every --save-every steps, the state one
-// step hands the next (Executor::readState: this rank's unit shards,
+// step hands the next (ModelState::readState: this rank's unit shards,
 // optimizer state and whole parameters) as one checkpoint directory:
 //
 //   DIR/step-00000300/rank-00000-of-00002.safetensors   each rank's state

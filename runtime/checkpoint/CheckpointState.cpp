@@ -3,12 +3,12 @@
 // What lets any plan of a model load any checkpoint of it: the state is
 // brought to one layout-free form (parameters whole under their model
 // names, optimizer state as torch names it), from which
-// Executor::writeFullState lets each rank keep its part. A full checkpoint
+// ModelState::writeFullState lets each rank keep its part. A full checkpoint
 // is that form already. A sharded one is read through the plan that wrote
 // it, which it carries: StateLayout says, for each consolidated tensor,
 // which stored tensor holds it and, for a slice of a unit, which element
 // range each rank file holds, so each tensor is assembled from byte ranges
-// of the files (SafetensorsIndex) as it is asked for. The executor gathers
+// of the files (SafetensorsIndex) as it is asked for. ModelState gathers
 // and scatters by the same layout, so the two cannot disagree, and nothing
 // holds more than one consolidated tensor at a time.
 //
@@ -16,6 +16,7 @@
 
 #include "runtime/checkpoint/Checkpoint.h"
 
+#include "runtime/checkpoint/ModelState.h"
 #include "runtime/io/ContentHash.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/io/Safetensors.h"
@@ -280,7 +281,7 @@ Status restoreCheckpointState(Executor &executor, StateSource *source, const std
                            0);
     return sent ? (lead ? value : &received) : nullptr;
   };
-  Status restored = executor.writeFullState(lookup, what);
+  Status restored = ModelState(executor).writeFullState(lookup, what);
   FSDP_RETURN_IF_ERROR(read);
   FSDP_RETURN_IF_ERROR(sent);
   FSDP_RETURN_IF_ERROR(restored);

@@ -9,9 +9,9 @@
 // for each consolidated tensor, the buffer holding it and whether it is
 // whole there or a slice of a unit's flat buffer at the parameter's
 // flat_offset, split over the unit's group (rank r holds flat elements
-// [s * shard_numel, (s + 1) * shard_numel), s = r % group_size). The
-// executor gathers and scatters by it, and a sharded checkpoint is read by
-// it straight from its files, so both agree by construction.
+// [s * shard_numel, (s + 1) * shard_numel), s = r % group_size).
+// ModelState gathers and scatters by it, and a sharded checkpoint is read
+// by it straight from its files, so both agree by construction.
 //
 //===----------------------------------------------------------------------===//
 

@@ -7,14 +7,13 @@
 // their persistent region at preparation instead). Training plans add
 // three small things on top: a zeroed persistent region (optimizer state
 // must start at zero whatever the device's allocator returns), the lr and
-// step scalars written through the device before each step, and reads of
-// the loss and parameters back to the host.
+// step scalars written through the device before each step, and a read of
+// the loss back to the host (the parameters are ModelState's).
 //
 // Distributed plans: the group layouts of the collectives (and of the units,
-// whose shards are gathered over contiguous blocks of group_size ranks)
-// are resolved once at creation to a communicator per instruction, so run()
-// only dispatches. Shards move through host memory when parameters are
-// loaded, read or saved; the communicators used so far (in-process, MPI)
+// whose shards ModelState gathers over contiguous blocks of group_size
+// ranks) are resolved once at creation to a communicator per instruction,
+// so run() only dispatches. The communicators used so far (in-process, MPI)
 // work on host memory, and the step's collectives read device buffers in
 // place, which is host memory on the CPU device.
 //
@@ -24,7 +23,6 @@
 #include "runtime/support/Half.h"
 
 #include "runtime/channels/InProcessCommunicator.h"
-#include "runtime/io/Safetensors.h"
 #include "runtime/plan/plan_generated.h"
 #include "runtime/plan/PlanCheck.h"
 #include "runtime/checkpoint/StateLayout.h"
@@ -37,26 +35,6 @@
 #include <thread>
 
 namespace fsdp::rt {
-namespace {
-
-std::string shapeText(const TensorRef &t) {
-  std::string s = std::string(dtypeName(t.dtype)) + "[";
-  for (int i = 0; i < t.rank; ++i)
-    s += (i ? "," : "") + std::to_string(t.dims[i]);
-  return s + "]";
-}
-
-bool sameType(const TensorRef &a, const TensorRef &b) {
-  if (a.dtype != b.dtype || a.rank != b.rank)
-    return false;
-  for (int i = 0; i < a.rank; ++i)
-    if (a.dims[i] != b.dims[i])
-      return false;
-  return true;
-}
-
-
-} // namespace
 
 /// The communication worker of a plan with two streams and the step's
 /// events. Every field is guarded by `mutex`; `generation` counts steps
@@ -264,75 +242,6 @@ Status Executor::groupComm(const int64_t *ranks, size_t numRanks, int64_t groupS
   return Status::ok();
 }
 
-Status Executor::loadWeights(const std::string &path) {
-  const plan::Plan &plan = plan_.plan();
-  std::string file = path;
-  bool ownWeights = file.empty();
-  if (ownWeights) {
-    if (!plan.weights_file() || plan.weights_file()->size() == 0) {
-      if (plan.parameters() && plan.parameters()->size() > 0)
-        return Status::error(plan_.path() + ": plan has parameters but names no weights file");
-      return Status::ok();
-    }
-    file = plan_.directory() + "/" + plan.weights_file()->str();
-  }
-  SafetensorsFile weights;
-  FSDP_RETURN_IF_ERROR(SafetensorsFile::open(file, weights));
-  if (ownWeights && weights.contentHash() != plan.weights_hash())
-    return Status::error(file + ": weights file does not match the plan (content hash differs; "
-                                "recompile or pass --weights)");
-  return restoreEntries([&](const std::string &n) { return weights.find(n); }, file,
-                        /*parametersOnly=*/true);
-}
-
-Status Executor::copyIntoShard(const plan::Parameter &param, const HostTensor &source,
-                               uint32_t shardBuffer) {
-  // This rank holds flat elements [first, first + shard_numel) of the
-  // unit; copy the part of the parameter-shaped value inside them.
-  const plan::Unit *unit = plan_.plan().units()->Get(param.unit());
-  uint64_t shardNumel = unit->shard_numel();
-  uint64_t first = static_cast<uint64_t>(rank() % unit->group_size()) * shardNumel;
-  uint64_t begin = std::max<uint64_t>(param.flat_offset(), first);
-  uint64_t end = std::min<uint64_t>(param.flat_offset() + source.numElements(), first + shardNumel);
-  if (begin >= end)
-    return Status::ok();
-  size_t elementSize = dtypeSize(source.dtype);
-  char *shard = static_cast<char *>(viewOf(shardBuffer).data);
-  return device_.copyToDevice(shard + (begin - first) * elementSize,
-                              source.data.data() + (begin - param.flat_offset()) * elementSize,
-                              (end - begin) * elementSize);
-}
-
-Status Executor::findTyped(const TensorLookup &lookup, const std::string &name,
-                           const TensorRef &type, const std::string &what,
-                           const HostTensor *&out) {
-  out = lookup(name);
-  if (!out)
-    return Status::error(what + ": has no tensor '" + name + "'");
-  if (!sameType(out->ref(), type))
-    return Status::error(what + ": tensor '" + name + "' is " + shapeText(out->ref()) +
-                         ", the plan needs " + shapeText(type));
-  return Status::ok();
-}
-
-Status Executor::copyWhole(const HostTensor &value, uint32_t buffer) {
-  TensorRef target = viewOf(buffer);
-  return device_.copyToDevice(target.data, value.data.data(), target.byteSize());
-}
-
-Status Executor::restoreEntries(const TensorLookup &lookup, const std::string &what,
-                                bool parametersOnly) {
-  for (const StateEntry &e : consolidatedLayout(plan_.plan())) {
-    if (parametersOnly && !e.parameter)
-      break; // parameters come first
-    const HostTensor *value;
-    FSDP_RETURN_IF_ERROR(findTyped(lookup, e.name, e.type, what, value));
-    FSDP_RETURN_IF_ERROR(e.slice ? copyIntoShard(*e.slice, *value, e.buffer)
-                                 : copyWhole(*value, e.buffer));
-  }
-  return Status::ok();
-}
-
 Status Executor::bindingBuffer(bool input, const std::string &name, uint32_t &buffer) const {
   const auto *bindings = input ? plan_.plan().inputs() : plan_.plan().outputs();
   if (bindings)
@@ -508,54 +417,6 @@ void Executor::abort(const std::string &reason) {
     entry.second->abort(reason);
 }
 
-Status Executor::visitFullState(const std::vector<StateEntry> &order, bool keep,
-                                const FullStateVisitor &visit) const {
-  // Every rank gathers each flat buffer once (consecutive entries of one
-  // buffer share it) in `order`, the same on every rank; a keeping rank
-  // hands out views of the gathered bytes, no copies. After a visit fails,
-  // the gathers still run to the end, so no rank is left waiting.
-  HostTensor flat, shard, whole; // reused: fresh gigabytes would be zeroed and faulted in
-  uint32_t gathered = kNoBuffer;
-  Status visited = Status::ok();
-  for (const StateEntry &e : order) {
-    TensorRef view = e.type;
-    if (e.slice) {
-      if (e.buffer != gathered)
-        FSDP_RETURN_IF_ERROR(gatherUnit(e.slice->unit(), flat, e.buffer, &shard));
-      gathered = e.buffer;
-      view.data = flat.data.data() + e.slice->flat_offset() * dtypeSize(e.type.dtype);
-    } else if (keep) {
-      FSDP_RETURN_IF_ERROR(copyToHost(e.buffer, whole));
-      view.data = whole.data.data();
-    }
-    if (keep && visited)
-      visited = visit(e, view);
-  }
-  return visited;
-}
-
-Status Executor::writeFullState(const TensorLookup &lookup, const std::string &what) {
-  return restoreEntries(lookup, what, /*parametersOnly=*/false);
-}
-
-Status Executor::readState(std::vector<std::pair<std::string, HostTensor>> &out) const {
-  out.clear();
-  for (const auto &[name, buffer] : stateBuffers(plan_.plan())) {
-    out.emplace_back(name, HostTensor());
-    FSDP_RETURN_IF_ERROR(copyToHost(buffer, out.back().second));
-  }
-  return Status::ok();
-}
-
-Status Executor::writeState(const TensorLookup &lookup, const std::string &what) {
-  for (const auto &[name, buffer] : stateBuffers(plan_.plan())) {
-    const HostTensor *value;
-    FSDP_RETURN_IF_ERROR(findTyped(lookup, name, viewOf(buffer), what, value));
-    FSDP_RETURN_IF_ERROR(copyWhole(*value, buffer));
-  }
-  return Status::ok();
-}
-
 Status Executor::copyToHost(uint32_t buffer, HostTensor &out) const {
   TensorRef source = viewOf(buffer);
   out.dtype = source.dtype;
@@ -638,72 +499,6 @@ Status Executor::getLoss(double &loss, DType *dtype) const {
   if (dtype)
     *dtype = source.dtype;
   return Status::ok();
-}
-
-Status Executor::parameterIndex(const std::string &name, uint32_t &index) const {
-  const auto *params = plan_.plan().parameters();
-  for (uint32_t i = 0; params && i < params->size(); ++i)
-    if (params->Get(i)->name()->str() == name) {
-      index = i;
-      return Status::ok();
-    }
-  return Status::error(plan_.path() + ": the plan has no parameter '" + name + "'");
-}
-
-Status Executor::gatherUnit(uint32_t unit, HostTensor &flat, uint32_t buffer,
-                            HostTensor *scratch) const {
-  const plan::Unit *u = plan_.plan().units()->Get(unit);
-  const uint32_t source = buffer == kNoBuffer ? u->shard_buffer() : buffer;
-  if (!unitComms_[unit]) // a group of one holds the whole flat buffer
-    return copyToHost(source, flat);
-  HostTensor local;
-  HostTensor &shard = scratch ? *scratch : local;
-  FSDP_RETURN_IF_ERROR(copyToHost(source, shard));
-  flat.dtype = shard.dtype;
-  flat.shape = {static_cast<int64_t>(u->padded_numel())};
-  flat.data.resize(u->padded_numel() * dtypeSize(shard.dtype));
-  return unitComms_[unit]->allGather(shard.ref(), flat.ref());
-}
-
-Status Executor::gatherParameters(const std::vector<StateEntry> &entries, bool keep,
-                                  std::vector<HostTensor> &values) const {
-  values.assign(keep ? entries.size() : 0, HostTensor());
-  size_t next = 0;
-  return visitFullState(entries, keep, [&](const StateEntry &, const TensorRef &view) {
-    HostTensor &out = values[next++];
-    out.dtype = view.dtype;
-    out.shape.assign(view.dims, view.dims + view.rank);
-    const char *bytes = static_cast<const char *>(view.data);
-    out.data.assign(bytes, bytes + view.byteSize());
-    return Status::ok();
-  });
-}
-
-Status Executor::getParameter(const std::string &name, HostTensor &out) const {
-  uint32_t index;
-  FSDP_RETURN_IF_ERROR(parameterIndex(name, index));
-  std::vector<HostTensor> values;
-  // The layout lists the parameters first, in plan order.
-  FSDP_RETURN_IF_ERROR(gatherParameters({consolidatedLayout(plan_.plan())[index]}, true, values));
-  out = std::move(values[0]);
-  return Status::ok();
-}
-
-Status Executor::saveWeights(const std::string &path) const {
-  std::vector<StateEntry> params = consolidatedLayout(plan_.plan());
-  params.erase(std::find_if(params.begin(), params.end(),
-                            [](const StateEntry &e) { return !e.parameter; }),
-               params.end());
-  params = writeOrder(std::move(params)); // each unit gathered once
-  const bool keep = rank() == 0;
-  std::vector<HostTensor> values;
-  FSDP_RETURN_IF_ERROR(gatherParameters(params, keep, values));
-  if (!keep)
-    return Status::ok();
-  std::vector<NamedTensor> tensors;
-  for (size_t i = 0; i < params.size(); ++i)
-    tensors.push_back({params[i].name, values[i].ref()});
-  return writeSafetensors(path, tensors, kWeightsMetadata);
 }
 
 Status Executor::inputType(const std::string &name, DType &dtype,

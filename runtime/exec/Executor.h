@@ -4,28 +4,28 @@
 // exactly the plan's persistent region and arena on the device once, binds
 // every buffer to its planned offset, prepares one Launch per instruction
 // (operand views, attributes) and then runs the instruction stream as many
-// times as asked without allocating. Parameters come from the plan's
-// safetensors weights file (checked against the plan's hash and parameter
-// table); inputs and outputs move through their bound buffers.
+// times as asked without allocating. Inputs and outputs move through their
+// bound buffers. The model's state (parameters, optimizer state, shards)
+// lives in the same buffers but moves in and out through ModelState
+// (runtime/checkpoint/ModelState.h: weights files, checkpoints, gathers),
+// which reaches them through the few accessors at the end of the public
+// interface; the executor itself only runs.
 //
 // Training plans (mode "train") update parameters and optimizer state in
 // place: one run() is one whole step. The persistent region is zeroed at
 // creation, so optimizer state starts at zero as torch's does; before each
 // step the caller writes the learning rate and the 1-based step number
-// (setLearningRate, setStep), and afterwards reads the loss output and, at
-// the end, the parameters.
+// (setLearningRate, setStep), and afterwards reads the loss output.
 //
 // Distributed plans run SPMD: every rank creates its own executor (its own
 // device memory) over the same plan and a Communicator for the world, and
 // runs the same instruction stream. Collective instructions run through the
 // communicator, or a sub-communicator for a group layout other than the
 // whole world (split once at creation, in plan order, identically on every
-// rank); everything else runs on the device. A sharded parameter lives only
-// as a slice of its unit's flat buffer, of which each rank holds one shard:
-// loadWeights fills this rank's part of it, and getParameter and
-// saveWeights all-gather the shards, so every rank must call them. When a
-// rank fails inside run(), it aborts the group so no other rank waits for
-// it.
+// rank); everything else runs on the device. Each unit's group gets its
+// communicator the same way (unitComm), over which ModelState gathers the
+// shards of a sharded parameter. When a rank fails inside run(), it aborts
+// the group so no other rank waits for it.
 //
 // Plans with a communication stream (stream 1, compiler/Transforms/
 // ScheduleCollectives.h) run it on a worker thread per executor, so
@@ -33,7 +33,7 @@
 // thread; each instruction first waits for the events it lists and then
 // signals its own. Only the worker calls the communicators during run(),
 // and run() returns only once the worker is idle again, so the collective
-// calls outside run() (getParameter, saveWeights) never race with it. An
+// calls outside run() (ModelState's gathers) never race with it. An
 // error on either stream aborts the group (so no rank hangs) and is
 // returned by run().
 //
@@ -46,17 +46,12 @@
 #include "runtime/device/Device.h"
 #include "runtime/support/HostTensor.h"
 #include "runtime/plan/PlanFile.h"
-#include "runtime/checkpoint/StateLayout.h"
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace fsdp::rt {
-
-/// Named tensors to restore from (a safetensors file's find).
-using TensorLookup = std::function<const HostTensor *(const std::string &)>;
 
 class Executor {
 public:
@@ -69,12 +64,6 @@ public:
   ~Executor();
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
-
-  /// Loads every parameter from a safetensors file: `path`, or the plan's
-  /// own weights file when empty (whose content hash must match the plan).
-  /// The file holds full parameters; a sharded one fills only this rank's
-  /// elements of its unit's shard.
-  Status loadWeights(const std::string &path = "");
 
   /// Copies a host tensor into the named graph input; dtype and shape must
   /// match the plan exactly.
@@ -97,37 +86,6 @@ public:
   /// Training plans: the scalar loss of the last step, widened to double;
   /// `dtype` (optional) receives the loss's own float type.
   Status getLoss(double &loss, DType *dtype = nullptr) const;
-  /// Copies the named parameter's full value (plan dtype and shape).
-  /// Collective when the parameter is sharded: every rank of its unit's
-  /// group must call it (fsdp-run calls it on every rank).
-  Status getParameter(const std::string &name, HostTensor &out) const;
-  /// Writes every parameter, full and named as in the plan's parameter
-  /// table, to a safetensors file (torch's loader reads it). Collective on
-  /// sharded plans: every rank calls it, rank 0 writes the file, the others
-  /// only contribute their shards and return OK.
-  Status saveWeights(const std::string &path) const;
-  /// The values one step hands the next on this rank, by name: unit shards
-  /// ("unit/NAME"), optimizer state ("state/NAME") and parameters held
-  /// whole ("param/NAME": frozen ones, or all of an unsharded plan). A
-  /// sharded checkpoint is exactly these (runtime/checkpoint/Checkpoint.cpp).
-  Status readState(std::vector<std::pair<std::string, HostTensor>> &out) const;
-  /// Restores them: `lookup(name)` gives each value, which must have the
-  /// buffer's dtype and shape; `what` names the source in errors.
-  Status writeState(const TensorLookup &lookup,
-                    const std::string &what);
-  /// The same state consolidated, as torch names it (every parameter whole
-  /// under its model name, its optimizer state as "<name>.exp_avg",
-  /// "<name>.exp_avg_sq" or "<name>.momentum_buffer"), one tensor at a
-  /// time: `visit` gets each entry of `order` (StateLayout.h) with a view of
-  /// its bytes, valid during the call. Collective on sharded plans (units
-  /// are gathered); a rank with `keep` false only contributes its shards.
-  using FullStateVisitor = std::function<Status(const StateEntry &, const TensorRef &)>;
-  Status visitFullState(const std::vector<StateEntry> &order, bool keep,
-                        const FullStateVisitor &visit) const;
-  /// Restores consolidated state into this plan's layout (any world size or
-  /// strategy of the same model and optimizer): this rank keeps its part.
-  Status writeFullState(const TensorLookup &lookup,
-                        const std::string &what);
   /// The world this executor runs in (a group of one for a one-rank plan).
   Communicator &world() const { return *comm_; }
   /// The plan it runs, and its content hash.
@@ -162,6 +120,23 @@ public:
   /// Host memory the plan keeps state in (--offload=cpu), besides the device's.
   size_t hostBytes() const { return host_.size; }
 
+  // What ModelState (runtime/checkpoint/ModelState.h) reads and writes the
+  // model's state through; nothing here runs the plan. Outside run() only:
+  // the step writes these buffers and uses these communicators.
+
+  /// The view of plan buffer `buffer` on this rank: its dtype, shape and
+  /// address (a unit's shard: this rank's chunk). Empty (data null) for
+  /// kNoBuffer.
+  TensorRef viewOf(uint32_t buffer) const;
+  /// Copies a plan buffer to the host, with its dtype and shape.
+  Status copyToHost(uint32_t buffer, HostTensor &out) const;
+  /// The device the buffers live on.
+  Device &device() const { return device_; }
+  /// The communicator of unit `unit`'s group, which all-gathers its shards
+  /// (split at creation, in plan order); null when the group has one rank,
+  /// which then holds the unit's whole flat buffer.
+  Communicator *unitComm(uint32_t unit) const { return unitComms_[unit]; }
+
 private:
   /// How a collective instruction runs: through `comm`, or as a local copy
   /// when its groups have one rank (comm == nullptr).
@@ -170,8 +145,6 @@ private:
     ReduceOp op = ReduceOp::Sum;
   };
 
-  /// Copies a plan buffer to the host, with its dtype and shape.
-  Status copyToHost(uint32_t buffer, HostTensor &out) const;
   Executor(const LoadedPlan &plan, Device &device); // in Executor.cpp, where Streams is complete
   Status prepare();
   /// The communicator of the group holding this rank when the world's
@@ -187,33 +160,7 @@ private:
   Status runStreams(std::vector<double> *kernelSeconds);
   /// The communication worker's loop.
   void commLoop();
-  /// Every rank's shard of unit `unit`, gathered into its padded flat buffer.
-  /// All-gathers a unit's flat buffer (its shard buffer, or `buffer`: one
-  /// of its optimizer state shards, laid out alike). `flat` and `scratch`
-  /// (the host copy of this rank's shard) keep their storage across calls.
-  Status gatherUnit(uint32_t unit, HostTensor &flat, uint32_t buffer = kNoBuffer,
-                    HostTensor *scratch = nullptr) const;
-  /// The values of `entries` (visitFullState), copied out in their order.
-  /// Collective; a rank with `keep` false only contributes (values empty).
-  Status gatherParameters(const std::vector<StateEntry> &entries, bool keep,
-                          std::vector<HostTensor> &values) const;
-  /// Copies the part of a parameter-shaped `source` that falls in this
-  /// rank's shard of the parameter's unit into `shardBuffer`.
-  Status copyIntoShard(const plan::Parameter &param, const HostTensor &source,
-                       uint32_t shardBuffer);
-  /// Restores consolidated tensors (StateLayout) from `lookup`: every
-  /// parameter, and with `parametersOnly` false the optimizer state too.
-  Status restoreEntries(const TensorLookup &lookup, const std::string &what,
-                        bool parametersOnly);
-  /// `lookup(name)` when it has `type`'s dtype and shape; otherwise an
-  /// error naming `what`, the tensor and what is wrong.
-  static Status findTyped(const TensorLookup &lookup, const std::string &name,
-                          const TensorRef &type, const std::string &what, const HostTensor *&out);
-  /// Copies `value` over the whole of `buffer`.
-  Status copyWhole(const HostTensor &value, uint32_t buffer);
-  TensorRef viewOf(uint32_t buffer) const;
   Status bindingBuffer(bool input, const std::string &name, uint32_t &buffer) const;
-  Status parameterIndex(const std::string &name, uint32_t &index) const;
   Status zeroPersistent();
   Status writeScalar(uint32_t buffer, DType dtype, const void *value, const char *what);
 

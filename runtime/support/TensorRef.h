@@ -13,6 +13,7 @@
 #include "runtime/support/DType.h"
 
 #include <cstdint>
+#include <string>
 
 namespace fsdp::rt {
 
@@ -34,6 +35,24 @@ struct TensorRef {
   size_t byteSize() const { return static_cast<size_t>(numElements()) * dtypeSize(dtype); }
   template <typename T> T *as() const { return static_cast<T *>(data); }
 };
+
+/// Whether two views have the same dtype and shape (their data aside).
+inline bool sameType(const TensorRef &a, const TensorRef &b) {
+  if (a.dtype != b.dtype || a.rank != b.rank)
+    return false;
+  for (int i = 0; i < a.rank; ++i)
+    if (a.dims[i] != b.dims[i])
+      return false;
+  return true;
+}
+
+/// A view's dtype and shape as errors name them: "f32[2,3]".
+inline std::string shapeText(const TensorRef &t) {
+  std::string s = std::string(dtypeName(t.dtype)) + "[";
+  for (int i = 0; i < t.rank; ++i)
+    s += (i ? "," : "") + std::to_string(t.dims[i]);
+  return s + "]";
+}
 
 } // namespace fsdp::rt
 

@@ -9,8 +9,8 @@
 // format or for another world size, exactly, reading the source tensor by
 // tensor (StateSource): a full target is written as it is read; a sharded
 // one is restored into the ranks of the target plan, run in this process
-// (runInProcessRanks), which save it, so the layout code is the executor's
-// own. A sharded layout is a plan's decision, so a
+// (runInProcessRanks), which save it, so the layout code is ModelState's,
+// the same a training run saves with. A sharded layout is a plan's decision, so a
 // sharded target needs that plan (--plan); a full one needs none. `export
 // DIR --onnx=MODEL -o OUT` writes the trained parameters into the source
 // ONNX model, `export DIR --safetensors -o OUT` as safetensors (Export.h).

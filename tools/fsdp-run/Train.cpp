@@ -15,6 +15,7 @@
 
 #include "runtime/channels/MpiCommunicator.h"
 #include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/checkpoint/ModelState.h"
 #include "runtime/train/DataSource.h"
 #include "runtime/train/TrainLog.h"
 #include "tools/fsdp-run/Progress.h"
@@ -162,7 +163,7 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
       printProfile(kernelSeconds, lastStep - firstStep + 1);
   }
   if (!opts.saveWeightsPath.empty()) {
-    if (Status s = executor.saveWeights(opts.saveWeightsPath); !s)
+    if (Status s = ModelState(executor).saveWeights(opts.saveWeightsPath); !s)
       return s;
     if (lead)
       std::printf("wrote %s (%zu parameters)\n", opts.saveWeightsPath.c_str(),

@@ -22,6 +22,7 @@
 
 #include "runtime/channels/InProcessCommunicator.h"
 #include "runtime/channels/MpiCommunicator.h"
+#include "runtime/checkpoint/ModelState.h"
 #include "runtime/device/Device.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/io/Npy.h"
@@ -343,7 +344,7 @@ Status runRank(const RunOptions &opts, const LoadedPlan &plan, Communicator *com
   Status s = Executor::create(plan, *device, comm, executor);
   // A resumed run takes every parameter from its checkpoint.
   if (s && opts.resumePath.empty())
-    s = executor->loadWeights(opts.weightsPath);
+    s = ModelState(*executor).loadWeights(opts.weightsPath);
   if (s)
     s = plan.isTraining() ? runTraining(opts, *executor) : runForward(opts, *executor);
   if (s || !multiRank)

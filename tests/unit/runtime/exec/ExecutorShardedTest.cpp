@@ -33,6 +33,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/channels/InProcessCommunicator.h"
+#include "runtime/checkpoint/ModelState.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/io/Npy.h"
 #include "runtime/io/Safetensors.h"
@@ -336,7 +337,7 @@ protected:
         for (int64_t i = 0; i < shardNumel_; ++i)
           EXPECT_NEAR(got[i], want.flat[first + i], 1e-5) << "element " << first + i;
       };
-      Status s = ex.loadWeights();
+      Status s = ModelState(ex).loadWeights();
       ASSERT_TRUE(s.isOk()) << s.message();
       expectShard(initial);
       HostTensor x = floatTensor(inputX(r), {1, 3}), y = floatTensor(inputY(r), {1, 2, 2});
@@ -358,13 +359,13 @@ protected:
       }
       // Collective: every rank gathers; each gets the full value.
       HostTensor b;
-      s = ex.getParameter("b", b);
+      s = ModelState(ex).getParameter("b", b);
       ASSERT_TRUE(s.isOk()) << s.message();
       EXPECT_EQ(b.shape, (std::vector<int64_t>{2, 2}));
       std::vector<float> bv = floats(b);
       for (int i = 0; i < 4; ++i)
         EXPECT_NEAR(bv[i], ref.flat[3 + i], 1e-5);
-      s = ex.saveWeights(r == 0 ? saved : dir + cat("/rank", r, ".safetensors"));
+      s = ModelState(ex).saveWeights(r == 0 ? saved : dir + cat("/rank", r, ".safetensors"));
       ASSERT_TRUE(s.isOk()) << s.message();
     });
     for (int r = 1; r < world_; ++r)
@@ -430,7 +431,7 @@ TEST_F(ExecutorShardedTest, AFailingRankAbortsTheOthers) {
   ASSERT_NO_FATAL_FAILURE(writePlan(2, 2));
   std::vector<Status> results(2);
   runRanks([&](int r, Executor &ex) {
-    ASSERT_TRUE(ex.loadWeights().isOk());
+    ASSERT_TRUE(ModelState(ex).loadWeights().isOk());
     if (r == 1) {
       ex.abort("rank 1 could not read its batch");
       results[r] = Status::error("gave up");
@@ -467,7 +468,7 @@ TEST_F(ExecutorShardedTest, ACommunicationErrorFailsEveryRankWithoutHanging) {
   ASSERT_NO_FATAL_FAILURE(writePlan(2, 2));
   std::vector<Status> results(2);
   runRanks([&](int r, Executor &ex) {
-    ASSERT_TRUE(ex.loadWeights().isOk());
+    ASSERT_TRUE(ModelState(ex).loadWeights().isOk());
     ASSERT_TRUE(ex.run().isOk()); // one good step starts the worker
     if (r == 1)
       ex.abort("rank 1 lost its network");

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/checkpoint/ModelState.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/plan/plan_generated.h"
@@ -156,7 +157,7 @@ protected:
   /// leaves the parameter as loaded.
   Status stepOnZeros(Executor &executor, int64_t step) {
     HostTensor x{DType::F32, {2, 4}, std::vector<char>(32, 0)};
-    FSDP_RETURN_IF_ERROR(executor.loadWeights());
+    FSDP_RETURN_IF_ERROR(ModelState(executor).loadWeights());
     FSDP_RETURN_IF_ERROR(executor.setInput("x", x.ref()));
     FSDP_RETURN_IF_ERROR(executor.setLearningRate(1.0));
     FSDP_RETURN_IF_ERROR(executor.setStep(step));
@@ -171,7 +172,7 @@ TEST_F(ExecutorTrainTest, StepsUpdateParametersAndZeroedStateInPlace) {
   ASSERT_NO_FATAL_FAILURE(writePlan(true));
   std::unique_ptr<Executor> executor;
   ASSERT_TRUE(Executor::create(loaded, device, nullptr, executor).isOk());
-  ASSERT_TRUE(executor->loadWeights().isOk());
+  ASSERT_TRUE(ModelState(*executor).loadWeights().isOk());
   EXPECT_TRUE(executor->isTraining());
   EXPECT_EQ(executor->lossOutput(), "loss");
   EXPECT_EQ(executor->baseLearningRate(), 0.5);
@@ -205,10 +206,10 @@ TEST_F(ExecutorTrainTest, StepsUpdateParametersAndZeroedStateInPlace) {
   ASSERT_TRUE(executor->getLoss(loss).isOk());
   EXPECT_EQ(loss, 4.75f + 2);
   HostTensor w;
-  ASSERT_TRUE(executor->getParameter("w", w).isOk());
+  ASSERT_TRUE(ModelState(*executor).getParameter("w", w).isOk());
   EXPECT_EQ(w.shape, std::vector<int64_t>{4});
   EXPECT_EQ(floats(w), (std::vector<float>{2.125f, 3.875f, 5.625f, 7.375f}));
-  EXPECT_NE(executor->getParameter("v", w).message().find("has no parameter 'v'"),
+  EXPECT_NE(ModelState(*executor).getParameter("v", w).message().find("has no parameter 'v'"),
             std::string::npos);
   EXPECT_FALSE(executor->setStep(0).isOk());
 }
@@ -220,7 +221,7 @@ TEST_F(ExecutorTrainTest, SavedWeightsReadBackInTorchsFormat) {
   Status s = stepOnZeros(*executor, 1);
   ASSERT_TRUE(s.isOk()) << s.message();
   std::string out = dir + "/trained.safetensors";
-  ASSERT_TRUE(executor->saveWeights(out).isOk());
+  ASSERT_TRUE(ModelState(*executor).saveWeights(out).isOk());
   SafetensorsFile file;
   ASSERT_TRUE(SafetensorsFile::open(out, file).isOk());
   EXPECT_EQ(file.names(), std::vector<std::string>{"w"});

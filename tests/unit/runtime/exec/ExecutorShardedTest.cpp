@@ -13,8 +13,8 @@
 // the gradient shard across the groups, which needs sub-communicators.
 // Checked on every rank against the same step computed here in double:
 // the shards after loading and after each step (padding stays zero), the
-// loss, getParameter and saveWeights (the full values, written by rank 0
-// only). World sizes 2 and 3 (padding, a parameter split across shards),
+// loss, ModelState's getParameter and saveWeights (the full values,
+// written by rank 0 only). World sizes 2 and 3 (padding, a parameter split across shards),
 // and 4 as two groups of 2. The same plan is also run by fsdp-run (found
 // beside this test binary), which must run its ranks in-process, report
 // from rank 0 only, save the gathered weights once, and report a failure

@@ -6,9 +6,10 @@
 // (w += lr * sum(x, 0); state += lr * sum(x, 0)) and reports a scalar loss
 // (mean(w) + step). Run on a device whose allocations come back full of
 // garbage, it checks that the executor zeroes the persistent region, writes
-// the scalars, reads the loss and parameters back and saves them as a
-// safetensors file that a plain numpy reader (what torch's loader parses)
-// accepts. A forward plan refuses the training calls.
+// the scalars and reads the loss back, and that ModelState reads the
+// parameters back and saves them as a safetensors file that a plain numpy
+// reader (what torch's loader parses) accepts. A forward plan refuses the
+// training calls.
 //
 //===----------------------------------------------------------------------===//
 

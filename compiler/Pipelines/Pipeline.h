@@ -49,10 +49,8 @@ std::string shardStrategyName(const CompileOptions &opts);
 
 /// Runs the stages after import that `opts` asks for and this build has:
 /// in train mode, loss selection, autodiff and the optimizer (@forward
-/// becomes @train_step). Errors are emitted on the module.
-/// Module attribute: what --ckpt=auto chose, one line for the user.
-inline constexpr llvm::StringLiteral kCheckpointChoiceAttr = "fsdp.checkpoint_choice";
-
+/// becomes @train_step). Errors are emitted on the module; what --ckpt=auto
+/// chose is recorded on it (`fsdp.checkpoint_choice`).
 mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts);
 
 /// Lowering decisions made just before a plan is written: elementwise

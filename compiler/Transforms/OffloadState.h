@@ -24,9 +24,6 @@
 
 namespace fsdp {
 
-/// A @train_step argument kept in host memory (unit attribute).
-inline constexpr llvm::StringLiteral kHostAttr = "fsdp.host";
-
 /// Moves the sharded step's persistent state to host memory. Fails when the
 /// step has no shard units (it was not sharded).
 mlir::LogicalResult offloadState(mlir::ModuleOp module);

@@ -54,9 +54,6 @@
 
 namespace fsdp {
 
-/// The attribute naming the block a recomputed op belongs to.
-inline constexpr llvm::StringLiteral kRecomputeAttr = "fsdp.recompute";
-
 struct RecomputeOptions {
   enum class Policy { Blocks, Selective };
   Policy policy = Policy::Blocks;

@@ -33,12 +33,6 @@
 
 namespace fsdp {
 
-/// The stream an fsdp collective runs on (i64; absent: 0, the compute
-/// stream, run synchronously in program order).
-inline constexpr llvm::StringLiteral kStreamAttr = "fsdp.stream";
-/// The communication stream.
-inline constexpr int64_t kCommStream = 1;
-
 struct ScheduleOptions {
   int64_t prefetch = 1;        // units gathered ahead of the one computing
   int64_t limitAllGathers = 2; // non-root units in full at once; 0: no limit

@@ -32,13 +32,6 @@
 
 namespace fsdp {
 
-/// The argument attribute describing a flat-parameter shard: a dictionary
-/// {name, params = [{name, offset, type}], flat_numel, padded_numel,
-/// group_size} (the plan's Unit and Parameter tables are written from it).
-inline constexpr llvm::StringLiteral kUnitAttr = "fsdp.unit";
-/// The module attribute recording the world size a step was sharded for.
-inline constexpr llvm::StringLiteral kWorldSizeAttr = "fsdp.world_size";
-
 struct ShardOptions {
   enum class Strategy { Full, GradOp, None, Hybrid };
   int64_t worldSize = 1;

@@ -48,8 +48,7 @@ inline constexpr llvm::StringLiteral kRecomputeAttr = "fsdp.recompute";
 /// memory (--offload=cpu, compiler/Transforms/OffloadState.h).
 inline constexpr llvm::StringLiteral kHostAttr = "fsdp.host";
 /// On the module: what --ckpt=auto chose, one line (a string) for the user.
-inline constexpr llvm::StringLiteral kCheckpointChoiceAttr =
-    "fsdp.checkpoint_choice";
+inline constexpr llvm::StringLiteral kCheckpointChoiceAttr = "fsdp.checkpoint_choice";
 
 } // namespace fsdp::dist
 

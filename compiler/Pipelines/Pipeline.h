@@ -1,9 +1,9 @@
 //===- Pipeline.h - which stages fsdp-opt runs for a set of options -------===//
 //
-// Maps CompileOptions to the stages of DESIGN.md's pipeline and knows which
-// of them exist yet. Flags whose stage has not landed are refused here with
-// "not implemented yet" (never silently ignored); each later issue moves its
-// flags and stages from the refused table to the implemented one.
+// Maps CompileOptions to the stages of docs/design.md's pipeline and knows which
+// of them exist yet. Flags and outputs whose stage has not landed are refused
+// here with "not implemented yet" (never silently ignored); a stage that
+// lands moves its flags from the refused table to the implemented one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,7 +32,7 @@ Stage lastImplementedStage();
 
 /// Nullopt if everything `opts` asks for is implemented; otherwise the
 /// message for the first flag or output that is not, e.g.
-/// "--world-size: not implemented yet (sharding arrives with the FSDP issue)".
+/// "--emit=binary: not implemented yet (a step binary embeds a plan in ...)".
 std::optional<std::string> findUnimplemented(const CompileOptions &opts);
 
 /// The loss and optimizer settings `opts` describes.

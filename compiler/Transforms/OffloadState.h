@@ -1,6 +1,6 @@
 //===- OffloadState.h - --offload=cpu: shards and state in host memory ----===//
 //
-// The offload half of the shard stage (DESIGN.md's --offload=cpu, FSDP's
+// The offload half of the shard stage (docs/design.md's --offload=cpu, FSDP's
 // CPUOffload, ZeRO-Offload): on the sharded @train_step, every unit's flat
 // shard, its optimizer state and the lr/step scalars the optimizer reads
 // become host-memory arguments (`fsdp.host`), so device memory holds only

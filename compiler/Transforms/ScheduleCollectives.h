@@ -1,6 +1,6 @@
 //===- ScheduleCollectives.h - async collectives and all-gather prefetch --===//
 //
-// The scheduling stage (DESIGN.md step 5). It takes the sharded @train_step
+// The scheduling stage (docs/design.md, step 5). It takes the sharded @train_step
 // and fixes, at compile time, where every collective is issued and on which
 // stream it runs:
 //   - every fsdp collective gets `fsdp.stream = 1`: it runs asynchronously

@@ -1,6 +1,6 @@
 //===- ShardParameters.h - FSDP: flat-parameter units and collectives -----===//
 //
-// The distribution stage (DESIGN.md step 3). It takes the single-rank
+// The distribution stage (docs/design.md, step 3). It takes the single-rank
 // @train_step (forward, backward, one optimizer update per parameter) and
 // makes it the step every rank of an FSDP group runs:
 //   - the parameters that have an update are grouped into units by the wrap

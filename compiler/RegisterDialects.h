@@ -1,9 +1,9 @@
 //===- RegisterDialects.h - the dialects every fsdp tool sees -------------===//
 //
 // One registration function shared by fsdp-opt and the tests (the pattern of
-// Triton's RegisterTritonDialects.h), so every tool parses the same IR.
-// The fsdp dialect's collectives are registered ahead of the passes that
-// create them (the FSDP issue), so they can be written and tested now.
+// Triton's RegisterTritonDialects.h), so every tool parses and verifies the
+// same IR: the nn and fsdp dialects (with the fsdp dialect's attribute
+// verifiers) and func.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,6 +1,6 @@
 //===- CompileOptions.h - fsdp-opt command-line options model -------------===//
 //
-// Everything a user can ask of `fsdp-opt` on its command line (DESIGN.md,
+// Everything a user can ask of `fsdp-opt` on its command line (docs/design.md,
 // "Command line"), as one plain struct with the documented defaults, a parser
 // for one argv element at a time, and the cross-flag rules. It depends only on
 // the C++ standard library so the rules can be unit-tested without MLIR and so

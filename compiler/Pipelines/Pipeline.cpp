@@ -16,6 +16,7 @@
 #include "compiler/Transforms/OffloadState.h"
 #include "compiler/Transforms/RecomputeActivations.h"
 #include "compiler/Transforms/ShardParameters.h"
+#include "dialects/fsdp/FSDPDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -44,7 +45,7 @@ bool isSharded(mlir::ModuleOp module) {
   if (!step)
     return false;
   for (unsigned i = 0; i < step.getNumArguments(); ++i)
-    if (step.getArgAttr(i, kUnitAttr))
+    if (step.getArgAttr(i, dist::kUnitAttr))
       return true;
   return false;
 }
@@ -55,7 +56,7 @@ bool isScheduled(mlir::ModuleOp module) {
   auto step = module.lookupSymbol<mlir::func::FuncOp>(kTrainStepName);
   bool scheduled = false;
   if (step)
-    step.walk([&](mlir::Operation *op) { scheduled |= op->hasAttr(kStreamAttr); });
+    step.walk([&](mlir::Operation *op) { scheduled |= op->hasAttr(dist::kStreamAttr); });
   return scheduled;
 }
 
@@ -162,7 +163,7 @@ mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts)
     mlir::FailureOr<CheckpointChoice> choice = chooseCheckpointing(module, opts);
     if (mlir::failed(choice))
       return mlir::failure();
-    module->setAttr(kCheckpointChoiceAttr,
+    module->setAttr(dist::kCheckpointChoiceAttr,
                     mlir::StringAttr::get(module.getContext(), choice->summary));
     return runStages(module, choice->opts);
   }

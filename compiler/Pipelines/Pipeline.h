@@ -1,9 +1,9 @@
 //===- Pipeline.h - which stages fsdp-opt runs for a set of options -------===//
 //
-// Maps CompileOptions to the stages of DESIGN.md's pipeline and knows which
-// of them exist yet. Flags whose stage has not landed are refused here with
-// "not implemented yet" (never silently ignored); each later issue moves its
-// flags and stages from the refused table to the implemented one.
+// Maps CompileOptions to the stages of docs/design.md's pipeline and knows which
+// of them exist yet. Flags and outputs whose stage has not landed are refused
+// here with "not implemented yet" (never silently ignored); a stage that
+// lands moves its flags from the refused table to the implemented one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,7 +32,7 @@ Stage lastImplementedStage();
 
 /// Nullopt if everything `opts` asks for is implemented; otherwise the
 /// message for the first flag or output that is not, e.g.
-/// "--world-size: not implemented yet (sharding arrives with the FSDP issue)".
+/// "--emit=binary: not implemented yet (a step binary embeds a plan in ...)".
 std::optional<std::string> findUnimplemented(const CompileOptions &opts);
 
 /// The loss and optimizer settings `opts` describes.
@@ -49,10 +49,8 @@ std::string shardStrategyName(const CompileOptions &opts);
 
 /// Runs the stages after import that `opts` asks for and this build has:
 /// in train mode, loss selection, autodiff and the optimizer (@forward
-/// becomes @train_step). Errors are emitted on the module.
-/// Module attribute: what --ckpt=auto chose, one line for the user.
-inline constexpr llvm::StringLiteral kCheckpointChoiceAttr = "fsdp.checkpoint_choice";
-
+/// becomes @train_step). Errors are emitted on the module; what --ckpt=auto
+/// chose is recorded on it (`fsdp.checkpoint_choice`).
 mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts);
 
 /// Lowering decisions made just before a plan is written: elementwise

@@ -19,9 +19,6 @@
 #include "compiler/Target/ArenaAllocator.h"
 #include "compiler/Target/BufferViews.h"
 #include "compiler/Target/StreamOrder.h"
-#include "compiler/Transforms/OffloadState.h"
-#include "compiler/Transforms/ScheduleCollectives.h"
-#include "compiler/Transforms/ShardParameters.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
 #include "runtime/plan/PlanFile.h"
@@ -616,7 +613,7 @@ FailureOr<uint32_t> Emitter::placeShard(BlockArgument arg, DictionaryAttr unit,
 /// Arguments persist across steps: in device memory, or in host memory
 /// when the offload stage marked them (fsdp.host).
 plan::Region Emitter::regionOf(BlockArgument arg) {
-  return func.getArgAttr(arg.getArgNumber(), kHostAttr) ? plan::Region::Host
+  return func.getArgAttr(arg.getArgNumber(), dist::kHostAttr) ? plan::Region::Host
                                                        : plan::Region::Persistent;
 }
 
@@ -626,7 +623,7 @@ LogicalResult Emitter::placeArguments(Block &body) {
     auto param = func.getArgAttrOfType<StringAttr>(i, nn::kParamAttr);
     auto input = func.getArgAttrOfType<StringAttr>(i, nn::kInputAttr);
     auto stateName = func.getArgAttrOfType<StringAttr>(i, nn::kStateAttr);
-    auto unit = func.getArgAttrOfType<DictionaryAttr>(i, kUnitAttr);
+    auto unit = func.getArgAttrOfType<DictionaryAttr>(i, dist::kUnitAttr);
     bool lr = static_cast<bool>(func.getArgAttr(i, nn::kLrAttr));
     bool step = static_cast<bool>(func.getArgAttr(i, nn::kStepAttr));
     std::string name = param       ? param.str()
@@ -669,7 +666,7 @@ LogicalResult Emitter::findInPlaceUpdates(Block &body,
       byName[name.getValue()] = arg;
     if (auto name = func.getArgAttrOfType<StringAttr>(i, nn::kStateAttr))
       byName[name.getValue()] = arg;
-    if (auto unit = func.getArgAttrOfType<DictionaryAttr>(i, kUnitAttr))
+    if (auto unit = func.getArgAttrOfType<DictionaryAttr>(i, dist::kUnitAttr))
       byName[unit.getAs<StringAttr>("name").getValue()] = arg;
   }
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -789,7 +786,7 @@ LogicalResult Emitter::run(const WeightLookup &weights, EmittedPlan &result) {
       return failure();
     InstructionDesc &inst = instructions.back();
     if (auto async = asyncOps.find(&op); async != asyncOps.end()) {
-      inst.stream = kCommStream;
+      inst.stream = dist::kCommStream;
       asyncInstruction[&op] = instructions.size() - 1;
       if (lastCompute) {
         uint32_t event = eventOf(instructions[*lastCompute]);
@@ -954,12 +951,12 @@ FailureOr<EmittedPlan> emitPlan(ModuleOp module, const PlanEmitOptions &options,
     return module.emitError("no @") << name << " function to emit";
   if (!func.getBody().hasOneBlock())
     return func.emitError("plans need a single-block function");
-  if (auto sharded = module->getAttrOfType<IntegerAttr>(kWorldSizeAttr))
+  if (auto sharded = module->getAttrOfType<IntegerAttr>(dist::kWorldSizeAttr))
     if (sharded.getInt() != static_cast<int64_t>(options.worldSize))
       return emitError(module.getLoc(), "the step was sharded for world size ")
              << sharded.getInt() << ", not " << options.worldSize
              << " (compile with --world-size=" << sharded.getInt() << ")";
-  if (options.worldSize > 1 && !module->hasAttr(kWorldSizeAttr))
+  if (options.worldSize > 1 && !module->hasAttr(dist::kWorldSizeAttr))
     return emitError(module.getLoc(), "a plan for world size ")
            << options.worldSize << " needs a sharded step (run the shard stage)";
   EmittedPlan result;

@@ -10,7 +10,7 @@
 
 #include "compiler/Target/StreamOrder.h"
 
-#include "compiler/Transforms/ScheduleCollectives.h"
+#include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -24,8 +24,8 @@ using namespace mlir;
 namespace fsdp {
 
 bool isAsyncCollective(Operation *op) {
-  auto stream = op->getAttrOfType<IntegerAttr>(kStreamAttr);
-  return stream && stream.getInt() == kCommStream;
+  auto stream = op->getAttrOfType<IntegerAttr>(dist::kStreamAttr);
+  return stream && stream.getInt() == dist::kCommStream;
 }
 
 StreamOrder findStreamOrder(Block &body, const BufferViews &views) {

@@ -75,7 +75,7 @@ LogicalResult offloadState(ModuleOp module) {
   bool sharded = false;
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
-    bool unit = static_cast<bool>(step.getArgAttr(i, kUnitAttr));
+    bool unit = static_cast<bool>(step.getArgAttr(i, dist::kUnitAttr));
     sharded |= unit;
     bool scalar = step.getArgAttr(i, nn::kLrAttr) || step.getArgAttr(i, nn::kStepAttr);
     if (unit || step.getArgAttr(i, nn::kStateAttr) ||
@@ -91,7 +91,7 @@ LogicalResult offloadState(ModuleOp module) {
   step.walk([](dist::AllGatherOp gather) { gather.setPersistent(false); });
   for (BlockArgument arg : host) {
     readOnDevice(arg, b);
-    step.setArgAttr(arg.getArgNumber(), kHostAttr, b.getUnitAttr());
+    step.setArgAttr(arg.getArgNumber(), dist::kHostAttr, b.getUnitAttr());
   }
   for (Operation &op : llvm::make_early_inc_range(body))
     if (isUpdate(&op))

@@ -1,6 +1,6 @@
 //===- OffloadState.h - --offload=cpu: shards and state in host memory ----===//
 //
-// The offload half of the shard stage (DESIGN.md's --offload=cpu, FSDP's
+// The offload half of the shard stage (docs/design.md's --offload=cpu, FSDP's
 // CPUOffload, ZeRO-Offload): on the sharded @train_step, every unit's flat
 // shard, its optimizer state and the lr/step scalars the optimizer reads
 // become host-memory arguments (`fsdp.host`), so device memory holds only
@@ -23,9 +23,6 @@
 #include "llvm/ADT/StringRef.h"
 
 namespace fsdp {
-
-/// A @train_step argument kept in host memory (unit attribute).
-inline constexpr llvm::StringLiteral kHostAttr = "fsdp.host";
 
 /// Moves the sharded step's persistent state to host memory. Fails when the
 /// step has no shard units (it was not sharded).

@@ -19,7 +19,7 @@
 #include "compiler/Analysis/TrainableParameters.h"
 #include "compiler/Analysis/WrapPolicy.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
-#include "compiler/Transforms/ShardParameters.h"
+#include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -211,7 +211,7 @@ void Recomputer::rewrite(const Region &region, const RegionPlan &plan) {
   StringAttr name = b.getStringAttr(region.name);
   for (unsigned pos = region.begin; pos < region.end; ++pos)
     if (plan.needed.count(ops[pos]))
-      b.clone(*ops[pos], mapping)->setAttr(kRecomputeAttr, name);
+      b.clone(*ops[pos], mapping)->setAttr(dist::kRecomputeAttr, name);
   for (Value v : plan.dropped)
     v.replaceUsesWithIf(mapping.lookup(v),
                         [&](OpOperand &use) { return isBackward(use.getOwner()); });
@@ -219,7 +219,7 @@ void Recomputer::rewrite(const Region &region, const RegionPlan &plan) {
 
 FailureOr<RecomputeResult> Recomputer::run() {
   for (unsigned i = 0; i < step.getNumArguments(); ++i)
-    if (step.getArgAttr(i, kUnitAttr))
+    if (step.getArgAttr(i, dist::kUnitAttr))
       return step.emitError("@train_step is already sharded (checkpointing runs before the "
                             "shard stage)");
   auto ret = cast<func::ReturnOp>(body.getTerminator());

@@ -1,6 +1,6 @@
 //===- RecomputeActivations.h - activation checkpointing ------------------===//
 //
-// The checkpoint stage (DESIGN.md step 4, `--ckpt`). It runs on the
+// The checkpoint stage (docs/design.md, step 4, `--ckpt`). It runs on the
 // single-rank @train_step the train stage builds (forward ops, the loss op,
 // backward ops, optimizer updates) and before the shard stage, so the ops
 // it moves into the backward pass read each unit's backward all-gather.
@@ -53,9 +53,6 @@
 #include <vector>
 
 namespace fsdp {
-
-/// The attribute naming the block a recomputed op belongs to.
-inline constexpr llvm::StringLiteral kRecomputeAttr = "fsdp.recompute";
 
 struct RecomputeOptions {
   enum class Policy { Blocks, Selective };

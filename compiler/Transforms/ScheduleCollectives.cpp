@@ -283,7 +283,7 @@ void Scheduler::run() {
   OpBuilder b(step.getContext());
   step.walk([&](Operation *op) {
     if (isa<dist::AllGatherOp, dist::ReduceScatterOp, dist::AllReduceOp>(op))
-      op->setAttr(kStreamAttr, b.getI64IntegerAttr(kCommStream));
+      op->setAttr(dist::kStreamAttr, b.getI64IntegerAttr(dist::kCommStream));
   });
   // The loss: what the averaged loss all-reduce that the step returns reads.
   Operation *ret = body.getTerminator();
@@ -309,7 +309,7 @@ void Scheduler::prefetchGathers() {
     BlockArgument arg = shardArgument(gather);
     if (!arg)
       continue;
-    auto unit = step.getArgAttrOfType<DictionaryAttr>(arg.getArgNumber(), kUnitAttr);
+    auto unit = step.getArgAttrOfType<DictionaryAttr>(arg.getArgNumber(), dist::kUnitAttr);
     std::string name = unit ? unit.getAs<StringAttr>("name").str() : "";
     if (name.empty() || name == "root")
       continue;

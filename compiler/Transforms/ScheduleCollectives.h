@@ -1,6 +1,6 @@
 //===- ScheduleCollectives.h - async collectives and all-gather prefetch --===//
 //
-// The scheduling stage (DESIGN.md step 5). It takes the sharded @train_step
+// The scheduling stage (docs/design.md, step 5). It takes the sharded @train_step
 // and fixes, at compile time, where every collective is issued and on which
 // stream it runs:
 //   - every fsdp collective gets `fsdp.stream = 1`: it runs asynchronously
@@ -32,12 +32,6 @@
 #include "llvm/ADT/StringRef.h"
 
 namespace fsdp {
-
-/// The stream an fsdp collective runs on (i64; absent: 0, the compute
-/// stream, run synchronously in program order).
-inline constexpr llvm::StringLiteral kStreamAttr = "fsdp.stream";
-/// The communication stream.
-inline constexpr int64_t kCommStream = 1;
 
 struct ScheduleOptions {
   int64_t prefetch = 1;        // units gathered ahead of the one computing

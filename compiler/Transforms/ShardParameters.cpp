@@ -153,7 +153,7 @@ private:
 LogicalResult Sharder::collectTrainables() {
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
-    if (step.getArgAttr(i, kUnitAttr))
+    if (step.getArgAttr(i, dist::kUnitAttr))
       return step.emitError("@train_step is already sharded");
     if (auto name = step.getArgAttrOfType<StringAttr>(i, nn::kStateAttr))
       stateArgs[name.getValue()] = arg;
@@ -238,7 +238,7 @@ void Sharder::addArguments() {
          b.getNamedAttr("flat_numel", b.getI64IntegerAttr(g.layout.flatNumel)),
          b.getNamedAttr("padded_numel", b.getI64IntegerAttr(g.layout.paddedNumel)),
          b.getNamedAttr("group_size", b.getI64IntegerAttr(shardGroupSize(options)))});
-    add(g, kUnitAttr, unit);
+    add(g, dist::kUnitAttr, unit);
     // State shards mirror the state operands of the members' updates.
     const Trainable &first = trainables[g.members.front()];
     for (Value operand : first.update->getOperands()) {
@@ -521,7 +521,7 @@ LogicalResult Sharder::run() {
   step.setType(FunctionType::get(step.getContext(), step.getArgumentTypes(), types));
   step.setAllResultAttrs(attrs);
   // The plan must be emitted for the world the collectives were built for.
-  step->getParentOfType<ModuleOp>()->setAttr(kWorldSizeAttr, b.getI64IntegerAttr(n));
+  step->getParentOfType<ModuleOp>()->setAttr(dist::kWorldSizeAttr, b.getI64IntegerAttr(n));
   return success();
 }
 

@@ -1,6 +1,6 @@
 //===- ShardParameters.h - FSDP: flat-parameter units and collectives -----===//
 //
-// The distribution stage (DESIGN.md step 3). It takes the single-rank
+// The distribution stage (docs/design.md, step 3). It takes the single-rank
 // @train_step (forward, backward, one optimizer update per parameter) and
 // makes it the step every rank of an FSDP group runs:
 //   - the parameters that have an update are grouped into units by the wrap
@@ -31,13 +31,6 @@
 #include "llvm/ADT/StringRef.h"
 
 namespace fsdp {
-
-/// The argument attribute describing a flat-parameter shard: a dictionary
-/// {name, params = [{name, offset, type}], flat_numel, padded_numel,
-/// group_size} (the plan's Unit and Parameter tables are written from it).
-inline constexpr llvm::StringLiteral kUnitAttr = "fsdp.unit";
-/// The module attribute recording the world size a step was sharded for.
-inline constexpr llvm::StringLiteral kWorldSizeAttr = "fsdp.world_size";
 
 struct ShardOptions {
   enum class Strategy { Full, GradOp, None, Hybrid };

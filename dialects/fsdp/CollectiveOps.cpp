@@ -1,9 +1,10 @@
 //===- CollectiveOps.cpp - verifiers of the collectives -------------------===//
 //
 // `groups` partitions ranks 0..n-1 into groups of `group_size` ranks, each
-// listed in ascending order; all_gather multiplies dim 0 by the group size and reduce_scatter divides it (evenly: flat shards are
-// padded so every rank holds the same count); other dims and the element
-// type are unchanged; reductions are "sum" or "avg".
+// listed in ascending order; all_gather multiplies dim 0 by the group size
+// and reduce_scatter divides it (evenly: flat shards are padded so every
+// rank holds the same count); other dims and the element type are
+// unchanged; reductions are "sum" or "avg".
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,7 +1,8 @@
 //===- FSDPDialect.cpp - fsdp dialect registration ------------------------===//
 //
 // Registers the fsdp ops and instantiates their generated definitions;
-// verifiers live with their op family (CollectiveOps.cpp).
+// verifiers live with their op family (CollectiveOps.cpp, FlatParamOps.cpp)
+// and those of the dialect's attributes in Attributes.cpp.
 //
 //===----------------------------------------------------------------------===//
 

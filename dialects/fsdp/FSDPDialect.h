@@ -1,6 +1,12 @@
 //===- FSDPDialect.h - the fsdp dialect -----------------------------------===//
 //
-// Declares the fsdp dialect and its ops (generated from FSDPOps.td).
+// Declares the fsdp dialect, its ops (generated from FSDPOps.td) and the
+// names of the discardable attributes it owns and verifies (Attributes.cpp;
+// the dialect description in FSDPBase.td documents each). The C++
+// namespace is `fsdp::dist`, not the dialect's name: the project's own
+// namespace is `fsdp`, and an `fsdp::fsdp` would make every unqualified
+// `fsdp::` inside it ambiguous. Folder `dialects/fsdp`, library
+// `FSDPDialect` and the `fsdp.` prefix name the same dialect.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,5 +25,31 @@
 
 #define GET_OP_CLASSES
 #include "dialects/fsdp/FSDPOps.h.inc"
+
+namespace fsdp::dist {
+
+/// On a function argument: the argument is a flat-parameter shard, and the
+/// dictionary describes its unit {name, params = [{name, offset, type}],
+/// flat_numel, padded_numel, group_size}; the plan's Unit and Parameter
+/// tables are written from it (compiler/Transforms/ShardParameters.h).
+inline constexpr llvm::StringLiteral kUnitAttr = "fsdp.unit";
+/// On the module: the world size (a positive i64) the step was sharded for.
+inline constexpr llvm::StringLiteral kWorldSizeAttr = "fsdp.world_size";
+/// On an fsdp collective: the stream it runs on (i64, kComputeStream or
+/// kCommStream; absent: the compute stream, synchronously in program order).
+inline constexpr llvm::StringLiteral kStreamAttr = "fsdp.stream";
+/// The stream values of `fsdp.stream`: the plan has these two streams.
+inline constexpr int64_t kComputeStream = 0;
+inline constexpr int64_t kCommStream = 1;
+/// On an op: a recomputed clone, naming (a non-empty string) the block whose
+/// activation it recomputes (compiler/Transforms/RecomputeActivations.h).
+inline constexpr llvm::StringLiteral kRecomputeAttr = "fsdp.recompute";
+/// On a function argument (a unit attribute): the argument lives in host
+/// memory (--offload=cpu, compiler/Transforms/OffloadState.h).
+inline constexpr llvm::StringLiteral kHostAttr = "fsdp.host";
+/// On the module: what --ckpt=auto chose, one line (a string) for the user.
+inline constexpr llvm::StringLiteral kCheckpointChoiceAttr = "fsdp.checkpoint_choice";
+
+} // namespace fsdp::dist
 
 #endif // FSDP_DIALECTS_FSDP_FSDPDIALECT_H

@@ -227,7 +227,7 @@ LogicalResult printModelDiagnostic(Diagnostic &diag) {
 /// Choices the stages made for the user (--ckpt=auto), as notes on stderr
 /// so they never mix with a report or IR on stdout.
 void printStageNotes(ModuleOp module) {
-  if (auto choice = module->getAttrOfType<StringAttr>(fsdp::kCheckpointChoiceAttr))
+  if (auto choice = module->getAttrOfType<StringAttr>(fsdp::dist::kCheckpointChoiceAttr))
     llvm::errs() << "fsdp-opt: note: " << choice.getValue() << "\n";
 }
 

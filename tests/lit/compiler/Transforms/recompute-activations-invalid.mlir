@@ -19,7 +19,7 @@ module {
 
 // Checkpointing runs before the shard stage.
 // expected-error @+1 {{@train_step is already sharded (checkpointing runs before the shard stage)}}
-func.func @train_step(%s: tensor<2xf32> {fsdp.unit = {name = "root"}}) -> (tensor<2xf32> {nn.output = "loss"}) {
+func.func @train_step(%s: tensor<2xf32> {fsdp.unit = {flat_numel = 2 : i64, group_size = 1 : i64, name = "root", padded_numel = 2 : i64, params = [{name = "w", offset = 0 : i64, type = tensor<2xf32>}]}}) -> (tensor<2xf32> {nn.output = "loss"}) {
   %0 = nn.neg %s : tensor<2xf32>
   return %0 : tensor<2xf32>
 }

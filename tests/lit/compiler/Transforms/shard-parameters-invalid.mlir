@@ -14,7 +14,7 @@ module {
 // -----
 
 // expected-error @+1 {{@train_step is already sharded}}
-func.func @train_step(%s: tensor<2xf32> {fsdp.unit = {name = "root"}}) -> (tensor<2xf32> {nn.output = "loss"}) {
+func.func @train_step(%s: tensor<2xf32> {fsdp.unit = {flat_numel = 2 : i64, group_size = 1 : i64, name = "root", padded_numel = 2 : i64, params = [{name = "w", offset = 0 : i64, type = tensor<2xf32>}]}}) -> (tensor<2xf32> {nn.output = "loss"}) {
   return %s : tensor<2xf32>
 }
 

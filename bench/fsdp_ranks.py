@@ -14,7 +14,7 @@
 #
 # Every run starts from the same weights (the exported model's) and trains
 # on the same data: the global batch is the first b*N rows of one fixed set
-# of random token rows, rank r takes rows [r*b, (r+1)*b) (DESIGN.md's data
+# of random token rows, rank r takes rows [r*b, (r+1)*b) (docs/design.md's data
 # contract; torch's ranks slice the same rows), and every step sees the same
 # batch. The step time is rank 0's median over --steps steps after 2 warm-up
 # steps (fsdp-run's step_time_s from --metrics; perf_counter around

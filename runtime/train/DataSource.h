@@ -1,6 +1,6 @@
 //===- DataSource.h - the training data contract --------------------------===//
 //
-// What a training run feeds each step, exactly as DESIGN.md's data contract
+// What a training run feeds each step, exactly as docs/design.md's data contract
 // says, so runs are comparable with other tools. The plan's inputs have
 // shape [b, ...] with b the per-rank micro-batch; the global batch is
 // B = b * N over N ranks, and rank r takes global samples [r*b, (r+1)*b).

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# Activation checkpointing changes memory, never results (DESIGN.md's
+# Activation checkpointing changes memory, never results (docs/design.md's
 # numerics contract). For the GPT and nn.Transformer families exported by
 # tests/models/export_models.py, each configuration (world size 1 without
 # FSDP flags, world size 2 with --shard=full --wrap=blocks) is compiled with

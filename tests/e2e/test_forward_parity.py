@@ -3,7 +3,7 @@
 # decoder, torch.nn.Transformer, MLP; opsets 14 and 17, TRAINING and EVAL)
 # together with a batch and torch's loss on it, compiles each with
 # `fsdp-opt --mode=forward`, runs the plan with `fsdp-run` on the same batch
-# and requires the loss to match torch's within 1e-5 relative (DESIGN.md's
+# and requires the loss to match torch's within 1e-5 relative (docs/design.md's
 # numerics contract). Dropout that is active in training draws torch's own
 # random mask, so those variants have no reference and are reported as
 # skipped. Ends with an "N passed, M failed" line.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# FSDP training parity with PyTorch (DESIGN.md's numerics and data contracts
+# FSDP training parity with PyTorch (docs/design.md's numerics and data contracts
 # at world size N). Models exported by tests/models/export_models.py are
 # compiled with `fsdp-opt --world-size=N --shard=... --wrap=blocks` and
 # trained by `fsdp-run` (N in-process ranks, or `mpirun -np N`). The ONNX

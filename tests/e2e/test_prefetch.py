@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Prefetch and async collectives change no bit (DESIGN.md numerics contract).
+"""Prefetch and async collectives change no bit (docs/design.md numerics contract).
 
 Scheduling (compiler/Transforms/ScheduleCollectives.cpp) only moves
 all-gathers earlier and runs collectives on the communication stream (a

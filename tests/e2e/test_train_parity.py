@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# Training parity with PyTorch (DESIGN.md's numerics contract): each model
+# Training parity with PyTorch (docs/design.md's numerics contract): each model
 # family exported by tests/models/export_models.py (GPT-style decoder with
 # erf GELU and untied head, GPT with tanh GELU and tied embedding, the
 # torch.nn.Transformer encoder-decoder without dropout, the residual MLP; the
@@ -9,7 +9,7 @@
 # set of S samples (S a little larger than the batch, so sampling wraps
 # around inside the run and some batches straddle the wrap). The same torch
 # model, with its weights loaded by name from the ONNX initializers, trains
-# on the same batches (DESIGN.md's data contract) with torch.optim.AdamW or
+# on the same batches (docs/design.md's data contract) with torch.optim.AdamW or
 # torch.optim.SGD under the same settings, in fp32. Every step's loss must be
 # within 1e-5 relative of torch's, and the final parameters within 5e-5
 # relative L2 norm (the norm of all differences over the norm of all torch
@@ -209,7 +209,7 @@ def float32_bits(values):
 
 
 # --------------------------------------------------------------------------
-# Data (DESIGN.md's data contract, world size 1: B = b)
+# Data (docs/design.md's data contract, world size 1: B = b)
 # --------------------------------------------------------------------------
 
 def make_dataset(entry, samples, seed):

@@ -1,6 +1,6 @@
 //===- CompileOptionsTest.cpp - fsdp-opt command-line options -------------===//
 //
-// The command line is the user's contract (DESIGN.md): these tests pin every
+// The command line is the user's contract (docs/design.md): these tests pin every
 // flag's accepted spellings and defaults, the exact wording of errors (users
 // and scripts read them), the byte-size grammar of --mem-budget, the
 // cross-flag rules, and which arguments are left to MLIR's own options.

@@ -7,7 +7,7 @@
 // categories at the live peak (gathered parameters are communication,
 // Flatten/ReduceScatter results and an optimizer's gradient operand are
 // gradients); rows that add up to the allocated peak; one row per rank;
-// the JSON keys DESIGN.md promises.
+// the JSON keys docs/design.md promises.
 //
 //===----------------------------------------------------------------------===//
 
@@ -313,7 +313,7 @@ TEST(MemoryReport, OverlappingOwnersCountOnce) {
   EXPECT_EQ(rowSum(r.ranks[0]), r.peakBytes);
 }
 
-// The JSON form has DESIGN.md's keys and one rank object per rank; the
+// The JSON form has docs/design.md's keys and one rank object per rank; the
 // text form one table row per rank.
 TEST(MemoryReport, RendersJsonAndText) {
   PlanBuilder b;

@@ -22,6 +22,8 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 namespace {
 
 using namespace fsdp::onnx;
@@ -38,7 +40,8 @@ protected:
   void SetUp() override {
     original = readFile(std::string(FSDP_SOURCE_DIR) + "/examples/gpt-tiny.onnx");
     ASSERT_GT(original.size(), 1000u);
-    path = ::testing::TempDir() + "fsdp-fuzz-model.onnx";
+    // Per process: suites of several checkouts may run at once.
+    path = ::testing::TempDir() + "fsdp-fuzz-model-" + std::to_string(getpid()) + ".onnx";
     fsdp::registerFsdpDialects(registry);
   }
   void TearDown() override { std::remove(path.c_str()); }

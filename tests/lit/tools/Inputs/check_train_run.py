@@ -1,6 +1,6 @@
 # Checks what `fsdp-run --metrics=M --save-weights=W` wrote for a training
 # plan compiled from MODEL.onnx: every metrics line is JSON with the keys of
-# DESIGN.md, steps 1..K in order, a loss that is an exact f32 (printing the
+# docs/design.md, steps 1..K in order, a loss that is an exact f32 (printing the
 # parsed float32 back gives the same text), and the weights file parses as
 # safetensors with nothing but the standard library and numpy (8-byte
 # little-endian header length, JSON header, raw little-endian data), holding

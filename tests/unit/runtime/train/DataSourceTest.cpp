@@ -1,6 +1,6 @@
 //===- DataSourceTest.cpp - the training data contract --------------------===//
 //
-// The index formulas of DESIGN.md's data contract checked directly (sample
+// The index formulas of docs/design.md's data contract checked directly (sample
 // rows and token starts, wrap-around, rank slices, steps far beyond 64-bit
 // products), then both sources end to end on small files: which rows and
 // token windows each step and rank receives, lossless dtype conversion, and

@@ -100,6 +100,8 @@ bool parseFlagText(llvm::StringRef name, llvm::StringRef arg, CompileOptions &pa
 namespace llvm {
 namespace cl {
 
+// For each enum option type, only parse() is specialized: the values list
+// (::llvm::cl::values), help and printing stay llvm's generic parser's.
 #define FSDP_CHOICE_OPTION(E)                                                                  \
   template <>                                                                                  \
   inline bool parser<E>::parse(Option &owner, StringRef, StringRef arg, E &value) {          \

@@ -1,7 +1,9 @@
 //===- fsdp-opt.cpp - the fsdp-opt compiler driver ------------------------===//
 //
 // Entry point of the compiler. ONNX input is read, imported into the nn
-// dialect, and run through the pipeline stages the options ask for; the
+// dialect, and run through the pipeline stages the options ask for (the
+// passes of compiler/Transforms/Passes.td in an mlir::PassManager that
+// takes the --mlir-print-ir-*, --mlir-timing and reproducer options); the
 // result is emitted as a plan, MLIR, a memory report of the plan, a trace
 // of its predicted step or a model summary. MLIR
 // input with no --emit behaves like mlir-opt (--pass-pipeline,

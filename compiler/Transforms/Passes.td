@@ -339,8 +339,10 @@ def FuseElementwisePass : Pass<"fsdp-fuse-elementwise", "::mlir::func::FuncOp"> 
     %0 = nn.add %a, %b : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
     %1 = nn.relu %0 : tensor<64xf32>
     %2 = nn.mul %1, %c : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
-    // After
-    %2 = nn.fused %a, %b, %c { nn.add, nn.relu, nn.mul ... } -> tensor<64xf32>
+    // After: the program lists [code, a, b] per op over the operands (0..2)
+    // and earlier ops' values (3..); results_of names the value returned
+    %2 = nn.fused %a, %b, %c {program = array<i64: 0, 0, 1, 5, 3, -1, 2, 4, 2>,
+        results_of = array<i64: 5>} : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
     ```
   }];
   let dependentDialects = ["::fsdp::nn::NNDialect"];

@@ -47,8 +47,9 @@ struct TrainPipelineOptions : mlir::PassPipelineOptions<TrainPipelineOptions> {
   Option<CkptKind> ckpt{*this, "ckpt", llvm::cl::desc("none, blocks or selective"),
                         llvm::cl::init(CkptKind::None),
                         llvm::cl::values(clEnumValN(CkptKind::None, "none", "no checkpointing"),
-                                         clEnumValN(CkptKind::Blocks, "blocks", ""),
-                                         clEnumValN(CkptKind::Selective, "selective", ""))};
+                                         clEnumValN(CkptKind::Blocks, "blocks", "recompute whole blocks"),
+                                         clEnumValN(CkptKind::Selective, "selective",
+                                                    "keep matmul, gemm and softmax outputs"))};
   ListOption<int64_t> blocks{*this, "blocks",
                              llvm::cl::desc("the blocks to checkpoint (default: all)")};
   Option<DeviceKind> device{*this, "device", llvm::cl::desc("prices recomputation"),

@@ -7,6 +7,7 @@
 
 #include "compiler/Autodiff/AttachLoss.h"
 
+#include "compiler/Transforms/Passes.h"
 #include "dialects/nn/NNDialect.h"
 #include "dialects/nn/ShapeRules.h"
 
@@ -141,5 +142,29 @@ LogicalResult attachCrossEntropy(func::FuncOp f, const LossSpec &spec) {
 LogicalResult attachLoss(func::FuncOp forward, const LossSpec &spec) {
   return spec.crossEntropy ? attachCrossEntropy(forward, spec) : useModelLoss(forward);
 }
+
+//===----------------------------------------------------------------------===//
+// The pass (compiler/Transforms/Passes.td)
+//===----------------------------------------------------------------------===//
+
+#define GEN_PASS_DEF_ATTACHLOSSPASS
+#include "compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+struct AttachLossPass : impl::AttachLossPassBase<AttachLossPass> {
+  using Base::Base;
+  void runOnOperation() final {
+    auto forward = getOperation().lookupSymbol<func::FuncOp>("forward");
+    if (!forward) {
+      getOperation().emitError("no @forward function");
+      return signalPassFailure();
+    }
+    if (failed(attachLoss(forward, {!xent.empty(), xent, labels})))
+      signalPassFailure();
+  }
+};
+
+} // namespace
 
 } // namespace fsdp

@@ -15,6 +15,7 @@
 
 #include "compiler/Autodiff/BuildTrainStep.h"
 
+#include "compiler/Transforms/Passes.h"
 #include "dialects/nn/NNDialect.h"
 #include "dialects/nn/gradients/GradientBuilder.h"
 
@@ -192,5 +193,24 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainStepOptions &options) {
   forward.erase();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// The pass (compiler/Transforms/Passes.td)
+//===----------------------------------------------------------------------===//
+
+#define GEN_PASS_DEF_BUILDTRAINSTEPPASS
+#include "compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
+  using Base::Base;
+  void runOnOperation() final {
+    if (failed(buildTrainStep(getOperation(), {freeze})))
+      signalPassFailure();
+  }
+};
+
+} // namespace
 
 } // namespace fsdp

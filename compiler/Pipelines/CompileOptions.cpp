@@ -345,6 +345,27 @@ const std::vector<FlagSpec> &flagTable() {
   return table;
 }
 
+/// Parses `value` as `spec`'s value into `opts`; on failure `error` says
+/// why ("invalid value 'x'; valid: ...") and `opts` is unchanged.
+bool parseValueWith(const FlagSpec &spec, const std::string &value, CompileOptions &opts,
+                    std::string &error) {
+  // Parsers may write before they fail; a copy keeps `opts` unchanged then.
+  std::string why;
+  CompileOptions parsed = opts;
+  spec.parse(value, parsed, why);
+  if (!why.empty()) {
+    error = "invalid value '" + value + "'; " + why;
+    return false;
+  }
+  opts = std::move(parsed);
+  return true;
+}
+
+/// "hybrid:" of the parametric spelling "hybrid:G".
+std::string parametricPrefix(const std::string &name) {
+  return name.substr(0, name.find(':') + 1);
+}
+
 } // namespace
 
 const char *fsdp::stageName(Stage stage) { return stageNames[size_t(stage)]; }
@@ -379,17 +400,49 @@ FlagParse fsdp::parseCompileFlag(const std::string &arg, CompileOptions &opts,
     return FlagParse::Error;
   }
   std::string value = hasValue ? arg.substr(equals + 1) : "";
-  // Parsers may write before they fail; a copy keeps `opts` unchanged then.
-  std::string why;
-  CompileOptions parsed = opts;
-  spec->parse(value, parsed, why);
-  if (!why.empty()) {
-    error = "--" + name + ": invalid value '" + value + "'; " + why;
+  if (!parseValueWith(*spec, value, opts, error)) {
+    error = "--" + name + ": " + error;
     return FlagParse::Error;
   }
-  opts = std::move(parsed);
   opts.explicitlySet.insert(name);
   return FlagParse::Ok;
+}
+
+bool fsdp::parseFlagValue(const std::string &name, const std::string &value,
+                          CompileOptions &opts, std::string &error) {
+  for (const FlagSpec &spec : flagTable())
+    if (spec.name == name)
+      return parseValueWith(spec, value, opts, error);
+  error = "no flag --" + name;
+  return false;
+}
+
+std::string fsdp::shardValueText(ShardKind kind, int64_t hybridGroupSize) {
+  return kind == ShardKind::Hybrid
+             ? parametricPrefix(shardNames[size_t(kind)]) + std::to_string(hybridGroupSize)
+             : shardNames[size_t(kind)];
+}
+
+std::string fsdp::wrapValueText(WrapKind kind, int64_t minParams, const std::string &regex) {
+  switch (kind) {
+  case WrapKind::Blocks:
+    return wrapNames[size_t(kind)];
+  case WrapKind::Size:
+    return parametricPrefix(wrapNames[size_t(kind)]) + std::to_string(minParams);
+  case WrapKind::Regex:
+    return parametricPrefix(wrapNames[size_t(kind)]) + regex;
+  }
+  return "";
+}
+
+std::string fsdp::checkHybridGroup(int64_t group, int64_t world) {
+  // G == world size is allowed: one group, the same as --shard=full.
+  std::string worldFlag = "--world-size=" + std::to_string(world);
+  std::string why = group < 1       ? "G must be >= 1"
+                    : group > world ? "group size exceeds " + worldFlag
+                    : world % group ? "group size does not divide " + worldFlag
+                                    : "";
+  return why.empty() ? why : "--shard=hybrid:" + std::to_string(group) + ": " + why;
 }
 
 bool fsdp::validateCompileOptions(const CompileOptions &opts,
@@ -436,17 +489,10 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
     if (given(flag) && !holds)
       return fail("--" + std::string(flag) + " requires " + requirement);
 
-  // G == world size is allowed: one group, the same as --shard=full.
   if (opts.shard == ShardKind::Hybrid) {
-    int64_t group = opts.hybridGroupSize, world = opts.worldSize;
-    std::string worldFlag = "--world-size=" + std::to_string(world);
-    std::string why = group < 1       ? "G must be >= 1"
-                      : group > world ? "group size exceeds " + worldFlag
-                      : world % group
-                          ? "group size does not divide " + worldFlag
-                          : "";
+    std::string why = checkHybridGroup(opts.hybridGroupSize, opts.worldSize);
     if (!why.empty())
-      return fail("--shard=hybrid:" + std::to_string(group) + ": " + why);
+      return fail(why);
   }
   // The training step's flags act in the train stage; output that stops
   // before it (a summary, IR after import) would silently ignore them.

@@ -132,6 +132,23 @@ enum class FlagParse {
 FlagParse parseCompileFlag(const std::string &arg, CompileOptions &opts,
                            std::string &error);
 
+/// Parses `value` as the value of flag `name` (no dashes: "shard") into
+/// `opts`, exactly as parseCompileFlag parses "--name=value" but without
+/// marking it given. Pass options that take a flag's values
+/// (fsdp-shard-parameters{shard=hybrid:2}) parse with it, so the flag and the
+/// pass accept the same text. On failure `error` says why ("invalid value
+/// 'x'; valid: ...") and `opts` is unchanged.
+bool parseFlagValue(const std::string &name, const std::string &value, CompileOptions &opts,
+                    std::string &error);
+
+/// --shard's and --wrap's values as they are written: "hybrid:2", "size:20".
+std::string shardValueText(ShardKind kind, int64_t hybridGroupSize);
+std::string wrapValueText(WrapKind kind, int64_t minParams, const std::string &regex);
+
+/// Why --shard=hybrid:`group` cannot split --world-size=`world` ("--shard=
+/// hybrid:3: group size does not divide --world-size=4"); "" when it can.
+std::string checkHybridGroup(int64_t group, int64_t world);
+
 /// Checks the rules that involve more than one flag: hybrid group size
 /// against world size, and flags only meaningful with a given --emit,
 /// --optimizer or --mode (judged by `explicitlySet`, so a default never

@@ -28,7 +28,6 @@ std::string formatBytes(uint64_t bytes) {
 }
 
 FailureOr<std::vector<uint8_t>> emitPlanInMemory(ModuleOp module, const CompileOptions &opts) {
-  prepareForEmission(module, opts);
   PlanEmitOptions options = planEmitOptionsFor(opts);
   std::vector<uint8_t> bytes;
   options.planBytes = &bytes;

@@ -26,7 +26,8 @@
 
 namespace fsdp {
 
-/// Emits `module` (already through its stages) as a plan in memory, no
+/// Emits `module` (already through runStages, which fuses it for a plan)
+/// as a plan in memory, no
 /// file and no weights, verified as the runtime's loader verifies it:
 /// what --emit=report and --emit=trace analyze.
 mlir::FailureOr<std::vector<uint8_t>> emitPlanInMemory(mlir::ModuleOp module,

@@ -3,20 +3,20 @@
 // The tables below are the single record of what the compiler can do today.
 // A flag is refused only if the user set it explicitly: defaults describe
 // the pipeline that will run once its stages exist and change nothing now.
+// The stages themselves are passes (compiler/Transforms/Passes.td); this
+// file decides which run, with which options, and runs them through an
+// mlir::PassManager, so MLIR's IR printing, timing and crash reproducers
+// see the ONNX path exactly as they see --pass-pipeline on .mlir input.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Pipelines/Pipeline.h"
 
-#include "compiler/Autodiff/AttachLoss.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
-#include "compiler/Transforms/ApplyOptimizer.h"
 #include "compiler/Pipelines/AutoCheckpoint.h"
-#include "compiler/Transforms/FuseElementwise.h"
-#include "compiler/Transforms/OffloadState.h"
-#include "compiler/Transforms/RecomputeActivations.h"
+#include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/ScheduleCollectives.h"
 #include "compiler/Transforms/ShardParameters.h"
-#include "dialects/fsdp/FSDPDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -37,27 +37,6 @@ std::optional<std::string> pendingEmit(const CompileOptions &opts) {
     return std::nullopt;
   }
   return std::nullopt;
-}
-
-/// Whether the step is already sharded (IR printed after the shard stage).
-bool isSharded(mlir::ModuleOp module) {
-  auto step = module.lookupSymbol<mlir::func::FuncOp>(kTrainStepName);
-  if (!step)
-    return false;
-  for (unsigned i = 0; i < step.getNumArguments(); ++i)
-    if (step.getArgAttr(i, dist::kUnitAttr))
-      return true;
-  return false;
-}
-
-/// Whether the step's collectives already have streams (IR printed after
-/// the schedule stage).
-bool isScheduled(mlir::ModuleOp module) {
-  auto step = module.lookupSymbol<mlir::func::FuncOp>(kTrainStepName);
-  bool scheduled = false;
-  if (step)
-    step.walk([&](mlir::Operation *op) { scheduled |= op->hasAttr(dist::kStreamAttr); });
-  return scheduled;
 }
 
 } // namespace
@@ -88,46 +67,6 @@ std::optional<std::string> findUnimplemented(const CompileOptions &opts) {
   return std::nullopt;
 }
 
-LossSpec lossSpecFor(const CompileOptions &opts) {
-  return {opts.loss == LossKind::CrossEntropy, opts.lossOutput, opts.lossLabels};
-}
-
-OptimizerOptions optimizerOptionsFor(const CompileOptions &opts) {
-  OptimizerOptions o;
-  o.kind = opts.optimizer == OptimizerKind::Sgd ? OptimizerOptions::Kind::Sgd
-                                                : OptimizerOptions::Kind::AdamW;
-  o.beta1 = opts.beta1;
-  o.beta2 = opts.beta2;
-  o.eps = opts.eps;
-  o.weightDecay = effectiveWeightDecay(opts);
-  o.momentum = opts.momentum;
-  o.nesterov = opts.nesterov;
-  o.noDecayRegex = opts.noDecayRegex;
-  return o;
-}
-
-ShardOptions shardOptionsFor(const CompileOptions &opts) {
-  ShardOptions o;
-  o.worldSize = opts.worldSize;
-  switch (opts.shard) {
-  case ShardKind::Full: o.strategy = ShardOptions::Strategy::Full; break;
-  case ShardKind::GradOp: o.strategy = ShardOptions::Strategy::GradOp; break;
-  case ShardKind::None: o.strategy = ShardOptions::Strategy::None; break;
-  case ShardKind::Hybrid: o.strategy = ShardOptions::Strategy::Hybrid; break;
-  }
-  o.hybridGroupSize = opts.hybridGroupSize;
-  switch (opts.wrap) {
-  case WrapKind::Blocks: o.wrap.kind = WrapPolicyKind::Blocks; break;
-  case WrapKind::Size: o.wrap.kind = WrapPolicyKind::Size; break;
-  case WrapKind::Regex: o.wrap.kind = WrapPolicyKind::Regex; break;
-  }
-  o.wrap.minParams = opts.wrapMinParams;
-  o.wrap.regex = opts.wrapRegex;
-  o.bf16Params = opts.paramDtype == DType::BF16;
-  o.bf16Reduce = opts.reduceDtype == DType::BF16;
-  return o;
-}
-
 PlanEmitOptions planEmitOptionsFor(const CompileOptions &opts) {
   PlanEmitOptions options;
   options.planPath = opts.outputPath;
@@ -145,75 +84,125 @@ PlanEmitOptions planEmitOptionsFor(const CompileOptions &opts) {
 }
 
 std::string shardStrategyName(const CompileOptions &opts) {
-  switch (opts.shard) {
-  case ShardKind::Full: return "full";
-  case ShardKind::GradOp: return "grad-op";
-  case ShardKind::None: return "none";
-  case ShardKind::Hybrid: return "hybrid:" + std::to_string(opts.hybridGroupSize);
-  }
-  return "";
+  return shardValueText(opts.shard, opts.hybridGroupSize);
 }
 
-mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts) {
-  if (opts.mode == Mode::Forward || lastRequestedStage(opts) < Stage::Train)
-    return mlir::success();
-  // --ckpt=auto plans candidates from the module as it is now and goes on
-  // with the one chosen; the choice is recorded for the driver to print.
-  if (opts.ckpt == CkptKind::Auto && lastRequestedStage(opts) >= Stage::Checkpoint) {
-    mlir::FailureOr<CheckpointChoice> choice = chooseCheckpointing(module, opts);
-    if (mlir::failed(choice))
-      return mlir::failure();
-    module->setAttr(dist::kCheckpointChoiceAttr,
-                    mlir::StringAttr::get(module.getContext(), choice->summary));
-    return runStages(module, choice->opts);
-  }
-  // IR printed after an earlier stage (--stop-after=train) resumes there.
-  if (!module.lookupSymbol(kTrainStepName)) {
-    auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
-    if (!forward)
-      return module.emitError("no @forward function to train");
-    if (mlir::failed(attachLoss(forward, lossSpecFor(opts))) ||
-        mlir::failed(buildTrainStep(module, {opts.freezeRegex})) ||
-        mlir::failed(applyOptimizer(module, optimizerOptionsFor(opts))))
-      return mlir::failure();
+PipelineStart pipelineStartOf(mlir::ModuleOp module) {
+  PipelineStart start;
+  start.trained = module.lookupSymbol(kTrainStepName) != nullptr;
+  auto step = module.lookupSymbol<mlir::func::FuncOp>(kTrainStepName);
+  if (!step)
+    return start;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    start.sharded |= static_cast<bool>(step.getArgAttr(i, dist::kUnitAttr));
+  step.walk([&](mlir::Operation *op) { start.scheduled |= op->hasAttr(dist::kStreamAttr); });
+  return start;
+}
+
+namespace {
+
+/// The train, checkpoint, shard and schedule stages.
+void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
+                       const PipelineStart &start) {
+  Stage last = lastRequestedStage(opts);
+  if (!start.trained) {
+    AttachLossPassOptions loss;
+    loss.xent = opts.loss == LossKind::CrossEntropy ? opts.lossOutput : "";
+    loss.labels = opts.lossLabels;
+    pm.addPass(createAttachLossPass(loss));
+    pm.addPass(createBuildTrainStepPass({opts.freezeRegex}));
+    ApplyOptimizerPassOptions optimizer;
+    optimizer.optimizer = opts.optimizer == OptimizerKind::Sgd ? OptimizerOptions::Kind::Sgd
+                                                                : OptimizerOptions::Kind::AdamW;
+    optimizer.beta1 = opts.beta1;
+    optimizer.beta2 = opts.beta2;
+    optimizer.eps = opts.eps;
+    optimizer.weightDecay = effectiveWeightDecay(opts);
+    optimizer.momentum = opts.momentum;
+    optimizer.nesterov = opts.nesterov;
+    optimizer.noDecay = opts.noDecayRegex;
+    pm.addPass(createApplyOptimizerPass(optimizer));
   }
   // Checkpointing runs before sharding: the recomputed ops it places in the
   // backward pass then read each unit's backward all-gather.
-  if (lastRequestedStage(opts) < Stage::Checkpoint)
-    return mlir::success();
-  if (opts.ckpt == CkptKind::Blocks || opts.ckpt == CkptKind::Selective) {
-    RecomputeOptions recompute;
-    recompute.blocks = opts.ckptBlocks;
-    recompute.device = opts.device;
-    recompute.policy = opts.ckpt == CkptKind::Blocks ? RecomputeOptions::Policy::Blocks
-                                                      : RecomputeOptions::Policy::Selective;
-    if (mlir::failed(recomputeActivations(module, recompute)))
-      return mlir::failure();
-  }
-  if (lastRequestedStage(opts) < Stage::Shard || !shardingRequested(opts))
-    return mlir::success();
-  if (!isSharded(module)) {
-    if (mlir::failed(shardParameters(module, shardOptionsFor(opts))))
-      return mlir::failure();
-    if (opts.offload == OffloadKind::Cpu && mlir::failed(offloadState(module)))
-      return mlir::failure();
-  }
-  // Scheduling (compiler/Transforms/ScheduleCollectives.h) runs once, on the
-  // sharded step: IR printed after it already carries its streams.
-  if (lastRequestedStage(opts) < Stage::Schedule || isScheduled(module))
-    return mlir::success();
-  return scheduleCollectives(module, scheduleOptionsFor(opts));
-}
-
-ScheduleOptions scheduleOptionsFor(const CompileOptions &opts) {
-  return {opts.prefetch, opts.limitAllGathers};
-}
-
-void prepareForEmission(mlir::ModuleOp module, const CompileOptions &opts) {
-  if (opts.fusion == FusionKind::None)
+  if (last < Stage::Checkpoint)
     return;
-  for (auto func : module.getOps<mlir::func::FuncOp>())
-    fuseElementwise(func);
+  if (opts.ckpt == CkptKind::Blocks || opts.ckpt == CkptKind::Selective) {
+    RecomputeActivationsPassOptions recompute;
+    recompute.ckpt = opts.ckpt == CkptKind::Blocks ? RecomputeOptions::Policy::Blocks
+                                                   : RecomputeOptions::Policy::Selective;
+    if (opts.ckptBlocks)
+      recompute.blocks = *opts.ckptBlocks;
+    recompute.device = opts.device;
+    pm.addPass(createRecomputeActivationsPass(recompute));
+  }
+  if (last < Stage::Shard || !shardingRequested(opts))
+    return;
+  if (!start.sharded) {
+    ShardParametersPassOptions shard;
+    shard.worldSize = opts.worldSize;
+    shard.shard = {opts.shard, opts.hybridGroupSize};
+    shard.wrap = {opts.wrap, opts.wrapMinParams, opts.wrapRegex};
+    shard.paramDtype = opts.paramDtype;
+    shard.reduceDtype = opts.reduceDtype;
+    pm.addPass(createShardParametersPass(shard));
+    if (opts.offload == OffloadKind::Cpu)
+      pm.addPass(createOffloadStatePass());
+  }
+  // Scheduling runs once, on the sharded step: IR printed after it already
+  // carries its streams.
+  if (last < Stage::Schedule || start.scheduled)
+    return;
+  pm.addPass(createScheduleCollectivesPass({opts.prefetch, opts.limitAllGathers}));
+}
+
+/// Whether the output is a plan (written, or analyzed in memory).
+bool emitsPlan(const CompileOptions &opts) {
+  return opts.emit == EmitKind::Plan || opts.emit == EmitKind::Report ||
+         opts.emit == EmitKind::Trace;
+}
+
+} // namespace
+
+void buildCompilePipeline(mlir::OpPassManager &pm, const CompileOptions &opts,
+                          const PipelineStart &start) {
+  if (opts.mode == Mode::Train && lastRequestedStage(opts) >= Stage::Train)
+    addTrainingPasses(pm, opts, start);
+  // Elementwise fusion is a lowering decision made just before a plan is
+  // written, not a stage: it changes no value, only how many passes over
+  // memory the plan makes, so IR output (--emit=mlir) stays unfused.
+  if (emitsPlan(opts) && opts.fusion != FusionKind::None &&
+      lastRequestedStage(opts) == Stage::Memory)
+    pm.addNestedPass<mlir::func::FuncOp>(createFuseElementwisePass());
+}
+
+mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts,
+                              PassManagerSetup setup) {
+  if (opts.mode == Mode::Train && lastRequestedStage(opts) >= Stage::Train) {
+    // --ckpt=auto plans candidates from the module as it is now and goes on
+    // with the one chosen; the choice is recorded for the driver to print.
+    // It runs before the pass manager, not as a pass, because what it
+    // chooses decides which passes the pipeline holds (and each candidate
+    // is compiled by a pipeline of its own).
+    if (opts.ckpt == CkptKind::Auto && lastRequestedStage(opts) >= Stage::Checkpoint) {
+      mlir::FailureOr<CheckpointChoice> choice = chooseCheckpointing(module, opts);
+      if (mlir::failed(choice))
+        return mlir::failure();
+      module->setAttr(dist::kCheckpointChoiceAttr,
+                      mlir::StringAttr::get(module.getContext(), choice->summary));
+      return runStages(module, choice->opts, setup);
+    }
+    // IR printed after an earlier stage (--stop-after=train) resumes there;
+    // anything else must start from @forward.
+    if (!module.lookupSymbol(kTrainStepName) &&
+        !module.lookupSymbol<mlir::func::FuncOp>("forward"))
+      return module.emitError("no @forward function to train");
+  }
+  mlir::PassManager pm(module.getContext(), mlir::ModuleOp::getOperationName());
+  buildCompilePipeline(pm, opts, pipelineStartOf(module));
+  if (setup && mlir::failed(setup(pm)))
+    return mlir::failure();
+  return pm.run(module);
 }
 
 } // namespace fsdp

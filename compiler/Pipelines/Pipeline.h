@@ -1,23 +1,23 @@
 //===- Pipeline.h - which stages fsdp-opt runs for a set of options -------===//
 //
-// Maps CompileOptions to the stages of docs/design.md's pipeline and knows which
-// of them exist yet. Flags and outputs whose stage has not landed are refused
-// here with "not implemented yet" (never silently ignored); a stage that
-// lands moves its flags from the refused table to the implemented one.
+// Maps CompileOptions to the stages of docs/design.md's pipeline and knows
+// which of them exist yet. Flags and outputs whose stage has not landed are
+// refused here with "not implemented yet" (never silently ignored); a stage
+// that lands moves its flags from the refused table to the implemented one. The
+// stages are the passes of compiler/Transforms/Passes.td, and the pipeline
+// runs them through an mlir::PassManager.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_COMPILER_PIPELINES_PIPELINE_H
 #define FSDP_COMPILER_PIPELINES_PIPELINE_H
 
-#include "compiler/Autodiff/AttachLoss.h"
 #include "compiler/Pipelines/CompileOptions.h"
-#include "compiler/Transforms/ApplyOptimizer.h"
-#include "compiler/Transforms/ScheduleCollectives.h"
 #include "compiler/Target/PlanEmitter.h"
-#include "compiler/Transforms/ShardParameters.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <optional>
 #include <string>
@@ -35,28 +35,47 @@ Stage lastImplementedStage();
 /// "--emit=binary: not implemented yet (a step binary embeds a plan in ...)".
 std::optional<std::string> findUnimplemented(const CompileOptions &opts);
 
-/// The loss and optimizer settings `opts` describes.
-LossSpec lossSpecFor(const CompileOptions &opts);
-OptimizerOptions optimizerOptionsFor(const CompileOptions &opts);
-ShardOptions shardOptionsFor(const CompileOptions &opts);
-ScheduleOptions scheduleOptionsFor(const CompileOptions &opts);
+/// --shard as written: "full", "grad-op", "none" or "hybrid:G".
+std::string shardStrategyName(const CompileOptions &opts);
 /// The plan emitter's options for `opts`: --emit=plan, --emit=report and
 /// --mem-budget's planned alternatives emit the same plan.
 PlanEmitOptions planEmitOptionsFor(const CompileOptions &opts);
 
-/// --shard as written: "full", "grad-op", "none" or "hybrid:G".
-std::string shardStrategyName(const CompileOptions &opts);
+/// The stages a module has already been through: IR printed after
+/// --stop-after=train (or shard, schedule) resumes where it stopped.
+struct PipelineStart {
+  bool trained = false;   // @train_step exists
+  bool sharded = false;   // its arguments are shard units
+  bool scheduled = false; // its collectives have streams
+};
+PipelineStart pipelineStartOf(mlir::ModuleOp module);
 
-/// Runs the stages after import that `opts` asks for and this build has:
-/// in train mode, loss selection, autodiff and the optimizer (@forward
-/// becomes @train_step). Errors are emitted on the module; what --ckpt=auto
-/// chose is recorded on it (`fsdp.checkpoint_choice`).
-mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts);
+/// Adds to `pm` (anchored on builtin.module) the passes `opts` asks for
+/// after import, for a module that has been through `start`: in train mode
+/// fsdp-attach-loss, fsdp-build-train-step and fsdp-apply-optimizer (the
+/// train stage), fsdp-recompute-activations (--ckpt), fsdp-shard-parameters
+/// and fsdp-offload-state (the shard stage), fsdp-schedule-collectives;
+/// then, when a plan is emitted, fsdp-fuse-elementwise on every function.
+/// `opts.ckpt` must not be auto: runStages resolves it first.
+void buildCompilePipeline(mlir::OpPassManager &pm, const CompileOptions &opts,
+                          const PipelineStart &start = {});
 
-/// Lowering decisions made just before a plan is written: elementwise
-/// fusion (compiler/Transforms/FuseElementwise.h). Not a stage of its own:
-/// it changes no value, only how many passes over memory the plan makes.
-void prepareForEmission(mlir::ModuleOp module, const CompileOptions &opts);
+/// Sets up the pass manager runStages runs, before it runs; the driver
+/// applies MLIR's command-line instrumentation (--mlir-print-ir-*,
+/// --mlir-timing, reproducers) with it.
+using PassManagerSetup = llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)>;
+
+/// Runs the stages after import that `opts` asks for on `module` through an
+/// mlir::PassManager built by buildCompilePipeline. --ckpt=auto is resolved
+/// first (recorded in dist::kCheckpointChoiceAttr) by compiling candidates, whose
+/// pass managers are not set up. Errors are emitted on the module.
+mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts,
+                              PassManagerSetup setup = nullptr);
+
+/// Registers fsdp-train-pipeline: buildCompilePipeline for .mlir input,
+/// with fsdp-opt's stage flags as pipeline options
+/// (--pass-pipeline='builtin.module(fsdp-train-pipeline{world-size=2})').
+void registerTrainPipeline();
 
 } // namespace fsdp
 

@@ -12,6 +12,7 @@
 #include "compiler/Transforms/ApplyOptimizer.h"
 
 #include "compiler/Autodiff/BuildTrainStep.h"
+#include "compiler/Transforms/Passes.h"
 #include "dialects/nn/NNDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -145,5 +146,33 @@ LogicalResult applyOptimizer(ModuleOp module, const OptimizerOptions &options) {
   step.setAllResultAttrs(attrs);
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// The pass (compiler/Transforms/Passes.td)
+//===----------------------------------------------------------------------===//
+
+#define GEN_PASS_DEF_APPLYOPTIMIZERPASS
+#include "compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+struct ApplyOptimizerPass : impl::ApplyOptimizerPassBase<ApplyOptimizerPass> {
+  using Base::Base;
+  void runOnOperation() final {
+    OptimizerOptions o;
+    o.kind = optimizer;
+    o.beta1 = beta1;
+    o.beta2 = beta2;
+    o.eps = eps;
+    o.weightDecay = weightDecay;
+    o.momentum = momentum;
+    o.nesterov = nesterov;
+    o.noDecayRegex = noDecay;
+    if (failed(applyOptimizer(getOperation(), o)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
 
 } // namespace fsdp

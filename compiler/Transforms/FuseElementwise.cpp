@@ -11,6 +11,7 @@
 
 #include "compiler/Transforms/FuseElementwise.h"
 
+#include "compiler/Transforms/Passes.h"
 #include "dialects/nn/NNDialect.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -175,5 +176,22 @@ int fuseElementwise(func::FuncOp func) {
     return 0;
   return Fuser(func.getBody().front()).run();
 }
+
+//===----------------------------------------------------------------------===//
+// The pass (compiler/Transforms/Passes.td)
+//===----------------------------------------------------------------------===//
+
+#define GEN_PASS_DEF_FUSEELEMENTWISEPASS
+#include "compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> {
+  using Base::Base;
+  // Fusion has no failure: a group it cannot form stays unfused.
+  void runOnOperation() final { fuseElementwise(getOperation()); }
+};
+
+} // namespace
 
 } // namespace fsdp

@@ -9,6 +9,7 @@
 #include "compiler/Transforms/OffloadState.h"
 
 #include "compiler/Autodiff/BuildTrainStep.h"
+#include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/ShardParameters.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
@@ -98,5 +99,24 @@ LogicalResult offloadState(ModuleOp module) {
       gradientToHost(&op, b);
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// The pass (compiler/Transforms/Passes.td)
+//===----------------------------------------------------------------------===//
+
+#define GEN_PASS_DEF_OFFLOADSTATEPASS
+#include "compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+struct OffloadStatePass : impl::OffloadStatePassBase<OffloadStatePass> {
+  using Base::Base;
+  void runOnOperation() final {
+    if (failed(offloadState(getOperation())))
+      signalPassFailure();
+  }
+};
+
+} // namespace
 
 } // namespace fsdp

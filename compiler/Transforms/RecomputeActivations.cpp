@@ -19,6 +19,7 @@
 #include "compiler/Analysis/TrainableParameters.h"
 #include "compiler/Analysis/WrapPolicy.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
+#include "compiler/Transforms/Passes.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
 
@@ -268,5 +269,33 @@ FailureOr<RecomputeResult> recomputeActivations(ModuleOp module,
     return step.emitError("checkpointing needs a single-block @train_step");
   return Recomputer(step, options).run();
 }
+
+//===----------------------------------------------------------------------===//
+// The pass (compiler/Transforms/Passes.td)
+//===----------------------------------------------------------------------===//
+
+#define GEN_PASS_DEF_RECOMPUTEACTIVATIONSPASS
+#include "compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+struct RecomputeActivationsPass
+    : impl::RecomputeActivationsPassBase<RecomputeActivationsPass> {
+  using Base::Base;
+  void runOnOperation() final {
+    RecomputeOptions o;
+    o.policy = ckpt;
+    o.device = device;
+    // An empty list is no list: a pass option prints (and so reproduces)
+    // an empty list as absent, and only --ckpt=auto's pricing, which calls
+    // recomputeActivations itself, wants to rewrite no block.
+    if (!blocks.empty())
+      o.blocks.emplace(blocks.begin(), blocks.end());
+    if (failed(recomputeActivations(getOperation(), o)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
 
 } // namespace fsdp

@@ -24,6 +24,7 @@
 
 #include "compiler/Transforms/ScheduleCollectives.h"
 
+#include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/ShardParameters.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
@@ -345,5 +346,25 @@ LogicalResult scheduleCollectives(ModuleOp module, const ScheduleOptions &option
   Scheduler(step, options).run();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// The pass (compiler/Transforms/Passes.td)
+//===----------------------------------------------------------------------===//
+
+#define GEN_PASS_DEF_SCHEDULECOLLECTIVESPASS
+#include "compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+struct ScheduleCollectivesPass
+    : impl::ScheduleCollectivesPassBase<ScheduleCollectivesPass> {
+  using Base::Base;
+  void runOnOperation() final {
+    if (failed(scheduleCollectives(getOperation(), {prefetch, limitAllGathers})))
+      signalPassFailure();
+  }
+};
+
+} // namespace
 
 } // namespace fsdp

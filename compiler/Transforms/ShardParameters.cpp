@@ -30,6 +30,7 @@
 #include "compiler/Analysis/FlatLayout.h"
 #include "compiler/Analysis/TrainableParameters.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
+#include "compiler/Transforms/Passes.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
 
@@ -536,5 +537,54 @@ LogicalResult shardParameters(ModuleOp module, const ShardOptions &options) {
   module.getContext()->getOrLoadDialect<dist::FSDPDialect>();
   return Sharder(step, options).run();
 }
+
+//===----------------------------------------------------------------------===//
+// The pass (compiler/Transforms/Passes.td)
+//===----------------------------------------------------------------------===//
+
+#define GEN_PASS_DEF_SHARDPARAMETERSPASS
+#include "compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+/// The wrap policy `wrap=` (and --wrap) spells.
+WrapPolicy wrapPolicyFor(WrapKind kind, int64_t minParams, const std::string &regex) {
+  WrapPolicy policy;
+  switch (kind) {
+  case WrapKind::Blocks: policy.kind = WrapPolicyKind::Blocks; break;
+  case WrapKind::Size: policy.kind = WrapPolicyKind::Size; break;
+  case WrapKind::Regex: policy.kind = WrapPolicyKind::Regex; break;
+  }
+  policy.minParams = minParams;
+  policy.regex = regex;
+  return policy;
+}
+
+struct ShardParametersPass : impl::ShardParametersPassBase<ShardParametersPass> {
+  using Base::Base;
+  void runOnOperation() final {
+    // The rules fsdp-opt's flag checks apply to these values, with the
+    // same messages (compiler/Pipelines/CompileOptions.h).
+    std::string why = worldSize < 1 ? "world-size must be >= 1, not " + std::to_string(worldSize)
+                      : shard.kind == ShardKind::Hybrid
+                          ? checkHybridGroup(shard.hybridGroupSize, worldSize)
+                          : "";
+    if (!why.empty()) {
+      getOperation().emitError(why);
+      return signalPassFailure();
+    }
+    ShardOptions o;
+    o.worldSize = worldSize;
+    o.strategy = shard.kind;
+    o.hybridGroupSize = shard.kind == ShardKind::Hybrid ? shard.hybridGroupSize : 0;
+    o.wrap = wrapPolicyFor(wrap.kind, wrap.minParams, wrap.regex);
+    o.bf16Params = paramDtype == DType::BF16;
+    o.bf16Reduce = reduceDtype == DType::BF16;
+    if (failed(shardParameters(getOperation(), o)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
 
 } // namespace fsdp

@@ -26,6 +26,7 @@
 #define FSDP_COMPILER_TRANSFORMS_SHARDPARAMETERS_H
 
 #include "compiler/Analysis/WrapPolicy.h"
+#include "compiler/Pipelines/CompileOptions.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringRef.h"
@@ -33,7 +34,8 @@
 namespace fsdp {
 
 struct ShardOptions {
-  enum class Strategy { Full, GradOp, None, Hybrid };
+  /// --shard's kinds: full, grad-op, none, hybrid (with hybridGroupSize).
+  using Strategy = ShardKind;
   int64_t worldSize = 1;
   Strategy strategy = Strategy::Full;
   int64_t hybridGroupSize = 0; // ranks per shard group under Hybrid

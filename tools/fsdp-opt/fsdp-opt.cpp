@@ -1,7 +1,9 @@
 //===- fsdp-opt.cpp - the fsdp-opt compiler driver ------------------------===//
 //
 // Entry point of the compiler. ONNX input is read, imported into the nn
-// dialect, and run through the pipeline stages the options ask for; the
+// dialect, and run through the pipeline stages the options ask for (the
+// passes of compiler/Transforms/Passes.td in an mlir::PassManager that
+// takes the --mlir-print-ir-*, --mlir-timing and reproducer options); the
 // result is emitted as a plan, MLIR, a memory report of the plan, a trace
 // of its predicted step or a model summary. MLIR
 // input with no --emit behaves like mlir-opt (--pass-pipeline,
@@ -17,10 +19,10 @@
 #include "compiler/Analysis/StepTrace.h"
 #include "compiler/Pipelines/CompileOptions.h"
 #include "compiler/Pipelines/MemoryBudget.h"
-#include "compiler/Pipelines/Passes.h"
 #include "compiler/Pipelines/Pipeline.h"
 #include "compiler/RegisterDialects.h"
 #include "compiler/Target/PlanEmitter.h"
+#include "compiler/Transforms/Passes.h"
 #include "frontends/onnx/HostTensorAdapter.h"
 #include "frontends/onnx/Importer.h"
 #include "runtime/plan/plan_generated.h"
@@ -31,6 +33,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -116,7 +119,6 @@ int emitPlanFile(const fsdp::CompileOptions &opts, ModuleOp module, ModuleOp imp
   if (opts.outputPath == "-")
     return fail("--emit=plan writes a plan file and its weights: give -o FILE.plan");
   fsdp::PlanEmitOptions options = fsdp::planEmitOptionsFor(opts);
-  fsdp::prepareForEmission(module, opts);
   FailureOr<fsdp::EmittedPlan> plan = fsdp::emitPlan(module, options, weights);
   if (failed(plan))
     return 1;
@@ -231,6 +233,17 @@ void printStageNotes(ModuleOp module) {
     llvm::errs() << "fsdp-opt: note: " << choice.getValue() << "\n";
 }
 
+/// MLIR's command-line instrumentation on the pass manager that runs the
+/// pipeline: --mlir-print-ir-before/after-*, --mlir-timing,
+/// --mlir-pass-pipeline-crash-reproducer and the other --mlir-* pass
+/// manager options work on ONNX input as on --pass-pipeline.
+LogicalResult applyMlirInstrumentation(PassManager &pm) {
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  applyDefaultTimingPassManagerCLOptions(pm);
+  return success();
+}
+
 /// Imports an ONNX file, runs the implemented stages and emits the result.
 int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   std::string error;
@@ -253,7 +266,8 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   // --mem-budget and the report plan alternatives from the module as
   // imported.
   OwningOpRef<ModuleOp> imported(needsImported(opts) ? module->clone() : nullptr);
-  if (opts.emit != fsdp::EmitKind::Summary && failed(fsdp::runStages(*module, opts)))
+  if (opts.emit != fsdp::EmitKind::Summary &&
+      failed(fsdp::runStages(*module, opts, applyMlirInstrumentation)))
     return 1;
   printStageNotes(*module);
   if (opts.emit == fsdp::EmitKind::Plan)
@@ -291,7 +305,7 @@ int compileMlir(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   if (opts.emit == fsdp::EmitKind::Summary)
     return emitSummary(opts, *module);
   OwningOpRef<ModuleOp> imported(needsImported(opts) ? module->clone() : nullptr);
-  if (failed(fsdp::runStages(*module, opts)))
+  if (failed(fsdp::runStages(*module, opts, applyMlirInstrumentation)))
     return 1;
   printStageNotes(*module);
   if (opts.emit == fsdp::EmitKind::Report)
@@ -334,6 +348,7 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   fsdp::registerFsdpDialects(registry);
   fsdp::registerFsdpPasses();
+  fsdp::registerTrainPipeline();
 
   // Our flags are parsed here; everything else goes to MLIR's options
   // (printing, pass pipeline, diagnostics verification).
@@ -387,6 +402,7 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
   if (!llvm::cl::ParseCommandLineOptions(static_cast<int>(mlirArgs.size()), mlirArgs.data(),
                                          "fsdp-opt: ahead-of-time FSDP compiler\n",
                                          &llvm::errs()))

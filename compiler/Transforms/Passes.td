@@ -1,0 +1,351 @@
+//===- Passes.td - the compiler's stages as declarative passes -*- tablegen -*-===//
+//
+// Every stage fsdp-opt runs after import is a pass declared here: its name
+// on the command line, a summary, a description with a small before/after,
+// and typed options (choices are enums, numbers are numbers). mlir-tblgen
+// -gen-pass-decls turns this into the options structs, the `impl::XBase`
+// classes each pass's own .cpp file derives from, the `createX` functions
+// the pipeline (compiler/Pipelines/Pipeline.cpp) builds from, and
+// registerFsdpPasses(). The option types and the values of each choice
+// (::llvm::cl::values, shared with fsdp-train-pipeline) are in
+// compiler/Transforms/PassOptions.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_COMPILER_TRANSFORMS_PASSES_TD
+#define FSDP_COMPILER_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// Train stage (compiler/Autodiff/)
+//===----------------------------------------------------------------------===//
+
+def AttachLossPass : Pass<"fsdp-attach-loss", "::mlir::ModuleOp"> {
+  let summary = "Leave @forward returning only the training loss (the model's, "
+                "or cross-entropy attached to an output)";
+  let description = [{
+    Training needs one scalar to differentiate. Without `xent`, the model's
+    own loss is kept: its single scalar float output, or among several the
+    one named "loss". With `xent=OUTPUT`, a mean softmax cross-entropy of the
+    logits output OUTPUT against the integer input `labels` is attached (the
+    input is added when the model has none of that name). The other outputs
+    are dropped. This is `fsdp-opt --loss`.
+
+    ```mlir
+    // Before: fsdp-attach-loss{xent=logits}
+    func.func @forward(%x: tensor<2x4xf32> {nn.input = "x"},
+                       %w: tensor<4x3xf32> {nn.param = "w"})
+        -> (tensor<2x3xf32> {nn.output = "logits"}) {
+      %0 = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+      return %0 : tensor<2x3xf32>
+    }
+    // After
+    func.func @forward(%x: tensor<2x4xf32> {nn.input = "x"},
+                       %w: tensor<4x3xf32> {nn.param = "w"},
+                       %labels: tensor<2xi64> {nn.input = "labels"})
+        -> (tensor<f32> {nn.output = "loss"}) {
+      %0 = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+      %1 = nn.softmax_cross_entropy %0, %labels ... -> tensor<f32>
+      return %1 : tensor<f32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::fsdp::nn::NNDialect"];
+  let options = [
+    Option<"xent", "xent", "std::string", /*default=*/"",
+           "the logits output to attach a cross-entropy loss to (empty: keep "
+           "the model's own loss)">,
+    Option<"labels", "labels", "std::string", /*default=*/"",
+           "the integer labels input of the cross-entropy (empty: the input named labels)">,
+  ];
+}
+
+def BuildTrainStepPass : Pass<"fsdp-build-train-step", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode autodiff: @forward becomes @train_step returning "
+                "the loss and the parameters' gradients";
+  let description = [{
+    Builds the backward pass from each op's GradientOpInterface. @train_step
+    takes @forward's arguments and returns the loss and, for every trainable
+    parameter the loss depends on, its gradient (`nn.grad` = the parameter's
+    name); @forward is removed. Parameters matching `freeze` are constants of
+    training (torch buffers) and get no gradient.
+
+    ```mlir
+    // Before
+    func.func @forward(%x: tensor<2x4xf32> {nn.input = "x"},
+                       %w: tensor<4x4xf32> {nn.param = "w"})
+        -> (tensor<f32> {nn.output = "loss"}) {
+      %0 = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+      %1 = nn.reduce_mean %0 {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x4xf32>) -> tensor<f32>
+      return %1 : tensor<f32>
+    }
+    // After
+    func.func @train_step(%x: tensor<2x4xf32> {nn.input = "x"},
+                          %w: tensor<4x4xf32> {nn.param = "w"})
+        -> (tensor<f32> {nn.output = "loss"}, tensor<4x4xf32> {nn.grad = "w"}) {
+      %0 = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+      %1 = nn.reduce_mean %0 ... -> tensor<f32>
+      ...                                   // d loss / d %0, as %8
+      %9 = nn.transpose %x {perm = array<i64: 1, 0>} : tensor<2x4xf32> to tensor<4x2xf32>
+      %10 = nn.matmul %9, %8 : (tensor<4x2xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
+      return %1, %10 : tensor<f32>, tensor<4x4xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::fsdp::nn::NNDialect"];
+  let options = [
+    Option<"freeze", "freeze", "std::string", /*default=*/"",
+           "POSIX extended regex of parameters that are not trained">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer, checkpointing, sharding, scheduling, fusion (compiler/Transforms/)
+//===----------------------------------------------------------------------===//
+
+def ApplyOptimizerPass : Pass<"fsdp-apply-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Append AdamW or SGD updates of every parameter to @train_step";
+  let description = [{
+    Each gradient result of @train_step becomes an update of its parameter:
+    one `nn.adamw` or `nn.sgd` per parameter, new arguments for the
+    optimizer state (`nn.state`), the learning rate (`nn.lr`) and the step
+    (`nn.step`), and results with the new values (`nn.update` = the
+    argument they replace).
+
+    ```mlir
+    // Before: fsdp-apply-optimizer{optimizer=sgd}
+    func.func @train_step(%x: tensor<2x4xf32> {nn.input = "x"},
+                          %w: tensor<4x4xf32> {nn.param = "w"})
+        -> (tensor<f32> {nn.output = "loss"}, tensor<4x4xf32> {nn.grad = "w"}) {
+      ...
+      return %1, %10 : tensor<f32>, tensor<4x4xf32>
+    }
+    // After
+    func.func @train_step(%x: tensor<2x4xf32> {nn.input = "x"},
+                          %w: tensor<4x4xf32> {nn.param = "w"},
+                          %lr: tensor<f64> {nn.lr})
+        -> (tensor<f32> {nn.output = "loss"}, tensor<4x4xf32> {nn.update = "w"}) {
+      ...
+      %new_param = nn.sgd %w, %10, %lr {momentum = 0.000000e+00 : f64, nesterov = false,
+          weight_decay = 0.000000e+00 : f64} : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<f64>) -> tensor<4x4xf32>
+      return %1, %new_param : tensor<f32>, tensor<4x4xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::fsdp::nn::NNDialect"];
+  let options = [
+    Option<"optimizer", "optimizer", "::fsdp::OptimizerOptions::Kind",
+           /*default=*/"::fsdp::OptimizerOptions::Kind::AdamW",
+           "the update rule: adamw or sgd",
+           [{::fsdp::optimizerValues()}]>,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW first-moment decay">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW second-moment decay">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW denominator epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "decoupled (AdamW) or L2 (SGD) weight decay">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0", "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD with Nesterov momentum">,
+    Option<"noDecay", "no-decay", "std::string", /*default=*/"",
+           "POSIX extended regex of parameters without weight decay">,
+  ];
+}
+
+def RecomputeActivationsPass
+    : Pass<"fsdp-recompute-activations", "::mlir::ModuleOp"> {
+  let summary = "Activation checkpointing: the backward pass of @train_step "
+                "reads recomputed copies of each block's forward values "
+                "instead of saved ones";
+  let description = [{
+    Runs on the single-rank @train_step, before sharding. For each
+    checkpointed block (a `--wrap=blocks` unit such as `layers.3`), the
+    forward values the backward pass reads are dropped and the ops that
+    compute them are cloned, from the block's inputs, right before their
+    first backward use; clones carry `fsdp.recompute = "<block>"`. Under
+    `ckpt=selective` the outputs of matmuls, gemms and softmaxes stay saved
+    and only the cheap ops between them are recomputed. `blocks` picks the
+    blocks by index in model order (default: all).
+
+    ```mlir
+    // Before: %1 is saved from the forward pass for the backward
+    %0 = nn.matmul %x, %w0 : ...
+    %1 = nn.relu %0 : tensor<2x4xf32>
+    %2 = nn.matmul %1, %w1 : ...
+    ...
+    %13 = nn.relu_grad %1, %10 : tensor<2x4xf32>
+    // After: the backward reads a recomputed copy; %1 dies after the forward
+    %0 = nn.matmul %x, %w0 : ...
+    %1 = nn.relu %0 : tensor<2x4xf32>
+    %2 = nn.matmul %1, %w1 : ...
+    ...
+    %r0 = nn.matmul %x, %w0 {fsdp.recompute = "layers.0"} : ...
+    %r1 = nn.relu %r0 {fsdp.recompute = "layers.0"} : tensor<2x4xf32>
+    %13 = nn.relu_grad %r1, %10 : tensor<2x4xf32>
+    ```
+  }];
+  let dependentDialects = ["::fsdp::nn::NNDialect"];
+  let options = [
+    Option<"ckpt", "ckpt", "::fsdp::RecomputeOptions::Policy",
+           /*default=*/"::fsdp::RecomputeOptions::Policy::Blocks",
+           "what a checkpointed block recomputes: blocks (all of it) or selective "
+           "(all but matmul, gemm and softmax outputs)",
+           [{::fsdp::recomputePolicyValues()}]>,
+    ListOption<"blocks", "blocks", "int64_t",
+               "indices of the blocks to checkpoint, in model order (default: all)">,
+    Option<"device", "device", "::fsdp::DeviceKind", /*default=*/"::fsdp::DeviceKind::H100",
+           "the device whose cost model prices each block's recomputation: h100, "
+           "a100 or cpu",
+           [{::fsdp::deviceValues()}]>,
+  ];
+}
+
+def ShardParametersPass : Pass<"fsdp-shard-parameters", "::mlir::ModuleOp"> {
+  let summary = "FSDP: flat-parameter units, all-gathers, gradient "
+                "reduce-scatters and sharded optimizer updates in @train_step";
+  let description = [{
+    Makes the single-rank @train_step the step every rank of an FSDP group
+    runs. The parameters are grouped into units by `wrap`, each unit into a
+    flat buffer padded so every rank of its shard group holds an equal
+    shard, and the step takes the shards (`fsdp.unit`) instead of the
+    parameters. An `fsdp.all_gather` rebuilds a unit before it is used and
+    `fsdp.flat_view`s read its parameters; gradients are packed
+    (`fsdp.flatten`) and reduce-scattered (or all-reduced under
+    `shard=none`), the optimizer updates the local shard only, and the loss
+    is averaged over the ranks.
+
+    ```mlir
+    // Before: fsdp-shard-parameters{world-size=2}
+    func.func @train_step(%x: tensor<2x4xf32> {nn.input = "x"},
+                          %w: tensor<4x4xf32> {nn.param = "layers.0.w"}, %lr: tensor<f64> {nn.lr})
+        -> (tensor<f32> {nn.output = "loss"}, tensor<4x4xf32> {nn.update = "layers.0.w"}) {
+      %0 = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+      ...
+      %new_param = nn.sgd %w, %g, %lr ... -> tensor<4x4xf32>
+      return %loss, %new_param : tensor<f32>, tensor<4x4xf32>
+    }
+    // After
+    module attributes {fsdp.world_size = 2 : i64} {
+    func.func @train_step(%x: tensor<2x4xf32> {nn.input = "x"}, %lr: tensor<f64> {nn.lr},
+                          %shard: tensor<8xf32> {fsdp.unit = {name = "layers.0", flat_numel = 16 : i64,
+                              padded_numel = 16 : i64, group_size = 2 : i64, params = [...]}})
+        -> (tensor<f32> {nn.output = "loss"}, tensor<8xf32> {nn.update = "layers.0"}) {
+      %0 = fsdp.all_gather %shard {group_size = 2 : i64, groups = array<i64: 0, 1>} : tensor<8xf32> -> tensor<16xf32>
+      %1 = fsdp.flat_view %0 {offset = 0 : i64} : tensor<16xf32> -> tensor<4x4xf32>
+      %2 = nn.matmul %x, %1 : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+      ...
+      %f = fsdp.flatten %g {offsets = array<i64: 0>} : (tensor<4x4xf32>) -> tensor<16xf32>
+      %rs = fsdp.reduce_scatter %f {group_size = 2 : i64, groups = array<i64: 0, 1>, reduction = "avg"} : tensor<16xf32> -> tensor<8xf32>
+      %new_param = nn.sgd %shard, %rs, %lr ... -> tensor<8xf32>
+      %mean = fsdp.all_reduce %loss {group_size = 2 : i64, groups = array<i64: 0, 1>, reduction = "avg"} : tensor<f32>
+      return %mean, %new_param : tensor<f32>, tensor<8xf32>
+    }
+    }
+    ```
+  }];
+  let dependentDialects = ["::fsdp::dist::FSDPDialect", "::fsdp::nn::NNDialect"];
+  let options = [
+    Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
+           "ranks the step is compiled for">,
+    Option<"shard", "shard", "::fsdp::ShardSpec", /*default=*/"::fsdp::ShardSpec()",
+           "full, grad-op, none or hybrid:G (shard within groups of G ranks)">,
+    Option<"wrap", "wrap", "::fsdp::WrapSpec", /*default=*/"::fsdp::WrapSpec()",
+           "units: blocks, size:N (>= N parameter elements) or regex:RE">,
+    Option<"paramDtype", "param-dtype", "::fsdp::DType", /*default=*/"::fsdp::DType::F32",
+           "dtype of gathered parameters, f32 or bf16 (master shards stay f32)",
+           [{::fsdp::dtypeValues()}]>,
+    Option<"reduceDtype", "reduce-dtype", "::fsdp::DType", /*default=*/"::fsdp::DType::F32",
+           "dtype gradients are reduced in: f32 or bf16",
+           [{::fsdp::dtypeValues()}]>,
+  ];
+}
+
+def OffloadStatePass : Pass<"fsdp-offload-state", "::mlir::ModuleOp"> {
+  let summary = "Shards, optimizer state and the optimizer's scalars of the "
+                "sharded @train_step in host memory, with copies to and from "
+                "the device";
+  let description = [{
+    The offload half of the shard stage (`--offload=cpu`): every unit's
+    shard, its optimizer state and the lr/step scalars become host-memory
+    arguments (`fsdp.host`). The device reads a shard through an
+    `fsdp.to_device` copy right before the op that reads it, and each reduced
+    gradient shard goes back with `fsdp.to_host`, where the optimizer
+    updates the shard in place. Copies move bytes unchanged.
+
+    ```mlir
+    // Before
+    func.func @train_step(..., %lr: tensor<f64> {nn.lr},
+                          %shard: tensor<8xf32> {fsdp.unit = {...}}) ... {
+      %0 = fsdp.all_gather %shard {...} : tensor<8xf32> -> tensor<16xf32>
+      ...
+    // After
+    func.func @train_step(..., %lr: tensor<f64> {fsdp.host, nn.lr},
+                          %shard: tensor<8xf32> {fsdp.host, fsdp.unit = {...}}) ... {
+      %d = fsdp.to_device %shard : tensor<8xf32>
+      %0 = fsdp.all_gather %d {...} : tensor<8xf32> -> tensor<16xf32>
+      ...
+    ```
+  }];
+  let dependentDialects = ["::fsdp::dist::FSDPDialect"];
+}
+
+def ScheduleCollectivesPass
+    : Pass<"fsdp-schedule-collectives", "::mlir::ModuleOp"> {
+  let summary = "Collectives of the sharded @train_step on the communication "
+                "stream, all-gathers prefetched K units ahead with at most L "
+                "non-root units in full";
+  let description = [{
+    Every fsdp collective gets `fsdp.stream = 1` (the communication stream,
+    asynchronous); the all-gather of the unit `prefetch` places ahead is
+    issued when a unit starts, unless `limit-all-gathers` non-root units are
+    already in full; optimizer updates move up behind the next reduction.
+    Only positions and streams change, so the step computes the same bits.
+
+    ```mlir
+    // Before: fsdp-schedule-collectives{prefetch=1}
+    %0 = fsdp.all_gather %s0 {...} : tensor<8xf32> -> tensor<16xf32>
+    %1 = fsdp.flat_view %0 {offset = 0 : i64} : tensor<16xf32> -> tensor<4x4xf32>
+    %2 = nn.matmul %x, %1 : ...
+    %3 = nn.relu %2 : tensor<2x4xf32>
+    %4 = fsdp.all_gather %s1 {...} : tensor<8xf32> -> tensor<16xf32>
+    // After: the second unit's gather overlaps the first unit's compute
+    %0 = fsdp.all_gather %s0 {fsdp.stream = 1 : i64, ...} : tensor<8xf32> -> tensor<16xf32>
+    %4 = fsdp.all_gather %s1 {fsdp.stream = 1 : i64, ...} : tensor<8xf32> -> tensor<16xf32>
+    %1 = fsdp.flat_view %0 {offset = 0 : i64} : tensor<16xf32> -> tensor<4x4xf32>
+    %2 = nn.matmul %x, %1 : ...
+    %3 = nn.relu %2 : tensor<2x4xf32>
+    ```
+  }];
+  let options = [
+    Option<"prefetch", "prefetch", "int64_t", /*default=*/"1",
+           "units gathered ahead (0: at first use)">,
+    Option<"limitAllGathers", "limit-all-gathers", "int64_t", /*default=*/"2",
+           "non-root units in full at once (0: no limit)">,
+  ];
+}
+
+def FuseElementwisePass : Pass<"fsdp-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Fuse chains of f32 elementwise ops into nn.fused (one pass "
+                "over memory)";
+  let description = [{
+    Groups f32 elementwise ops of one shape whose operands are full tensors
+    of that shape or single elements, and replaces each group of two or more
+    with one `nn.fused`; intermediates used outside the group become extra
+    results. The ops compute the same bits fused or not, so this only saves
+    memory traffic and arena space. It runs just before a plan is emitted.
+
+    ```mlir
+    // Before
+    %0 = nn.add %a, %b : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    %1 = nn.relu %0 : tensor<64xf32>
+    %2 = nn.mul %1, %c : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    // After: the program lists [code, a, b] per op over the operands (0..2)
+    // and earlier ops' values (3..); results_of names the value returned
+    %2 = nn.fused %a, %b, %c {program = array<i64: 0, 0, 1, 5, 3, -1, 2, 4, 2>,
+        results_of = array<i64: 5>} : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    ```
+  }];
+  let dependentDialects = ["::fsdp::nn::NNDialect"];
+}
+
+#endif // FSDP_COMPILER_TRANSFORMS_PASSES_TD

@@ -1,8 +1,8 @@
 //===- PlanCheck.cpp - semantic verification of a plan --------------------===//
 //
-// One table gives each kernel's operand, output and attribute counts (the
-// layout documented in plan.fbs); the checks below apply it, then check
-// the training fields (optimizer state in the persistent region, the lr and
+// The kernel table (Kernels.def, read through KernelTable.h) gives each
+// kernel's operand, output and attribute counts; the checks below apply
+// it, then check the training fields (optimizer state in the persistent region, the lr and
 // step scalars, the loss output's binding) and the distributed ones: each
 // collective's groups partition the world and its element counts fit the
 // group size, Flatten's inputs fit inside its result, every unit's shards
@@ -28,84 +28,6 @@ namespace fsdp::rt {
 namespace {
 
 using plan::Kernel;
-
-/// -1 in a count means "any number"; `optionalInput` is the one operand
-/// position that may be kNoBuffer (or -1 for none). Attribute counts of -2
-/// mean "the rank of input 0", -3 "twice that". An output count of -4 means
-/// "one, plus one when the optional operand is present" (Sgd's momentum
-/// buffer is both an operand and a result). Integer attributes of count -1
-/// are axes (at most the rank); -5 is a program of any length (Fused); -6
-/// is none or exactly two (MatMul's transpose flags, whatever the rank); -7
-/// is a layout of the kernel's own that checkOwnLayout reads (collectives,
-/// Flatten).
-struct KernelShape {
-  const char *name;
-  int minInputs, maxInputs, outputs, ints, floats, optionalInput;
-};
-
-constexpr int kAny = -1, kRank = -2, kTwiceRank = -3, kOnePlusOptional = -4, kProgram = -5,
-              kNoneOrTwo = -6, kOwnLayout = -7;
-
-KernelShape kernelShape(Kernel k) {
-  switch (k) {
-  case Kernel::Add: return {"Add", 2, 2, 1, 0, 0, -1};
-  case Kernel::Sub: return {"Sub", 2, 2, 1, 0, 0, -1};
-  case Kernel::Mul: return {"Mul", 2, 2, 1, 0, 0, -1};
-  case Kernel::Div: return {"Div", 2, 2, 1, 0, 0, -1};
-  case Kernel::Pow: return {"Pow", 2, 2, 1, 0, 0, -1};
-  case Kernel::Where: return {"Where", 3, 3, 1, 0, 0, -1};
-  case Kernel::Neg: return {"Neg", 1, 1, 1, 0, 0, -1};
-  case Kernel::Relu: return {"Relu", 1, 1, 1, 0, 0, -1};
-  case Kernel::Exp: return {"Exp", 1, 1, 1, 0, 0, -1};
-  case Kernel::Log: return {"Log", 1, 1, 1, 0, 0, -1};
-  case Kernel::Sqrt: return {"Sqrt", 1, 1, 1, 0, 0, -1};
-  case Kernel::Erf: return {"Erf", 1, 1, 1, 0, 0, -1};
-  case Kernel::Tanh: return {"Tanh", 1, 1, 1, 0, 0, -1};
-  case Kernel::Sigmoid: return {"Sigmoid", 1, 1, 1, 0, 0, -1};
-  case Kernel::Not: return {"Not", 1, 1, 1, 0, 0, -1};
-  case Kernel::Cast: return {"Cast", 1, 1, 1, 0, 0, -1};
-  case Kernel::MatMul: return {"MatMul", 2, 2, 1, kNoneOrTwo, 0, -1};
-  case Kernel::Gemm: return {"Gemm", 3, 3, 1, 2, 2, 2};
-  case Kernel::Softmax: return {"Softmax", 1, 1, 1, 1, 0, -1};
-  case Kernel::LogSoftmax: return {"LogSoftmax", 1, 1, 1, 1, 0, -1};
-  case Kernel::LayerNorm: return {"LayerNorm", 3, 3, 3, 1, 1, 2};
-  case Kernel::ReduceSum: return {"ReduceSum", 1, 1, 1, kAny, 0, -1};
-  case Kernel::ReduceMax: return {"ReduceMax", 1, 1, 1, kAny, 0, -1};
-  case Kernel::ReduceMean: return {"ReduceMean", 1, 1, 1, kAny, 0, -1};
-  case Kernel::SoftmaxCrossEntropy: return {"SoftmaxCrossEntropy", 3, 3, 2, 3, 0, 2};
-  case Kernel::NllLoss: return {"NllLoss", 3, 3, 1, 3, 0, 2};
-  case Kernel::Copy: return {"Copy", 1, 1, 1, 0, 0, -1};
-  case Kernel::Transpose: return {"Transpose", 1, 1, 1, kRank, 0, -1};
-  case Kernel::Concat: return {"Concat", 1, kAny, 1, 1, 0, -1};
-  case Kernel::Split: return {"Split", 1, 1, kAny, 1, 0, -1};
-  case Kernel::Slice: return {"Slice", 1, 1, 1, kTwiceRank, 0, -1};
-  case Kernel::Expand: return {"Expand", 1, 1, 1, 0, 0, -1};
-  case Kernel::Gather: return {"Gather", 2, 2, 1, 1, 0, -1};
-  case Kernel::Trilu: return {"Trilu", 1, 1, 1, 2, 0, -1};
-  case Kernel::Dropout: return {"Dropout", 1, 1, 2, 2, 1, -1};
-  case Kernel::AllGather: return {"AllGather", 1, 1, 1, kOwnLayout, 0, -1};
-  case Kernel::ReduceScatter: return {"ReduceScatter", 1, 1, 1, kOwnLayout, 0, -1};
-  case Kernel::AllReduce: return {"AllReduce", 1, 1, 1, kOwnLayout, 0, -1};
-  case Kernel::ReluGrad: return {"ReluGrad", 2, 2, 1, 0, 0, -1};
-  case Kernel::ErfGrad: return {"ErfGrad", 2, 2, 1, 0, 0, -1};
-  case Kernel::TanhGrad: return {"TanhGrad", 2, 2, 1, 0, 0, -1};
-  case Kernel::SigmoidGrad: return {"SigmoidGrad", 2, 2, 1, 0, 0, -1};
-  case Kernel::SoftmaxGrad: return {"SoftmaxGrad", 2, 2, 1, 1, 0, -1};
-  case Kernel::LogSoftmaxGrad: return {"LogSoftmaxGrad", 2, 2, 1, 1, 0, -1};
-  case Kernel::LayerNormGrad: return {"LayerNormGrad", 5, 5, 3, 1, 0, -1};
-  case Kernel::GatherGrad: return {"GatherGrad", 2, 2, 1, 1, 0, -1};
-  case Kernel::SliceGrad: return {"SliceGrad", 1, 1, 1, kTwiceRank, 0, -1};
-  case Kernel::SoftmaxCrossEntropyGrad: return {"SoftmaxCrossEntropyGrad", 4, 4, 1, 3, 0, 2};
-  case Kernel::NllLossGrad: return {"NllLossGrad", 3, 3, 1, 3, 0, 1};
-  case Kernel::ReduceMaxGrad: return {"ReduceMaxGrad", 3, 3, 1, kAny, 0, -1};
-  case Kernel::DropoutGrad: return {"DropoutGrad", 2, 2, 1, 0, 1, -1};
-  case Kernel::AdamW: return {"AdamW", 6, 6, 3, 0, 4, -1};
-  case Kernel::Sgd: return {"Sgd", 4, 4, kOnePlusOptional, 1, 2, 2};
-  case Kernel::Fused: return {"Fused", 1, kAny, kAny, kProgram, 0, -1};
-  case Kernel::Flatten: return {"Flatten", 1, kAny, 1, kOwnLayout, 0, -1};
-  }
-  return {nullptr, 0, 0, 0, 0, 0, -1};
-}
 
 template <typename T> size_t count(const flatbuffers::Vector<T> *v) { return v ? v->size() : 0; }
 
@@ -232,11 +154,12 @@ Status checkBuffer(const plan::Buffer &buffer, size_t index, const plan::Plan &p
 
 Status checkInstruction(const plan::Instruction &inst, size_t index, const plan::Plan &plan,
                         const std::string &where) {
-  KernelShape shape = kernelShape(inst.kernel());
+  const KernelInfo *info = kernelInfo(inst.kernel());
   std::string what = cat(where, ": instruction ", index,
                          inst.name() ? " ('" + inst.name()->str() + "')" : std::string());
-  if (!shape.name)
+  if (!info)
     return Status::error(what + ": unknown kernel");
+  const KernelInfo &shape = *info;
   what += std::string(" (") + shape.name + ")";
   size_t numBuffers = count(plan.buffers());
   int inputs = static_cast<int>(count(inst.inputs())), outputs = static_cast<int>(count(inst.outputs()));
@@ -433,28 +356,6 @@ Status checkParameter(const plan::Parameter &param, size_t index, const plan::Pl
 }
 
 } // namespace
-
-bool isCollective(uint16_t kernel) {
-  auto k = static_cast<Kernel>(kernel);
-  return k == Kernel::AllGather || k == Kernel::ReduceScatter || k == Kernel::AllReduce;
-}
-
-bool readCollectiveGroups(uint16_t kernel, const int64_t *ints, size_t numInts,
-                          CollectiveGroups &out) {
-  size_t head = static_cast<Kernel>(kernel) == Kernel::AllGather ? 1 : 2;
-  if (numInts < head)
-    return false;
-  out.reduction = head == 2 ? ints[0] : 0;
-  out.groupSize = ints[head - 1];
-  out.ranks = ints + head;
-  out.numRanks = numInts - head;
-  return true;
-}
-
-const char *kernelName(uint16_t kernel) {
-  const char *name = kernelShape(static_cast<Kernel>(kernel)).name;
-  return name ? name : "unknown";
-}
 
 /// Streams and events: the runtime has a compute stream (0) and a
 /// communication stream (1) that runs only collectives, and then runs every

@@ -4,33 +4,26 @@
 // (runtime/plan/plan.fbs): every SSA value becomes a buffer with a
 // planned place (parameters, graph inputs and outputs in the persistent
 // region, constants in the plan's constant data, everything else in the
-// arena by lifetime; optimizer state persistent and updated in place), every
-// op one instruction, and the parameter table
-// lists each parameter under its source name. The parameters' initial
-// values are written beside the plan as safetensors, and the plan records
-// that file's content hash.
+// arena by lifetime; optimizer state persistent and updated in place;
+// PlanPlacement.h), every op one instruction of the kernel its
+// KernelOpInterface names, and the parameter table lists each parameter
+// under its source name. The parameters' initial values are written beside
+// the plan as safetensors, and the plan records that file's content hash
+// (PlanSerializer.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_COMPILER_TARGET_PLANEMITTER_H
 #define FSDP_COMPILER_TARGET_PLANEMITTER_H
 
-#include "runtime/support/TensorRef.h"
+#include "compiler/Target/PlanSerializer.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
-#include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
 namespace fsdp {
-
-/// A view of a parameter's initial value by name (ONNX initializers, for
-/// instance), valid while the emitter runs; nullopt if the source has none.
-/// Views, not copies: a large model's weights are written out without a
-/// second copy in memory.
-using WeightLookup = std::function<std::optional<rt::TensorRef>(const std::string &)>;
 
 struct PlanEmitOptions {
   std::string planPath;      // where to write; the weights go beside it

@@ -23,8 +23,9 @@
 // hybrid sharding at once; each rank takes part in the group listing it.
 
 include "dialects/fsdp/FSDPBase.td"
+include "dialects/nn/NNInterfaces.td"
 
-def FSDP_AllGatherOp : FSDP_Op<"all_gather"> {
+def FSDP_AllGatherOp : FSDP_Op<"all_gather", [NN_EncodedKernel]> {
   let summary = "concatenate every rank's tensor along dim 0 (ncclAllGather)";
   let description = [{
     With `persistent`, the result keeps a buffer of its own for the whole
@@ -42,7 +43,7 @@ def FSDP_AllGatherOp : FSDP_Op<"all_gather"> {
   let hasVerifier = 1;
 }
 
-def FSDP_ReduceScatterOp : FSDP_Op<"reduce_scatter"> {
+def FSDP_ReduceScatterOp : FSDP_Op<"reduce_scatter", [NN_EncodedKernel]> {
   let summary = "reduce across ranks and keep this rank's dim-0 chunk (ncclReduceScatter)";
   let arguments = (ins FSDP_FloatTensor:$input, DenseI64ArrayAttr:$groups, I64Attr:$group_size, StrAttr:$reduction);
   let results = (outs FSDP_FloatTensor:$result);
@@ -50,7 +51,7 @@ def FSDP_ReduceScatterOp : FSDP_Op<"reduce_scatter"> {
   let hasVerifier = 1;
 }
 
-def FSDP_AllReduceOp : FSDP_Op<"all_reduce", [AllTypesMatch<["input", "result"]>]> {
+def FSDP_AllReduceOp : FSDP_Op<"all_reduce", [AllTypesMatch<["input", "result"]>, NN_EncodedKernel]> {
   let summary = "reduce across ranks (ncclAllReduce)";
   let arguments = (ins FSDP_FloatTensor:$input, DenseI64ArrayAttr:$groups, I64Attr:$group_size, StrAttr:$reduction);
   let results = (outs FSDP_FloatTensor:$result);

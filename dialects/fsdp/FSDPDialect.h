@@ -21,6 +21,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialects/nn/NNInterfaces.h"
+
 #include "dialects/fsdp/FSDPDialect.h.inc"
 
 #define GET_OP_CLASSES

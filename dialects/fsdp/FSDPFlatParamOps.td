@@ -15,6 +15,7 @@
 #define FSDP_FSDP_FLAT_PARAM_OPS_TD
 
 include "dialects/fsdp/FSDPBase.td"
+include "dialects/nn/NNInterfaces.td"
 
 def FSDP_FlatViewOp : FSDP_Op<"flat_view", [Pure]> {
   let summary = "a parameter read in place from its unit's flat buffer";
@@ -28,7 +29,7 @@ def FSDP_FlatViewOp : FSDP_Op<"flat_view", [Pure]> {
   let hasVerifier = 1;
 }
 
-def FSDP_FlattenOp : FSDP_Op<"flatten", [Pure]> {
+def FSDP_FlattenOp : FSDP_Op<"flatten", [Pure, NN_EncodedKernel]> {
   let summary = "pack tensors into one zero-padded flat buffer";
   let description = [{
     `result` is zero except that input i's elements, in row-major order,

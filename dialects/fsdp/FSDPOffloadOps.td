@@ -14,15 +14,16 @@
 #define FSDP_FSDP_OFFLOAD_OPS_TD
 
 include "dialects/fsdp/FSDPBase.td"
+include "dialects/nn/NNInterfaces.td"
 
-def FSDP_ToDeviceOp : FSDP_Op<"to_device", [Pure, AllTypesMatch<["input", "result"]>]> {
+def FSDP_ToDeviceOp : FSDP_Op<"to_device", [Pure, AllTypesMatch<["input", "result"]>, NN_Kernel]> {
   let summary = "copy a host-memory value to device memory";
   let arguments = (ins FSDP_FloatTensor:$input);
   let results = (outs FSDP_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def FSDP_ToHostOp : FSDP_Op<"to_host", [Pure, AllTypesMatch<["input", "result"]>]> {
+def FSDP_ToHostOp : FSDP_Op<"to_host", [Pure, AllTypesMatch<["input", "result"]>, NN_Kernel]> {
   let summary = "copy a device-memory value to host memory";
   let arguments = (ins FSDP_FloatTensor:$input);
   let results = (outs FSDP_FloatTensor:$result);

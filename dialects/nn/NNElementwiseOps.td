@@ -13,7 +13,7 @@
 include "dialects/nn/NNBase.td"
 
 class NN_BinaryOp<string mnemonic, string onnxName>
-    : NN_Op<mnemonic, [SameOperandsAndResultElementType, NN_Differentiable]> {
+    : NN_Op<mnemonic, [SameOperandsAndResultElementType, NN_Differentiable, NN_Kernel]> {
   let summary = "elementwise " # mnemonic # " with numpy broadcasting (ONNX " # onnxName # ")";
   let description = [{
     Computes `lhs }] # mnemonic # [{ rhs` elementwise. Operands broadcast as in
@@ -31,7 +31,7 @@ def NN_SubOp : NN_BinaryOp<"sub", "Sub">;
 def NN_MulOp : NN_BinaryOp<"mul", "Mul">;
 def NN_DivOp : NN_BinaryOp<"div", "Div">;
 
-def NN_PowOp : NN_Op<"pow", [NN_Differentiable]> {
+def NN_PowOp : NN_Op<"pow", [NN_Differentiable, NN_Kernel]> {
   let summary = "elementwise power with numpy broadcasting (ONNX Pow)";
   let description = [{
     `base ** exponent`. As in ONNX, the exponent may have a different numeric
@@ -44,7 +44,7 @@ def NN_PowOp : NN_Op<"pow", [NN_Differentiable]> {
   let hasVerifier = 1;
 }
 
-def NN_WhereOp : NN_Op<"where", [NN_Differentiable]> {
+def NN_WhereOp : NN_Op<"where", [NN_Differentiable, NN_Kernel]> {
   let summary = "select with numpy broadcasting (ONNX Where)";
   let description = [{
     `condition ? x : y` elementwise over the broadcast of all three shapes.
@@ -58,7 +58,7 @@ def NN_WhereOp : NN_Op<"where", [NN_Differentiable]> {
 
 class NN_UnaryOp<string mnemonic, string onnxName, Type operandType,
                  list<Trait> traits = [NN_Differentiable]>
-    : NN_Op<mnemonic, !listconcat(traits, [AllTypesMatch<["input", "result"]>])> {
+    : NN_Op<mnemonic, !listconcat(traits, [AllTypesMatch<["input", "result"]>, NN_Kernel])> {
   let summary = "elementwise " # mnemonic # " (ONNX " # onnxName # ")";
   let arguments = (ins operandType:$input);
   let results = (outs operandType:$result);
@@ -75,7 +75,7 @@ def NN_TanhOp : NN_UnaryOp<"tanh", "Tanh", NN_FloatTensor>;
 def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "Sigmoid", NN_FloatTensor>;
 def NN_NotOp : NN_UnaryOp<"not", "Not", NN_BoolTensor, []>;
 
-def NN_CastOp : NN_Op<"cast", [SameOperandsAndResultShape, NN_Differentiable]> {
+def NN_CastOp : NN_Op<"cast", [SameOperandsAndResultShape, NN_Differentiable, NN_Kernel]> {
   let summary = "element type conversion (ONNX Cast)";
   let description = [{
     Converts each element to the result's element type: floats round to

@@ -13,7 +13,7 @@
 
 include "dialects/nn/NNBase.td"
 
-def NN_FusedOp : NN_Op<"fused"> {
+def NN_FusedOp : NN_Op<"fused", [NN_EncodedKernel]> {
   let summary = "a chain of f32 elementwise ops computed in one pass";
   let description = [{
     `program` lists the ops as triples `[code, a, b]`: values `0 ..

@@ -14,7 +14,7 @@
 include "dialects/nn/NNBase.td"
 
 class NN_ActivationGradOp<string mnemonic, string saved, string formula>
-    : NN_Op<mnemonic, [AllTypesMatch<["value", "grad", "result"]>]> {
+    : NN_Op<mnemonic, [AllTypesMatch<["value", "grad", "result"]>, NN_Kernel]> {
   let summary = "gradient of an elementwise activation";
   let description = "`value` is the forward op's " # saved # "; computes " # formula # ".";
   let arguments = (ins NN_FloatTensor:$value, NN_FloatTensor:$grad);
@@ -30,7 +30,7 @@ def NN_SigmoidGradOp : NN_ActivationGradOp<"sigmoid_grad", "result y",
                                            "`grad * (1 - y) * y`">;
 
 class NN_SoftmaxGradLikeOp<string mnemonic, string formula>
-    : NN_Op<mnemonic, [AllTypesMatch<["output", "grad", "result"]>]> {
+    : NN_Op<mnemonic, [AllTypesMatch<["output", "grad", "result"]>, NN_EncodedKernel]> {
   let summary = "gradient of " # mnemonic;
   let description = "`output` is the forward result y; computes " # formula # ".";
   let arguments = (ins NN_FloatTensor:$output, NN_FloatTensor:$grad, I64Attr:$axis);
@@ -43,7 +43,7 @@ def NN_SoftmaxGradOp : NN_SoftmaxGradLikeOp<"softmax_grad", "`y * (grad - sum(gr
 def NN_LogSoftmaxGradOp
     : NN_SoftmaxGradLikeOp<"log_softmax_grad", "`grad - exp(y) * sum(grad, axis)`">;
 
-def NN_LayerNormGradOp : NN_Op<"layer_norm_grad"> {
+def NN_LayerNormGradOp : NN_Op<"layer_norm_grad", [NN_EncodedKernel]> {
   let summary = "gradient of layer_norm";
   let description = [{
     From the forward input, scale and saved statistics, and the result's
@@ -59,7 +59,7 @@ def NN_LayerNormGradOp : NN_Op<"layer_norm_grad"> {
   let hasVerifier = 1;
 }
 
-def NN_GatherGradOp : NN_Op<"gather_grad"> {
+def NN_GatherGradOp : NN_Op<"gather_grad", [NN_EncodedKernel]> {
   let summary = "gradient of gather: scatter-add into zeros";
   let description = [{
     The result (shaped like the gathered `data`) is zero except that each
@@ -73,7 +73,7 @@ def NN_GatherGradOp : NN_Op<"gather_grad"> {
   let hasVerifier = 1;
 }
 
-def NN_SliceGradOp : NN_Op<"slice_grad", [SameOperandsAndResultElementType]> {
+def NN_SliceGradOp : NN_Op<"slice_grad", [SameOperandsAndResultElementType, NN_EncodedKernel]> {
   let summary = "gradient of slice: zeros with the slice written back";
   let description = [{
     The result has the sliced input's shape; `grad` is written at the
@@ -87,7 +87,7 @@ def NN_SliceGradOp : NN_Op<"slice_grad", [SameOperandsAndResultElementType]> {
   let hasVerifier = 1;
 }
 
-def NN_SoftmaxCrossEntropyGradOp : NN_Op<"softmax_cross_entropy_grad"> {
+def NN_SoftmaxCrossEntropyGradOp : NN_Op<"softmax_cross_entropy_grad", [NN_EncodedKernel]> {
   let summary = "gradient of softmax_cross_entropy with respect to the scores";
   let description = [{
     `(exp(log_prob) - onehot(label)) * weight[label] * loss_grad`, divided by
@@ -103,7 +103,7 @@ def NN_SoftmaxCrossEntropyGradOp : NN_Op<"softmax_cross_entropy_grad"> {
   let hasVerifier = 1;
 }
 
-def NN_NllLossGradOp : NN_Op<"nll_loss_grad"> {
+def NN_NllLossGradOp : NN_Op<"nll_loss_grad", [NN_EncodedKernel]> {
   let summary = "gradient of nll_loss with respect to its input";
   let description = [{
     Zero except `result[n, label, d...] = -weight[label] * loss_grad`
@@ -118,7 +118,7 @@ def NN_NllLossGradOp : NN_Op<"nll_loss_grad"> {
   let hasVerifier = 1;
 }
 
-def NN_ReduceMaxGradOp : NN_Op<"reduce_max_grad"> {
+def NN_ReduceMaxGradOp : NN_Op<"reduce_max_grad", [NN_EncodedKernel]> {
   let summary = "gradient of reduce_max";
   let description = [{
     `output` and `grad` keep the reduced `axes` as size-1 dimensions; each
@@ -132,7 +132,7 @@ def NN_ReduceMaxGradOp : NN_Op<"reduce_max_grad"> {
   let hasVerifier = 1;
 }
 
-def NN_DropoutGradOp : NN_Op<"dropout_grad", [AllTypesMatch<["grad", "result"]>]> {
+def NN_DropoutGradOp : NN_Op<"dropout_grad", [AllTypesMatch<["grad", "result"]>, NN_EncodedKernel]> {
   let summary = "gradient of dropout in training";
   let description = [{
     `mask ? grad / (1 - ratio) : 0` with the forward op's mask and ratio.

@@ -12,7 +12,8 @@
 
 include "dialects/nn/NNBase.td"
 
-def NN_MatMulOp : NN_Op<"matmul", [SameOperandsAndResultElementType, NN_Differentiable]> {
+def NN_MatMulOp : NN_Op<"matmul", [SameOperandsAndResultElementType, NN_Differentiable,
+                                   NN_Kernel]> {
   let summary = "numpy matrix product (ONNX MatMul)";
   let description = [{
     `lhs @ rhs` as `numpy.matmul`: the last two dimensions multiply, leading
@@ -25,7 +26,7 @@ def NN_MatMulOp : NN_Op<"matmul", [SameOperandsAndResultElementType, NN_Differen
   let hasVerifier = 1;
 }
 
-def NN_GemmOp : NN_Op<"gemm", [NN_Differentiable]> {
+def NN_GemmOp : NN_Op<"gemm", [NN_Differentiable, NN_EncodedKernel]> {
   let summary = "general matrix multiply (ONNX Gemm)";
   let description = [{
     `alpha * op(a) @ op(b) + beta * c`, where `op` transposes when `trans_a`

@@ -13,7 +13,8 @@
 
 include "dialects/nn/NNBase.td"
 
-def NN_SoftmaxCrossEntropyOp : NN_Op<"softmax_cross_entropy", [NN_Differentiable]> {
+def NN_SoftmaxCrossEntropyOp : NN_Op<"softmax_cross_entropy", [NN_Differentiable,
+                                                                  NN_EncodedKernel]> {
   let summary = "softmax cross-entropy loss (ONNX SoftmaxCrossEntropyLoss)";
   let description = [{
     Returns the loss (a scalar for "sum"/"mean", `[N, d1, ...]` for "none")
@@ -28,7 +29,7 @@ def NN_SoftmaxCrossEntropyOp : NN_Op<"softmax_cross_entropy", [NN_Differentiable
   let hasVerifier = 1;
 }
 
-def NN_NllLossOp : NN_Op<"nll_loss", [NN_Differentiable]> {
+def NN_NllLossOp : NN_Op<"nll_loss", [NN_Differentiable, NN_EncodedKernel]> {
   let summary = "negative log-likelihood loss (ONNX NegativeLogLikelihoodLoss)";
   let description = [{
     `-input[n, label[n, d...], d...] * weight[label]`, reduced as `reduction`

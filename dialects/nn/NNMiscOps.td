@@ -22,7 +22,7 @@ def NN_ConstantOp : NN_Op<"constant", [ConstantLike, AllTypesMatch<["value", "re
   let hasFolder = 1;
 }
 
-def NN_DropoutOp : NN_Op<"dropout", [NN_Differentiable]> {
+def NN_DropoutOp : NN_Op<"dropout", [NN_Differentiable, NN_EncodedKernel]> {
   let summary = "dropout (ONNX Dropout)";
   let description = [{
     In training (`training = true`, `ratio > 0`) each element is zeroed with

@@ -13,7 +13,8 @@
 include "dialects/nn/NNBase.td"
 
 class NN_SoftmaxLikeOp<string mnemonic, string onnxName>
-    : NN_Op<mnemonic, [AllTypesMatch<["input", "result"]>, NN_Differentiable]> {
+    : NN_Op<mnemonic, [AllTypesMatch<["input", "result"]>, NN_Differentiable,
+                      NN_EncodedKernel]> {
   let summary = mnemonic # " over one axis (ONNX " # onnxName # ", opset >= 13 meaning)";
   let arguments = (ins NN_FloatTensor:$input, I64Attr:$axis);
   let results = (outs NN_FloatTensor:$result);
@@ -24,7 +25,7 @@ class NN_SoftmaxLikeOp<string mnemonic, string onnxName>
 def NN_SoftmaxOp : NN_SoftmaxLikeOp<"softmax", "Softmax">;
 def NN_LogSoftmaxOp : NN_SoftmaxLikeOp<"log_softmax", "LogSoftmax">;
 
-def NN_LayerNormOp : NN_Op<"layer_norm", [NN_Differentiable]> {
+def NN_LayerNormOp : NN_Op<"layer_norm", [NN_Differentiable, NN_EncodedKernel]> {
   let summary = "layer normalization (ONNX LayerNormalization)";
   let description = [{
     Normalizes `input` over dimensions `[axis, rank)`, then scales and, when

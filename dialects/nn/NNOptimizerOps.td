@@ -19,7 +19,7 @@ include "dialects/nn/NNBase.td"
 def NN_F64Scalar : 0DTensorOf<[F64]>;
 def NN_I64Scalar : 0DTensorOf<[I64]>;
 
-def NN_AdamWOp : NN_Op<"adamw", [AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq",
+def NN_AdamWOp : NN_Op<"adamw", [NN_EncodedKernel, AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq",
                                                     "new_param", "new_exp_avg",
                                                     "new_exp_avg_sq"]>]> {
   let summary = "one AdamW update (torch.optim.AdamW)";
@@ -38,7 +38,7 @@ def NN_AdamWOp : NN_Op<"adamw", [AllTypesMatch<["param", "grad", "exp_avg", "exp
   let hasVerifier = 1;
 }
 
-def NN_SgdOp : NN_Op<"sgd"> {
+def NN_SgdOp : NN_Op<"sgd", [NN_EncodedKernel]> {
   let summary = "one SGD update (torch.optim.SGD, dampening 0)";
   let description = [{
     `d = grad + weight_decay * param`; with a momentum buffer

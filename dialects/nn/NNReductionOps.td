@@ -12,7 +12,8 @@
 include "dialects/nn/NNBase.td"
 
 class NN_ReduceOp<string mnemonic, string onnxName>
-    : NN_Op<mnemonic, [SameOperandsAndResultElementType, NN_Differentiable]> {
+    : NN_Op<mnemonic, [SameOperandsAndResultElementType, NN_Differentiable,
+                      NN_EncodedKernel]> {
   let summary = mnemonic # " over axes (ONNX " # onnxName # ")";
   let description = [{
     Reduces `input` over `axes` (sorted, unique, in `[0, rank)`). With

@@ -13,7 +13,8 @@
 
 include "dialects/nn/NNBase.td"
 
-def NN_ReshapeOp : NN_Op<"reshape", [SameOperandsAndResultElementType, NN_Differentiable]> {
+def NN_ReshapeOp : NN_Op<"reshape", [SameOperandsAndResultElementType, NN_Differentiable,
+                                     NN_Kernel]> {
   let summary = "row-major reshape (ONNX Reshape, Squeeze, Unsqueeze, Flatten)";
   let description = [{
     Reinterprets `input` in row-major order with the result's shape; the
@@ -25,7 +26,8 @@ def NN_ReshapeOp : NN_Op<"reshape", [SameOperandsAndResultElementType, NN_Differ
   let hasVerifier = 1;
 }
 
-def NN_TransposeOp : NN_Op<"transpose", [SameOperandsAndResultElementType, NN_Differentiable]> {
+def NN_TransposeOp : NN_Op<"transpose", [SameOperandsAndResultElementType, NN_Differentiable,
+                                         NN_EncodedKernel]> {
   let summary = "permute dimensions (ONNX Transpose)";
   let description = [{
     Result dimension `i` is input dimension `perm[i]`.
@@ -36,7 +38,8 @@ def NN_TransposeOp : NN_Op<"transpose", [SameOperandsAndResultElementType, NN_Di
   let hasVerifier = 1;
 }
 
-def NN_ConcatOp : NN_Op<"concat", [SameOperandsAndResultElementType, NN_Differentiable]> {
+def NN_ConcatOp : NN_Op<"concat", [SameOperandsAndResultElementType, NN_Differentiable,
+                                   NN_EncodedKernel]> {
   let summary = "concatenate along an axis (ONNX Concat)";
   let arguments = (ins Variadic<NN_AnyTensor>:$inputs, I64Attr:$axis);
   let results = (outs NN_AnyTensor:$result);
@@ -44,7 +47,7 @@ def NN_ConcatOp : NN_Op<"concat", [SameOperandsAndResultElementType, NN_Differen
   let hasVerifier = 1;
 }
 
-def NN_SplitOp : NN_Op<"split", [NN_Differentiable]> {
+def NN_SplitOp : NN_Op<"split", [NN_Differentiable, NN_EncodedKernel]> {
   let summary = "split along an axis (ONNX Split)";
   let description = [{
     Result `i` takes the next `result(i).shape[axis]` slices of `input`
@@ -56,7 +59,8 @@ def NN_SplitOp : NN_Op<"split", [NN_Differentiable]> {
   let hasVerifier = 1;
 }
 
-def NN_SliceOp : NN_Op<"slice", [SameOperandsAndResultElementType, NN_Differentiable]> {
+def NN_SliceOp : NN_Op<"slice", [SameOperandsAndResultElementType, NN_Differentiable,
+                                 NN_EncodedKernel]> {
   let summary = "strided slice of every dimension (ONNX Slice)";
   let description = [{
     One `start`, `end` and nonzero `step` per dimension, already clamped as
@@ -72,7 +76,8 @@ def NN_SliceOp : NN_Op<"slice", [SameOperandsAndResultElementType, NN_Differenti
   let hasVerifier = 1;
 }
 
-def NN_ExpandOp : NN_Op<"expand", [SameOperandsAndResultElementType, NN_Differentiable]> {
+def NN_ExpandOp : NN_Op<"expand", [SameOperandsAndResultElementType, NN_Differentiable,
+                                   NN_Kernel]> {
   let summary = "broadcast to a larger shape (ONNX Expand)";
   let description = [{
     Broadcasts `input` to the result shape, which must be the numpy
@@ -84,7 +89,7 @@ def NN_ExpandOp : NN_Op<"expand", [SameOperandsAndResultElementType, NN_Differen
   let hasVerifier = 1;
 }
 
-def NN_GatherOp : NN_Op<"gather", [NN_Differentiable]> {
+def NN_GatherOp : NN_Op<"gather", [NN_Differentiable, NN_EncodedKernel]> {
   let summary = "gather slices along an axis (ONNX Gather; embeddings)";
   let description = [{
     Result shape is `data[:axis] + indices + data[axis+1:]`. Negative
@@ -97,7 +102,8 @@ def NN_GatherOp : NN_Op<"gather", [NN_Differentiable]> {
   let hasVerifier = 1;
 }
 
-def NN_TriluOp : NN_Op<"trilu", [AllTypesMatch<["input", "result"]>, NN_Differentiable]> {
+def NN_TriluOp : NN_Op<"trilu", [AllTypesMatch<["input", "result"]>, NN_Differentiable,
+                                 NN_EncodedKernel]> {
   let summary = "keep the upper or lower triangle (ONNX Trilu)";
   let description = [{
     Over the last two dimensions, keeps elements with `j - i >= k` (upper)

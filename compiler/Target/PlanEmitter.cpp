@@ -71,8 +71,8 @@ LogicalResult buildParameterTable(func::FuncOp func, const PlanPlacement &placem
   uint64_t flatOffset = 0;
   for (const auto &[name, index] : placement.params) {
     const BufferDesc &d = placement.buffers[index];
-    plan.parameters.push_back({name, d.dtype, d.shape, index, sharded ? rt::kNoBuffer : 0,
-                               sharded ? 0 : flatOffset});
+    plan.parameters.push_back(
+        {name, d.dtype, d.shape, index, sharded ? rt::kNoBuffer : 0, sharded ? 0 : flatOffset});
     flatOffset += d.size / rt::dtypeSize(d.dtype);
   }
   if (!sharded) {
@@ -98,9 +98,11 @@ LogicalResult buildParameterTable(func::FuncOp func, const PlanPlacement &placem
       std::optional<rt::DType> dtype = planDType(type.getElementType());
       if (!dtype)
         return func.emitError("unit '") << u.name << "' holds a parameter of type " << type;
-      plan.parameters.push_back({p.getAs<StringAttr>("name").str(), *dtype,
+      plan.parameters.push_back({p.getAs<StringAttr>("name").str(),
+                                 *dtype,
                                  {type.getShape().begin(), type.getShape().end()},
-                                 rt::kNoBuffer, static_cast<uint32_t>(plan.units.size()),
+                                 rt::kNoBuffer,
+                                 static_cast<uint32_t>(plan.units.size()),
                                  static_cast<uint64_t>(p.getAs<IntegerAttr>("offset").getInt())});
     }
     plan.units.push_back(std::move(u));

@@ -98,14 +98,13 @@ uint32_t Placer::eventOf(ScheduledInstruction &inst) {
   return static_cast<uint32_t>(inst.signal);
 }
 
-FailureOr<uint32_t> Placer::addBuffer(Value value, const std::string &name,
-                                      plan::Region region) {
+FailureOr<uint32_t> Placer::addBuffer(Value value, const std::string &name, plan::Region region) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   std::optional<rt::DType> dtype = type ? planDType(type.getElementType()) : std::nullopt;
   if (!dtype || !type.hasStaticShape() || type.getRank() > rt::kMaxRank) {
     emitError(value.getLoc()) << "value of type " << value.getType()
-                              << " has no plan buffer type (static shape, rank <= "
-                              << rt::kMaxRank << ", nn element type)";
+                              << " has no plan buffer type (static shape, rank <= " << rt::kMaxRank
+                              << ", nn element type)";
     return failure();
   }
   BufferDesc desc{name, *dtype, {type.getShape().begin(), type.getShape().end()}, region};
@@ -210,7 +209,7 @@ FailureOr<uint32_t> Placer::placeShard(BlockArgument arg, DictionaryAttr unit,
 /// when the offload stage marked them (fsdp.host).
 plan::Region Placer::regionOf(BlockArgument arg) {
   return func.getArgAttr(arg.getArgNumber(), dist::kHostAttr) ? plan::Region::Host
-                                                       : plan::Region::Persistent;
+                                                              : plan::Region::Persistent;
 }
 
 LogicalResult Placer::placeArguments(Block &body) {
@@ -229,8 +228,8 @@ LogicalResult Placer::placeArguments(Block &body) {
                        : lr        ? "lr"
                        : step      ? "step"
                                    : "arg" + std::to_string(i);
-    FailureOr<uint32_t> index = unit ? placeShard(arg, unit, name)
-                                     : addBuffer(arg, name, regionOf(arg));
+    FailureOr<uint32_t> index =
+        unit ? placeShard(arg, unit, name) : addBuffer(arg, name, regionOf(arg));
     if (failed(index))
       return failure();
     if (param)
@@ -277,9 +276,9 @@ LogicalResult Placer::findInPlaceUpdates(Block &body) {
     Operation *def = value.getDefiningOp();
     if (!def || !isa<nn::AdamWOp, nn::SgdOp>(def) || views.lastUse.lookup(arg->second) != def ||
         !llvm::is_contained(def->getOperands(), Value(arg->second)))
-      return func.emitError("result ")
-             << i << " updates '" << name.getValue()
-             << "' but is not an optimizer update that reads it last; it cannot be written in place";
+      return func.emitError("result ") << i << " updates '" << name.getValue()
+                                       << "' but is not an optimizer update that reads it last; it "
+                                          "cannot be written in place";
     if (value.getType() != arg->second.getType())
       return func.emitError("result ") << i << " changes the type of '" << name.getValue() << "'";
     // A shard held inside its gathered buffer is overwritten under every
@@ -485,18 +484,27 @@ LogicalResult Placer::run() {
 } // namespace
 
 std::optional<rt::DType> planDType(Type element) {
-  if (element.isF32()) return rt::DType::F32;
-  if (element.isF64()) return rt::DType::F64;
-  if (element.isF16()) return rt::DType::F16;
-  if (element.isBF16()) return rt::DType::BF16;
+  if (element.isF32())
+    return rt::DType::F32;
+  if (element.isF64())
+    return rt::DType::F64;
+  if (element.isF16())
+    return rt::DType::F16;
+  if (element.isBF16())
+    return rt::DType::BF16;
   if (auto integer = dyn_cast<IntegerType>(element)) {
     bool u = integer.isUnsigned();
     switch (integer.getWidth()) {
-    case 1: return rt::DType::Bool;
-    case 8: return u ? rt::DType::U8 : rt::DType::I8;
-    case 16: return u ? rt::DType::U16 : rt::DType::I16;
-    case 32: return u ? rt::DType::U32 : rt::DType::I32;
-    case 64: return u ? rt::DType::U64 : rt::DType::I64;
+    case 1:
+      return rt::DType::Bool;
+    case 8:
+      return u ? rt::DType::U8 : rt::DType::I8;
+    case 16:
+      return u ? rt::DType::U16 : rt::DType::I16;
+    case 32:
+      return u ? rt::DType::U32 : rt::DType::I32;
+    case 64:
+      return u ? rt::DType::U64 : rt::DType::I64;
     }
   }
   return std::nullopt;

@@ -71,9 +71,7 @@ struct PlanPlacement {
   llvm::DenseMap<mlir::Value, uint32_t> valueBuffers;
 
   /// `v`'s buffer; kNoBuffer for a null Value (an absent operand).
-  uint32_t bufferOf(mlir::Value v) const {
-    return v ? valueBuffers.lookup(v) : rt::kNoBuffer;
-  }
+  uint32_t bufferOf(mlir::Value v) const { return v ? valueBuffers.lookup(v) : rt::kNoBuffer; }
   /// Whether `v` is a transpose its matmuls read in place.
   bool isFoldedTranspose(mlir::Value v) const {
     mlir::Operation *def = v ? v.getDefiningOp() : nullptr;

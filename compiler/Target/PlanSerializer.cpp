@@ -20,10 +20,9 @@ namespace {
 void build(const PlanDescription &p, flatbuffers::FlatBufferBuilder &fbb) {
   std::vector<flatbuffers::Offset<plan::Buffer>> fbBuffers;
   for (const BufferDesc &d : p.buffers)
-    fbBuffers.push_back(plan::CreateBuffer(fbb, fbb.CreateString(d.name),
-                                           static_cast<plan::DType>(d.dtype),
-                                           fbb.CreateVector(d.shape), d.region, d.offset, d.size,
-                                           d.rankStride, d.rankGroup));
+    fbBuffers.push_back(plan::CreateBuffer(
+        fbb, fbb.CreateString(d.name), static_cast<plan::DType>(d.dtype), fbb.CreateVector(d.shape),
+        d.region, d.offset, d.size, d.rankStride, d.rankGroup));
   std::vector<flatbuffers::Offset<plan::Instruction>> fbInstructions;
   for (const InstructionDesc &i : p.instructions)
     fbInstructions.push_back(plan::CreateInstruction(
@@ -32,14 +31,13 @@ void build(const PlanDescription &p, flatbuffers::FlatBufferBuilder &fbb) {
         fbb.CreateVector(i.waits), i.signal));
   std::vector<flatbuffers::Offset<plan::Parameter>> fbParams;
   for (const ParamEntry &param : p.parameters)
-    fbParams.push_back(plan::CreateParameter(fbb, fbb.CreateString(param.name),
-                                             static_cast<plan::DType>(param.dtype),
-                                             fbb.CreateVector(param.shape), param.buffer,
-                                             param.unit, param.flatOffset));
+    fbParams.push_back(plan::CreateParameter(
+        fbb, fbb.CreateString(param.name), static_cast<plan::DType>(param.dtype),
+        fbb.CreateVector(param.shape), param.buffer, param.unit, param.flatOffset));
   std::vector<flatbuffers::Offset<plan::Unit>> fbUnits;
   for (const UnitEntry &u : p.units)
-    fbUnits.push_back(plan::CreateUnit(fbb, fbb.CreateString(u.name), u.flatNumel,
-                                       u.paddedNumel, u.shardNumel, u.shardBuffer, u.groupSize,
+    fbUnits.push_back(plan::CreateUnit(fbb, fbb.CreateString(u.name), u.flatNumel, u.paddedNumel,
+                                       u.shardNumel, u.shardBuffer, u.groupSize,
                                        static_cast<plan::DType>(u.dtype), u.gatheredBuffer));
   auto bindings = [&](const Bindings &list) {
     std::vector<flatbuffers::Offset<plan::Binding>> out;
@@ -57,8 +55,8 @@ void build(const PlanDescription &p, flatbuffers::FlatBufferBuilder &fbb) {
       fbInputs, fbOutputs, p.persistentBytes, p.arenaBytes, p.numStreams, fbConstants,
       fbb.CreateString(p.weightsFile), p.weightsHash, p.numEvents, fbState, p.lrBuffer,
       p.stepBuffer, fbb.CreateString(p.lossOutput), fbb.CreateString(p.optimizer), p.baseLr,
-      fbb.CreateString(p.strategy), fbb.CreateString(p.paramDtype),
-      fbb.CreateString(p.reduceDtype), p.hostBytes);
+      fbb.CreateString(p.strategy), fbb.CreateString(p.paramDtype), fbb.CreateString(p.reduceDtype),
+      p.hostBytes);
   plan::FinishPlanBuffer(fbb, root);
 }
 
@@ -83,12 +81,10 @@ rt::Status writeWeights(const std::vector<ParamEntry> &parameters, const WeightL
     const std::string &name = param.name;
     std::optional<rt::TensorRef> value = weights(name);
     if (!value)
-      return rt::Status::error("parameter '" + name +
-                               "' has no initial value in the source model");
+      return rt::Status::error("parameter '" + name + "' has no initial value in the source model");
     if (value->dtype != param.dtype ||
         std::vector<int64_t>(value->dims, value->dims + value->rank) != param.shape)
-      return rt::Status::error("initial value of parameter '" + name +
-                               "' does not match its type");
+      return rt::Status::error("initial value of parameter '" + name + "' does not match its type");
     named.push_back({name, *value});
   }
   return rt::writeSafetensors(path, named, {{"producer", "fsdp-opt"}}, &hash);

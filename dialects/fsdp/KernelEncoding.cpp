@@ -22,8 +22,7 @@ using plan::Kernel;
 
 /// A collective's [reduction (0 sum, 1 avg; reductions only), group_size,
 /// ranks...].
-template <typename Op>
-KernelEncoding collective(Op op, std::optional<StringRef> reduction) {
+template <typename Op> KernelEncoding collective(Op op, std::optional<StringRef> reduction) {
   KernelEncoding encoding;
   encoding.kernel = Op::getKernel();
   encoding.operands = {op.getInput()};

@@ -49,7 +49,7 @@ struct KernelInfo {
   int minInputs, maxInputs, outputs, ints, floats;
   int optionalInput; // the operand that may be kNoBuffer, or kNoOptional
   KernelClass kernelClass;
-  const char *operands; // "(a, b) -> (c)", with `|none` on the optional one
+  const char *operands;            // "(a, b) -> (c)", with `|none` on the optional one
   const char *intsDoc, *floatsDoc; // attribute layouts; "" when none
 };
 

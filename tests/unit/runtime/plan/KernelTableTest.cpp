@@ -51,10 +51,17 @@ RowInstruction instructionFor(uint16_t kernel) {
   inst.outputs = info.outputs == kAny ? 1 : info.outputs == kOnePlusOptional ? 2 : info.outputs;
   switch (info.ints) {
   case kAny:
-  case kNoneOrTwo: break;
-  case kRank: inst.ints = {0, 1}; break;                 // identity permutation
-  case kTwiceRank: inst.ints = {0, 0, 1, 1}; break;      // starts 0, steps 1
-  case kProgram: inst.ints = {0, 0}; break;              // no ops; result = input 0
+  case kNoneOrTwo:
+    break;
+  case kRank:
+    inst.ints = {0, 1};
+    break; // identity permutation
+  case kTwiceRank:
+    inst.ints = {0, 0, 1, 1};
+    break; // starts 0, steps 1
+  case kProgram:
+    inst.ints = {0, 0};
+    break; // no ops; result = input 0
   case kOwnLayout:
     if (kernel == static_cast<uint16_t>(plan::Kernel::Flatten))
       inst.ints.assign(inst.inputs, 0); // every input at offset 0
@@ -63,7 +70,8 @@ RowInstruction instructionFor(uint16_t kernel) {
     else
       inst.ints = {0, 1, 0}; // sum, group_size 1, ranks [0]
     break;
-  default: inst.ints.assign(info.ints, 0);
+  default:
+    inst.ints.assign(info.ints, 0);
   }
   inst.floats.assign(info.floats, 0.0f);
   return inst;
@@ -131,25 +139,23 @@ std::vector<uint8_t> planFor(uint16_t kernel, const RowInstruction &inst) {
   std::vector<int64_t> shape(kTestRank, 2);
   std::vector<flatbuffers::Offset<plan::Buffer>> buffers;
   for (int i = 0; i < numBuffers; ++i)
-    buffers.push_back(plan::CreateBuffer(fbb, fbb.CreateString("b" + std::to_string(i)),
-                                         plan::DType::F32, fbb.CreateVector(shape),
-                                         plan::Region::Persistent, i * kBufferAlignment,
-                                         kTestBytes));
+    buffers.push_back(plan::CreateBuffer(
+        fbb, fbb.CreateString("b" + std::to_string(i)), plan::DType::F32, fbb.CreateVector(shape),
+        plan::Region::Persistent, i * kBufferAlignment, kTestBytes));
   std::vector<uint32_t> inputs, outputs;
   for (int i = 0; i < inst.inputs; ++i)
     inputs.push_back(i);
   for (int i = 0; i < inst.outputs; ++i)
     outputs.push_back(inst.inputs + i);
   std::vector<flatbuffers::Offset<plan::Instruction>> instructions{plan::CreateInstruction(
-      fbb, static_cast<plan::Kernel>(kernel), fbb.CreateVector(inputs),
-      fbb.CreateVector(outputs), fbb.CreateVector(inst.ints), fbb.CreateVector(inst.floats), 0,
+      fbb, static_cast<plan::Kernel>(kernel), fbb.CreateVector(inputs), fbb.CreateVector(outputs),
+      fbb.CreateVector(inst.ints), fbb.CreateVector(inst.floats), 0,
       fbb.CreateString(kernelName(kernel)))};
   std::vector<flatbuffers::Offset<plan::Binding>> none;
-  auto root = plan::CreatePlan(fbb, kPlanFormatVersion, fbb.CreateString("test"),
-                               fbb.CreateString(""), fbb.CreateString("forward"), 1,
-                               fbb.CreateVector(buffers), fbb.CreateVector(instructions), 0, 0,
-                               fbb.CreateVector(none), fbb.CreateVector(none),
-                               numBuffers * kBufferAlignment, 0);
+  auto root = plan::CreatePlan(
+      fbb, kPlanFormatVersion, fbb.CreateString("test"), fbb.CreateString(""),
+      fbb.CreateString("forward"), 1, fbb.CreateVector(buffers), fbb.CreateVector(instructions), 0,
+      0, fbb.CreateVector(none), fbb.CreateVector(none), numBuffers * kBufferAlignment, 0);
   plan::FinishPlanBuffer(fbb, root);
   return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
 }
@@ -171,8 +177,8 @@ TEST(KernelTable, PlanCheckAcceptsExactlyTheRow) {
     operands.inputs = info.maxInputs == kAny ? 0 : info.maxInputs + 1;
     if (info.ints == kOwnLayout && k == static_cast<uint16_t>(plan::Kernel::Flatten))
       operands.ints.assign(operands.inputs, 0);
-    EXPECT_FALSE(checkRow(k, operands).isOk()) << info.name << " with "
-                                               << operands.inputs << " operands";
+    EXPECT_FALSE(checkRow(k, operands).isOk())
+        << info.name << " with " << operands.inputs << " operands";
 
     RowInstruction floats = inst;
     floats.floats.push_back(0.0f);

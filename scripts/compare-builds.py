@@ -5,14 +5,17 @@
 # byte for byte, then trains each plan for a few steps with each build's
 # fsdp-run and compares every step's loss (as printed, which round-trips
 # exactly) and the saved weights byte for byte. Models: the embedded
-# example GPT and the torch-exported test families (GPT with tied and
-# untied weights, torch.nn.Transformer with dropout, an MLP), exported
-# once with tests/models/export_models.py. Plans may differ only where a
-# change meant to change the encoding (--allow-plan-diff); losses and
-# weights must never differ. Prints one line per case and exits 1 on any
-# difference.
+# example GPT (training graph, and its logits graph as a forward plan), the
+# torch-exported test families (GPT with tied and untied weights,
+# torch.nn.Transformer with dropout, MLPs), exported once with
+# tests/models/export_models.py, and the plan emitter's lit inputs (forward
+# plans). Plans may differ only where a change meant to change the encoding
+# (--allow-plan-diff); losses and weights must never differ, and a case
+# both builds refuse must be refused with the same message. Prints one line
+# per case and exits 1 on any difference.
 #
 #   scripts/compare-builds.py OLD_BIN_DIR NEW_BIN_DIR [--steps=3] [--quick]
+#                             [--plans-only]
 
 import argparse
 import json
@@ -26,19 +29,29 @@ import numpy
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# (name, flags, world size): the strategies and schedules the e2e tests cover.
+# (name, flags, world size): the strategies, schedules, dtypes, offload and
+# optimizers the e2e tests cover.
 FLAG_SETS = [
     ("default", [], 1),
+    ("forward", ["--mode=forward"], 1),
     ("full2", ["--world-size=2", "--shard=full"], 2),
+    ("full2-ckpt-prefetch", ["--world-size=2", "--shard=full", "--ckpt=blocks", "--prefetch=1"], 2),
     ("full2-prefetch", ["--world-size=2", "--shard=full", "--prefetch=2"], 2),
     ("gradop2-ckpt", ["--world-size=2", "--shard=grad-op", "--ckpt=blocks"], 2),
     ("none2", ["--world-size=2", "--shard=none"], 2),
     ("hybrid4", ["--world-size=4", "--shard=hybrid:2", "--ckpt=selective"], 4),
     ("bf16", ["--world-size=2", "--shard=full", "--param-dtype=bf16"], 2),
+    ("bf16-reduce", ["--world-size=2", "--shard=full", "--param-dtype=bf16",
+                     "--reduce-dtype=bf16"], 2),
     ("offload", ["--world-size=2", "--shard=full", "--offload=cpu"], 2),
     ("sgd", ["--optimizer=sgd", "--lr=0.05", "--momentum=0.9", "--nesterov"], 1),
+    ("sgd-plain", ["--optimizer=sgd", "--weight-decay=0"], 1),
+    ("nofusion", ["--fusion=none", "--ckpt=blocks"], 1),
 ]
-QUICK = {"default", "full2-prefetch", "hybrid4", "offload"}
+QUICK = {"default", "forward", "full2-prefetch", "hybrid4", "offload"}
+# The emitter's lit inputs that compile standalone (forward plans, no weights).
+LIT_INPUTS = ["plan-emitter", "plan-emitter-views", "plan-emitter-fused",
+              "plan-emitter-slice-views"]
 
 
 def run(command, **kwargs):
@@ -58,13 +71,18 @@ def export_models(workdir):
     outdir = os.path.join(workdir, "models")
     run(["/usr/bin/python3", os.path.join(ROOT, "tests", "models", "export_models.py"),
          outdir, "--only", "gpt-op17-train", "gpt-tanh-tied-op17-train",
-         "transformer-dropout-op17-train", "mlp-op17-train"])
+         "transformer-dropout-op17-train", "mlp-op17-train", "mlp-op14-train"])
     with open(os.path.join(outdir, "manifest.json")) as f:
         manifest = json.load(f)
-    models = [("gpt-tiny", os.path.join(ROOT, "examples", "gpt-tiny.onnx"), "tokens", 256)]
+    models = [("gpt-tiny", os.path.join(ROOT, "examples", "gpt-tiny.onnx"), "tokens", 256),
+              ("gpt-tiny-logits", os.path.join(ROOT, "examples", "gpt-tiny-logits.onnx"),
+               "forward", None)]
     for entry in manifest["models"]:
         models.append((entry["file"].removesuffix(".onnx"),
                        os.path.join(outdir, entry["file"]), entry, None))
+    for name in LIT_INPUTS:
+        models.append((name, os.path.join(ROOT, "tests", "lit", "compiler", "Target",
+                                          name + ".mlir"), "forward", None))
     return models
 
 
@@ -91,40 +109,63 @@ def inputs_for(model, workdir, world):
     return flags
 
 
-def compare_case(args, model, flag_set, workdir):
-    name, path = model[0], model[1]
-    label, flags, world = flag_set
-    problems = []
-    outputs = {}
-    for side, bindir in (("old", args.old), ("new", args.new)):
-        d = os.path.join(workdir, f"{name}-{label}-{side}")
-        os.makedirs(d)
-        plan = os.path.join(d, "step.plan")
+def compile_plan(bindir, path, flags, d):
+    """Plan, weights and report of one build; the refusal message on failure."""
+    plan = os.path.join(d, "step.plan")
+    try:
         run([os.path.join(bindir, "fsdp-opt"), path, *flags, "-o", plan])
         report = run([os.path.join(bindir, "fsdp-opt"), path, *flags, "--emit=report",
                       "--report-format=json"])
-        metrics = os.path.join(d, "metrics.jsonl")
-        weights = os.path.join(d, "weights.safetensors")
-        run([os.path.join(bindir, "fsdp-run"), plan, f"--steps={args.steps}",
-             f"--metrics={metrics}", f"--save-weights={weights}",
-             *inputs_for(model, workdir, world)],
-            env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
-        with open(metrics) as f:
-            losses = [json.loads(line)["loss"] for line in f if line.strip()]
-        outputs[side] = dict(plan=plan, weights_file=os.path.join(d, "step.safetensors"),
-                             report=report, losses=losses, weights=weights)
-    old, new = outputs["old"], outputs["new"]
+    except RuntimeError as e:
+        return None, str(e).split("\n", 1)[-1]
+    return dict(plan=plan, weights_file=os.path.join(d, "step.safetensors"),
+                report=report), None
+
+
+def train(bindir, plan, flags, d, steps):
+    """Every step's loss as printed, and the trained weights' file."""
+    metrics = os.path.join(d, "metrics.jsonl")
+    weights = os.path.join(d, "weights.safetensors")
+    run([os.path.join(bindir, "fsdp-run"), plan, f"--steps={steps}", f"--metrics={metrics}",
+         f"--save-weights={weights}", *flags],
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    with open(metrics) as f:
+        return [json.loads(line)["loss"] for line in f if line.strip()], weights
+
+
+def compare_case(args, model, flag_set, workdir):
+    """What differs between the builds (empty: nothing), and the losses."""
+    name, path, kind = model[0], model[1], model[2]
+    label, flags, world = flag_set
+    trains = label != "forward" and not args.plans_only
+    out, refusal = {}, {}
+    for side, bindir in (("old", args.old), ("new", args.new)):
+        d = os.path.join(workdir, f"{name}-{label}-{side}")
+        os.makedirs(d)
+        out[side], refusal[side] = compile_plan(bindir, path, flags, d)
+        if out[side] and trains:
+            out[side]["losses"], out[side]["weights"] = train(
+                bindir, out[side]["plan"], inputs_for(model, workdir, world), d, args.steps)
+    if refusal["old"] or refusal["new"]:
+        if refusal["old"] and refusal["new"]:
+            return ([] if refusal["old"] == refusal["new"] else ["different refusals"]), "refused"
+        return [f"only the {'old' if refusal['old'] else 'new'} build refuses"], None
+    old, new = out["old"], out["new"]
+    problems = []
     if not same_file(old["plan"], new["plan"]) and not args.allow_plan_diff:
         problems.append("plan files differ")
-    if not same_file(old["weights_file"], new["weights_file"]):
+    if os.path.exists(old["weights_file"]) != os.path.exists(new["weights_file"]) or (
+            os.path.exists(old["weights_file"])
+            and not same_file(old["weights_file"], new["weights_file"])):
         problems.append("initial weights differ")
     if old["report"] != new["report"]:
         problems.append("reports differ")
-    if old["losses"] != new["losses"]:
-        problems.append(f"losses differ: {old['losses']} vs {new['losses']}")
-    if not same_file(old["weights"], new["weights"]):
-        problems.append("trained weights differ")
-    return problems, old["losses"]
+    if trains:
+        if old["losses"] != new["losses"]:
+            problems.append(f"losses differ: {old['losses']} vs {new['losses']}")
+        if not same_file(old["weights"], new["weights"]):
+            problems.append("trained weights differ")
+    return problems, old.get("losses", "plan only")
 
 
 def main():
@@ -133,6 +174,8 @@ def main():
     ap.add_argument("new", help="bin directory of the build after the change")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="a subset of the flag sets")
+    ap.add_argument("--plans-only", action="store_true",
+                    help="compare plans, weights and reports; train nothing")
     ap.add_argument("--allow-plan-diff", action="store_true",
                     help="the change alters the plan encoding; compare results only")
     args = ap.parse_args()
@@ -143,6 +186,8 @@ def main():
             for flag_set in FLAG_SETS:
                 if args.quick and flag_set[0] not in QUICK:
                     continue
+                if model[2] == "forward" and flag_set[0] != "forward":
+                    continue  # a forward graph or lit input: forward plans only
                 label = f"{model[0]} {flag_set[0]}"
                 try:
                     problems, losses = compare_case(args, model, flag_set, workdir)
@@ -153,7 +198,7 @@ def main():
                     print(f"DIFF {label}: {'; '.join(problems)}", flush=True)
                 else:
                     passed += 1
-                    print(f"same {label}: losses {losses}", flush=True)
+                    print(f"same {label}: {losses}", flush=True)
     print(f"{passed} identical, {failed} different")
     return 1 if failed else 0
 

@@ -4,7 +4,7 @@
 // order (buffers, instructions, parameters, units, bindings, constants,
 // then the root). The order of the builder's calls is the plan's byte
 // layout: keep it when editing, or plans stop being byte-identical across
-// builds (scripts/compare-plans.sh checks).
+// builds (scripts/compare-builds.py checks).
 //
 //===----------------------------------------------------------------------===//
 

@@ -10,7 +10,6 @@
 
 #include "runtime/device/DeviceRegistry.h"
 
-#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -32,9 +31,8 @@ struct Registry {
 
   Registry() {
     // The built-in backends.
-    factories["cpu"] = [](const DeviceOptions &options, std::unique_ptr<Device> &out) {
-      if (options.ordinal != 0)
-        return Status::error(cat("device 'cpu' has one ordinal (0), not ", options.ordinal));
+    // Every rank's CPU device is the same host: the ordinal names nothing.
+    factories["cpu"] = [](const DeviceOptions &, std::unique_ptr<Device> &out) {
       out = createCpuDevice();
       return Status::ok();
     };
@@ -92,7 +90,9 @@ Status createDevice(const std::string &name, const DeviceOptions &options,
   {
     Registry &r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
-    FSDP_RETURN_IF_ERROR(r.find(name, factory));
+    if (Status s = r.find(name, factory); !s)
+      return s; // a user's error: no source location
+
   }
   // Outside the lock: a factory may take long (a GPU context) and ranks
   // create their devices concurrently.

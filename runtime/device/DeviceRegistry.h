@@ -24,8 +24,8 @@ namespace fsdp::rt {
 
 /// What a driver may ask of the device it creates.
 struct DeviceOptions {
-  /// Which of the machine's devices of that kind (a GPU's index; the
-  /// local rank on a multi-GPU node). The CPU backend has one.
+  /// Which of the machine's devices of that kind (a GPU's index: drivers
+  /// pass the rank's index on its node). The CPU backend ignores it.
   int ordinal = 0;
 };
 

@@ -78,6 +78,10 @@ public:
   virtual ~Event() = default;
 };
 
+/// What an event is for: ordering streams only, or also timing the work
+/// between two of them (cudaEventDisableTiming is the default's cost).
+enum class EventFlags : uint8_t { None, Timing };
+
 /// Which memories an asynchronous copy moves between (cudaMemcpyKind).
 /// Host memory must stay valid until the copy's stream is synchronized.
 enum class CopyKind : uint8_t { HostToDevice, DeviceToHost, DeviceToDevice };
@@ -104,7 +108,7 @@ public:
   // --- Streams and events.
 
   virtual Status createStream(std::unique_ptr<Stream> &out) = 0;
-  virtual Status createEvent(std::unique_ptr<Event> &out) = 0;
+  virtual Status createEvent(EventFlags flags, std::unique_ptr<Event> &out) = 0;
   /// Enqueues on `stream`: `event` completes once the work enqueued so far
   /// on it has (cudaEventRecord).
   virtual Status recordEvent(Stream &stream, Event &event) = 0;
@@ -124,6 +128,9 @@ public:
   virtual Status synchronize(Stream &stream) = 0;
   /// synchronize() of every stream of the device; the first failure found.
   virtual Status synchronize() = 0;
+  /// The device time between the completions of two timing events'
+  /// latest records, once both have completed (cudaEventElapsedTime).
+  virtual Status elapsedSeconds(Event &start, Event &end, double &seconds) = 0;
 
   // --- Collectives.
 

@@ -72,9 +72,9 @@ public:
   /// match the plan exactly.
   Status setInput(const std::string &name, const TensorRef &value);
   /// Runs every instruction once (one step). With `kernelSeconds`, also
-  /// adds each instruction's wall time to its kernel's entry (indexed by
-  /// fsdp::plan::Kernel), synchronizing its stream after every launch to
-  /// measure it (which serializes the streams).
+  /// adds each instruction's time on the device to its kernel's entry
+  /// (indexed by fsdp::plan::Kernel), measured between timing events
+  /// recorded around it on its stream.
   Status run(std::vector<double> *kernelSeconds = nullptr);
   /// Copies the named graph output to the host.
   Status getOutput(const std::string &name, HostTensor &out) const;
@@ -162,8 +162,11 @@ private:
                    Communicator *&out);
   /// The device channel over `group` (made the first time it is asked for).
   Status channelOf(Communicator *group, Channel *&out);
-  /// Enqueues instruction `index` with its waits and signal.
-  Status enqueue(size_t index);
+  /// Enqueues instruction `index` with its waits and signal, between its
+  /// two timing events when `timed`.
+  Status enqueue(size_t index, bool timed);
+  /// Adds each instruction's time between its timing events.
+  Status addKernelTimes(std::vector<double> &kernelSeconds);
   Status enqueueCollective(Stream &stream, const Launch &launch, const Collective &collective);
   Status bindingBuffer(bool input, const std::string &name, uint32_t &buffer) const;
   Status zeroPersistent();
@@ -194,6 +197,8 @@ private:
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<std::unique_ptr<Event>> events_;
   std::vector<uint32_t> issueOrder_;
+  /// Profiling: a start and an end event per launch (made when first asked).
+  std::vector<std::unique_ptr<Event>> timing_;
 };
 
 } // namespace fsdp::rt

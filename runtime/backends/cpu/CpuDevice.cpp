@@ -14,6 +14,7 @@
 #include "runtime/device/Device.h"
 #include "runtime/plan/PlanFile.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -53,8 +54,8 @@ public:
     return Status::ok();
   }
 
-  Status createEvent(std::unique_ptr<Event> &out) override {
-    out = std::make_unique<cpu::CpuEvent>();
+  Status createEvent(EventFlags flags, std::unique_ptr<Event> &out) override {
+    out = std::make_unique<cpu::CpuEvent>(flags == EventFlags::Timing);
     return Status::ok();
   }
 
@@ -104,6 +105,14 @@ public:
   Status synchronize(Stream &stream) override { return queue(stream).synchronize(); }
 
   Status synchronize() override { return streams_.synchronizeAll(); }
+
+  Status elapsedSeconds(Event &start, Event &end, double &seconds) override {
+    std::chrono::steady_clock::time_point from, to;
+    FSDP_RETURN_IF_ERROR(static_cast<cpu::CpuEvent &>(start).completedAt(from));
+    FSDP_RETURN_IF_ERROR(static_cast<cpu::CpuEvent &>(end).completedAt(to));
+    seconds = std::chrono::duration<double>(to - from).count();
+    return Status::ok();
+  }
 
   Status createChannel(Communicator &group, std::unique_ptr<Channel> &out) override {
     out = cpu::createCpuChannel(group);

@@ -113,6 +113,8 @@ void CpuEvent::complete(uint64_t sequence, const Status &status) {
     if (sequence > done_)
       done_ = sequence;
     status_ = detached(status);
+    if (timing_)
+      when_ = std::chrono::steady_clock::now();
   }
   completed_.notify_all();
 }
@@ -121,6 +123,16 @@ Status CpuEvent::wait(uint64_t sequence) {
   std::unique_lock<std::mutex> lock(mutex_);
   completed_.wait(lock, [&] { return done_ >= sequence; });
   return detached(status_);
+}
+
+Status CpuEvent::completedAt(std::chrono::steady_clock::time_point &when) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!timing_)
+    return Status::error("elapsedSeconds: the event was not created for timing");
+  if (recorded_ == 0 || done_ < recorded_)
+    return Status::error("elapsedSeconds: the event has not completed");
+  when = when_;
+  return Status::ok();
 }
 
 } // namespace fsdp::rt::cpu

@@ -17,6 +17,7 @@
 
 #include "runtime/device/Device.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -77,6 +78,7 @@ private:
 
 class CpuEvent final : public Event {
 public:
+  explicit CpuEvent(bool timing = false) : timing_(timing) {}
   /// Host side: a record is being enqueued; its sequence number.
   uint64_t addRecord();
   /// Host side: the last record enqueued (0: never recorded).
@@ -86,12 +88,17 @@ public:
   /// Worker side: blocks until record `sequence` completed; the status it
   /// completed with.
   Status wait(uint64_t sequence);
+  /// Host side: when the latest record completed, for a timing event
+  /// whose every enqueued record has completed.
+  Status completedAt(std::chrono::steady_clock::time_point &when);
 
 private:
+  const bool timing_;
   std::mutex mutex_;
   std::condition_variable completed_;
   uint64_t recorded_ = 0, done_ = 0;
   Status status_;
+  std::chrono::steady_clock::time_point when_;
 };
 
 } // namespace fsdp::rt::cpu

@@ -5,9 +5,10 @@
 // "cpu"; a CUDA backend joins by registering): a stream runs its work in
 // enqueue order; an event recorded on one stream and waited on by another
 // orders them, and a wait on a never-recorded event does not block;
-// asynchronous copies in all three directions; a kernel's failure is
-// sticky on its stream, reported (once) by synchronize, and crosses to a
-// stream that waits on an event recorded after it; a channel's collectives
+// timing events measure the work between them; asynchronous copies in all
+// three directions; a kernel's failure is sticky on its stream, reported
+// (once) by synchronize, and crosses to a stream that waits on an event
+// recorded after it; a channel's collectives
 // run on a stream in order with its events, a split channel works, and a
 // rank whose stream failed aborts the group at its next collective instead
 // of leaving the others waiting. Data goes in and out through the device's
@@ -57,7 +58,7 @@ protected:
   }
   std::unique_ptr<Event> event() {
     std::unique_ptr<Event> out;
-    EXPECT_TRUE(device->createEvent(out).isOk());
+    EXPECT_TRUE(device->createEvent(EventFlags::None, out).isOk());
     return out;
   }
 
@@ -133,6 +134,33 @@ TEST_P(DeviceConformance, AnEventOrdersOneStreamAfterAnother) {
     EXPECT_EQ(read(y), std::vector<float>(1024, 300.0f * round)) << "round " << round;
     ASSERT_TRUE(device->synchronize(*a).isOk());
   }
+}
+
+// Timing events around work measure it (what fsdp-run --profile reads);
+// ordering events refuse to.
+TEST_P(DeviceConformance, TimingEventsMeasureTheWorkBetweenThem) {
+  Buffer x, one;
+  make(x, std::vector<float>(4096, 0));
+  make(one, std::vector<float>(4096, 1));
+  TensorRef in[2] = {x.ref, one.ref};
+  Launch l = add(in, &x.ref);
+  auto s = stream();
+  std::unique_ptr<Event> start, end, plain;
+  ASSERT_TRUE(device->createEvent(EventFlags::Timing, start).isOk());
+  ASSERT_TRUE(device->createEvent(EventFlags::Timing, end).isOk());
+  ASSERT_TRUE(device->createEvent(EventFlags::None, plain).isOk());
+  ASSERT_TRUE(device->recordEvent(*s, *start).isOk());
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(device->launch(*s, l, 0).isOk());
+  ASSERT_TRUE(device->recordEvent(*s, *end).isOk());
+  ASSERT_TRUE(device->recordEvent(*s, *plain).isOk());
+  ASSERT_TRUE(device->synchronize(*s).isOk());
+  double seconds = -1;
+  Status timed = device->elapsedSeconds(*start, *end, seconds);
+  ASSERT_TRUE(timed.isOk()) << timed.message();
+  EXPECT_GT(seconds, 0.0);
+  EXPECT_LT(seconds, 10.0);
+  EXPECT_FALSE(device->elapsedSeconds(*start, *plain, seconds).isOk());
 }
 
 // Waiting on an event nobody recorded does not block (cudaStreamWaitEvent).
@@ -244,7 +272,7 @@ TEST_P(DeviceConformance, ChannelCollectivesRunOnAStream) {
     std::unique_ptr<Event> ready;
     ASSERT_TRUE(device.createStream(compute).isOk());
     ASSERT_TRUE(device.createStream(comms).isOk());
-    ASSERT_TRUE(device.createEvent(ready).isOk());
+    ASSERT_TRUE(device.createEvent(EventFlags::None, ready).isOk());
     auto buffer = [&](size_t n) {
       auto b = std::make_unique<Buffer>();
       b->device = &device;
@@ -302,7 +330,7 @@ TEST_P(DeviceConformance, AFailedStreamAbortsItsChannelsGroup) {
     std::unique_ptr<Event> ready;
     ASSERT_TRUE(device.createStream(compute).isOk());
     ASSERT_TRUE(device.createStream(comms).isOk());
-    ASSERT_TRUE(device.createEvent(ready).isOk());
+    ASSERT_TRUE(device.createEvent(EventFlags::None, ready).isOk());
     Buffer table, ids, out, x, sum;
     std::vector<int64_t> badIds{9};
     for (Buffer *b : {&table, &ids, &out, &x, &sum}) {

@@ -45,7 +45,9 @@ public:
     return cpu_->copyToHost(dst, src, bytes);
   }
   Status createStream(std::unique_ptr<Stream> &out) override { return cpu_->createStream(out); }
-  Status createEvent(std::unique_ptr<Event> &out) override { return cpu_->createEvent(out); }
+  Status createEvent(EventFlags flags, std::unique_ptr<Event> &out) override {
+    return cpu_->createEvent(flags, out);
+  }
   Status recordEvent(Stream &stream, Event &event) override {
     return cpu_->recordEvent(stream, event);
   }
@@ -59,6 +61,9 @@ public:
   }
   Status synchronize(Stream &stream) override { return cpu_->synchronize(stream); }
   Status synchronize() override { return cpu_->synchronize(); }
+  Status elapsedSeconds(Event &start, Event &end, double &seconds) override {
+    return cpu_->elapsedSeconds(start, end, seconds);
+  }
 
 private:
   std::unique_ptr<Device> cpu_ = createCpuDevice();

@@ -121,7 +121,9 @@ public:
                            CopyKind kind) = 0;
   /// Enqueues `launch`; `step` seeds step-dependent kernels (dropout) so
   /// every step draws fresh, reproducible randomness. A kernel's failure is
-  /// the stream's, prefixed with the launch's name.
+  /// the stream's, prefixed with the launch's name. `launch` and the arrays
+  /// it points to must stay valid until the stream is synchronized (the
+  /// executor's are built once per plan).
   virtual Status launch(Stream &stream, const Launch &launch, uint64_t step) = 0;
   /// Returns when the work enqueued on `stream` has finished, with the
   /// stream's first failure since its last synchronize (then cleared).

@@ -44,6 +44,38 @@ struct Buffer {
   }
 };
 
+/// Makes `b` a 1-D buffer of `n` elements of `dtype` on `device` (zeroed).
+void allocate(Device &device, Buffer &b, DType dtype, int64_t n) {
+  b.device = &device;
+  b.ref.dtype = dtype;
+  b.ref.rank = 1;
+  b.ref.dims[0] = n;
+  ASSERT_TRUE(device.allocate(b.ref.byteSize(), b.memory).isOk());
+  b.ref.data = b.memory.base;
+}
+
+/// out = a + b (inputs[0..1]).
+Launch addLaunch(const TensorRef *inputs, const TensorRef *out, const char *name = "add") {
+  Launch l;
+  l.kernel = static_cast<uint16_t>(plan::Kernel::Add);
+  l.inputs = inputs;
+  l.numInputs = 2;
+  l.outputs = out;
+  l.numOutputs = 1;
+  l.name = name;
+  return l;
+}
+
+/// out = inputs[0] (a table) gathered at inputs[1] (i64 ids) along axis 0.
+Launch gatherLaunch(const TensorRef *inputs, const TensorRef *out, const char *name) {
+  static const int64_t kAxis = 0;
+  Launch l = addLaunch(inputs, out, name);
+  l.kernel = static_cast<uint16_t>(plan::Kernel::Gather);
+  l.ints = &kAxis;
+  l.numInts = 1;
+  return l;
+}
+
 class DeviceConformance : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
@@ -64,12 +96,8 @@ protected:
 
   /// A 1-D device buffer of `values` (f32), or of `ints` when given (i64).
   void make(Buffer &b, const std::vector<float> &values, const std::vector<int64_t> *ints = nullptr) {
-    b.device = device.get();
-    b.ref.dtype = ints ? DType::I64 : DType::F32;
-    b.ref.rank = 1;
-    b.ref.dims[0] = static_cast<int64_t>(ints ? ints->size() : values.size());
-    ASSERT_TRUE(device->allocate(b.ref.byteSize(), b.memory).isOk());
-    b.ref.data = b.memory.base;
+    allocate(*device, b, ints ? DType::I64 : DType::F32,
+             static_cast<int64_t>(ints ? ints->size() : values.size()));
     const void *src = ints ? static_cast<const void *>(ints->data()) : values.data();
     ASSERT_TRUE(device->copyToDevice(b.ref.data, src, b.ref.byteSize()).isOk());
   }
@@ -77,18 +105,6 @@ protected:
     std::vector<float> out(static_cast<size_t>(b.ref.numElements()));
     EXPECT_TRUE(device->copyToHost(out.data(), b.ref.data, b.ref.byteSize()).isOk());
     return out;
-  }
-
-  /// out = a + b, named `name`.
-  Launch add(const TensorRef *inputs, const TensorRef *out, const char *name = "add") {
-    Launch l;
-    l.kernel = static_cast<uint16_t>(plan::Kernel::Add);
-    l.inputs = inputs;
-    l.numInputs = 2;
-    l.outputs = out;
-    l.numOutputs = 1;
-    l.name = name;
-    return l;
   }
 
   std::unique_ptr<Device> device;
@@ -100,7 +116,7 @@ TEST_P(DeviceConformance, AStreamRunsInEnqueueOrder) {
   make(x, {0, 0, 0, 0});
   make(one, {1, 1, 1, 1});
   TensorRef in[2] = {x.ref, one.ref};
-  Launch l = add(in, &x.ref);
+  Launch l = addLaunch(in, &x.ref);
   auto s = stream();
   for (int i = 0; i < 200; ++i)
     ASSERT_TRUE(device->launch(*s, l, 0).isOk());
@@ -119,7 +135,7 @@ TEST_P(DeviceConformance, AnEventOrdersOneStreamAfterAnother) {
   make(one, std::vector<float>(1024, 1));
   make(y, std::vector<float>(1024, -1));
   TensorRef in[2] = {x.ref, one.ref};
-  Launch l = add(in, &x.ref);
+  Launch l = addLaunch(in, &x.ref);
   auto a = stream(), b = stream();
   auto done = event();
   for (int round = 1; round <= 3; ++round) {
@@ -143,7 +159,7 @@ TEST_P(DeviceConformance, TimingEventsMeasureTheWorkBetweenThem) {
   make(x, std::vector<float>(4096, 0));
   make(one, std::vector<float>(4096, 1));
   TensorRef in[2] = {x.ref, one.ref};
-  Launch l = add(in, &x.ref);
+  Launch l = addLaunch(in, &x.ref);
   auto s = stream();
   std::unique_ptr<Event> start, end, plain;
   ASSERT_TRUE(device->createEvent(EventFlags::Timing, start).isOk());
@@ -200,19 +216,10 @@ TEST_P(DeviceConformance, SynchronizeReportsAKernelFailure) {
   make(out, {0, 0});
   make(x, {5});
   make(one, {1});
-  Launch gather;
   TensorRef gatherIn[2] = {table.ref, ids.ref};
-  const int64_t axis = 0;
-  gather.kernel = static_cast<uint16_t>(plan::Kernel::Gather);
-  gather.inputs = gatherIn;
-  gather.numInputs = 2;
-  gather.outputs = &out.ref;
-  gather.numOutputs = 1;
-  gather.ints = &axis;
-  gather.numInts = 1;
-  gather.name = "/emb/Gather";
+  Launch gather = gatherLaunch(gatherIn, &out.ref, "/emb/Gather");
   TensorRef addIn[2] = {x.ref, one.ref};
-  Launch inc = add(addIn, &x.ref);
+  Launch inc = addLaunch(addIn, &x.ref);
 
   auto a = stream(), b = stream();
   auto after = event();
@@ -273,17 +280,11 @@ TEST_P(DeviceConformance, ChannelCollectivesRunOnAStream) {
     ASSERT_TRUE(device.createStream(compute).isOk());
     ASSERT_TRUE(device.createStream(comms).isOk());
     ASSERT_TRUE(device.createEvent(EventFlags::None, ready).isOk());
-    auto buffer = [&](size_t n) {
-      auto b = std::make_unique<Buffer>();
-      b->device = &device;
-      b->ref.dtype = DType::F32;
-      b->ref.rank = 1;
-      b->ref.dims[0] = static_cast<int64_t>(n);
-      EXPECT_TRUE(device.allocate(b->ref.byteSize(), b->memory).isOk());
-      b->ref.data = b->memory.base;
-      return b;
-    };
-    auto x = buffer(4), sum = buffer(4), all = buffer(8), root = buffer(4);
+    Buffer xBuffer, sumBuffer, allBuffer, rootBuffer;
+    Buffer *x = &xBuffer, *sum = &sumBuffer, *all = &allBuffer, *root = &rootBuffer;
+    for (Buffer *b : {x, sum, root})
+      allocate(device, *b, DType::F32, 4);
+    allocate(device, *all, DType::F32, 8);
     const float base = r == 0 ? 1.0f : 10.0f;
     std::vector<float> mine{base, base + 1, base + 2, base + 3};
     ASSERT_TRUE(device.copyAsync(*compute, x->ref.data, mine.data(), x->ref.byteSize(),
@@ -333,26 +334,13 @@ TEST_P(DeviceConformance, AFailedStreamAbortsItsChannelsGroup) {
     ASSERT_TRUE(device.createEvent(EventFlags::None, ready).isOk());
     Buffer table, ids, out, x, sum;
     std::vector<int64_t> badIds{9};
-    for (Buffer *b : {&table, &ids, &out, &x, &sum}) {
-      b->device = &device;
-      b->ref.dtype = b == &ids ? DType::I64 : DType::F32;
-      b->ref.rank = 1;
-      b->ref.dims[0] = b == &ids || b == &out ? 1 : 4;
-      ASSERT_TRUE(device.allocate(b->ref.byteSize(), b->memory).isOk());
-      b->ref.data = b->memory.base;
-    }
+    for (Buffer *b : {&table, &x, &sum})
+      allocate(device, *b, DType::F32, 4);
+    allocate(device, ids, DType::I64, 1);
+    allocate(device, out, DType::F32, 1);
     ASSERT_TRUE(device.copyToDevice(ids.ref.data, badIds.data(), 8).isOk());
     TensorRef in[2] = {table.ref, ids.ref};
-    const int64_t axis = 0;
-    Launch gather;
-    gather.kernel = static_cast<uint16_t>(plan::Kernel::Gather);
-    gather.inputs = in;
-    gather.numInputs = 2;
-    gather.outputs = &out.ref;
-    gather.numOutputs = 1;
-    gather.ints = &axis;
-    gather.numInts = 1;
-    gather.name = "rank1/Gather";
+    Launch gather = gatherLaunch(in, &out.ref, "rank1/Gather");
     if (r == 1)
       ASSERT_TRUE(device.launch(*compute, gather, 0).isOk());
     ASSERT_TRUE(device.recordEvent(*compute, *ready).isOk());

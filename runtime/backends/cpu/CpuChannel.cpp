@@ -25,7 +25,8 @@ public:
 
   Status allGather(Stream &stream, const void *send, void *recv, int64_t sendCount,
                    DType dtype) override {
-    return enqueue(stream, [=](Communicator &c) { return c.allGather(send, recv, sendCount, dtype); });
+    return enqueue(stream,
+                   [=](Communicator &c) { return c.allGather(send, recv, sendCount, dtype); });
   }
   Status reduceScatter(Stream &stream, const void *send, void *recv, int64_t recvCount,
                        DType dtype, ReduceOp op) override {
@@ -35,7 +36,8 @@ public:
   }
   Status allReduce(Stream &stream, const void *send, void *recv, int64_t count, DType dtype,
                    ReduceOp op) override {
-    return enqueue(stream, [=](Communicator &c) { return c.allReduce(send, recv, count, dtype, op); });
+    return enqueue(stream,
+                   [=](Communicator &c) { return c.allReduce(send, recv, count, dtype, op); });
   }
   Status broadcast(Stream &stream, void *buf, int64_t count, DType dtype, int root) override {
     return enqueue(stream, [=](Communicator &c) { return c.broadcast(buf, count, dtype, root); });

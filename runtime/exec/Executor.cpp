@@ -30,7 +30,6 @@
 #include "runtime/checkpoint/StateLayout.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 namespace fsdp::rt {

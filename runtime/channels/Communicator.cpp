@@ -36,17 +36,20 @@ Status Communicator::abortWith(Status status) {
   return status;
 }
 
-/// OK when send and recv share a dtype and send.numElements() * sendScale ==
-/// recv.numElements() * recvScale (the group size on the side that holds
-/// every rank's part).
-Status Communicator::checkShapes(const char *collective, const TensorRef &send,
-                                 const TensorRef &recv, int64_t sendScale, int64_t recvScale) {
+Status checkCollectiveShapes(const char *collective, const TensorRef &send, const TensorRef &recv,
+                             int64_t sendScale, int64_t recvScale, int groupSize) {
   if (send.dtype == recv.dtype && send.numElements() * sendScale == recv.numElements() * recvScale)
     return Status::ok();
-  return abortWith(Status::error(cat(collective, ": send (", send.numElements(), " x ",
-                                     dtypeName(send.dtype), ") and recv (", recv.numElements(),
-                                     " x ", dtypeName(recv.dtype), ") do not fit a group of ",
-                                     size(), " ranks")));
+  return Status::error(cat(collective, ": send (", send.numElements(), " x ",
+                           dtypeName(send.dtype), ") and recv (", recv.numElements(), " x ",
+                           dtypeName(recv.dtype), ") do not fit a group of ", groupSize,
+                           " ranks"));
+}
+
+Status Communicator::checkShapes(const char *collective, const TensorRef &send,
+                                 const TensorRef &recv, int64_t sendScale, int64_t recvScale) {
+  Status s = checkCollectiveShapes(collective, send, recv, sendScale, recvScale, size());
+  return s ? s : abortWith(s);
 }
 
 Status Communicator::allGather(const TensorRef &send, const TensorRef &recv) {

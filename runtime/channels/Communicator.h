@@ -38,6 +38,14 @@ enum class ReduceOp : uint8_t { Sum, Avg };
 
 inline const char *reduceOpName(ReduceOp op) { return op == ReduceOp::Sum ? "sum" : "avg"; }
 
+/// Whether send and recv fit a collective over `groupSize` ranks: the same
+/// dtype, and send.numElements() * sendScale == recv.numElements() *
+/// recvScale (the scale is the group size on the side that holds every
+/// rank's part). The error names `collective` and both shapes. Shared by
+/// the TensorRef forms here and Channel's (runtime/device/Channel.h).
+Status checkCollectiveShapes(const char *collective, const TensorRef &send, const TensorRef &recv,
+                             int64_t sendScale, int64_t recvScale, int groupSize);
+
 /// One rank's handle on a group. A communicator is used by one thread at a
 /// time (the rank's); abort() alone may be called from any thread. Every rank
 /// must issue the same collectives in the same order with the same counts,

@@ -1,12 +1,29 @@
 //===- Device.h - the backend-neutral device interface --------------------===//
 //
-// What the executor needs from a backend, after IREE's HAL: memory that is
-// allocated once up front, copies between host and device, execution of one
-// planned instruction on a stream, and synchronization. The CPU backend
-// (backends/cpu) implements it with host memory and the kernels of
-// CpuKernels.h, running each stream's work in order; the CUDA backend of a
-// later issue maps streams and events to CUDA's and kernels to cuBLAS and
-// its own. Collectives join this interface with the FSDP issue.
+// What the executor needs from a backend, after IREE's HAL and CUDA's
+// runtime: memory allocated once up front, streams that run their work in
+// the order it was enqueued, events that order one stream after another,
+// asynchronous copies and kernel launches enqueued on a stream, and
+// synchronization of one stream or the whole device. Collectives are a
+// Channel (Channel.h) bound to the device, enqueued on its streams the same
+// way. The CPU backend (backends/cpu) runs each stream on a worker thread;
+// the CUDA backend of a later issue maps Stream and Event to cudaStream_t
+// and cudaEvent_t one to one, which is why the semantics below are CUDA's:
+//
+// - Enqueueing never blocks on the device's work. A failure on a stream is
+//   sticky: the stream skips its later work until a synchronize of it (or of
+//   the device) reports the failure, which also clears it.
+// - recordEvent captures the work enqueued on the stream so far; waitEvent
+//   makes later work on another stream wait for the most recent record
+//   enqueued before the wait (a never-recorded event is complete). So a
+//   host that enqueues a record before every wait on it never deadlocks.
+//   A record reached on a failed stream completes the event with that
+//   failure, and a stream that waits on it fails too: an error crosses
+//   streams instead of leaving a stream waiting (IREE's failed semaphores).
+// - Streams, events and channels belong to the device that made them and
+//   must be destroyed before it, with no work outstanding.
+//
+// Devices are created by name through DeviceRegistry.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +38,9 @@
 #include <memory>
 
 namespace fsdp::rt {
+
+class Channel;
+class Communicator;
 
 /// A block of device memory from Device::allocate.
 struct DeviceMemory {
@@ -41,32 +61,93 @@ struct Launch {
   int numInts = 0;
   const float *floats = nullptr;
   int numFloats = 0;
-  int stream = 0;
   const char *name = ""; // source location, for error messages
 };
+
+/// An in-order queue of device work (cudaStream_t; an IREE HAL queue). Only
+/// its device creates one and operates on it.
+class Stream {
+public:
+  virtual ~Stream() = default;
+};
+
+/// A point in a stream's work that other streams can wait for
+/// (cudaEvent_t; an IREE HAL semaphore).
+class Event {
+public:
+  virtual ~Event() = default;
+};
+
+/// What an event is for: ordering streams only, or also timing the work
+/// between two of them (cudaEventDisableTiming is the default's cost).
+enum class EventFlags : uint8_t { None, Timing };
+
+/// Which memories an asynchronous copy moves between (cudaMemcpyKind).
+/// Host memory must stay valid until the copy's stream is synchronized.
+enum class CopyKind : uint8_t { HostToDevice, DeviceToHost, DeviceToDevice };
 
 class Device {
 public:
   virtual ~Device() = default;
   virtual const char *name() const = 0;
-  /// Allocates `bytes` (64-byte aligned, zero-filled). Only called while a
-  /// plan is being set up, never on the per-step path.
+
+  // --- Memory. Allocation happens while a plan is set up, never per step.
+
+  /// Allocates `bytes` (64-byte aligned, zero-filled).
   virtual Status allocate(size_t bytes, DeviceMemory &out) = 0;
   virtual void release(DeviceMemory &memory) = 0;
   /// Host memory the device copies to and from (pinned on a GPU), for a
   /// plan's Host region; the CPU device's memory is host memory already.
   virtual Status allocateHost(size_t bytes, DeviceMemory &out) { return allocate(bytes, out); }
   virtual void releaseHost(DeviceMemory &memory) { release(memory); }
+  /// Blocking copies (cudaMemcpy), for setup and for state moved between
+  /// steps; no stream may be using the memory at the time.
   virtual Status copyToDevice(void *dst, const void *src, size_t bytes) = 0;
   virtual Status copyToHost(void *dst, const void *src, size_t bytes) = 0;
-  /// Runs `launch` on its stream; `step` seeds step-dependent kernels
-  /// (dropout) so every step draws fresh, reproducible randomness.
-  virtual Status execute(const Launch &launch, uint64_t step) = 0;
-  /// Returns when every stream has finished its work.
+
+  // --- Streams and events.
+
+  virtual Status createStream(std::unique_ptr<Stream> &out) = 0;
+  virtual Status createEvent(EventFlags flags, std::unique_ptr<Event> &out) = 0;
+  /// Enqueues on `stream`: `event` completes once the work enqueued so far
+  /// on it has (cudaEventRecord).
+  virtual Status recordEvent(Stream &stream, Event &event) = 0;
+  /// Enqueues on `stream`: later work waits for the most recent record of
+  /// `event` enqueued before this call (cudaStreamWaitEvent).
+  virtual Status waitEvent(Stream &stream, Event &event) = 0;
+  /// Enqueues a copy of `bytes` from `src` to `dst` (cudaMemcpyAsync). The
+  /// ranges must not overlap unless they are equal.
+  virtual Status copyAsync(Stream &stream, void *dst, const void *src, size_t bytes,
+                           CopyKind kind) = 0;
+  /// Enqueues `launch`; `step` seeds step-dependent kernels (dropout) so
+  /// every step draws fresh, reproducible randomness. A kernel's failure is
+  /// the stream's, prefixed with the launch's name. `launch` and the arrays
+  /// it points to must stay valid until the stream is synchronized (the
+  /// executor's are built once per plan).
+  virtual Status launch(Stream &stream, const Launch &launch, uint64_t step) = 0;
+  /// Returns when the work enqueued on `stream` has finished, with the
+  /// stream's first failure since its last synchronize (then cleared).
+  virtual Status synchronize(Stream &stream) = 0;
+  /// synchronize() of every stream of the device; the first failure found.
   virtual Status synchronize() = 0;
+  /// The device time between the completions of two timing events'
+  /// latest records, once both have completed (cudaEventElapsedTime).
+  virtual Status elapsedSeconds(Event &start, Event &end, double &seconds) = 0;
+
+  // --- Collectives.
+
+  /// A channel (Channel.h) for this device over the ranks of `group`, the
+  /// host-side group it is set up from (NCCL exchanges its unique id over
+  /// it; the CPU channel runs the group's own collectives). Collective over
+  /// `group`; it must outlive the channel.
+  virtual Status createChannel(Communicator &group, std::unique_ptr<Channel> &out);
 };
 
-/// The CPU backend (always available).
+inline Status Device::createChannel(Communicator &, std::unique_ptr<Channel> &) {
+  return Status::error(cat("device '", name(), "' has no collectives"));
+}
+
+/// The CPU backend (always available; the registry's "cpu").
 std::unique_ptr<Device> createCpuDevice();
 
 } // namespace fsdp::rt

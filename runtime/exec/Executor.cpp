@@ -2,20 +2,22 @@
 //
 // All memory is resolved at preparation time: buffer views point at
 // region base + planned offset, so the per-step loop only walks the launch
-// array. Constant buffers point into the loaded plan's constant data (the
-// CPU device reads host memory; device backends will copy constants into
-// their persistent region at preparation instead). Training plans add
-// three small things on top: a zeroed persistent region (optimizer state
-// must start at zero whatever the device's allocator returns), the lr and
-// step scalars written through the device before each step, and a read of
-// the loss back to the host (the parameters are ModelState's).
+// array. The plan's constant data is copied into device memory once at
+// creation and constant buffers point there, so kernels read only device
+// memory on every backend (on the CPU that is one copy at load). Training
+// plans add three small things on top: a zeroed persistent region
+// (optimizer state must start at zero whatever the device's allocator
+// returns), the lr and step scalars written through the device before each
+// step, and a read of the loss back to the host (the parameters are
+// ModelState's).
 //
 // Distributed plans: the group layouts of the collectives (and of the units,
 // whose shards ModelState gathers over contiguous blocks of group_size
-// ranks) are resolved once at creation to a communicator per instruction,
-// so run() only dispatches. The communicators used so far (in-process, MPI)
-// work on host memory, and the step's collectives read device buffers in
-// place, which is host memory on the CPU device.
+// ranks) are resolved once at creation to a channel per instruction, so
+// run() only enqueues. The order it enqueues in is fixed at creation too: a
+// device wait refers to the last record enqueued before it, so every record
+// must be enqueued before the waits on it, which plan order alone does not
+// promise (a compute instruction may wait for a later collective).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,37 +30,9 @@
 #include "runtime/checkpoint/StateLayout.h"
 
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
-#include <thread>
 
 namespace fsdp::rt {
-
-/// The communication worker of a plan with two streams and the step's
-/// events. Every field is guarded by `mutex`; `generation` counts steps
-/// requested, `done` steps the worker finished (or abandoned).
-struct Executor::Streams {
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::vector<uint8_t> signaled;   // per event, reset every step
-  uint64_t generation = 0, done = 0;
-  bool cancel = false;   // the compute stream failed: stop waiting
-  bool shutdown = false; // the executor is going away
-  bool failed = false;   // the communication stream failed this step
-  Status error;
-  std::vector<double> *kernelSeconds = nullptr; // the worker's own timings
-  std::vector<double> commSeconds;
-  std::thread thread;
-
-  bool ready(const std::vector<uint32_t> &events) const {
-    for (uint32_t e : events)
-      if (!signaled[e])
-        return false;
-    return true;
-  }
-};
 
 Executor::Executor(const LoadedPlan &plan, Device &device) : plan_(plan), device_(device) {}
 
@@ -82,6 +56,12 @@ Status Executor::create(const LoadedPlan &plan, Device &device, Communicator *co
   FSDP_RETURN_IF_ERROR(device.allocate(plan.plan().persistent_bytes(), executor->persistent_));
   FSDP_RETURN_IF_ERROR(device.allocate(plan.plan().arena_bytes(), executor->arena_));
   FSDP_RETURN_IF_ERROR(device.allocateHost(plan.plan().host_bytes(), executor->host_));
+  const auto *constants = plan.plan().constant_data();
+  const size_t constantBytes = constants ? constants->size() : 0;
+  FSDP_RETURN_IF_ERROR(device.allocate(constantBytes, executor->constants_));
+  if (constantBytes)
+    FSDP_RETURN_IF_ERROR(
+        device.copyToDevice(executor->constants_.base, constants->data(), constantBytes));
   FSDP_RETURN_IF_ERROR(executor->zeroPersistent());
   FSDP_RETURN_IF_ERROR(executor->prepare());
   out = std::move(executor);
@@ -89,17 +69,16 @@ Status Executor::create(const LoadedPlan &plan, Device &device, Communicator *co
 }
 
 Executor::~Executor() {
-  if (streams_ && streams_->thread.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(streams_->mutex);
-      streams_->shutdown = true;
-    }
-    streams_->changed.notify_all();
-    streams_->thread.join();
-  }
+  // run() leaves the streams idle; they, the events and the channels go
+  // before the memory and the communicators they use.
+  streams_.clear();
+  events_.clear();
+  timing_.clear();
+  channels_.clear();
   device_.release(persistent_);
   device_.release(arena_);
   device_.releaseHost(host_);
+  device_.release(constants_);
 }
 
 Status Executor::zeroPersistent() {
@@ -124,9 +103,7 @@ TensorRef Executor::viewOf(uint32_t index) const {
   case plan::Region::Persistent: base = static_cast<uint8_t *>(persistent_.base); break;
   case plan::Region::Arena: base = static_cast<uint8_t *>(arena_.base); break;
   case plan::Region::Host: base = static_cast<uint8_t *>(host_.base); break;
-  case plan::Region::Constant:
-    base = const_cast<uint8_t *>(plan_.plan().constant_data()->data());
-    break;
+  case plan::Region::Constant: base = static_cast<uint8_t *>(constants_.base); break;
   }
   // A unit's shard inside its persistent gathered buffer: this rank's chunk.
   const uint64_t chunk = buffer->rank_group() > 1 ? rank() % buffer->rank_group() : 0;
@@ -167,22 +144,9 @@ Status Executor::prepare() {
     launch.numInts = static_cast<int>(ints_[i].size());
     launch.floats = floats_[i].data();
     launch.numFloats = static_cast<int>(floats_[i].size());
-    launch.stream = inst->stream();
     launch.name = inst->name() ? inst->name()->c_str() : "";
   }
-  waits_.resize(numInstructions);
-  signals_.resize(numInstructions);
-  for (size_t i = 0; i < numInstructions; ++i) {
-    const plan::Instruction *inst = plan.instructions()->Get(i);
-    if (inst->wait_events())
-      waits_[i].assign(inst->wait_events()->begin(), inst->wait_events()->end());
-    signals_[i] = inst->signal_event();
-    (launches_[i].stream == 0 ? computeLaunches_ : commLaunches_).push_back(i);
-  }
-  if (!commLaunches_.empty()) {
-    streams_ = std::make_unique<Streams>();
-    streams_->signaled.assign(plan.num_events(), 0);
-  }
+  FSDP_RETURN_IF_ERROR(prepareStreams());
   // Communicators, in plan order so every rank splits the same groups in
   // the same order: the collectives' groups, then the units'.
   collectives_.resize(numInstructions);
@@ -193,8 +157,9 @@ Status Executor::prepare() {
     if (!readCollectiveGroups(launches_[i].kernel, ints_[i].data(), ints_[i].size(), groups))
       return Status::error(cat(plan_.path(), ": instruction ", i, " has no group layout"));
     collectives_[i].op = groups.reduction == 1 ? ReduceOp::Avg : ReduceOp::Sum;
-    FSDP_RETURN_IF_ERROR(
-        groupComm(groups.ranks, groups.numRanks, groups.groupSize, collectives_[i].comm));
+    Communicator *group = nullptr;
+    FSDP_RETURN_IF_ERROR(groupComm(groups.ranks, groups.numRanks, groups.groupSize, group));
+    FSDP_RETURN_IF_ERROR(channelOf(group, collectives_[i].channel));
   }
   size_t numUnits = plan.units() ? plan.units()->size() : 0;
   unitComms_.assign(numUnits, nullptr);
@@ -242,6 +207,76 @@ Status Executor::groupComm(const int64_t *ranks, size_t numRanks, int64_t groupS
   return Status::ok();
 }
 
+Status Executor::channelOf(Communicator *group, Channel *&out) {
+  out = nullptr;
+  if (!group)
+    return Status::ok(); // a group of one needs no channel
+  for (auto &[comm, channel] : channels_)
+    if (comm == group) {
+      out = channel.get();
+      return Status::ok();
+    }
+  std::unique_ptr<Channel> channel;
+  FSDP_RETURN_IF_ERROR(device_.createChannel(*group, channel));
+  out = channel.get();
+  channels_.emplace_back(group, std::move(channel));
+  return Status::ok();
+}
+
+Status Executor::prepareStreams() {
+  const plan::Plan &plan = plan_.plan();
+  const size_t numInstructions = launches_.size();
+  streamOf_.resize(numInstructions);
+  waits_.resize(numInstructions);
+  signals_.resize(numInstructions);
+  for (size_t i = 0; i < numInstructions; ++i) {
+    const plan::Instruction *inst = plan.instructions()->Get(i);
+    streamOf_[i] = inst->stream();
+    if (inst->wait_events())
+      waits_[i].assign(inst->wait_events()->begin(), inst->wait_events()->end());
+    signals_[i] = inst->signal_event();
+  }
+  streams_.resize(plan.num_streams());
+  for (std::unique_ptr<Stream> &stream : streams_)
+    FSDP_RETURN_IF_ERROR(device_.createStream(stream));
+  events_.resize(plan.num_events());
+  for (std::unique_ptr<Event> &event : events_)
+    FSDP_RETURN_IF_ERROR(device_.createEvent(EventFlags::None, event));
+  // The enqueue order: each stream's instructions in plan order, an
+  // instruction once the records of the events it waits for are enqueued.
+  // Collectives go as early as their events allow, since the device runs
+  // them alongside the compute stream; the plan check proved this ends.
+  std::vector<std::vector<uint32_t>> queues(streams_.size());
+  for (size_t i = 0; i < numInstructions; ++i)
+    queues[streamOf_[i]].push_back(static_cast<uint32_t>(i));
+  std::vector<size_t> heads(queues.size(), 0);
+  std::vector<uint8_t> recorded(events_.size(), 0);
+  auto issue = [&](size_t q) {
+    if (heads[q] == queues[q].size())
+      return false;
+    uint32_t i = queues[q][heads[q]];
+    for (uint32_t e : waits_[i])
+      if (!recorded[e])
+        return false;
+    if (signals_[i] >= 0)
+      recorded[signals_[i]] = 1;
+    issueOrder_.push_back(i);
+    ++heads[q];
+    return true;
+  };
+  issueOrder_.reserve(numInstructions);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t q = queues.size(); q-- > 1;)
+      while (issue(q))
+        progress = true;
+    progress |= issue(0);
+  }
+  if (issueOrder_.size() != numInstructions)
+    return Status::error(cat(plan_.path(), ": the streams' waits cannot be ordered"));
+  return Status::ok();
+}
+
 Status Executor::bindingBuffer(bool input, const std::string &name, uint32_t &buffer) const {
   const auto *bindings = input ? plan_.plan().inputs() : plan_.plan().outputs();
   if (bindings)
@@ -267,140 +302,70 @@ Status Executor::setInput(const std::string &name, const TensorRef &value) {
   return device_.copyToDevice(target.data, value.data, target.byteSize());
 }
 
-Status Executor::runCollective(const Launch &launch, const Collective &collective) {
+Status Executor::enqueueCollective(Stream &stream, const Launch &launch,
+                                   const Collective &collective) {
   const TensorRef &in = launch.inputs[0], &out = launch.outputs[0];
-  // The communicator reads and writes the buffers directly: the device's
-  // work on them must be done.
-  FSDP_RETURN_IF_ERROR(device_.synchronize());
-  Status s;
-  if (!collective.comm) {
-    // A group of one: every collective is the identity (avg divides by 1).
-    Launch copy = launch;
-    copy.kernel = static_cast<uint16_t>(plan::Kernel::Copy);
-    copy.numInts = 0;
-    s = device_.execute(copy, step_);
-  } else {
-    switch (static_cast<plan::Kernel>(launch.kernel)) {
-    case plan::Kernel::AllGather: s = collective.comm->allGather(in, out); break;
-    case plan::Kernel::ReduceScatter: s = collective.comm->reduceScatter(in, out, collective.op); break;
-    default: s = collective.comm->allReduce(in, out, collective.op); break;
-    }
+  if (!collective.channel) // a group of one: every collective is the identity (avg divides by 1)
+    return device_.copyAsync(stream, out.data, in.data, in.byteSize(), CopyKind::DeviceToDevice);
+  switch (static_cast<plan::Kernel>(launch.kernel)) {
+  case plan::Kernel::AllGather: return collective.channel->allGather(stream, in, out);
+  case plan::Kernel::ReduceScatter:
+    return collective.channel->reduceScatter(stream, in, out, collective.op);
+  default: return collective.channel->allReduce(stream, in, out, collective.op);
   }
+}
+
+Status Executor::enqueue(size_t i, bool timed) {
+  const Launch &launch = launches_[i];
+  Stream &stream = *streams_[streamOf_[i]];
+  for (uint32_t e : waits_[i])
+    if (Status s = device_.waitEvent(stream, *events_[e]); !s)
+      return s;
+  if (timed)
+    if (Status s = device_.recordEvent(stream, *timing_[2 * i]); !s)
+      return s;
+  Status s = isCollective(launch.kernel) ? enqueueCollective(stream, launch, collectives_[i])
+                                         : device_.launch(stream, launch, step_);
   if (!s)
     return Status::error(std::string(launch.name) + ": " + s.message());
+  if (timed)
+    if (s = device_.recordEvent(stream, *timing_[2 * i + 1]); !s)
+      return s;
+  if (signals_[i] >= 0)
+    return device_.recordEvent(stream, *events_[signals_[i]]);
   return s;
 }
 
-Status Executor::runLaunch(size_t i, std::vector<double> *kernelSeconds) {
-  const Launch &launch = launches_[i];
-  auto start = std::chrono::steady_clock::now();
-  Status s = isCollective(launch.kernel) ? runCollective(launch, collectives_[i])
-                                         : device_.execute(launch, step_);
-  if (!s || !kernelSeconds)
-    return s;
-  FSDP_RETURN_IF_ERROR(device_.synchronize());
-  if (kernelSeconds->size() <= launch.kernel)
-    kernelSeconds->resize(launch.kernel + 1, 0.0);
-  (*kernelSeconds)[launch.kernel] +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return s;
-}
-
-void Executor::commLoop() {
-  Streams &st = *streams_;
-  std::unique_lock<std::mutex> lock(st.mutex);
-  for (;;) {
-    st.changed.wait(lock, [&] { return st.shutdown || st.generation > st.done; });
-    if (st.shutdown)
-      return;
-    std::vector<double> *seconds = st.kernelSeconds ? &st.commSeconds : nullptr;
-    for (size_t i : commLaunches_) {
-      st.changed.wait(lock, [&] { return st.cancel || st.ready(waits_[i]); });
-      if (st.cancel)
-        break;
-      lock.unlock();
-      Status s = runLaunch(i, seconds);
-      lock.lock();
-      if (!s) {
-        st.failed = true;
-        st.error = s;
-        break;
-      }
-      if (signals_[i] >= 0)
-        st.signaled[signals_[i]] = 1;
-      st.changed.notify_all();
-    }
-    st.done = st.generation;
-    st.changed.notify_all();
+Status Executor::addKernelTimes(std::vector<double> &kernelSeconds) {
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    double seconds = 0;
+    FSDP_RETURN_IF_ERROR(device_.elapsedSeconds(*timing_[2 * i], *timing_[2 * i + 1], seconds));
+    const uint16_t kernel = launches_[i].kernel;
+    if (kernelSeconds.size() <= kernel)
+      kernelSeconds.resize(kernel + 1, 0.0);
+    kernelSeconds[kernel] += seconds;
   }
-}
-
-Status Executor::runStreams(std::vector<double> *kernelSeconds) {
-  Streams &st = *streams_;
-  std::unique_lock<std::mutex> lock(st.mutex);
-  std::fill(st.signaled.begin(), st.signaled.end(), 0);
-  st.cancel = st.failed = false;
-  st.error = Status::ok();
-  st.kernelSeconds = kernelSeconds;
-  st.commSeconds.clear();
-  ++st.generation;
-  if (!st.thread.joinable())
-    st.thread = std::thread([this] { commLoop(); });
-  st.changed.notify_all();
-  Status s;
-  for (size_t i : computeLaunches_) {
-    st.changed.wait(lock, [&] { return st.failed || st.ready(waits_[i]); });
-    if (st.failed)
-      break;
-    lock.unlock();
-    s = runLaunch(i, kernelSeconds);
-    lock.lock();
-    if (!s)
-      break;
-    if (signals_[i] >= 0) {
-      st.signaled[signals_[i]] = 1;
-      st.changed.notify_all();
-    }
-  }
-  if (!s || st.failed) {
-    // Stop the worker waiting for this stream; the abort fails a
-    // collective it may be blocked in (and every other rank's).
-    st.cancel = true;
-    st.changed.notify_all();
-    std::string reason = !s ? s.message() : st.error.message();
-    lock.unlock();
-    if (worldSize() > 1)
-      abort(reason);
-    lock.lock();
-  }
-  st.changed.wait(lock, [&] { return st.done == st.generation; });
-  if (s && st.failed)
-    s = st.error;
-  if (kernelSeconds)
-    for (size_t k = 0; k < st.commSeconds.size(); ++k) {
-      if (kernelSeconds->size() <= k)
-        kernelSeconds->resize(k + 1, 0.0);
-      (*kernelSeconds)[k] += st.commSeconds[k];
-    }
-  st.kernelSeconds = nullptr;
-  return s;
+  return Status::ok();
 }
 
 Status Executor::run(std::vector<double> *kernelSeconds) {
-  if (streams_) {
-    Status s = runStreams(kernelSeconds);
-    if (s)
-      s = device_.synchronize();
-    if (!s)
-      return s;
-    ++step_;
-    return Status::ok();
-  }
   Status s;
-  for (size_t i = 0; s && i < launches_.size(); ++i)
-    s = runLaunch(i, kernelSeconds);
-  if (s)
-    s = device_.synchronize();
+  // Profiling brackets every launch with a pair of timing events on its
+  // stream, made the first time; the streams still overlap.
+  if (kernelSeconds && timing_.empty()) {
+    timing_.resize(2 * launches_.size());
+    for (size_t e = 0; s && e < timing_.size(); ++e)
+      s = device_.createEvent(EventFlags::Timing, timing_[e]);
+  }
+  for (size_t n = 0; s && n < issueOrder_.size(); ++n)
+    s = enqueue(issueOrder_[n], kernelSeconds != nullptr);
+  // Every stream drains, even after a failure, so no work of this step is
+  // left running; the first stream's failure is the step's.
+  for (std::unique_ptr<Stream> &stream : streams_)
+    if (Status synced = device_.synchronize(*stream); s && !synced)
+      s = synced;
+  if (s && kernelSeconds)
+    s = addKernelTimes(*kernelSeconds);
   if (!s) {
     // The other ranks would wait for this one in its next collective.
     if (worldSize() > 1)
@@ -414,6 +379,10 @@ Status Executor::run(std::vector<double> *kernelSeconds) {
 void Executor::abort(const std::string &reason) {
   comm_->abort(reason);
   for (auto &entry : subComms_)
+    entry.second->abort(reason);
+  // A device channel may hold a group of its own (NCCL's communicator); on
+  // the CPU it is the communicator's, aborted already.
+  for (auto &entry : channels_)
     entry.second->abort(reason);
 }
 

@@ -19,23 +19,25 @@
 //
 // Distributed plans run SPMD: every rank creates its own executor (its own
 // device memory) over the same plan and a Communicator for the world, and
-// runs the same instruction stream. Collective instructions run through the
-// communicator, or a sub-communicator for a group layout other than the
-// whole world (split once at creation, in plan order, identically on every
-// rank); everything else runs on the device. Each unit's group gets its
-// communicator the same way (unitComm), over which ModelState gathers the
-// shards of a sharded parameter. When a rank fails inside run(), it aborts
-// the group so no other rank waits for it.
+// runs the same instruction stream. Collective instructions run through a
+// device Channel (runtime/device/Channel.h) of the group they name: the
+// world's, or one over a sub-communicator for a group layout other than
+// the whole world (split once at creation, in plan order, identically on
+// every rank); everything else runs on the device. Each unit's group gets
+// its communicator the same way (unitComm), over which ModelState gathers
+// the shards of a sharded parameter. When a rank fails inside run(), it
+// aborts the group so no other rank waits for it.
 //
-// Plans with a communication stream (stream 1, compiler/Transforms/
-// ScheduleCollectives.h) run it on a worker thread per executor, so
-// collectives overlap the compute stream, which runs on the caller's
-// thread; each instruction first waits for the events it lists and then
-// signals its own. Only the worker calls the communicators during run(),
-// and run() returns only once the worker is idle again, so the collective
-// calls outside run() (ModelState's gathers) never race with it. An
-// error on either stream aborts the group (so no rank hangs) and is
-// returned by run().
+// The executor only enqueues: each plan stream is a device Stream and each
+// plan event a device Event, and run() enqueues every instruction on its
+// stream after waits for the events it lists and before a record of the
+// event it signals, then synchronizes the streams. Plans with a
+// communication stream (stream 1, compiler/Transforms/
+// ScheduleCollectives.h) so overlap their collectives with compute; the
+// device does the ordering. run() returns only once every stream is idle,
+// so the collective calls outside run() (ModelState's gathers) never race
+// with the step's. An error on any stream aborts the group (so no rank
+// hangs) and is returned by run().
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +45,7 @@
 #define FSDP_RUNTIME_EXECUTOR_H
 
 #include "runtime/channels/Communicator.h"
+#include "runtime/device/Channel.h"
 #include "runtime/device/Device.h"
 #include "runtime/support/HostTensor.h"
 #include "runtime/plan/PlanFile.h"
@@ -69,8 +72,9 @@ public:
   /// match the plan exactly.
   Status setInput(const std::string &name, const TensorRef &value);
   /// Runs every instruction once (one step). With `kernelSeconds`, also
-  /// adds each instruction's wall time to its kernel's entry (indexed by
-  /// fsdp::plan::Kernel), synchronizing after every launch to measure it.
+  /// adds each instruction's time on the device to its kernel's entry
+  /// (indexed by fsdp::plan::Kernel), measured between timing events
+  /// recorded around it on its stream.
   Status run(std::vector<double> *kernelSeconds = nullptr);
   /// Copies the named graph output to the host.
   Status getOutput(const std::string &name, HostTensor &out) const;
@@ -91,8 +95,8 @@ public:
   /// The plan it runs, and its content hash.
   const LoadedPlan &plan() const { return plan_; }
   uint64_t planHash() const { return plan_.hash(); }
-  /// Fails every communicator this executor uses (the world and its
-  /// sub-groups), so ranks waiting on this one get an error naming
+  /// Fails every communicator and channel this executor uses (the world
+  /// and its sub-groups), so ranks waiting on this one get an error naming
   /// `reason`. run() does this itself when one of its instructions fails.
   void abort(const std::string &reason);
 
@@ -138,35 +142,40 @@ public:
   Communicator *unitComm(uint32_t unit) const { return unitComms_[unit]; }
 
 private:
-  /// How a collective instruction runs: through `comm`, or as a local copy
-  /// when its groups have one rank (comm == nullptr).
+  /// How a collective instruction runs: through `channel`, or as a local
+  /// copy when its groups have one rank (channel == nullptr).
   struct Collective {
-    Communicator *comm = nullptr;
+    Channel *channel = nullptr;
     ReduceOp op = ReduceOp::Sum;
   };
 
-  Executor(const LoadedPlan &plan, Device &device); // in Executor.cpp, where Streams is complete
+  Executor(const LoadedPlan &plan, Device &device);
   Status prepare();
+  /// The plan's streams and events on the device, and the order run()
+  /// enqueues the instructions in.
+  Status prepareStreams();
   /// The communicator of the group holding this rank when the world's
   /// `ranks` (group by group) are split into groups of `groupSize`: the
   /// world itself, a sub-communicator split the first time a layout is
   /// seen, or null for groups of one.
   Status groupComm(const int64_t *ranks, size_t numRanks, int64_t groupSize,
                    Communicator *&out);
-  Status runCollective(const Launch &launch, const Collective &collective);
-  /// Runs one instruction, adding its time to `kernelSeconds` if given.
-  Status runLaunch(size_t index, std::vector<double> *kernelSeconds);
-  /// run() for plans with a communication stream.
-  Status runStreams(std::vector<double> *kernelSeconds);
-  /// The communication worker's loop.
-  void commLoop();
+  /// The device channel over `group` (made the first time it is asked for).
+  Status channelOf(Communicator *group, Channel *&out);
+  /// Enqueues instruction `index` with its waits and signal, between its
+  /// two timing events when `timed`.
+  Status enqueue(size_t index, bool timed);
+  /// Adds each instruction's time between its timing events.
+  Status addKernelTimes(std::vector<double> &kernelSeconds);
+  Status enqueueCollective(Stream &stream, const Launch &launch, const Collective &collective);
   Status bindingBuffer(bool input, const std::string &name, uint32_t &buffer) const;
   Status zeroPersistent();
   Status writeScalar(uint32_t buffer, DType dtype, const void *value, const char *what);
 
   const LoadedPlan &plan_;
   Device &device_;
-  DeviceMemory persistent_, arena_, host_;
+  /// The plan's constant data, copied to the device once at creation.
+  DeviceMemory persistent_, arena_, host_, constants_;
   std::vector<TensorRef> operands_;           // all launches' operand views
   std::vector<std::vector<int64_t>> ints_;    // attributes, one vector per launch
   std::vector<std::vector<float>> floats_;
@@ -177,14 +186,19 @@ private:
   /// Sub-communicators by group layout (the ranks list and group size).
   std::vector<std::pair<std::vector<int64_t>, std::unique_ptr<Communicator>>> subComms_;
   std::vector<Communicator *> unitComms_;      // one per unit (null: group of one)
+  /// Device channels by the communicator they were made over.
+  std::vector<std::pair<Communicator *, std::unique_ptr<Channel>>> channels_;
   uint64_t step_ = 0;
-  /// Stream order: each launch's events, and the launches of each stream.
+  /// Stream order: each launch's stream, events and signal, the streams and
+  /// events, and the order run() enqueues the launches in.
+  std::vector<uint8_t> streamOf_;
   std::vector<std::vector<uint32_t>> waits_;
   std::vector<int32_t> signals_;
-  std::vector<size_t> computeLaunches_, commLaunches_;
-  /// The communication worker and the events shared with it (Executor.cpp).
-  struct Streams;
-  std::unique_ptr<Streams> streams_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::vector<std::unique_ptr<Event>> events_;
+  std::vector<uint32_t> issueOrder_;
+  /// Profiling: a start and an end event per launch (made when first asked).
+  std::vector<std::unique_ptr<Event>> timing_;
 };
 
 } // namespace fsdp::rt

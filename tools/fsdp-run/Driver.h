@@ -30,6 +30,7 @@ struct RunOptions {
   std::map<std::string, std::string> inputs; // name -> .npy path
   int64_t steps = 1;
   std::optional<int64_t> worldSize;
+  std::string device = "cpu"; // --device, a name of runtime/device/DeviceRegistry.h
   bool dump = false, timing = false, profile = false;
   // Training plans only.
   std::string dataPath, metricsPath, saveWeightsPath;

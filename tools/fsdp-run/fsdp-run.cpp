@@ -1,7 +1,8 @@
 //===- fsdp-run.cpp - executes a compiled plan ----------------------------===//
 //
 // The deployable half of fsdp-opt: loads and verifies a plan, allocates
-// exactly its memory on the CPU device and loads the weights written beside
+// exactly its memory on the device --device names (the CPU unless told;
+// runtime/device/DeviceRegistry.h) and loads the weights written beside
 // it. A forward plan binds its inputs from .npy files, runs, and writes
 // every graph output to DIR/<name>.npy; a training plan runs K optimizer
 // steps on data from the data contract (Train.cpp). It links only the
@@ -23,7 +24,7 @@
 #include "runtime/channels/InProcessCommunicator.h"
 #include "runtime/channels/MpiCommunicator.h"
 #include "runtime/checkpoint/ModelState.h"
-#include "runtime/device/Device.h"
+#include "runtime/device/DeviceRegistry.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/io/Npy.h"
 #include "runtime/plan/PlanDump.h"
@@ -95,7 +96,7 @@ const char *kUsage =
     "                [--save-weights=FILE.safetensors] [--outputs=DIR] [--weights=FILE]\n"
     "                [--save=DIR [--save-every=K] [--keep=N] [--save-format=sharded|full]]\n"
     "                [--resume=DIR]\n"
-    "                [--world-size=N] [--time] [--profile] [--dump]\n"
+    "                [--world-size=N] [--device=NAME] [--time] [--profile] [--dump]\n"
     "  --input=NAME=FILE.npy  value of graph input NAME. Forward plans: the exact tensor\n"
     "                         (dtype and shape must match). Training plans: S samples\n"
     "                         stacked on dimension 0; step s takes rows (s*B + j) mod S\n"
@@ -130,6 +131,8 @@ const char *kUsage =
     "  --world-size=N         must equal the plan's world size (a plan compiled for N\n"
     "                         ranks runs them in-process, or one per process under\n"
     "                         mpirun -np N)\n"
+    "  --device=NAME          the device each rank runs on (default: cpu); a rank's\n"
+    "                         device is its index among the ranks on its machine\n"
     "  --time                 print the mean time per run\n"
     "  --profile              print the time spent in each kernel\n"
     "  --dump                 print the plan as text and exit\n";
@@ -199,6 +202,10 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
         opts.keep = n;
       else
         opts.logEvery = n;
+    } else if (flag == "--device") {
+      if (Status s = checkDeviceName(value); !s)
+        return fail("--device=" + value + ": " + s.message());
+      opts.device = value;
     } else if (flag == "--save-format") {
       if (value != "sharded" && value != "full")
         return fail("--save-format: invalid value '" + value + "'; valid: sharded, full");
@@ -327,21 +334,26 @@ struct FailureReport {
   }
 };
 
-/// One rank's whole run on its own device and executor. `comm` is null for
-/// a world-size-1 plan. With several ranks, a failure is reported and then
-/// aborts the group, except a failed start-up agreement, which every rank
-/// reports alike and which leaves nobody waiting.
+/// One rank's whole run on its own device (--device, the `ordinal`-th of
+/// its kind) and executor. `comm` is null for a world-size-1 plan. With
+/// several ranks, a failure is reported and then aborts the group, except
+/// a failed start-up agreement, which every rank reports alike and which
+/// leaves nobody waiting.
 Status runRank(const RunOptions &opts, const LoadedPlan &plan, Communicator *comm,
-               FailureReport *failures) {
+               int ordinal, FailureReport *failures) {
   bool multiRank = comm && comm->size() > 1;
   if (multiRank)
     if (Status s = checkRanksAgree(opts, plan, *comm); !s) {
       failures->report(comm->rank(), s.message());
       return s;
     }
-  std::unique_ptr<Device> device = createCpuDevice();
+  std::unique_ptr<Device> device;
+  DeviceOptions deviceOptions;
+  deviceOptions.ordinal = ordinal;
   std::unique_ptr<Executor> executor;
-  Status s = Executor::create(plan, *device, comm, executor);
+  Status s = createDevice(opts.device, deviceOptions, device);
+  if (s)
+    s = Executor::create(plan, *device, comm, executor);
   // A resumed run takes every parameter from its checkpoint.
   if (s && opts.resumePath.empty())
     s = ModelState(*executor).loadWeights(opts.weightsPath);
@@ -377,7 +389,7 @@ int runInProcess(const RunOptions &opts, const LoadedPlan &plan, int ranks) {
   FailureReport failures;
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] { (void)runRank(opts, plan, comms[r].get(), &failures); });
+    threads.emplace_back([&, r] { (void)runRank(opts, plan, comms[r].get(), r, &failures); });
   for (std::thread &t : threads)
     t.join();
   if (failures.rank >= 0)
@@ -395,7 +407,9 @@ int runMpiRank(const RunOptions &opts, const LoadedPlan &plan) {
     return fail(s.message());
   FailureReport failures;
   failures.print = true;
-  if (Status s = runRank(opts, plan, world.get(), &failures); !s) {
+  const char *localRank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  const int ordinal = localRank ? std::max(0, std::atoi(localRank)) : 0;
+  if (Status s = runRank(opts, plan, world.get(), ordinal, &failures); !s) {
     if (world->size() == 1)
       return fail(s.message());
     return 1; // reported by runRank
@@ -424,7 +438,7 @@ int run(const RunOptions &opts) {
   if (comm::launchedUnderMpi())
     return runMpiRank(opts, plan);
   if (planWorld == 1) {
-    if (Status s = runRank(opts, plan, nullptr, nullptr); !s)
+    if (Status s = runRank(opts, plan, nullptr, 0, nullptr); !s)
       return fail(s.message());
     return 0;
   }

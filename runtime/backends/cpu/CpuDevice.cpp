@@ -1,16 +1,20 @@
 //===- CpuDevice.cpp - the CPU backend ------------------------------------===//
 //
-// Host memory, memcpy for transfers, and kernels launched on the calling
-// thread through CpuLaunch.cpp (the kernel contract's CPU decoding). Work
-// runs in program order on the caller's thread, so synchronize is
-// immediate; the executor orders a plan's two streams with its own events.
+// Host memory, memcpy for transfers, streams and events from CpuStream.h,
+// kernels through CpuLaunch.cpp (the kernel contract's CPU decoding), run
+// by the worker of the stream they were launched on, and channels that run
+// a host communicator's collectives on a stream (CpuChannel.h). The device
+// keeps its live streams in a set for the device-wide synchronize.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/backends/cpu/CpuChannel.h"
+#include "runtime/backends/cpu/CpuLaunch.h"
+#include "runtime/backends/cpu/CpuStream.h"
 #include "runtime/device/Device.h"
 #include "runtime/plan/PlanFile.h"
-#include "runtime/backends/cpu/CpuLaunch.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -45,15 +49,81 @@ public:
     return Status::ok();
   }
 
-  Status synchronize() override { return Status::ok(); }
-
-  Status execute(const Launch &l, uint64_t step) override {
-    Status status = launchCpuKernel(l, step);
-    if (!status.isOk())
-      return Status::error(std::string(l.name) + ": " + status.message());
-    return status;
+  Status createStream(std::unique_ptr<Stream> &out) override {
+    out = std::make_unique<cpu::CpuStream>(&streams_);
+    return Status::ok();
   }
 
+  Status createEvent(EventFlags flags, std::unique_ptr<Event> &out) override {
+    out = std::make_unique<cpu::CpuEvent>(flags == EventFlags::Timing);
+    return Status::ok();
+  }
+
+  Status recordEvent(Stream &stream, Event &event) override {
+    auto &e = static_cast<cpu::CpuEvent &>(event);
+    const uint64_t sequence = e.addRecord();
+    queue(stream).enqueue([&e, sequence](Status &status) { e.complete(sequence, status); });
+    return Status::ok();
+  }
+
+  Status waitEvent(Stream &stream, Event &event) override {
+    auto &e = static_cast<cpu::CpuEvent &>(event);
+    const uint64_t sequence = e.lastRecord();
+    if (sequence == 0)
+      return Status::ok(); // never recorded: complete
+    queue(stream).enqueue([&e, sequence](Status &status) {
+      // A failed stream skips its work anyway; it need not wait.
+      if (!status)
+        return;
+      Status recorded = e.wait(sequence);
+      if (!recorded)
+        status = recorded;
+    });
+    return Status::ok();
+  }
+
+  Status copyAsync(Stream &stream, void *dst, const void *src, size_t bytes, CopyKind) override {
+    if (dst == src || bytes == 0)
+      return Status::ok();
+    queue(stream).enqueue([dst, src, bytes](Status &status) {
+      if (status)
+        std::memcpy(dst, src, bytes);
+    });
+    return Status::ok();
+  }
+
+  Status launch(Stream &stream, const Launch &l, uint64_t step) override {
+    queue(stream).enqueue([&l, step](Status &status) {
+      if (!status)
+        return;
+      if (Status s = launchCpuKernel(l, step); !s)
+        status = Status::error(std::string(l.name) + ": " + s.message());
+    });
+    return Status::ok();
+  }
+
+  Status synchronize(Stream &stream) override { return queue(stream).synchronize(); }
+
+  Status synchronize() override { return streams_.synchronizeAll(); }
+
+  Status elapsedSeconds(Event &start, Event &end, double &seconds) override {
+    std::chrono::steady_clock::time_point from, to;
+    FSDP_RETURN_IF_ERROR(static_cast<cpu::CpuEvent &>(start).completedAt(from));
+    FSDP_RETURN_IF_ERROR(static_cast<cpu::CpuEvent &>(end).completedAt(to));
+    seconds = std::chrono::duration<double>(to - from).count();
+    return Status::ok();
+  }
+
+  Status createChannel(Communicator &group, std::unique_ptr<Channel> &out) override {
+    out = cpu::createCpuChannel(group);
+    return Status::ok();
+  }
+
+private:
+  /// Streams handed to this device are its own, which are CPU streams.
+  static cpu::CpuStream &queue(Stream &stream) { return static_cast<cpu::CpuStream &>(stream); }
+
+  cpu::CpuStreamSet streams_;
 };
 
 } // namespace

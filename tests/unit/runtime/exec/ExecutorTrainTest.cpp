@@ -44,10 +44,26 @@ public:
   Status copyToHost(void *dst, const void *src, size_t bytes) override {
     return cpu_->copyToHost(dst, src, bytes);
   }
-  Status execute(const Launch &launch, uint64_t step) override {
-    return cpu_->execute(launch, step);
+  Status createStream(std::unique_ptr<Stream> &out) override { return cpu_->createStream(out); }
+  Status createEvent(EventFlags flags, std::unique_ptr<Event> &out) override {
+    return cpu_->createEvent(flags, out);
   }
+  Status recordEvent(Stream &stream, Event &event) override {
+    return cpu_->recordEvent(stream, event);
+  }
+  Status waitEvent(Stream &stream, Event &event) override { return cpu_->waitEvent(stream, event); }
+  Status copyAsync(Stream &stream, void *dst, const void *src, size_t bytes,
+                   CopyKind kind) override {
+    return cpu_->copyAsync(stream, dst, src, bytes, kind);
+  }
+  Status launch(Stream &stream, const Launch &launch, uint64_t step) override {
+    return cpu_->launch(stream, launch, step);
+  }
+  Status synchronize(Stream &stream) override { return cpu_->synchronize(stream); }
   Status synchronize() override { return cpu_->synchronize(); }
+  Status elapsedSeconds(Event &start, Event &end, double &seconds) override {
+    return cpu_->elapsedSeconds(start, end, seconds);
+  }
 
 private:
   std::unique_ptr<Device> cpu_ = createCpuDevice();

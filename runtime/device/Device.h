@@ -147,9 +147,6 @@ inline Status Device::createChannel(Communicator &, std::unique_ptr<Channel> &) 
   return Status::error(cat("device '", name(), "' has no collectives"));
 }
 
-/// The CPU backend (always available; the registry's "cpu").
-std::unique_ptr<Device> createCpuDevice();
-
 } // namespace fsdp::rt
 
 #endif // FSDP_RUNTIME_DEVICE_H

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/device/DeviceRegistry.h"
+#include "runtime/backends/cpu/CpuDevice.h"
 
 #include <map>
 #include <mutex>

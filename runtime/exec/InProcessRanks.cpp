@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/exec/InProcessRanks.h"
+#include "runtime/backends/cpu/CpuDevice.h"
 
 #include "runtime/channels/InProcessCommunicator.h"
 #include "runtime/device/Device.h"

@@ -6,7 +6,7 @@
 // it. A forward plan binds its inputs from .npy files, runs, and writes
 // every graph output to DIR/<name>.npy; a training plan runs K optimizer
 // steps on data from the data contract (Train.cpp). It links only the
-// runtime (no MLIR, no ONNX). Flags of DESIGN.md's command line whose
+// runtime (no MLIR, no ONNX). Flags of docs/design.md's command line whose
 // features have not landed (checkpoints) are parsed and refused with "not
 // implemented yet". Every error is one line on stderr and exit code 1.
 //

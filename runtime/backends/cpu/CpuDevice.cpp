@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/backends/cpu/CpuDevice.h"
+
 #include "runtime/backends/cpu/CpuChannel.h"
 #include "runtime/backends/cpu/CpuLaunch.h"
 #include "runtime/backends/cpu/CpuStream.h"

@@ -18,6 +18,7 @@
 #include "compiler/Target/PlanEmitter.h"
 #include "frontends/onnx/HostTensorAdapter.h"
 #include "frontends/onnx/Importer.h"
+#include "runtime/backends/cpu/CpuDevice.h"
 #include "runtime/device/Device.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/support/Half.h"

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/backends/cpu/CpuDevice.h"
 #include "runtime/channels/InProcessCommunicator.h"
 #include "runtime/device/Channel.h"
 #include "runtime/device/DeviceRegistry.h"

@@ -32,6 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/backends/cpu/CpuDevice.h"
 #include "runtime/channels/InProcessCommunicator.h"
 #include "runtime/checkpoint/ModelState.h"
 #include "runtime/exec/Executor.h"

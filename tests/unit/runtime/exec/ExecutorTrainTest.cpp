@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/backends/cpu/CpuDevice.h"
 #include "runtime/checkpoint/ModelState.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/io/Safetensors.h"

@@ -1,0 +1,26 @@
+//===- CpuDevice.h - the CPU backend's device -----------------------------===//
+//
+// The CPU backend behind Device (runtime/device/Device.h): host memory,
+// one worker thread per stream (CpuStream.h), collectives through the host
+// communicators (CpuChannel.h) and kernels through CpuLaunch.h. Drivers
+// create it by name ("cpu") through the device registry; tests and the
+// offline checkpoint tools, which only ever run on the host, create it
+// directly.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_RUNTIME_BACKENDS_CPU_CPUDEVICE_H
+#define FSDP_RUNTIME_BACKENDS_CPU_CPUDEVICE_H
+
+#include "runtime/device/Device.h"
+
+#include <memory>
+
+namespace fsdp::rt {
+
+/// The CPU backend (always available; the registry's "cpu").
+std::unique_ptr<Device> createCpuDevice();
+
+} // namespace fsdp::rt
+
+#endif // FSDP_RUNTIME_BACKENDS_CPU_CPUDEVICE_H

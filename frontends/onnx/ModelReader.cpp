@@ -17,6 +17,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/unknown_field_set.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -349,6 +350,31 @@ Attribute convertAttribute(const pb::AttributeProto &proto,
   return attr;
 }
 
+/// GraphProto.metadata_props (field 16) and NodeProto.metadata_props
+/// (field 9) are newer than the ONNX headers we build against (1.12), so
+/// protobuf keeps them as unknown fields; each is a StringStringEntryProto.
+/// Only entries whose key `keep` accepts are returned: the exporter's stack
+/// traces would otherwise cost a kilobyte per node.
+std::vector<std::pair<std::string, std::string>>
+metadataProps(const google::protobuf::UnknownFieldSet &unknown, int number,
+              bool (*keep)(const std::string &key)) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField &field = unknown.field(i);
+    if (field.number() != number ||
+        field.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+      continue;
+    pb::StringStringEntryProto entry;
+    if (entry.ParseFromString(field.length_delimited()) && keep(entry.key()))
+      entries.emplace_back(entry.key(), entry.value());
+  }
+  return entries;
+}
+
+bool keepNodeMetadata(const std::string &key) {
+  return key == "pkg.torch.onnx.name_scopes" || key == "pkg.torch.onnx.fx_node";
+}
+
 Model convertModel(const pb::ModelProto &proto, const std::string &path,
                    const ReadOptions &options) {
   Model model;
@@ -381,6 +407,8 @@ Model convertModel(const pb::ModelProto &proto, const std::string &path,
     model.outputs.push_back(convertValueInfo(output));
   for (const auto &info : graph.value_info())
     model.valueInfo.push_back(convertValueInfo(info));
+  model.graphMetadata =
+      metadataProps(graph.unknown_fields(), 16, [](const std::string &) { return true; });
   for (const auto &nodeProto : graph.node()) {
     Node node;
     node.name = nodeProto.name();
@@ -391,6 +419,7 @@ Model convertModel(const pb::ModelProto &proto, const std::string &path,
     std::string context = path + ": node '" + node.name + "' (" + node.opType + ")";
     for (const auto &attr : nodeProto.attribute())
       node.attributes.push_back(convertAttribute(attr, baseDir, options, context));
+    node.metadata = metadataProps(nodeProto.unknown_fields(), 9, keepNodeMetadata);
     model.nodes.push_back(std::move(node));
   }
   return model;

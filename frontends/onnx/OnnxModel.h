@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fsdp::onnx {
@@ -74,6 +75,10 @@ struct Node {
   std::vector<std::string> inputs;  // "" marks an omitted optional input
   std::vector<std::string> outputs; // "" marks an unused optional output
   std::vector<Attribute> attributes;
+  /// NodeProto.metadata_props the frontend reads (kept: the torch
+  /// exporter's `pkg.torch.onnx.name_scopes` and `pkg.torch.onnx.fx_node`,
+  /// which say which module and which torch parameter a node came from).
+  std::vector<std::pair<std::string, std::string>> metadata;
 
   const Attribute *attribute(const std::string &name) const;
 };
@@ -96,6 +101,10 @@ struct Model {
   std::vector<Node> nodes;
   std::vector<Tensor> initializers;
   std::vector<ValueInfo> inputs, outputs, valueInfo;
+  /// GraphProto.metadata_props (the torch exporter's
+  /// `pkg.torch.export.ExportedProgram.graph_signature` names each
+  /// initializer's torch role); see ParameterProvenance.h.
+  std::vector<std::pair<std::string, std::string>> graphMetadata;
 };
 
 struct ReadOptions {

@@ -227,6 +227,10 @@ bool checkManifest(const ParameterManifest &manifest, const Model &model, std::s
         return fail(where, "initializer '" + p.initializer + "' is not in " + model.path +
                                " (was the model re-exported without its manifest?)");
       const Tensor &init = *it->second;
+      auto [holder, inserted] = holders.emplace(p.initializer, p.name);
+      if (!inserted)
+        return fail(where, "initializer '" + p.initializer + "' already holds '" +
+                               holder->second + "'; list shared tensors once, with \"tied\"");
       if (init.dims != p.shape)
         return fail(where, "shape " + nn::formatShape(p.shape) + " differs from initializer '" +
                                init.name + "' in " + model.path + ", which is " +
@@ -238,10 +242,6 @@ bool checkManifest(const ParameterManifest &manifest, const Model &model, std::s
       if (!init.isFloat())
         return fail(where, "initializer '" + init.name + "' is " + dtypeName(init.dtype) +
                                "; only floating-point parameters can be trained");
-      auto [holder, inserted] = holders.emplace(p.initializer, p.name);
-      if (!inserted)
-        return fail(where, "initializer '" + p.initializer + "' already holds '" +
-                               holder->second + "'; list shared tensors once, with \"tied\"");
     }
     return true;
   };

@@ -145,10 +145,11 @@ ParameterProvenance fromSignature(const Model &model, const std::vector<Signatur
       lost.push_back(in.target);
   if (!lost.empty())
     result.warnings.push_back(
-        model.path + ": " + std::to_string(lost.size()) + " torch parameter" +
-        (lost.size() == 1 ? " is" : "s are") +
-        " not initializers of the graph (the exporter folded them into constants or merged "
-        "them with others of equal value), so they will not be trained as torch would: " +
+        model.path + ": " + std::to_string(lost.size()) +
+        (lost.size() == 1 ? " torch parameter is not an initializer"
+                          : " torch parameters are not initializers") +
+        " of the graph (the exporter folded them into constants or merged them with others "
+        "of equal value), so they will not be trained as torch would: " +
         listNames(lost) +
         "; re-export with fsdp_opt.export (or torch.onnx.export(..., optimize=False)), or "
         "freeze them with --freeze=RE if they are not meant to train");

@@ -24,7 +24,7 @@ using namespace fsdp::onnx;
 
 const char *kPath = "m.onnx.params.json";
 
-const char *kValid = R"({"format": "fsdp-opt.params", "version": 1, "torch": "2.15.0",
+const char *kValid = R"json({"format": "fsdp-opt.params", "version": 1, "torch": "2.15.0",
   "exporter": "torch.onnx.export(dynamo=True, optimize=False)",
   "parameters": [
     {"name": "wte.weight", "initializer": "wte.weight", "shape": [3, 2], "dtype": "float32",
@@ -33,7 +33,7 @@ const char *kValid = R"({"format": "fsdp-opt.params", "version": 1, "torch": "2.
   "frozen": [{"name": "ln.weight", "initializer": "ln.weight", "shape": [2],
               "dtype": "float32", "tied": []}],
   "buffers": [{"name": "rot.inv_freq", "initializer": "rot.inv_freq", "persistent": false},
-              {"name": "cache", "initializer": null, "persistent": true}]})";
+              {"name": "cache", "initializer": null, "persistent": true}]})json";
 
 Tensor floatTensor(const std::string &name, std::vector<int64_t> dims) {
   Tensor t;

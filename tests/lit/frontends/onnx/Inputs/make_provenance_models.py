@@ -19,7 +19,8 @@ Cases:
             exact transpose of emb.weight.
   untied    as tied, but the [4, 3] weight is not emb.weight's transpose.
   manifest  no metadata; initializers `val_0`, `b`, `gain`, `mask` that a
-            manifest (written by the test) names; returns a scalar loss.
+            manifest (Inputs/provenance-manifest.json) names; returns a
+            scalar loss.
 """
 
 import sys

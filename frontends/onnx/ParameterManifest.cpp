@@ -36,8 +36,8 @@ struct Reader {
     return false;
   }
 
-  bool string(const llvm::json::Object &object, llvm::StringRef key, const std::string &where,
-              std::string &out) {
+  bool string(const llvm::json::Object &object, llvm::StringRef key,
+              const std::string &where, std::string &out) {
     std::optional<llvm::StringRef> value = object.getString(key);
     if (!value)
       return fail(where, "'" + key.str() + "' must be a string");
@@ -59,8 +59,8 @@ struct Reader {
     return true;
   }
 
-  bool parameter(const llvm::json::Value &value, const std::string &list, size_t index,
-                 ManifestParameter &out) {
+  bool parameter(const llvm::json::Value &value, const std::string &list,
+                 size_t index, ManifestParameter &out) {
     std::string where = list + "[" + std::to_string(index) + "]";
     const llvm::json::Object *object = value.getAsObject();
     if (!object)
@@ -98,7 +98,8 @@ struct Reader {
     return true;
   }
 
-  bool buffer(const llvm::json::Value &value, size_t index, ManifestBuffer &out) {
+  bool buffer(const llvm::json::Value &value, size_t index,
+              ManifestBuffer &out) {
     std::string where = "buffers[" + std::to_string(index) + "]";
     const llvm::json::Object *object = value.getAsObject();
     if (!object)
@@ -107,7 +108,8 @@ struct Reader {
       return false;
     where += " (\"" + out.name + "\")";
     const llvm::json::Value *init = object->get("initializer");
-    if (!init || (init->kind() != llvm::json::Value::Null && !init->getAsString()))
+    if (!init ||
+        (init->kind() != llvm::json::Value::Null && !init->getAsString()))
       return fail(where, "'initializer' must be a string or null");
     if (std::optional<llvm::StringRef> s = init->getAsString())
       out.initializer = s->str();
@@ -127,15 +129,21 @@ std::string defaultManifestPath(const std::string &modelPath) {
 
 std::string torchDtypeName(DType type) {
   switch (type) {
-  case DType::Float: return "float32";
-  case DType::Double: return "float64";
-  case DType::Float16: return "float16";
-  case DType::BFloat16: return "bfloat16";
-  default: return dtypeName(type);
+  case DType::Float:
+    return "float32";
+  case DType::Double:
+    return "float64";
+  case DType::Float16:
+    return "float16";
+  case DType::BFloat16:
+    return "bfloat16";
+  default:
+    return dtypeName(type);
   }
 }
 
-std::optional<ParameterManifest> parseManifest(const std::string &text, const std::string &path,
+std::optional<ParameterManifest> parseManifest(const std::string &text,
+                                               const std::string &path,
                                                std::string &error) {
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
   if (!parsed) {
@@ -152,7 +160,8 @@ std::optional<ParameterManifest> parseManifest(const std::string &text, const st
   }
   std::optional<llvm::StringRef> format = root->getString("format");
   if (!format || *format != kFormat) {
-    error = path + ": not a parameter manifest ('format' must be \"" + kFormat + "\")";
+    error = path + ": not a parameter manifest ('format' must be \"" + kFormat +
+            "\")";
     return std::nullopt;
   }
   std::optional<int64_t> version = root->getInteger("version");
@@ -185,11 +194,13 @@ std::optional<ParameterManifest> parseManifest(const std::string &text, const st
   return manifest;
 }
 
-std::optional<ParameterManifest> readManifest(const std::string &path, std::string &error) {
+std::optional<ParameterManifest> readManifest(const std::string &path,
+                                              std::string &error) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer) {
-    error = path + ": cannot read the parameter manifest: " + buffer.getError().message();
+    error = path + ": cannot read the parameter manifest: " +
+            buffer.getError().message();
     return std::nullopt;
   }
   if ((*buffer)->getBufferSize() > kMaxManifestBytes) {
@@ -199,12 +210,13 @@ std::optional<ParameterManifest> readManifest(const std::string &path, std::stri
   return parseManifest((*buffer)->getBuffer().str(), path, error);
 }
 
-bool checkManifest(const ParameterManifest &manifest, const Model &model, std::string &error) {
+bool checkManifest(const ParameterManifest &manifest, const Model &model,
+                   std::string &error) {
   std::map<std::string, const Tensor *> initializers;
   for (const Tensor &init : model.initializers)
     initializers.emplace(init.name, &init);
-  std::set<std::string> names;                  // torch names seen
-  std::map<std::string, std::string> holders;   // initializer -> torch name
+  std::set<std::string> names;                // torch names seen
+  std::map<std::string, std::string> holders; // initializer -> torch name
   auto fail = [&](const std::string &where, const std::string &why) {
     error = manifest.path + ": " + where + ": " + why;
     return false;
@@ -213,10 +225,12 @@ bool checkManifest(const ParameterManifest &manifest, const Model &model, std::s
     return names.insert(name).second ||
            fail(where, "torch name '" + name + "' is listed more than once");
   };
-  auto checkList = [&](const std::vector<ManifestParameter> &list, const char *key) {
+  auto checkList = [&](const std::vector<ManifestParameter> &list,
+                       const char *key) {
     for (size_t i = 0; i < list.size(); ++i) {
       const ManifestParameter &p = list[i];
-      std::string where = std::string(key) + "[" + std::to_string(i) + "] (\"" + p.name + "\")";
+      std::string where =
+          std::string(key) + "[" + std::to_string(i) + "] (\"" + p.name + "\")";
       if (!checkName(where, p.name))
         return false;
       for (const std::string &alias : p.tied)
@@ -224,37 +238,47 @@ bool checkManifest(const ParameterManifest &manifest, const Model &model, std::s
           return false;
       auto it = initializers.find(p.initializer);
       if (it == initializers.end())
-        return fail(where, "initializer '" + p.initializer + "' is not in " + model.path +
-                               " (was the model re-exported without its manifest?)");
+        return fail(where,
+                    "initializer '" + p.initializer + "' is not in " +
+                        model.path +
+                        " (was the model re-exported without its manifest?)");
       const Tensor &init = *it->second;
       auto [holder, inserted] = holders.emplace(p.initializer, p.name);
       if (!inserted)
-        return fail(where, "initializer '" + p.initializer + "' already holds '" +
-                               holder->second + "'; list shared tensors once, with \"tied\"");
+        return fail(where, "initializer '" + p.initializer +
+                               "' already holds '" + holder->second +
+                               "'; list shared tensors once, with \"tied\"");
       if (init.dims != p.shape)
-        return fail(where, "shape " + nn::formatShape(p.shape) + " differs from initializer '" +
-                               init.name + "' in " + model.path + ", which is " +
+        return fail(where, "shape " + nn::formatShape(p.shape) +
+                               " differs from initializer '" + init.name +
+                               "' in " + model.path + ", which is " +
                                nn::formatShape(init.dims));
       if (torchDtypeName(init.dtype) != p.dtype)
-        return fail(where, "dtype " + p.dtype + " differs from initializer '" + init.name +
-                               "' in " + model.path + ", which is " +
-                               torchDtypeName(init.dtype));
+        return fail(where, "dtype " + p.dtype + " differs from initializer '" +
+                               init.name + "' in " + model.path +
+                               ", which is " + torchDtypeName(init.dtype));
       if (!init.isFloat())
-        return fail(where, "initializer '" + init.name + "' is " + dtypeName(init.dtype) +
-                               "; only floating-point parameters can be trained");
+        return fail(where,
+                    "initializer '" + init.name + "' is " +
+                        dtypeName(init.dtype) +
+                        "; only floating-point parameters can be trained");
     }
     return true;
   };
-  if (!checkList(manifest.parameters, "parameters") || !checkList(manifest.frozen, "frozen"))
+  if (!checkList(manifest.parameters, "parameters") ||
+      !checkList(manifest.frozen, "frozen"))
     return false;
   for (size_t i = 0; i < manifest.buffers.size(); ++i) {
     const ManifestBuffer &b = manifest.buffers[i];
-    std::string where = "buffers[" + std::to_string(i) + "] (\"" + b.name + "\")";
+    std::string where =
+        "buffers[" + std::to_string(i) + "] (\"" + b.name + "\")";
     if (b.initializer && !initializers.count(*b.initializer))
-      return fail(where, "initializer '" + *b.initializer + "' is not in " + model.path);
+      return fail(where, "initializer '" + *b.initializer + "' is not in " +
+                             model.path);
     if (b.initializer && holders.count(*b.initializer))
-      return fail(where, "initializer '" + *b.initializer + "' is also parameter '" +
-                             holders[*b.initializer] + "'");
+      return fail(where, "initializer '" + *b.initializer +
+                             "' is also parameter '" + holders[*b.initializer] +
+                             "'");
   }
   return true;
 }

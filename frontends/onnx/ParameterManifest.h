@@ -63,18 +63,21 @@ std::string defaultManifestPath(const std::string &modelPath);
 /// Parses manifest text. On failure returns nullopt and sets `error` to a
 /// message starting with `path` and naming the entry ("m.params.json:
 /// parameters[3] (\"h.0.w\"): shape must be a list of integers >= 0").
-std::optional<ParameterManifest> parseManifest(const std::string &text, const std::string &path,
+std::optional<ParameterManifest> parseManifest(const std::string &text,
+                                               const std::string &path,
                                                std::string &error);
 
 /// Reads and parses the manifest file `path` (at most 256 MiB).
-std::optional<ParameterManifest> readManifest(const std::string &path, std::string &error);
+std::optional<ParameterManifest> readManifest(const std::string &path,
+                                              std::string &error);
 
 /// Checks `manifest` against `model`: every named initializer exists, is a
 /// floating-point tensor of the stated shape and dtype, and holds one
 /// parameter only (shared tensors are listed once, with `tied`); no torch
 /// name appears twice. On failure sets `error` (naming the manifest file,
 /// the entry and the model) and returns false.
-bool checkManifest(const ParameterManifest &manifest, const Model &model, std::string &error);
+bool checkManifest(const ParameterManifest &manifest, const Model &model,
+                   std::string &error);
 
 /// torch's dtype name of an ONNX element type ("float32" for float), or
 /// the ONNX name where torch has none.

@@ -35,8 +35,9 @@ std::string listNames(const std::vector<std::string> &names) {
   return out;
 }
 
-const std::string *metadataValue(const std::vector<std::pair<std::string, std::string>> &entries,
-                                 const std::string &key) {
+const std::string *
+metadataValue(const std::vector<std::pair<std::string, std::string>> &entries,
+              const std::string &key) {
   for (const auto &[k, v] : entries)
     if (k == key)
       return &v;
@@ -59,7 +60,8 @@ std::vector<std::string> quotedItems(const std::string &text) {
 
 /// The module a node belongs to: the last name scope but the op's own.
 std::string moduleOf(const Node &node) {
-  const std::string *scopes = metadataValue(node.metadata, "pkg.torch.onnx.name_scopes");
+  const std::string *scopes =
+      metadataValue(node.metadata, "pkg.torch.onnx.name_scopes");
   if (!scopes)
     return "";
   std::vector<std::string> items = quotedItems(*scopes);
@@ -69,13 +71,16 @@ std::string moduleOf(const Node &node) {
 /// `%name` tokens of an FX node's text.
 std::set<std::string> fxReferences(const Node &node) {
   std::set<std::string> refs;
-  const std::string *fx = metadataValue(node.metadata, "pkg.torch.onnx.fx_node");
+  const std::string *fx =
+      metadataValue(node.metadata, "pkg.torch.onnx.fx_node");
   if (!fx)
     return refs;
-  for (size_t pos = fx->find('%'); pos != std::string::npos; pos = fx->find('%', pos)) {
+  for (size_t pos = fx->find('%'); pos != std::string::npos;
+       pos = fx->find('%', pos)) {
     size_t end = ++pos;
-    while (end < fx->size() && (std::isalnum(static_cast<unsigned char>((*fx)[end])) ||
-                                (*fx)[end] == '_'))
+    while (end < fx->size() &&
+           (std::isalnum(static_cast<unsigned char>((*fx)[end])) ||
+            (*fx)[end] == '_'))
       ++end;
     if (end > pos)
       refs.insert(fx->substr(pos, end - pos));
@@ -94,7 +99,8 @@ ParameterProvenance fromManifest(const ParameterManifest &manifest) {
   return result;
 }
 
-ParameterProvenance fromSignature(const Model &model, const std::vector<SignatureInput> &inputs,
+ParameterProvenance fromSignature(const Model &model,
+                                  const std::vector<SignatureInput> &inputs,
                                   const ProvenanceOptions &options) {
   ParameterProvenance result;
   result.source = ParameterProvenance::Source::GraphSignature;
@@ -102,7 +108,8 @@ ParameterProvenance fromSignature(const Model &model, const std::vector<Signatur
   for (const Tensor &init : model.initializers)
     initializers.emplace(init.name, &init);
   std::set<std::string> named; // initializers the signature accounts for
-  std::map<std::string, std::string> placeholderOf; // trained initializer -> placeholder
+  std::map<std::string, std::string>
+      placeholderOf; // trained initializer -> placeholder
   std::map<std::string, std::string> targetOfPlaceholder;
   std::set<std::string> missing;
   for (const SignatureInput &in : inputs) {
@@ -114,9 +121,10 @@ ParameterProvenance fromSignature(const Model &model, const std::vector<Signatur
     targetOfPlaceholder[in.placeholder] = in.target;
     // optimize=True names the initializer by the target; other versions
     // of the exporter have used the placeholder.
-    const std::string *holder = initializers.count(in.target)        ? &in.target
-                                : initializers.count(in.placeholder) ? &in.placeholder
-                                                                     : nullptr;
+    const std::string *holder = initializers.count(in.target) ? &in.target
+                                : initializers.count(in.placeholder)
+                                    ? &in.placeholder
+                                    : nullptr;
     if (!holder || !initializers[*holder]->isFloat()) {
       missing.insert(in.placeholder);
       continue;
@@ -148,17 +156,20 @@ ParameterProvenance fromSignature(const Model &model, const std::vector<Signatur
         model.path + ": " + std::to_string(lost.size()) +
         (lost.size() == 1 ? " torch parameter is not an initializer"
                           : " torch parameters are not initializers") +
-        " of the graph (the exporter folded them into constants or merged them with others "
+        " of the graph (the exporter folded them into constants or merged them "
+        "with others "
         "of equal value), so they will not be trained as torch would: " +
         listNames(lost) +
-        "; re-export with fsdp_opt.export (or torch.onnx.export(..., optimize=False)), or "
+        "; re-export with fsdp_opt.export (or torch.onnx.export(..., "
+        "optimize=False)), or "
         "freeze them with --freeze=RE if they are not meant to train");
 
   // Parameters merged into another: a node fed a trained initializer whose
   // FX node names some other, missing parameter and not the initializer's
   // own. Reported by the module that lost its parameter (name scopes), or
   // by the parameter's name when the node has no scope.
-  std::map<std::string, std::set<std::string>> substitutedFor; // initializer -> modules
+  std::map<std::string, std::set<std::string>>
+      substitutedFor; // initializer -> modules
   for (const Node &node : model.nodes) {
     std::set<std::string> refs;
     bool refsRead = false;
@@ -175,19 +186,23 @@ ParameterProvenance fromSignature(const Model &model, const std::vector<Signatur
       std::string module = moduleOf(node);
       for (const std::string &ref : refs)
         if (missing.count(ref))
-          substitutedFor[input].insert(module.empty() ? targetOfPlaceholder[ref] : module);
+          substitutedFor[input].insert(module.empty() ? targetOfPlaceholder[ref]
+                                                      : module);
     }
   }
   if (!substitutedFor.empty()) {
     std::vector<std::string> merges;
     for (const auto &[init, users] : substitutedFor)
-      merges.push_back("'" + init + "' stands in for the parameters of " +
-                       listNames(std::vector<std::string>(users.begin(), users.end())));
+      merges.push_back(
+          "'" + init + "' stands in for the parameters of " +
+          listNames(std::vector<std::string>(users.begin(), users.end())));
     result.warnings.push_back(
-        model.path + ": the exporter merged parameters of equal value into one initializer, "
+        model.path +
+        ": the exporter merged parameters of equal value into one initializer, "
         "which would train them as one tensor: " +
         listNames(merges) +
-        "; re-export with fsdp_opt.export (or torch.onnx.export(..., optimize=False))");
+        "; re-export with fsdp_opt.export (or torch.onnx.export(..., "
+        "optimize=False))");
   }
   return result;
 }
@@ -195,7 +210,8 @@ ParameterProvenance fromSignature(const Model &model, const std::vector<Signatur
 /// Whether `b` holds exactly the transpose of the 2-D tensor `a`.
 bool isTransposeOf(const Tensor &a, const Tensor &b) {
   if (a.dims.size() != 2 || b.dims.size() != 2 || a.dtype != b.dtype ||
-      a.dims[0] != b.dims[1] || a.dims[1] != b.dims[0] || !a.hasData || !b.hasData)
+      a.dims[0] != b.dims[1] || a.dims[1] != b.dims[0] || !a.hasData ||
+      !b.hasData)
     return false;
   size_t size = dtypeSize(a.dtype);
   int64_t rows = a.dims[0], cols = a.dims[1];
@@ -203,7 +219,8 @@ bool isTransposeOf(const Tensor &a, const Tensor &b) {
     return false;
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j)
-      if (std::memcmp(&a.data[(i * cols + j) * size], &b.data[(j * rows + i) * size], size))
+      if (std::memcmp(&a.data[(i * cols + j) * size],
+                      &b.data[(j * rows + i) * size], size))
         return false;
   return true;
 }
@@ -246,15 +263,18 @@ ParameterProvenance fromInitializerNames(const Model &model) {
         bool firstIsCopy = tensors[i]->name.rfind("onnx::", 0) == 0;
         const Tensor &copy = firstIsCopy ? *tensors[i] : *others[j];
         const Tensor &original = firstIsCopy ? *others[j] : *tensors[i];
-        pairs.push_back("'" + copy.name + "' is the transpose of '" + original.name + "'");
+        pairs.push_back("'" + copy.name + "' is the transpose of '" +
+                        original.name + "'");
       }
     }
   }
   if (!pairs.empty())
     result.warnings.push_back(
         model.path + ": " + listNames(pairs) +
-        ": a tied weight split by constant folding; the two will train as separate tensors "
-        "and the saved weights will not load with load_state_dict; re-export with "
+        ": a tied weight split by constant folding; the two will train as "
+        "separate tensors "
+        "and the saved weights will not load with load_state_dict; re-export "
+        "with "
         "torch.onnx.export(..., do_constant_folding=False) or fsdp_opt.export");
   return result;
 }
@@ -277,8 +297,9 @@ std::vector<SignatureInput> parseGraphSignature(const std::string &text) {
     SignatureInput in;
     in.placeholder = line.substr(0, colon);
     size_t kindEnd = line.find(' ', colon + 2);
-    in.kind = line.substr(colon + 2, kindEnd == std::string::npos ? std::string::npos
-                                                                  : kindEnd - colon - 2);
+    in.kind = line.substr(colon + 2, kindEnd == std::string::npos
+                                         ? std::string::npos
+                                         : kindEnd - colon - 2);
     size_t target = line.find("target='");
     if (target != std::string::npos) {
       size_t start = target + 8, end = line.find('\'', start);
@@ -291,15 +312,16 @@ std::vector<SignatureInput> parseGraphSignature(const std::string &text) {
   return inputs;
 }
 
-std::optional<ParameterProvenance> decideParameters(const Model &model,
-                                                    const ProvenanceOptions &options,
-                                                    std::string &error) {
+std::optional<ParameterProvenance>
+decideParameters(const Model &model, const ProvenanceOptions &options,
+                 std::string &error) {
   if (options.manifest) {
     if (!checkManifest(*options.manifest, model, error))
       return std::nullopt;
     return fromManifest(*options.manifest);
   }
-  if (const std::string *signature = metadataValue(model.graphMetadata, kGraphSignatureKey))
+  if (const std::string *signature =
+          metadataValue(model.graphMetadata, kGraphSignatureKey))
     return fromSignature(model, parseGraphSignature(*signature), options);
   return fromInitializerNames(model);
 }

@@ -67,16 +67,16 @@ struct ProvenanceOptions {
 /// Decides the parameters of `model`. Fails (nullopt, `error` naming the
 /// manifest file and the entry) only when a manifest does not match the
 /// model.
-std::optional<ParameterProvenance> decideParameters(const Model &model,
-                                                    const ProvenanceOptions &options,
-                                                    std::string &error);
+std::optional<ParameterProvenance>
+decideParameters(const Model &model, const ProvenanceOptions &options,
+                 std::string &error);
 
 /// One input of the dynamo exporter's graph signature:
 /// `p_wte_weight: PARAMETER target='wte.weight'`.
 struct SignatureInput {
   std::string placeholder; // p_wte_weight
-  std::string kind;        // PARAMETER, BUFFER, CONSTANT_TENSOR, USER_INPUT, ...
-  std::string target;      // wte.weight; empty for user inputs
+  std::string kind;   // PARAMETER, BUFFER, CONSTANT_TENSOR, USER_INPUT, ...
+  std::string target; // wte.weight; empty for user inputs
 };
 
 /// The inputs of a graph signature's text (its "# inputs" section); lines

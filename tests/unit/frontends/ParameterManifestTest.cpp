@@ -24,7 +24,8 @@ using namespace fsdp::onnx;
 
 const char *kPath = "m.onnx.params.json";
 
-const char *kValid = R"json({"format": "fsdp-opt.params", "version": 1, "torch": "2.15.0",
+const char *kValid =
+    R"json({"format": "fsdp-opt.params", "version": 1, "torch": "2.15.0",
   "exporter": "torch.onnx.export(dynamo=True, optimize=False)",
   "parameters": [
     {"name": "wte.weight", "initializer": "wte.weight", "shape": [3, 2], "dtype": "float32",
@@ -48,16 +49,18 @@ Tensor floatTensor(const std::string &name, std::vector<int64_t> dims) {
 Model matchingModel() {
   Model model;
   model.path = "m.onnx";
-  model.initializers = {floatTensor("wte.weight", {3, 2}), floatTensor("val_7", {2, 2}),
-                        floatTensor("ln.weight", {2}), floatTensor("rot.inv_freq", {1}),
-                        floatTensor("val_9", {})};
+  model.initializers = {
+      floatTensor("wte.weight", {3, 2}), floatTensor("val_7", {2, 2}),
+      floatTensor("ln.weight", {2}), floatTensor("rot.inv_freq", {1}),
+      floatTensor("val_9", {})};
   return model;
 }
 
 std::string parseError(const std::string &text) {
   std::string error;
   EXPECT_FALSE(parseManifest(text, kPath, error)) << text;
-  EXPECT_EQ(error.rfind(kPath, 0), 0u) << "error does not name the manifest: " << error;
+  EXPECT_EQ(error.rfind(kPath, 0), 0u)
+      << "error does not name the manifest: " << error;
   return error;
 }
 
@@ -71,11 +74,13 @@ std::string edited(const std::string &from, const std::string &to) {
 
 TEST(ParameterManifest, ValidManifestDecidesTheParameters) {
   std::string error;
-  std::optional<ParameterManifest> manifest = parseManifest(kValid, kPath, error);
+  std::optional<ParameterManifest> manifest =
+      parseManifest(kValid, kPath, error);
   ASSERT_TRUE(manifest) << error;
   EXPECT_EQ(manifest->torchVersion, "2.15.0");
   ASSERT_EQ(manifest->parameters.size(), 2u);
-  EXPECT_EQ(manifest->parameters[0].tied, std::vector<std::string>{"head.weight"});
+  EXPECT_EQ(manifest->parameters[0].tied,
+            std::vector<std::string>{"head.weight"});
   EXPECT_EQ(manifest->parameters[1].shape, (std::vector<int64_t>{2, 2}));
   ASSERT_EQ(manifest->buffers.size(), 2u);
   EXPECT_FALSE(manifest->buffers[0].persistent);
@@ -84,7 +89,8 @@ TEST(ParameterManifest, ValidManifestDecidesTheParameters) {
   Model model = matchingModel();
   ProvenanceOptions options;
   options.manifest = &*manifest;
-  std::optional<ParameterProvenance> decided = decideParameters(model, options, error);
+  std::optional<ParameterProvenance> decided =
+      decideParameters(model, options, error);
   ASSERT_TRUE(decided) << error;
   EXPECT_EQ(decided->source, ParameterProvenance::Source::Manifest);
   EXPECT_TRUE(decided->warnings.empty());
@@ -93,7 +99,8 @@ TEST(ParameterManifest, ValidManifestDecidesTheParameters) {
   EXPECT_EQ(decided->parameters.at("val_7").name, "fc.weight");
   EXPECT_FALSE(decided->parameters.at("val_7").frozen);
   EXPECT_TRUE(decided->parameters.at("ln.weight").frozen);
-  EXPECT_EQ(decided->parameters.at("wte.weight").tied, std::vector<std::string>{"head.weight"});
+  EXPECT_EQ(decided->parameters.at("wte.weight").tied,
+            std::vector<std::string>{"head.weight"});
   EXPECT_FALSE(decided->parameters.count("rot.inv_freq"));
   EXPECT_FALSE(decided->parameters.count("val_9"));
 }
@@ -101,30 +108,38 @@ TEST(ParameterManifest, ValidManifestDecidesTheParameters) {
 TEST(ParameterManifest, MalformedFieldsNameTheEntry) {
   EXPECT_NE(parseError("{").find("not valid JSON"), std::string::npos);
   EXPECT_NE(parseError("[]").find("must be a JSON object"), std::string::npos);
-  EXPECT_NE(parseError(edited("fsdp-opt.params", "other")).find("'format'"), std::string::npos);
-  EXPECT_NE(parseError(edited("\"version\": 1", "\"version\": 2")).find("version 2"),
+  EXPECT_NE(parseError(edited("fsdp-opt.params", "other")).find("'format'"),
             std::string::npos);
+  EXPECT_NE(
+      parseError(edited("\"version\": 1", "\"version\": 2")).find("version 2"),
+      std::string::npos);
   EXPECT_NE(parseError(edited("\"shape\": [3, 2]", "\"shape\": [3, -2]"))
                 .find("parameters[0] (\"wte.weight\"): 'shape'"),
             std::string::npos);
-  EXPECT_NE(parseError(edited("\"initializer\": \"val_7\"", "\"initializer\": 7"))
-                .find("parameters[1] (\"fc.weight\"): 'initializer' must be a string"),
-            std::string::npos);
-  EXPECT_NE(parseError(edited("\"tied\": []", "\"tied\": [1]")).find("frozen[0]"),
-            std::string::npos);
+  EXPECT_NE(
+      parseError(edited("\"initializer\": \"val_7\"", "\"initializer\": 7"))
+          .find(
+              "parameters[1] (\"fc.weight\"): 'initializer' must be a string"),
+      std::string::npos);
+  EXPECT_NE(
+      parseError(edited("\"tied\": []", "\"tied\": [1]")).find("frozen[0]"),
+      std::string::npos);
   EXPECT_NE(parseError(edited("\"persistent\": false", "\"persistent\": 0"))
                 .find("buffers[0] (\"rot.inv_freq\"): 'persistent'"),
             std::string::npos);
-  EXPECT_NE(parseError(edited("\"initializer\": null", "\"initializer\": []")).find("buffers[1]"),
+  EXPECT_NE(parseError(edited("\"initializer\": null", "\"initializer\": []"))
+                .find("buffers[1]"),
             std::string::npos);
-  EXPECT_NE(parseError(edited("\"frozen\":", "\"frozen_\":")).find("'frozen' must be a list"),
+  EXPECT_NE(parseError(edited("\"frozen\":", "\"frozen_\":"))
+                .find("'frozen' must be a list"),
             std::string::npos);
 }
 
 TEST(ParameterManifest, MismatchWithTheModelIsAnError) {
   auto checkError = [](const std::string &text, Model model) {
     std::string error;
-    std::optional<ParameterManifest> manifest = parseManifest(text, kPath, error);
+    std::optional<ParameterManifest> manifest =
+        parseManifest(text, kPath, error);
     EXPECT_TRUE(manifest) << error;
     if (!manifest)
       return error;
@@ -134,23 +149,29 @@ TEST(ParameterManifest, MismatchWithTheModelIsAnError) {
   };
   Model model = matchingModel();
   EXPECT_NE(checkError(edited("\"val_7\"", "\"val_8\""), model)
-                .find("parameters[1] (\"fc.weight\"): initializer 'val_8' is not in m.onnx"),
+                .find("parameters[1] (\"fc.weight\"): initializer 'val_8' is "
+                      "not in m.onnx"),
             std::string::npos);
-  EXPECT_NE(checkError(edited("[2, 2]", "[2, 3]"), model).find("shape [2, 3] differs"),
+  EXPECT_NE(checkError(edited("[2, 2]", "[2, 3]"), model)
+                .find("shape [2, 3] differs"),
             std::string::npos);
   EXPECT_NE(checkError(edited("\"dtype\": \"float32\", \"tied\": []",
                               "\"dtype\": \"bfloat16\", \"tied\": []"),
                        model)
                 .find("frozen[0] (\"ln.weight\"): dtype bfloat16 differs"),
             std::string::npos);
-  EXPECT_NE(checkError(edited("\"initializer\": \"val_7\"", "\"initializer\": \"wte.weight\""),
+  EXPECT_NE(checkError(edited("\"initializer\": \"val_7\"",
+                              "\"initializer\": \"wte.weight\""),
                        model)
                 .find("already holds 'wte.weight'"),
             std::string::npos);
-  EXPECT_NE(checkError(edited("\"name\": \"ln.weight\"", "\"name\": \"head.weight\""), model)
-                .find("'head.weight' is listed more than once"),
-            std::string::npos);
-  EXPECT_NE(checkError(edited("\"initializer\": \"rot.inv_freq\"", "\"initializer\": \"gone\""),
+  EXPECT_NE(
+      checkError(edited("\"name\": \"ln.weight\"", "\"name\": \"head.weight\""),
+                 model)
+          .find("'head.weight' is listed more than once"),
+      std::string::npos);
+  EXPECT_NE(checkError(edited("\"initializer\": \"rot.inv_freq\"",
+                              "\"initializer\": \"gone\""),
                        model)
                 .find("buffers[0]"),
             std::string::npos);
@@ -169,11 +190,13 @@ TEST(ParameterManifest, DamagedManifestsNeverCrash) {
   Model model = matchingModel();
   auto tryParse = [&](const std::string &text) {
     std::string error;
-    std::optional<ParameterManifest> manifest = parseManifest(text, kPath, error);
+    std::optional<ParameterManifest> manifest =
+        parseManifest(text, kPath, error);
     if (manifest && !checkManifest(*manifest, model, error))
       manifest.reset();
     if (!manifest)
-      EXPECT_EQ(error.rfind(kPath, 0), 0u) << "error does not name the manifest: " << error;
+      EXPECT_EQ(error.rfind(kPath, 0), 0u)
+          << "error does not name the manifest: " << error;
   };
   for (size_t cut = 0; cut < original.size(); cut += 7)
     tryParse(original.substr(0, cut));
@@ -222,7 +245,8 @@ TEST(ParameterProvenance, LegacyTransposedCopyIsReported) {
   ASSERT_TRUE(decided) << error;
   EXPECT_EQ(decided->parameters.size(), 2u); // today's behaviour: both trained
   ASSERT_EQ(decided->warnings.size(), 1u);
-  EXPECT_NE(decided->warnings[0].find("'onnx::MatMul_5' is the transpose of 'wte.weight'"),
+  EXPECT_NE(decided->warnings[0].find(
+                "'onnx::MatMul_5' is the transpose of 'wte.weight'"),
             std::string::npos);
   // One element off: not a transpose, no warning.
   model.initializers[1].data[0] ^= 1;

@@ -59,16 +59,41 @@ struct Reader {
     return true;
   }
 
-  bool parameter(const llvm::json::Value &value, const std::string &list,
-                 size_t index, ManifestParameter &out) {
-    std::string where = list + "[" + std::to_string(index) + "]";
+  /// The object at `list[index]`, its "name" read into `name`; `where`
+  /// becomes `list[index] ("name")` for the messages about its fields.
+  const llvm::json::Object *namedEntry(const llvm::json::Value &value,
+                                       const std::string &list, size_t index,
+                                       std::string &name, std::string &where) {
+    where = list + "[" + std::to_string(index) + "]";
     const llvm::json::Object *object = value.getAsObject();
     if (!object)
-      return fail(where, "must be an object");
-    if (!string(*object, "name", where, out.name))
-      return false;
-    where += " (\"" + out.name + "\")";
-    if (!string(*object, "initializer", where, out.initializer) ||
+      return fail(where, "must be an object"), nullptr;
+    if (!string(*object, "name", where, name))
+      return nullptr;
+    where += " (\"" + name + "\")";
+    return object;
+  }
+
+  /// Reads the list `key` of `root`, each element with `one`.
+  template <typename T, typename ReadOne>
+  bool list(const llvm::json::Object &root, llvm::StringRef key,
+            std::vector<T> &out, ReadOne one) {
+    const llvm::json::Array *array = root.getArray(key);
+    if (!array)
+      return fail("", "'" + key.str() + "' must be a list");
+    out.resize(array->size());
+    for (size_t i = 0; i < array->size(); ++i)
+      if (!one((*array)[i], key.str(), i, out[i]))
+        return false;
+    return true;
+  }
+
+  bool parameter(const llvm::json::Value &value, const std::string &list,
+                 size_t index, ManifestParameter &out) {
+    std::string where;
+    const llvm::json::Object *object =
+        namedEntry(value, list, index, out.name, where);
+    if (!object || !string(*object, "initializer", where, out.initializer) ||
         !string(*object, "dtype", where, out.dtype))
       return false;
     const llvm::json::Array *shape = object->getArray("shape");
@@ -86,27 +111,13 @@ struct Reader {
     return true;
   }
 
-  bool parameters(const llvm::json::Object &root, llvm::StringRef key,
-                  std::vector<ManifestParameter> &out) {
-    const llvm::json::Array *array = root.getArray(key);
-    if (!array)
-      return fail("", "'" + key.str() + "' must be a list");
-    out.resize(array->size());
-    for (size_t i = 0; i < array->size(); ++i)
-      if (!parameter((*array)[i], key.str(), i, out[i]))
-        return false;
-    return true;
-  }
-
-  bool buffer(const llvm::json::Value &value, size_t index,
-              ManifestBuffer &out) {
-    std::string where = "buffers[" + std::to_string(index) + "]";
-    const llvm::json::Object *object = value.getAsObject();
+  bool buffer(const llvm::json::Value &value, const std::string &list,
+              size_t index, ManifestBuffer &out) {
+    std::string where;
+    const llvm::json::Object *object =
+        namedEntry(value, list, index, out.name, where);
     if (!object)
-      return fail(where, "must be an object");
-    if (!string(*object, "name", where, out.name))
       return false;
-    where += " (\"" + out.name + "\")";
     const llvm::json::Value *init = object->get("initializer");
     if (!init ||
         (init->kind() != llvm::json::Value::Null && !init->getAsString()))
@@ -176,17 +187,19 @@ std::optional<ParameterManifest> parseManifest(const std::string &text,
     manifest.torchVersion = torch->str();
   if (std::optional<llvm::StringRef> exporter = root->getString("exporter"))
     manifest.exporter = exporter->str();
-  bool ok = reader.parameters(*root, "parameters", manifest.parameters) &&
-            reader.parameters(*root, "frozen", manifest.frozen);
-  if (ok) {
-    const llvm::json::Array *buffers = root->getArray("buffers");
-    if (!buffers)
-      ok = reader.fail("", "'buffers' must be a list");
-    else
-      manifest.buffers.resize(buffers->size());
-    for (size_t i = 0; ok && i < manifest.buffers.size(); ++i)
-      ok = reader.buffer((*buffers)[i], i, manifest.buffers[i]);
-  }
+  auto parameter = [&reader](const llvm::json::Value &value,
+                             const std::string &list, size_t index,
+                             ManifestParameter &out) {
+    return reader.parameter(value, list, index, out);
+  };
+  auto buffer = [&reader](const llvm::json::Value &value,
+                          const std::string &list, size_t index,
+                          ManifestBuffer &out) {
+    return reader.buffer(value, list, index, out);
+  };
+  bool ok = reader.list(*root, "parameters", manifest.parameters, parameter) &&
+            reader.list(*root, "frozen", manifest.frozen, parameter) &&
+            reader.list(*root, "buffers", manifest.buffers, buffer);
   if (!ok) {
     error = reader.error;
     return std::nullopt;

@@ -145,24 +145,38 @@ ParameterProvenance fromSignature(const Model &model,
   bool exporterConstants = false;
   for (const Tensor &init : model.initializers)
     exporterConstants |= init.isFloat() && !named.count(init.name);
-  std::vector<std::string> lost;
-  for (const SignatureInput &in : inputs)
-    if (in.kind == "PARAMETER" && missing.count(in.placeholder) &&
-        (referenced.count(in.placeholder) || exporterConstants) &&
-        !(options.isFrozen && options.isFrozen(in.target)))
+  // Parameters some node's FX node names were folded or merged for sure;
+  // the others may be a tied alias, or folded with every node using them.
+  std::vector<std::string> lost, unused;
+  for (const SignatureInput &in : inputs) {
+    if (in.kind != "PARAMETER" || !missing.count(in.placeholder) ||
+        (options.isFrozen && options.isFrozen(in.target)))
+      continue;
+    if (referenced.count(in.placeholder))
       lost.push_back(in.target);
-  if (!lost.empty())
+    else if (exporterConstants)
+      unused.push_back(in.target);
+  }
+  if (!lost.empty() || !unused.empty()) {
+    size_t count = lost.size() + unused.size();
+    std::string message =
+        model.path + ": " + std::to_string(count) +
+        (count == 1 ? " torch parameter is not an initializer"
+                    : " torch parameters are not initializers") +
+        " of the graph, so they will not be trained as torch would";
+    if (!lost.empty())
+      message += "; folded into constants or merged with others of equal "
+                 "value: " +
+                 listNames(lost);
+    if (!unused.empty())
+      message += "; used by no node left (a tied alias of another, or "
+                 "folded with every use): " +
+                 listNames(unused);
     result.warnings.push_back(
-        model.path + ": " + std::to_string(lost.size()) +
-        (lost.size() == 1 ? " torch parameter is not an initializer"
-                          : " torch parameters are not initializers") +
-        " of the graph (the exporter folded them into constants or merged them "
-        "with others "
-        "of equal value), so they will not be trained as torch would: " +
-        listNames(lost) +
-        "; re-export with fsdp_opt.export (or torch.onnx.export(..., "
-        "optimize=False)), or "
-        "freeze them with --freeze=RE if they are not meant to train");
+        message + "; re-export with fsdp_opt.export (or "
+                  "torch.onnx.export(..., optimize=False)), or freeze them "
+                  "with --freeze=RE if they are not meant to train");
+  }
 
   // Parameters merged into another: a node fed a trained initializer whose
   // FX node names some other, missing parameter and not the initializer's

@@ -10,11 +10,13 @@ lit suite runs, so it is appended to the serialized messages as protobuf
 fields by hand; readers that know the fields see them as torch writes them.
 Cases:
   folded    dynamo optimize=True style: fc.weight folded into a transposed
-            `val_3`, ln2.weight merged into ln1.weight, a float buffer and a
+            `val_3`, ln2.weight merged into ln1.weight, wpe.weight folded
+            with every node using it, a float buffer and a
             float scale constant; graph signature + node metadata; returns
             a scalar loss.
   clean     dynamo optimize=False style: parameters under their torch names,
-            a float rotary buffer; no warning expected.
+            head.weight a tied alias no node names, a float rotary buffer;
+            no warning expected.
   tied      legacy exporter with constant folding: `onnx::MatMul_7` is the
             exact transpose of emb.weight.
   untied    as tied, but the [4, 3] weight is not emb.weight's transpose.
@@ -90,6 +92,7 @@ def folded(out):
         "p_fc_bias: PARAMETER target='fc.bias'",
         "p_ln1_weight: PARAMETER target='ln1.weight'",
         "p_ln2_weight: PARAMETER target='ln2.weight'",
+        "p_wpe_weight: PARAMETER target='wpe.weight'",
         "b_mask: BUFFER target='mask' persistent=True",
         "x: USER_INPUT", "", "# outputs", "loss: USER_OUTPUT", ""])
     nodes = [
@@ -122,6 +125,7 @@ def clean(out):
         "", "# inputs",
         "p_fc_weight: PARAMETER target='fc.weight'",
         "p_fc_bias: PARAMETER target='fc.bias'",
+        "p_head_weight: PARAMETER target='head.weight'",
         "b_rot_inv_freq: BUFFER target='rot.inv_freq' persistent=False",
         "x: USER_INPUT", "", "# outputs", "y: USER_OUTPUT", ""])
     nodes = [

@@ -480,10 +480,16 @@ LogicalResult importSplitToSequence(ImportContext &ctx) {
   if (failed(ctx.checkAttributes({"axis", "keepdims"})))
     return failure();
   bool keepdims = ctx.intAttr("keepdims", 1) != 0;
-  FailureOr<AxisInput> in = getInputAndAxis(ctx, 0);
-  if (failed(in))
+  int64_t axisAttr = ctx.intAttr("axis", 0);
+  // The type only: a constant input folds and is never materialized.
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  if (failed(type) || ctx.failed())
     return failure();
-  const auto &[input, axis] = *in;
+  InputInfo input{nullptr, *type};
+  FailureOr<int64_t> normalizedAxis = nn::normalizeAxis(axisAttr, input.rank(), ctx.errorFn());
+  if (failed(normalizedAxis))
+    return failure();
+  int64_t axis = *normalizedAxis;
   int64_t dim = input.shape()[axis];
   // No split: chunks of 1, and keepdims = 0 drops the axis. A scalar
   // split: chunks of that size, the last smaller. A 1-D split: the sizes.
@@ -529,6 +535,10 @@ LogicalResult importSplitToSequence(ImportContext &ctx) {
   }
   nn::SplitOp split;
   if (!isFoldable(constant)) {
+    FailureOr<Value> value = ctx.input(0);
+    if (failed(value))
+      return failure();
+    input.value = *value;
     OpBuilder &b = ctx.builder();
     split = b.create<nn::SplitOp>(ctx.loc(), resultTypes, input.value, b.getI64IntegerAttr(axis));
   }

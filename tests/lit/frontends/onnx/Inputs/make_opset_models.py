@@ -391,15 +391,16 @@ def ref_attr(name, ref, attr_type):
 
 
 def scaled_softmax_fn():
-    """custom.ScaledSoftmax(x) -> y: Softmax over the referenced `axis`
-    attribute of (x * 2); its inner value names clash with the graph's."""
+    """custom.ScaledSoftmax(x) -> y: Softmax-11 (the function imports opset
+    11) over the referenced `axis` attribute of (x * 2); its inner value
+    names clash with the graph's."""
     two = numpy_helper.from_array(np.array(2.0, np.float32), "two")
     inner = [helper.make_node("Constant", [], ["t"], name="k", value=two),
              helper.make_node("Mul", ["x", "t"], ["tmp"], name="scale"),
              helper.make_node("Softmax", ["tmp"], ["y"], name="sm")]
     inner[2].attribute.append(ref_attr("axis", "axis", AttributeProto.INT))
     return helper.make_function("custom", "ScaledSoftmax", ["x"], ["y"], inner,
-                                [helper.make_opsetid("", 13)], ["axis"])
+                                [helper.make_opsetid("", 11)], ["axis"])
 
 
 def function_model(functions, nodes, inputs, outputs, opset=20):

@@ -331,6 +331,37 @@ std::optional<Tensor> foldGatherND(const Tensor &data, const Tensor &indices,
   return out;
 }
 
+Tensor foldExpand(const Tensor &input, llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(input.dtype, shape);
+  size_t size = dtypeSize(input.dtype);
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    std::memcpy(out.data.data() + flat * size,
+                input.data.data() + broadcastIndex(input.dims, shape, index) * size, size);
+  });
+  return out;
+}
+
+Tensor foldTranspose(const Tensor &input, llvm::ArrayRef<int64_t> perm,
+                     llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(input.dtype, shape);
+  size_t size = dtypeSize(input.dtype);
+  std::vector<int64_t> strides = stridesOf(input.dims);
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    int64_t src = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      src += index[d] * strides[perm[d]];
+    std::memcpy(out.data.data() + flat * size, input.data.data() + src * size, size);
+  });
+  return out;
+}
+
+Tensor foldNot(const Tensor &input) {
+  Tensor out = emptyLike(input.dtype, input.dims);
+  for (int64_t i = 0, n = input.numElements(); i < n; ++i)
+    storeInt(out, i, input.intAt(i) == 0);
+  return out;
+}
+
 Tensor makeInt64Tensor(llvm::ArrayRef<int64_t> values) {
   Tensor t = emptyLike(DType::Int64, {static_cast<int64_t>(values.size())});
   for (size_t i = 0; i < values.size(); ++i)

@@ -73,6 +73,14 @@ std::optional<Tensor> foldGatherND(const Tensor &data, const Tensor &indices,
                                    int64_t batchDims, llvm::ArrayRef<int64_t> shape,
                                    std::string &error);
 
+/// Expand: `input` broadcast to `shape`.
+Tensor foldExpand(const Tensor &input, llvm::ArrayRef<int64_t> shape);
+/// Transpose by `perm`; `shape` is the result's.
+Tensor foldTranspose(const Tensor &input, llvm::ArrayRef<int64_t> perm,
+                     llvm::ArrayRef<int64_t> shape);
+/// Logical not of a bool tensor.
+Tensor foldNot(const Tensor &input);
+
 /// A 1-D int64 tensor (Shape's result).
 Tensor makeInt64Tensor(llvm::ArrayRef<int64_t> values);
 

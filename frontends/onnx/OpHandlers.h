@@ -74,7 +74,7 @@ mlir::LogicalResult importTrilu(ImportContext &ctx);
 mlir::LogicalResult importConstant(ImportContext &ctx);
 mlir::LogicalResult importDropout(ImportContext &ctx);
 
-// Structural and import-time ops of the dynamo exporter (issue 15, A).
+// Structural and import-time ops of the dynamo exporter.
 mlir::LogicalResult importCastLike(ImportContext &ctx);          // ops/Elementwise.cpp
 mlir::LogicalResult importSplitToSequence(ImportContext &ctx);   // ops/Shape.cpp
 mlir::LogicalResult importSequenceAt(ImportContext &ctx);        // ops/Shape.cpp

@@ -15,7 +15,11 @@
 // changed meaning are implemented in the handlers: Split-18 num_outputs,
 // ReduceMax/ReduceMean-18 axes as an input, ReduceMax-20 on bool,
 // Cast-19/24 saturate and round_mode (float 8 only, so ignored). A range
-// stops before the first version a handler does not implement.
+// stops before the first version a handler does not implement. Of the
+// exporter ops below, CastLike-19/24 add Cast's attributes, GatherND-12
+// batch_dims, Range-27 float16/bfloat16 with stash_type (refused: Range
+// folds int16-64, float and double), SplitToSequence-24 and
+// ConstantOfShape-20+ only types.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,9 +83,9 @@ const OpEntry kOpTable[] = {
     {{"", "Gather", 1, 28, "int32/int64 indices, negative indices"}, importGather},
     {{"", "Trilu", 14, 28, ""}, importTrilu},
     {{"", "Dropout", 7, 28, "ratio and training_mode constant"}, importDropout},
-    // Structural and import-time ops of the dynamo exporter's graphs
-    // (issue 15, helper A). Sequences exist only between SplitToSequence
-    // and SequenceAt; generators and GatherND fold on the host.
+    // Structural and import-time ops of the dynamo exporter's graphs.
+    // Sequences exist only between SplitToSequence and SequenceAt;
+    // generators and GatherND fold on the host.
     {{"", "CastLike", 15, 28, "as Cast"}, importCastLike},
     {{"", "SplitToSequence", 11, 28, "read only by SequenceAt"}, importSplitToSequence},
     {{"", "SequenceAt", 11, 28, "constant position"}, importSequenceAt},

@@ -115,7 +115,12 @@ LogicalResult importSqrt(ImportContext &ctx) { return importUnary<nn::SqrtOp>(ct
 LogicalResult importErf(ImportContext &ctx) { return importUnary<nn::ErfOp>(ctx); }
 LogicalResult importTanh(ImportContext &ctx) { return importUnary<nn::TanhOp>(ctx); }
 LogicalResult importSigmoid(ImportContext &ctx) { return importUnary<nn::SigmoidOp>(ctx); }
-LogicalResult importNot(ImportContext &ctx) { return importUnary<nn::NotOp>(ctx); }
+LogicalResult importNot(ImportContext &ctx) {
+  if (const Tensor *c = ctx.constantInput(0); c && isFoldableInteger(*c) &&
+                                              c->dtype == DType::Bool)
+    return ctx.setConstantOutput(0, foldNot(*c));
+  return importUnary<nn::NotOp>(ctx);
+}
 
 namespace {
 

@@ -99,7 +99,7 @@ LogicalResult importDropout(ImportContext &ctx) {
 
 } // namespace fsdp::onnx
 
-// --- generators of the dynamo exporter (issue 15, helper A) ----------------
+// --- generators of the dynamo exporter -------------------------------------
 // Range and ConstantOfShape build index and mask tensors from shapes. With
 // static shapes their operands are constants, so they are evaluated here;
 // a non-constant operand is refused by name.

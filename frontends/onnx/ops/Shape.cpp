@@ -1,7 +1,8 @@
 //===- Shape.cpp - import of shape and data-movement operators ------------===//
 //
 // Shape, Reshape, Unsqueeze, Squeeze, Transpose, Concat, Split, Slice,
-// Expand, Gather and Trilu. Shape operands (Reshape's shape, Slice's bounds,
+// Expand, Gather, Trilu, and the dynamo exporter's SplitToSequence,
+// SequenceAt and GatherND (folded only). Shape operands (Reshape's shape, Slice's bounds,
 // axes, split sizes) must be compile-time constants; ONNX's conventions for
 // them (0 and -1 in shapes, negative and out-of-range slice bounds, axes
 // given as attributes before opset 13 and as inputs after) are resolved
@@ -167,19 +168,25 @@ LogicalResult importSqueeze(ImportContext &ctx) {
 LogicalResult importTranspose(ImportContext &ctx) {
   if (failed(ctx.checkAttributes({"perm"})))
     return failure();
-  FailureOr<InputInfo> input = getInput(ctx, 0);
-  if (failed(input))
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  if (failed(type))
     return failure();
   std::vector<int64_t> perm;
   if (std::optional<std::vector<int64_t>> attr = ctx.intsAttr("perm"))
     perm = *attr;
   else
-    for (int64_t i = input->rank() - 1; i >= 0; --i)
+    for (int64_t i = type->getRank() - 1; i >= 0; --i)
       perm.push_back(i);
   if (ctx.failed())
     return failure();
-  FailureOr<nn::Shape> shape = nn::transposeShape(input->shape(), perm, ctx.errorFn());
+  FailureOr<nn::Shape> shape = nn::transposeShape(type->getShape(), perm, ctx.errorFn());
   if (failed(shape))
+    return failure();
+  // Constant index tensors (the dynamo exporter's mask chains) fold.
+  if (const Tensor *constant = ctx.constantInput(0); isFoldable(constant))
+    return ctx.setConstantOutput(0, foldTranspose(*constant, perm, *shape));
+  FailureOr<InputInfo> input = getInput(ctx, 0);
+  if (failed(input))
     return failure();
   OpBuilder &b = ctx.builder();
   return ctx.setOutput(0, b.create<nn::TransposeOp>(ctx.loc(),
@@ -397,15 +404,21 @@ LogicalResult importExpand(ImportContext &ctx) {
   if (failed(ctx.checkAttributes({})))
     return failure();
   FailureOr<std::vector<int64_t>> requested = ctx.requireIntsInput(1, "shape");
-  FailureOr<InputInfo> input = getInput(ctx, 0);
-  if (failed(requested) || failed(input))
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  if (failed(requested) || failed(type))
     return failure();
   for (int64_t d : *requested)
     if (d < 0)
       return ctx.error("shape " + nn::formatShape(*requested) + " has a negative entry");
   FailureOr<nn::Shape> shape =
-      nn::broadcastShapes({input->shape(), *requested}, ctx.errorFn());
+      nn::broadcastShapes({type->getShape(), *requested}, ctx.errorFn());
   if (failed(shape))
+    return failure();
+  if (const Tensor *constant = ctx.constantInput(0);
+      isFoldable(constant) && nn::numElements(*shape) <= kMaxFoldElements)
+    return ctx.setConstantOutput(0, foldExpand(*constant, *shape));
+  FailureOr<InputInfo> input = getInput(ctx, 0);
+  if (failed(input))
     return failure();
   if (ArrayRef<int64_t>(*shape) == input->shape())
     return ctx.setOutput(0, input->value);
@@ -472,7 +485,7 @@ LogicalResult importTrilu(ImportContext &ctx) {
 
 } // namespace fsdp::onnx
 
-// --- structural ops of the dynamo exporter (issue 15, helper A) ------------
+// --- structural ops of the dynamo exporter ---------------------------------
 
 namespace fsdp::onnx {
 

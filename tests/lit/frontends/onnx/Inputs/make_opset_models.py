@@ -343,6 +343,23 @@ def case_gathernd(out):
     return model(nodes, [], [vi("y", I64, [2, 2]), vi("diag", I64, [2])], opset=20)
 
 
+def case_mask_chain(out):
+    """The shape of the exporter's attention-mask chains: Range, Unsqueeze,
+    Expand, Transpose, Cast to bool, Not and GatherND on constants all
+    fold, leaving only the results."""
+    nodes = [const("start", 0), const("limit", 3), const("delta", 1),
+             node("Range", ["start", "limit", "delta"], ["pos"]),
+             const("ax0", [0]), const("shape", [2, 3]),
+             node("Unsqueeze", ["pos", "ax0"], ["row"], name="u0"),
+             node("Expand", ["row", "shape"], ["grid"]),
+             node("Transpose", ["grid"], ["t"]),
+             node("Cast", ["t"], ["b"], to=B),
+             node("Not", ["b"], ["mask"]),
+             const("rev", [[2], [1], [0]]),
+             node("GatherND", ["t", "rev"], ["g"])]
+    return model(nodes, [], [vi("mask", B, [3, 2]), vi("g", I64, [3, 2])], opset=20)
+
+
 def case_err_gathernd_dynamic(out):
     nodes = [const("rows", [[1], [0]]), node("GatherND", ["x", "rows"], ["y"])]
     return model(nodes, [vi("x", F, [2, 2])], [vi("y", F, [2, 2])], opset=20)

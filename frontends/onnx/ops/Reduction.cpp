@@ -4,7 +4,8 @@
 // ReduceSum and before 18 for ReduceMax/ReduceMean, an optional constant
 // input after; no axes means all axes unless noop_with_empty_axes) into the
 // explicit sorted axes nn reductions take. ReduceMax takes bool from opset
-// 20 (False < True): it is computed as the max of the values cast to float.
+// 20 (False < True): it is computed as the max of the values cast to float,
+// so an empty reduction (-inf) must map to false.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,14 +63,18 @@ LogicalResult importReduce(ImportContext &ctx, int64_t axesInputSince) {
   if (isBool) {
     if (!std::is_same_v<OpTy, nn::ReduceMaxOp> || ctx.opset() < 20)
       return ctx.error("bool input is not supported (ReduceMax takes bool from opset 20)");
-    // max over {0, 1} is exact in float; cast back is `x != 0`.
+    // max over {0, 1} is exact in float.
     element = b.getF32Type();
     value = b.create<nn::CastOp>(ctx.loc(), ctx.tensorType(input->shape(), element), value);
   }
   Value result = b.create<OpTy>(ctx.loc(), ctx.tensorType(*shape, element), value,
                                 b.getDenseI64ArrayAttr(*normalized), b.getBoolAttr(keepdims));
-  if (isBool)
+  if (isBool) {
+    // An empty reduction gives -inf, whose cast would be true; relu makes
+    // it 0, false, the identity of max over bools.
+    result = b.create<nn::ReluOp>(ctx.loc(), result.getType(), result);
     result = b.create<nn::CastOp>(ctx.loc(), ctx.tensorType(*shape, input->element()), result);
+  }
   return ctx.setOutput(0, result);
 }
 

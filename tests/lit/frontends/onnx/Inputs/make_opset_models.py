@@ -240,11 +240,13 @@ def case_split_to_sequence(out):
 
 
 def case_split_to_sequence_scalar(out):
-    """A scalar split of 4 on a dimension of 10: chunks 4, 4, 2."""
+    """A scalar split of 4 on a dimension of 10: chunks 4, 4, 2; an
+    Identity passes the sequence on."""
     nodes = [const("size", 4),
              node("SplitToSequence", ["x", "size"], ["seq"], axis=1),
+             node("Identity", ["seq"], ["seq2"]),
              const("p", 2),
-             node("SequenceAt", ["seq", "p"], ["y"], name="at")]
+             node("SequenceAt", ["seq2", "p"], ["y"], name="at")]
     return model(nodes, [vi("x", F, [2, 10])], [vi("y", F, [2, 2])], opset=20)
 
 

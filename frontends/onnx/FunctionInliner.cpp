@@ -3,7 +3,7 @@
 // Recursive expansion over the plain structs of OnnxModel.h. Renaming keeps
 // a set of every name the graph uses, so an inlined value can never capture
 // or shadow a graph value; the call stack detects recursion, and a node
-// budget bounds what a hostile file can make a small model expand into.
+// budget and a depth limit bound what a hostile file can expand into.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,8 +15,11 @@
 namespace fsdp::onnx {
 namespace {
 
-/// Most nodes the graph may have after inlining.
+/// Most nodes (calls included) inlining may visit, and deepest nesting of
+/// calls: a hostile file of a few kilobytes could otherwise expand
+/// exponentially or recurse past the stack.
 constexpr size_t kMaxInlinedNodes = size_t(1) << 20;
+constexpr size_t kMaxCallDepth = 64;
 
 class Inliner {
 public:
@@ -73,17 +76,20 @@ private:
 
   /// Appends `node` to `out`, or the expansion of the function it calls.
   bool expand(const Node &node, std::vector<Node> &out) {
+    if (++visited > kMaxInlinedNodes)
+      return failWith(node, "inlining functions visits more than " +
+                                std::to_string(kMaxInlinedNodes) + " nodes");
     const Function *function = find(node);
     if (!function) {
       if (!node.overload.empty() || functionDomains.count(node.domain))
         return failWith(node, "calls " + qualified(node.domain, node.opType, node.overload) +
                                   ", which no model-local function defines");
-      if (out.size() >= kMaxInlinedNodes)
-        return failWith(node, "the graph has more than " + std::to_string(kMaxInlinedNodes) +
-                                  " nodes after inlining functions");
       out.push_back(node);
       return true;
     }
+    if (stack.size() >= kMaxCallDepth)
+      return failWith(node, "function calls nest more than " + std::to_string(kMaxCallDepth) +
+                                " deep");
     for (const Function *active : stack)
       if (active == function)
         return failWith(node, "function " + qualified(function->domain, function->name,
@@ -160,6 +166,7 @@ private:
   std::set<std::string> used;
   std::set<std::string> functionDomains;
   std::vector<const Function *> stack;
+  size_t visited = 0;
   std::string error;
 };
 

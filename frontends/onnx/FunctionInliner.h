@@ -23,7 +23,7 @@ namespace fsdp::onnx {
 /// Rewrites model.nodes with every call to a model-local function inlined.
 /// Returns an empty string on success, else a message starting with the
 /// model's path (recursion, a call to a function the model does not define,
-/// too many nodes after expansion).
+/// calls nested too deep or expanding to too many nodes).
 std::string inlineFunctions(Model &model);
 
 } // namespace fsdp::onnx

@@ -473,6 +473,34 @@ def case_err_function_recursive(out):
     return function_model([fn], nodes, [vi("x", F, [2])], [vi("y", F, [2])])
 
 
+def case_err_function_bomb(out):
+    """f0 calls f1 twice, f1 calls f2 twice, ... f40 is empty: 2^40 calls
+    from a small file, stopped by the node budget."""
+    fns = []
+    for i in range(40):
+        body = [helper.make_node("F%d" % (i + 1), ["x"], ["y"], name="a", domain="custom"),
+                helper.make_node("F%d" % (i + 1), ["x"], ["z"], name="b", domain="custom")]
+        fns.append(helper.make_function("custom", "F%d" % i, ["x"], ["y", "z"], body,
+                                        [helper.make_opsetid("custom", 1)]))
+    fns.append(helper.make_function("custom", "F40", ["x"], ["y", "z"], [],
+                                    [helper.make_opsetid("custom", 1)]))
+    nodes = [helper.make_node("F0", ["x"], ["y", "z"], name="call", domain="custom")]
+    return function_model(fns, nodes, [vi("x", F, [2])], [vi("y", F, [2])])
+
+
+def case_err_function_deep(out):
+    """A chain of 100 functions, each calling the next."""
+    fns = [helper.make_function("custom", "F%d" % i, ["x"], ["y"],
+                                [helper.make_node("F%d" % (i + 1), ["x"], ["y"], name="n",
+                                                  domain="custom")],
+                                [helper.make_opsetid("custom", 1)]) for i in range(100)]
+    fns.append(helper.make_function("custom", "F100", ["x"], ["y"],
+                                    [helper.make_node("Relu", ["x"], ["y"], name="r")],
+                                    [helper.make_opsetid("", 20)]))
+    nodes = [helper.make_node("F0", ["x"], ["y"], name="call", domain="custom")]
+    return function_model(fns, nodes, [vi("x", F, [2])], [vi("y", F, [2])])
+
+
 def case_err_function_missing(out):
     fn = scaled_softmax_fn()
     nodes = [helper.make_node("Missing", ["x"], ["y"], name="call", domain="custom")]

@@ -108,8 +108,8 @@ namespace fsdp::onnx {
 
 LogicalResult importRange(ImportContext &ctx) {
   // stash_type (opset 27) only changes float16/bfloat16 ranges, refused below.
-  if (failed(ctx.checkAttributes(ctx.opset() >= 27 ? ArrayRef<StringRef>{"stash_type"}
-                                                    : ArrayRef<StringRef>{})))
+  if (failed(ctx.opset() >= 27 ? ctx.checkAttributes({"stash_type"})
+                               : ctx.checkAttributes({})))
     return failure();
   const char *names[] = {"start", "limit", "delta"};
   const Tensor *operands[3];

@@ -2,13 +2,13 @@
 //
 // Shape, Reshape, Unsqueeze, Squeeze, Transpose, Concat, Split, Slice,
 // Expand, Gather, Trilu, and the dynamo exporter's SplitToSequence,
-// SequenceAt and GatherND (folded only). Shape operands (Reshape's shape, Slice's bounds,
-// axes, split sizes) must be compile-time constants; ONNX's conventions for
-// them (0 and -1 in shapes, negative and out-of-range slice bounds, axes
-// given as attributes before opset 13 and as inputs after) are resolved
-// here, so the nn ops carry only explicit static values. On constant
-// integer inputs these ops fold, which is what removes torch's shape
-// computations from the graph.
+// SequenceAt and GatherND (folded only). Shape operands (Reshape's shape,
+// Slice's bounds, axes, split sizes) must be compile-time constants; ONNX's
+// conventions for them (0 and -1 in shapes, negative and out-of-range slice
+// bounds, axes given as attributes before opset 13 and as inputs after) are
+// resolved here, so the nn ops carry only explicit static values. On
+// constant integer inputs these ops fold, which is what removes torch's
+// shape computations from the graph.
 //
 //===----------------------------------------------------------------------===//
 
@@ -241,9 +241,10 @@ LogicalResult importConcat(ImportContext &ctx) {
 }
 
 LogicalResult importSplit(ImportContext &ctx) {
-  if (failed(ctx.checkAttributes(ctx.opset() >= 18
-                                     ? ArrayRef<StringRef>{"axis", "num_outputs"}
-                                     : ArrayRef<StringRef>{"axis", "split"})))
+  // Opset 18 replaced the split attribute by num_outputs (split moved to an
+  // input at 13).
+  if (failed(ctx.opset() >= 18 ? ctx.checkAttributes({"axis", "num_outputs"})
+                               : ctx.checkAttributes({"axis", "split"})))
     return failure();
   FailureOr<AxisInput> in = getInputAndAxis(ctx, 0);
   if (failed(in))
@@ -604,8 +605,8 @@ LogicalResult importSequenceAt(ImportContext &ctx) {
 }
 
 LogicalResult importGatherND(ImportContext &ctx) {
-  if (failed(ctx.checkAttributes(ctx.opset() >= 12 ? ArrayRef<StringRef>{"batch_dims"}
-                                                    : ArrayRef<StringRef>{})))
+  if (failed(ctx.opset() >= 12 ? ctx.checkAttributes({"batch_dims"})
+                               : ctx.checkAttributes({})))
     return failure();
   int64_t batchDims = ctx.intAttr("batch_dims", 0);
   FailureOr<RankedTensorType> dataType = ctx.inputType(0), indexType = ctx.inputType(1);

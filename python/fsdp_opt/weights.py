@@ -67,7 +67,11 @@ def load_weights(model, path, manifest=None):
             if name in current:
                 state[name] = value
     if missing:
-        raise WeightsError(f"{path}: trained parameters missing from the file: {', '.join(missing)}")
+        hint = "" if manifest is not None else (
+            " (parameters the graph does not use are not trained: pass manifest= the exported "
+            "model's path to say which)")
+        raise WeightsError(f"{path}: trained parameters missing from the file: "
+                           f"{', '.join(missing)}{hint}")
     for name, value in current.items():
         state.setdefault(name, saved.get(name, value))  # buffers
     try:

@@ -32,14 +32,26 @@ FLOAT = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLO
 
 @contextlib.contextmanager
 def quiet():
-    """The exporters' progress lines and warnings, kept out of the table."""
+    """The exporters' progress lines, warnings and graph dumps (some written
+    by C++ straight to file descriptors 1 and 2), kept out of the table."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    null = os.open(os.devnull, os.O_WRONLY)
     logging.disable(logging.WARNING)
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        try:
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
             yield
-        finally:
-            logging.disable(logging.NOTSET)
+    finally:
+        logging.disable(logging.NOTSET)
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved + [null]:
+            os.close(fd)
 
 
 def export(model, inputs, mode, path):

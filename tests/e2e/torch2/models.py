@@ -191,7 +191,7 @@ def _hf(name):
                   attn_implementation="sdpa")
     if name == "gpt2":
         config = tf.GPT2Config(vocab_size=VOCAB, n_positions=SEQ, n_embd=32, n_layer=2, n_head=2,
-                               resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                               resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0,
                                attn_implementation="sdpa")
         return tf.GPT2LMHeadModel(config)
     if name == "llama":

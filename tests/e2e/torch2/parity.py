@@ -14,8 +14,9 @@ torch module with load_state_dict(strict=True), giving exactly the saved
 values. An export that cannot train as torch does (parameters merged,
 folded or renamed, constants stored as float initializers: exports.py's
 expectation) must instead make fsdp-opt print a warning naming one of
-them. One negative row compares the first trained case with torch trained
-at lr x 1.1 and must fail, so a comparison that cannot fail is caught.
+them. A negative row compares the first passing trained case with torch
+trained at lr x 1.1 and must fail, so a comparison that cannot fail is
+caught.
 
 Prints one PASS/FAIL row per case with its numbers and first problem (for a
 refused import, fsdp-opt's first error line); exits 1 if any case failed.
@@ -25,6 +26,7 @@ refused import, fsdp-opt's first error line); exits 1 if any case failed.
 """
 
 import argparse
+import json
 import math
 import os
 import re
@@ -107,6 +109,7 @@ def run(command):
 
 
 def first_error(result):
+    """The first line of a failed tool's output that says "error"."""
     lines = (result.stderr or result.stdout).strip().splitlines()
     errors = [line for line in lines if "error" in line.lower()]
     return (errors or lines or [f"exit {result.returncode}"])[0]
@@ -124,7 +127,7 @@ def compile_flags(world):
 def fsdp_compile(args, onnx_path, plan, world):
     result = run([args.fsdp_opt, onnx_path, "-o", plan] + compile_flags(world))
     if result.returncode != 0:
-        raise Failure(f"fsdp-opt: {first_error(result)}")
+        raise Failure(first_error(result))
     return result
 
 
@@ -135,7 +138,6 @@ def fsdp_train(args, plan, workdir, tokens_file, world):
                   f"--data={tokens_file}", f"--metrics={metrics}", f"--save-weights={weights}"])
     if result.returncode != 0:
         raise Failure(f"fsdp-run: {first_error(result)}")
-    import json
     with open(metrics) as f:
         records = [json.loads(line) for line in f if line.strip()]
     if [r.get("step") for r in records] != list(range(1, STEPS + 1)):
@@ -259,7 +261,8 @@ class Suite:
             lines = warned(result, names)
             problems = [] if lines else [
                 f"expected a {WARNING_WORD} naming a merged/folded initializer; fsdp-opt "
-                f"{'exit 0' if result.returncode == 0 else first_error(result)}"]
+                + ("exited 0 without one" if result.returncode == 0
+                   else f"failed: {first_error(result)}")]
             self.results.append((f"{label}  warns" + (f": {lines[0].strip()}" if lines else ""),
                                  problems))
             return
@@ -279,9 +282,9 @@ class Suite:
             self.results.append((label, [str(e)]))
 
     def negative_row(self):
-        """The first passing case against torch at lr x 1.1 must fail."""
+        """The first passing case against torch at lr x 1.1 must fail (when
+        no case trained, those cases' rows already fail)."""
         if self.negative is None:
-            self.results.append(("negative check", ["no case trained, so it could not run"]))
             return
         name, initial, world, losses, saved = self.negative
         torch_losses, model = torch_train(name, initial, self.tokens, world, lr_scale=1.1)
@@ -300,7 +303,9 @@ def run_cases(args, cases):
         for case in cases:
             suite.case(case)
         suite.negative_row()
-        return rows.report(suite.results)
+        # Paths relative to the work directory keep rows comparable across runs.
+        return rows.report([(label, [p.replace(tmp + os.sep, "") for p in problems])
+                            for label, problems in suite.results])
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -18,9 +18,11 @@ VENV=${FSDP_VENV:-$ROOT/.venv}
 REQUIREMENTS=$ROOT/python/requirements-test.txt
 STAMP=$VENV/.fsdp-requirements.sha256
 
-# The package's sources count too: a changed fsdp_opt is reinstalled.
-hash=$( (cat "$REQUIREMENTS"; cd "$ROOT/python" && find . -name '*.py' -o -name 'pyproject.toml' |
-          LC_ALL=C sort | xargs cat) | sha256sum | cut -d' ' -f1)
+# The package's sources count too: a changed fsdp_opt is reinstalled. (Not
+# all of python/: pip's in-tree build leaves copies in python/build.)
+hash=$( (cat "$REQUIREMENTS" "$ROOT/python/pyproject.toml"
+         find "$ROOT/python/fsdp_opt" -name '*.py' | LC_ALL=C sort | xargs cat) |
+       sha256sum | cut -d' ' -f1)
 if [[ -x $VENV/bin/python && -f $STAMP && $(cat "$STAMP") == "$hash" ]]; then
   echo "setup-venv: $VENV up to date"
   exit 0

@@ -6,7 +6,10 @@ MLP, embedding tied to the output head), a Llama-style decoder written with
 plain torch (nn.RMSNorm, rotary embeddings computed in forward, SwiGLU,
 grouped-query attention through SDPA), and random-init tiny configurations
 of transformers' GPT2LMHeadModel, LlamaForCausalLM, Qwen2ForCausalLM,
-MistralForCausalLM and GemmaForCausalLM. Every model's forward takes
+MistralForCausalLM and GemmaForCausalLM; and a plain GPT (bool-mask
+attention, ReLU MLP) whose graph needs none of the ops issue 15 adds, so the
+export, manifest, training and load_weights path is checked apart from the
+op work. Every model's forward takes
 (idx, targets), int64 [B, T], and returns the mean cross-entropy, the shape
 fsdp-run's token data feeds. Dropout is 0 everywhere, so train mode is
 deterministic and matches what the exporter saw.
@@ -75,6 +78,55 @@ class NanoGPT(nn.Module):
     def forward(self, idx, targets):
         T = idx.shape[1]
         x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
+        for block in self.h:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
+
+
+# --------------------------------------------------------------------------
+# Plain GPT: attention written out with a bool causal mask, ReLU MLP
+# --------------------------------------------------------------------------
+
+class PlainBlock(nn.Module):
+    def __init__(self, d, heads, seq):
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = nn.LayerNorm(d)
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
+        self.ln_2 = nn.LayerNorm(d)
+        self.c_fc = nn.Linear(d, 4 * d)
+        self.mlp_proj = nn.Linear(4 * d, d)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq, dtype=torch.bool)),
+                             persistent=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(C // self.heads))
+        att = att.masked_fill(~self.mask[:T, :T], float("-inf")).softmax(-1)
+        x = x + self.c_proj((att @ v).transpose(1, 2).reshape(B, T, C))
+        return x + self.mlp_proj(F.relu(self.c_fc(self.ln_2(x))))
+
+
+class PlainGPT(nn.Module):
+    def __init__(self, vocab=VOCAB, d=32, heads=2, layers=2, seq=SEQ):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(seq, d)
+        self.h = nn.ModuleList([PlainBlock(d, heads, seq) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
+                    p.add_(0.1 * torch.randn_like(p))
+
+    def forward(self, idx, targets):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
         for block in self.h:
             x = block(x)
         logits = self.lm_head(self.ln_f(x))
@@ -219,6 +271,7 @@ def _hf_model(name):
 
 
 MODELS = {
+    "plain-gpt": PlainGPT,
     "nanogpt": NanoGPT,
     "llama-style": LlamaStyle,
     "hf-gpt2": _hf_model("gpt2"),

@@ -263,7 +263,9 @@ class Suite:
                 f"expected a {WARNING_WORD} naming a merged/folded initializer; fsdp-opt "
                 + ("exited 0 without one" if result.returncode == 0
                    else f"failed: {first_error(result)}")]
-            self.results.append((f"{label}  warns" + (f": {lines[0].strip()}" if lines else ""),
+            shown = lines[0].strip() if lines else ""
+            shown = shown if len(shown) <= 160 else shown[:157] + "..."
+            self.results.append((f"{label}  warns" + (f": {shown}" if lines else ""),
                                  problems))
             return
         try:
@@ -304,7 +306,8 @@ def run_cases(args, cases):
             suite.case(case)
         suite.negative_row()
         # Paths relative to the work directory keep rows comparable across runs.
-        return rows.report([(label, [p.replace(tmp + os.sep, "") for p in problems])
+        return rows.report([(label.replace(tmp + os.sep, ""),
+                             [p.replace(tmp + os.sep, "") for p in problems])
                             for label, problems in suite.results])
     finally:
         if not args.keep:

@@ -149,7 +149,7 @@ def fsdp_train(args, plan, workdir, tokens_file, world):
 # Comparison
 # --------------------------------------------------------------------------
 
-def compare(losses, saved, torch_losses, model, initial):
+def compare(losses, saved, torch_losses, model):
     """(max loss rel, param rel L2, problems) of fsdp-run's losses and saved
     tensors against torch's. A saved tensor may carry any name of a
     parameter (tied ones have several); a saved buffer must be unchanged."""
@@ -177,12 +177,13 @@ def compare(losses, saved, torch_losses, model, initial):
         refs.append(theirs.ravel())
     if missing:
         problems.append(f"--save-weights lacks {missing}")
+    buffers = dict(model.named_buffers(remove_duplicate=False))  # torch never changes them
     for name, value in saved.items():
         if name in known:
             continue
-        if name not in initial:
+        if name not in buffers:
             problems.append(f"--save-weights has '{name}', which torch does not have")
-        elif not numpy.array_equal(value, initial[name].numpy()):
+        elif not numpy.array_equal(value, buffers[name].numpy()):
             problems.append(f"buffer '{name}' changed in training")
     param_rel = math.nan
     if diffs:
@@ -273,7 +274,7 @@ class Suite:
             losses, weights = fsdp_train(self.args, plan, workdir, self.tokens_file, world)
             torch_losses, model = torch_train(name, initial, self.tokens, world)
             saved = load_file(weights)
-            loss_rel, param_rel, problems = compare(losses, saved, torch_losses, model, initial)
+            loss_rel, param_rel, problems = compare(losses, saved, torch_losses, model)
             manifest = path if mode == "helper" else None
             problems += check_load_weights(name, initial, weights, manifest)
             if not problems and self.negative is None:
@@ -290,7 +291,7 @@ class Suite:
             return
         name, initial, world, losses, saved = self.negative
         torch_losses, model = torch_train(name, initial, self.tokens, world, lr_scale=1.1)
-        _, _, problems = compare(losses, saved, torch_losses, model, initial)
+        _, _, problems = compare(losses, saved, torch_losses, model)
         self.results.append((f"negative check: {name} ws{world} vs torch at lr x 1.1 must differ",
                              [] if problems else ["the comparison accepted torch at lr x 1.1"]))
 

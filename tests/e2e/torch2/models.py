@@ -46,8 +46,9 @@ class CausalSelfAttention(nn.Module):
 
 
 class GPTBlock(nn.Module):
-    def __init__(self, d, heads):
+    def __init__(self, d, heads, seq):
         super().__init__()
+        del seq  # SDPA's is_causal needs no mask buffer
         self.ln_1 = nn.LayerNorm(d)
         self.attn = CausalSelfAttention(d, heads)
         self.ln_2 = nn.LayerNorm(d)
@@ -60,11 +61,11 @@ class GPTBlock(nn.Module):
 
 
 class NanoGPT(nn.Module):
-    def __init__(self, vocab=VOCAB, d=32, heads=2, layers=2, seq=SEQ):
+    def __init__(self, vocab=VOCAB, d=32, heads=2, layers=2, seq=SEQ, block=GPTBlock):
         super().__init__()
         self.wte = nn.Embedding(vocab, d)
         self.wpe = nn.Embedding(seq, d)
-        self.h = nn.ModuleList([GPTBlock(d, heads) for _ in range(layers)])
+        self.h = nn.ModuleList([block(d, heads, seq) for _ in range(layers)])
         self.ln_f = nn.LayerNorm(d)
         self.lm_head = nn.Linear(d, vocab, bias=False)
         self.lm_head.weight = self.wte.weight  # tied, as nanoGPT does
@@ -111,26 +112,9 @@ class PlainBlock(nn.Module):
         return x + self.mlp_proj(F.relu(self.c_fc(self.ln_2(x))))
 
 
-class PlainGPT(nn.Module):
-    def __init__(self, vocab=VOCAB, d=32, heads=2, layers=2, seq=SEQ):
-        super().__init__()
-        self.wte = nn.Embedding(vocab, d)
-        self.wpe = nn.Embedding(seq, d)
-        self.h = nn.ModuleList([PlainBlock(d, heads, seq) for _ in range(layers)])
-        self.ln_f = nn.LayerNorm(d)
-        self.lm_head = nn.Linear(d, vocab, bias=False)
-        self.lm_head.weight = self.wte.weight
-        with torch.no_grad():
-            for name, p in self.named_parameters():
-                if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
-                    p.add_(0.1 * torch.randn_like(p))
-
-    def forward(self, idx, targets):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
-        for block in self.h:
-            x = block(x)
-        logits = self.lm_head(self.ln_f(x))
-        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
+def plain_gpt():
+    """nanoGPT's model with PlainBlock's attention and MLP."""
+    return NanoGPT(block=PlainBlock)
 
 
 # --------------------------------------------------------------------------
@@ -271,7 +255,7 @@ def _hf_model(name):
 
 
 MODELS = {
-    "plain-gpt": PlainGPT,
+    "plain-gpt": plain_gpt,
     "nanogpt": NanoGPT,
     "llama-style": LlamaStyle,
     "hf-gpt2": _hf_model("gpt2"),

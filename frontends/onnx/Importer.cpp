@@ -127,8 +127,10 @@ LogicalResult ModelImporter::declareArguments(SmallVectorImpl<Type> &types) {
 LogicalResult ModelImporter::importNode(const Node &node, size_t index) {
   auto opset = model.opsets.find(node.domain);
   int64_t version = opset == model.opsets.end() ? 0 : opset->second;
+  if (node.opset > 0) // inlined from a function with its own opset_import
+    version = node.opset;
   ctx.beginNode(node, index, version);
-  if (opset == model.opsets.end())
+  if (version == 0)
     return ctx.error("unsupported operator (the model imports no opset for "
                      "this domain)");
   bool knownOp = false;
@@ -161,6 +163,8 @@ LogicalResult ModelImporter::checkNodeOutputs(const Node &node) {
     if (node.outputs[i].empty())
       continue;
     Slot *slot = ctx.lookup(node.outputs[i]);
+    if (!slot && ctx.sequence(node.outputs[i]))
+      continue; // its tensors were checked when built
     if (!slot)
       return ctx.error("output " + Twine(i) + " ('" + node.outputs[i] +
                        "') is not supported");
@@ -187,6 +191,9 @@ LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
   SmallVector<Type> resultTypes;
   for (const ValueInfo &output : model.outputs) {
     Slot *slot = ctx.lookup(output.name);
+    if (!slot && ctx.sequence(output.name))
+      return fail("graph output '" + output.name + "' is a tensor sequence; sequence "
+                  "outputs are not supported");
     if (!slot)
       return fail("graph output '" + output.name + "' is never computed");
     if (!slot->value) {

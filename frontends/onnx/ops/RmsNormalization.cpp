@@ -1,0 +1,75 @@
+//===- RmsNormalization.cpp - import of RMSNormalization (opset 23) -------===//
+//
+// Imported as ONNX's own function body rather than as a kernel:
+//   x' = cast(x, stash), y = cast(x' * reciprocal(sqrt(mean(x'*x', axes) + eps)), x) * scale
+// with the mean over dims [axis, rank). torch's nn.RMSNorm on CPU is the
+// same composite (upcast, pow 2, mean, add eps, rsqrt, mul, cast back, mul
+// weight), and its vectorized rsqrt is 1 / sqrt, so the decomposition
+// rounds as torch does step for step, where a fused kernel would differ in
+// its summation order and its rsqrt. Its gradient, elementwise fusion,
+// recomputation under checkpointing and every backend then come from the
+// existing ops; the cost is a few row-sized temporaries in the forward.
+// stash_type 1 (float) is the one ONNX's own function body and torch use.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/onnx/OpHandlers.h"
+#include "frontends/onnx/ops/HandlerUtils.h"
+
+using namespace mlir;
+using namespace fsdp::onnx::detail;
+
+namespace fsdp::onnx {
+
+LogicalResult importRMSNormalization(ImportContext &ctx) {
+  if (failed(ctx.checkAttributes({"axis", "epsilon", "stash_type"})))
+    return failure();
+  int64_t axisAttr = ctx.intAttr("axis", -1);
+  float epsilon = ctx.floatAttr("epsilon", 1e-5f);
+  int64_t stash = ctx.intAttr("stash_type", 1);
+  FailureOr<InputInfo> input = getInput(ctx, 0), scale = getInput(ctx, 1);
+  if (failed(input) || failed(scale) || ctx.failed())
+    return failure();
+  if (stash != 1)
+    return ctx.error("only stash_type = 1 (float) is supported, got " + Twine(stash));
+  if (!isa<FloatType>(input->element()) || scale->element() != input->element())
+    return ctx.error("input and scale must be float tensors of one element type");
+  FailureOr<int64_t> axis = nn::normalizeAxis(axisAttr, input->rank(), ctx.errorFn());
+  if (failed(axis))
+    return failure();
+  FailureOr<nn::Shape> outShape =
+      nn::broadcastShapes({input->shape(), scale->shape()}, ctx.errorFn());
+  if (failed(outShape))
+    return failure();
+  if (ArrayRef<int64_t>(*outShape) != input->shape())
+    return ctx.error("scale " + nn::formatShape(scale->shape()) +
+                     " does not broadcast to the input " + nn::formatShape(input->shape()));
+
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  Type f32 = b.getF32Type();
+  auto full = RankedTensorType::get(input->shape(), f32);
+  SmallVector<int64_t> axes;
+  for (int64_t i = *axis; i < input->rank(); ++i)
+    axes.push_back(i);
+  auto stat = RankedTensorType::get(nn::layerNormStatShape(input->shape(), *axis), f32);
+  auto epsType = RankedTensorType::get({}, f32);
+
+  Value x = input->value;
+  if (input->element() != f32)
+    x = b.create<nn::CastOp>(loc, full, x);
+  Value square = b.create<nn::MulOp>(loc, full, x, x);
+  Value mean = b.create<nn::ReduceMeanOp>(loc, stat, square, b.getDenseI64ArrayAttr(axes),
+                                          b.getBoolAttr(true));
+  Value eps = b.create<nn::ConstantOp>(
+      loc, epsType, DenseElementsAttr::get(epsType, b.getF32FloatAttr(epsilon)));
+  Value shifted = b.create<nn::AddOp>(loc, stat, mean, eps);
+  Value rms = b.create<nn::SqrtOp>(loc, stat, shifted);
+  Value inverse = b.create<nn::ReciprocalOp>(loc, stat, rms);
+  Value normalized = b.create<nn::MulOp>(loc, full, x, inverse);
+  if (input->element() != f32)
+    normalized = b.create<nn::CastOp>(loc, input->type, normalized);
+  return ctx.setOutput(0, b.create<nn::MulOp>(loc, input->type, normalized, scale->value));
+}
+
+} // namespace fsdp::onnx

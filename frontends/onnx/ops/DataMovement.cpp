@@ -31,19 +31,19 @@ Value scalarConstant(ImportContext &ctx, Type element, double value) {
 
 /// Pad's constant value: input 2 (opset >= 11; one element of the data's
 /// type) as a rank-0 value, or the `value` attribute (opset < 11), or 0.
-FailureOr<Value> padValue(ImportContext &ctx, const InputInfo &data) {
+FailureOr<Value> padValue(ImportContext &ctx, Type element) {
   if (ctx.opset() < 11) {
     float value = ctx.floatAttr("value", 0.0f);
     if (ctx.failed())
       return failure();
-    return scalarConstant(ctx, data.element(), value);
+    return scalarConstant(ctx, element, value);
   }
   if (!ctx.hasInput(2))
-    return scalarConstant(ctx, data.element(), 0.0);
+    return scalarConstant(ctx, element, 0.0);
   FailureOr<InputInfo> value = getInput(ctx, 2);
   if (failed(value))
     return failure();
-  if (value->element() != data.element()) {
+  if (value->element() != element) {
     (void)ctx.error("constant_value's element type differs from the data's");
     return failure();
   }
@@ -55,7 +55,7 @@ FailureOr<Value> padValue(ImportContext &ctx, const InputInfo &data) {
   if (value->rank() == 0)
     return value->value;
   return ctx.builder()
-      .create<nn::ReshapeOp>(ctx.loc(), RankedTensorType::get({}, data.element()), value->value)
+      .create<nn::ReshapeOp>(ctx.loc(), RankedTensorType::get({}, element), value->value)
       .getResult();
 }
 
@@ -67,8 +67,9 @@ LogicalResult importPad(ImportContext &ctx) {
                     : ctx.checkAttributes({"mode"})))
     return failure();
   std::string mode = ctx.stringAttr("mode", "constant");
-  FailureOr<InputInfo> data = getInput(ctx, 0);
-  if (failed(data) || ctx.failed())
+  // The type only: a constant input is materialized only if it does not fold.
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  if (failed(type) || ctx.failed())
     return failure();
   if (mode != "constant")
     return ctx.error("mode '" + mode + "' is not implemented yet (only 'constant')");
@@ -91,7 +92,9 @@ LogicalResult importPad(ImportContext &ctx) {
       axes = *a;
     }
   }
-  int64_t rank = data->rank();
+  int64_t rank = type->getRank();
+  ArrayRef<int64_t> dims = type->getShape();
+  Type element = type->getElementType();
   if (axes.empty())
     for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);
@@ -114,7 +117,7 @@ LogicalResult importPad(ImportContext &ctx) {
   SmallVector<int64_t> starts(rank), stops(rank), steps(rank, 1), nonNegative(2 * rank);
   bool crops = false;
   for (int64_t i = 0; i < rank; ++i) {
-    int64_t dim = data->shape()[i];
+    int64_t dim = dims[i];
     starts[i] = begins[i] < 0 ? -begins[i] : 0;
     stops[i] = ends[i] < 0 ? dim + ends[i] : dim;
     if (starts[i] > stops[i])
@@ -125,7 +128,7 @@ LogicalResult importPad(ImportContext &ctx) {
     nonNegative[rank + i] = std::max<int64_t>(ends[i], 0);
   }
   FailureOr<nn::Shape> cropped =
-      nn::sliceShape(data->shape(), starts, stops, steps, ctx.errorFn());
+      nn::sliceShape(dims, starts, stops, steps, ctx.errorFn());
   if (failed(cropped))
     return failure();
   FailureOr<nn::Shape> shape = nn::padShape(*cropped, nonNegative, ctx.errorFn());
@@ -147,18 +150,21 @@ LogicalResult importPad(ImportContext &ctx) {
                      *shape));
     }
   }
+  FailureOr<InputInfo> data = getInput(ctx, 0);
+  if (failed(data))
+    return failure();
   OpBuilder &b = ctx.builder();
   Value input = data->value;
   if (crops)
-    input = b.create<nn::SliceOp>(ctx.loc(), ctx.tensorType(*cropped, data->element()), input,
+    input = b.create<nn::SliceOp>(ctx.loc(), ctx.tensorType(*cropped, element), input,
                                   b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(stops),
                                   b.getDenseI64ArrayAttr(steps));
-  FailureOr<Value> value = padValue(ctx, *data);
+  FailureOr<Value> value = padValue(ctx, element);
   if (failed(value))
     return failure();
   if (llvm::all_of(nonNegative, [](int64_t p) { return p == 0; }))
     return ctx.setOutput(0, input);
-  return ctx.setOutput(0, b.create<nn::PadOp>(ctx.loc(), ctx.tensorType(*shape, data->element()),
+  return ctx.setOutput(0, b.create<nn::PadOp>(ctx.loc(), ctx.tensorType(*shape, element),
                                               input, *value,
                                               b.getDenseI64ArrayAttr(nonNegative)));
 }

@@ -86,8 +86,10 @@ def save_model(c, probes, path, train):
     graph = helper.make_graph(nodes, "gradcheck", inputs,
                               [helper.make_tensor_value_info("loss", loss_type, [])],
                               initializer=initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    onnx.checker.check_model(model)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", c.opset)])
+    # This onnx may not know a newer case's opset; fsdp-opt validates itself.
+    if c.opset <= onnx.defs.onnx_opset_version():
+        onnx.checker.check_model(model)
     onnx.save(model, path)
 
 

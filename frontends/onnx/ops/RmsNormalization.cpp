@@ -9,7 +9,9 @@
 // its summation order and its rsqrt. Its gradient, elementwise fusion,
 // recomputation under checkpointing and every backend then come from the
 // existing ops; the cost is a few row-sized temporaries in the forward.
-// stash_type 1 (float) is the one ONNX's own function body and torch use.
+// stash_type 1 (float) is the one ONNX's own function body and torch use;
+// like torch's opmath type it never lowers precision: f16 and bf16 compute
+// in f32, f64 stays f64.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,27 +49,27 @@ LogicalResult importRMSNormalization(ImportContext &ctx) {
 
   OpBuilder &b = ctx.builder();
   Location loc = ctx.loc();
-  Type f32 = b.getF32Type();
-  auto full = RankedTensorType::get(input->shape(), f32);
+  Type compute = input->element().isF64() ? input->element() : b.getF32Type();
+  auto full = RankedTensorType::get(input->shape(), compute);
   SmallVector<int64_t> axes;
   for (int64_t i = *axis; i < input->rank(); ++i)
     axes.push_back(i);
-  auto stat = RankedTensorType::get(nn::layerNormStatShape(input->shape(), *axis), f32);
-  auto epsType = RankedTensorType::get({}, f32);
+  auto stat = RankedTensorType::get(nn::layerNormStatShape(input->shape(), *axis), compute);
+  auto epsType = RankedTensorType::get({}, compute);
 
   Value x = input->value;
-  if (input->element() != f32)
+  if (input->element() != compute)
     x = b.create<nn::CastOp>(loc, full, x);
   Value square = b.create<nn::MulOp>(loc, full, x, x);
   Value mean = b.create<nn::ReduceMeanOp>(loc, stat, square, b.getDenseI64ArrayAttr(axes),
                                           b.getBoolAttr(true));
   Value eps = b.create<nn::ConstantOp>(
-      loc, epsType, DenseElementsAttr::get(epsType, b.getF32FloatAttr(epsilon)));
+      loc, epsType, DenseElementsAttr::get(epsType, b.getFloatAttr(compute, epsilon)));
   Value shifted = b.create<nn::AddOp>(loc, stat, mean, eps);
   Value rms = b.create<nn::SqrtOp>(loc, stat, shifted);
   Value inverse = b.create<nn::ReciprocalOp>(loc, stat, rms);
   Value normalized = b.create<nn::MulOp>(loc, full, x, inverse);
-  if (input->element() != f32)
+  if (input->element() != compute)
     normalized = b.create<nn::CastOp>(loc, input->type, normalized);
   return ctx.setOutput(0, b.create<nn::MulOp>(loc, input->type, normalized, scale->value));
 }

@@ -53,6 +53,9 @@ const std::map<std::string, std::string> kExclusions = {
     {"test_cast_STRING_to_FLOAT", "string tensors are not a training dtype"},
     {"test_identity_opt", "optional-typed values are not tensors"},
     {"test_identity_sequence", "sequence-typed values are not tensors"},
+    // issue 15 (helper C): Pad is imported in constant mode only.
+    {"test_edge_pad", "Pad mode 'edge' is refused by name (not implemented yet)"},
+    {"test_reflect_pad", "Pad mode 'reflect' is refused by name (not implemented yet)"},
 };
 
 std::vector<std::string> listDir(const std::string &path) {

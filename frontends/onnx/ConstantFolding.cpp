@@ -8,6 +8,7 @@
 
 #include "frontends/onnx/ConstantFolding.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace fsdp::onnx {
@@ -129,6 +130,20 @@ std::optional<Tensor> foldCast(const Tensor &input, DType to) {
     return std::nullopt;
   if (!toFloat && (to == DType::Float16 || to == DType::BFloat16))
     return std::nullopt;
+  if (input.isFloat()) {
+    // Float to integer truncates toward zero, to bool is `x != 0`, as the
+    // runtime's cast; values it leaves undefined (NaN, out of range) are
+    // not folded. Float to float stays a runtime cast.
+    if (toFloat)
+      return std::nullopt;
+    for (int64_t i = 0, n = input.numElements(); i < n; ++i) {
+      double v = input.floatAt(i);
+      if (!std::isfinite(v) || std::fabs(v) >= 9.2e18)
+        return std::nullopt;
+      storeInt(out, i, to == DType::Bool ? v != 0 : static_cast<int64_t>(v));
+    }
+    return out;
+  }
   for (int64_t i = 0, n = input.numElements(); i < n; ++i) {
     if (toFloat)
       storeFloat(out, i, static_cast<double>(input.intAt(i)));
@@ -213,6 +228,137 @@ Tensor foldSlice(const Tensor &input, llvm::ArrayRef<int64_t> starts,
       src += (starts[d] + index[d] * steps[d]) * strides[d];
     storeInt(out, flat, input.intAt(src));
   });
+  return out;
+}
+
+std::optional<Tensor> foldRange(const Tensor &start, const Tensor &limit,
+                                const Tensor &delta, int64_t maxElements,
+                                std::string &error) {
+  DType dtype = start.dtype;
+  bool isFloat = dtype == DType::Float || dtype == DType::Double;
+  bool isInt = dtype == DType::Int16 || dtype == DType::Int32 || dtype == DType::Int64;
+  if (!isFloat && !isInt) {
+    error = "Range on " + dtypeName(dtype) + " is not supported (int16, int32, int64, "
+            "float and double are)";
+    return std::nullopt;
+  }
+  int64_t count = 0;
+  if (isInt) {
+    int64_t first = start.intAt(0), last = limit.intAt(0), step = delta.intAt(0);
+    if (step == 0) {
+      error = "Range delta is 0";
+      return std::nullopt;
+    }
+    // ceil((last - first) / step) in 128 bits: int64 extremes cannot overflow.
+    __int128 span = static_cast<__int128>(last) - first;
+    __int128 n = span / step + ((span % step != 0) && ((span > 0) == (step > 0)) ? 1 : 0);
+    count = n <= 0 ? 0 : n > maxElements ? maxElements + 1 : static_cast<int64_t>(n);
+  } else {
+    double first = start.floatAt(0), last = limit.floatAt(0), step = delta.floatAt(0);
+    if (step == 0 || std::isnan(first) || std::isnan(last) || std::isnan(step)) {
+      error = "Range delta is 0 or an operand is NaN";
+      return std::nullopt;
+    }
+    double n = std::ceil((last - first) / step);
+    count = !(n > 0) ? 0 : n > static_cast<double>(maxElements) ? maxElements + 1
+                                                                 : static_cast<int64_t>(n);
+  }
+  if (count > maxElements) {
+    error = "Range has more than " + std::to_string(maxElements) +
+            " elements, more than the importer builds on the host";
+    return std::nullopt;
+  }
+  Tensor out = emptyLike(dtype, {count});
+  for (int64_t i = 0; i < count; ++i) {
+    if (dtype == DType::Float) // computed in the operands' type, as specified
+      storeFloat(out, i, static_cast<float>(start.floatAt(0)) +
+                             static_cast<float>(i) * static_cast<float>(delta.floatAt(0)));
+    else if (dtype == DType::Double)
+      storeFloat(out, i, start.floatAt(0) + static_cast<double>(i) * delta.floatAt(0));
+    else
+      storeInt(out, i, static_cast<int64_t>(static_cast<uint64_t>(start.intAt(0)) +
+                                            static_cast<uint64_t>(i) *
+                                                static_cast<uint64_t>(delta.intAt(0))));
+  }
+  return out;
+}
+
+Tensor foldFill(const Tensor &value, llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(value.dtype, shape);
+  size_t size = dtypeSize(value.dtype);
+  for (int64_t i = 0, n = out.numElements(); i < n; ++i)
+    std::memcpy(out.data.data() + i * size, value.data.data(), size);
+  return out;
+}
+
+std::optional<Tensor> foldGatherND(const Tensor &data, const Tensor &indices,
+                                   int64_t batchDims, llvm::ArrayRef<int64_t> shape,
+                                   std::string &error) {
+  Tensor out = emptyLike(data.dtype, shape);
+  size_t size = dtypeSize(data.dtype);
+  int64_t depth = indices.dims.back();
+  std::vector<int64_t> dataStrides = stridesOf(data.dims);
+  // Each index tuple selects a contiguous block: the trailing data dims.
+  int64_t block = 1;
+  for (size_t d = batchDims + depth; d < data.dims.size(); ++d)
+    block *= data.dims[d];
+  std::vector<int64_t> tupleShape(indices.dims.begin(), indices.dims.end() - 1);
+  bool ok = true;
+  forEachIndex(tupleShape, [&](int64_t tuple, llvm::ArrayRef<int64_t> index) {
+    if (!ok)
+      return;
+    int64_t src = 0;
+    for (int64_t d = 0; d < batchDims; ++d)
+      src += index[d] * dataStrides[d];
+    for (int64_t k = 0; k < depth; ++k) {
+      int64_t dim = data.dims[batchDims + k];
+      int64_t v = indices.intAt(tuple * depth + k);
+      if (v < 0)
+        v += dim;
+      if (v < 0 || v >= dim) {
+        ok = false;
+        return;
+      }
+      src += v * dataStrides[batchDims + k];
+    }
+    std::memcpy(out.data.data() + tuple * block * size, data.data.data() + src * size,
+                block * size);
+  });
+  if (!ok) {
+    error = "GatherND index out of range in a constant expression";
+    return std::nullopt;
+  }
+  return out;
+}
+
+Tensor foldExpand(const Tensor &input, llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(input.dtype, shape);
+  size_t size = dtypeSize(input.dtype);
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    std::memcpy(out.data.data() + flat * size,
+                input.data.data() + broadcastIndex(input.dims, shape, index) * size, size);
+  });
+  return out;
+}
+
+Tensor foldTranspose(const Tensor &input, llvm::ArrayRef<int64_t> perm,
+                     llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(input.dtype, shape);
+  size_t size = dtypeSize(input.dtype);
+  std::vector<int64_t> strides = stridesOf(input.dims);
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    int64_t src = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      src += index[d] * strides[perm[d]];
+    std::memcpy(out.data.data() + flat * size, input.data.data() + src * size, size);
+  });
+  return out;
+}
+
+Tensor foldNot(const Tensor &input) {
+  Tensor out = emptyLike(input.dtype, input.dims);
+  for (int64_t i = 0, n = input.numElements(); i < n; ++i)
+    storeInt(out, i, input.intAt(i) == 0);
   return out;
 }
 

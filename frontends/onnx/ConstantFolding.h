@@ -38,6 +38,8 @@ std::optional<Tensor> foldBinary(llvm::StringRef opType, const Tensor &lhs,
 Tensor foldNeg(const Tensor &input);
 
 /// Cast to an integer, bool, float or double dtype; nullopt for others.
+/// Float inputs fold only to integer and bool dtypes, and only when every
+/// value is finite and within int64.
 std::optional<Tensor> foldCast(const Tensor &input, DType to);
 
 /// Same data, new dims (Reshape, Squeeze, Unsqueeze, Identity).
@@ -53,6 +55,31 @@ Tensor foldConcat(llvm::ArrayRef<const Tensor *> inputs, int64_t axis,
 /// Starts/steps per dimension as nn.slice takes them.
 Tensor foldSlice(const Tensor &input, llvm::ArrayRef<int64_t> starts,
                  llvm::ArrayRef<int64_t> steps, llvm::ArrayRef<int64_t> shape);
+
+// --- generators and data movement of the dynamo exporter's graphs --------
+// These copy elements byte for byte, so they fold any fixed-size dtype.
+
+/// Range(start, limit, delta) of scalar constants of one integer, float or
+/// double dtype; nullopt with `error` set for delta 0, another dtype or more
+/// than `maxElements` elements.
+std::optional<Tensor> foldRange(const Tensor &start, const Tensor &limit,
+                                const Tensor &delta, int64_t maxElements,
+                                std::string &error);
+/// A tensor of `shape` filled with the one element of `value`.
+Tensor foldFill(const Tensor &value, llvm::ArrayRef<int64_t> shape);
+/// GatherND with `batchDims` leading batch dimensions; `shape` is the
+/// result's. nullopt with `error` for an index out of range.
+std::optional<Tensor> foldGatherND(const Tensor &data, const Tensor &indices,
+                                   int64_t batchDims, llvm::ArrayRef<int64_t> shape,
+                                   std::string &error);
+
+/// Expand: `input` broadcast to `shape`.
+Tensor foldExpand(const Tensor &input, llvm::ArrayRef<int64_t> shape);
+/// Transpose by `perm`; `shape` is the result's.
+Tensor foldTranspose(const Tensor &input, llvm::ArrayRef<int64_t> perm,
+                     llvm::ArrayRef<int64_t> shape);
+/// Logical not of a bool tensor.
+Tensor foldNot(const Tensor &input);
 
 /// A 1-D int64 tensor (Shape's result).
 Tensor makeInt64Tensor(llvm::ArrayRef<int64_t> values);

@@ -66,7 +66,11 @@ static Slot *requireSlot(ImportContext &ctx, size_t i) {
   }
   const std::string &name = ctx.node().inputs[i];
   Slot *slot = ctx.lookup(name);
-  if (!slot)
+  if (!slot && ctx.sequence(name))
+    (void)ctx.error("input '" + name + "' is a tensor sequence; sequences are supported "
+                    "only as SplitToSequence results read by SequenceAt at a constant "
+                    "position");
+  else if (!slot)
     (void)ctx.error("input '" + name +
               "' is not defined before this node (missing, or the graph is "
               "not topologically sorted)");
@@ -228,9 +232,23 @@ bool ImportContext::hasOutput(size_t i) const {
 }
 
 LogicalResult ImportContext::define(const std::string &name, Slot slot) {
-  if (!slots_.emplace(name, std::move(slot)).second)
+  if (sequences_.count(name) || !slots_.emplace(name, std::move(slot)).second)
     return error("value '" + name + "' is defined more than once");
   return success();
+}
+
+LogicalResult ImportContext::setSequenceOutput(size_t i, std::vector<Slot> elements) {
+  if (!hasOutput(i))
+    return success();
+  const std::string &name = node_->outputs[i];
+  if (slots_.count(name) || !sequences_.emplace(name, std::move(elements)).second)
+    return error("value '" + name + "' is defined more than once");
+  return success();
+}
+
+const std::vector<Slot> *ImportContext::sequence(const std::string &name) const {
+  auto it = sequences_.find(name);
+  return it == sequences_.end() ? nullptr : &it->second;
 }
 
 LogicalResult ImportContext::setOutput(size_t i, Value value) {

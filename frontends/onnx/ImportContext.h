@@ -92,6 +92,14 @@ public:
   /// Binds a name that is not a node output (graph inputs, initializers).
   mlir::LogicalResult define(const std::string &name, Slot slot);
 
+  // --- tensor sequences ------------------------------------------------------
+  // Only as SplitToSequence -> SequenceAt(constant position): the sequence's
+  // tensors are known at import, so SequenceAt just picks one. Any other
+  // use of a sequence name is refused by requireSlot's message.
+  mlir::LogicalResult setSequenceOutput(size_t i, std::vector<Slot> elements);
+  /// The elements of sequence `name`, or null if it is not a sequence.
+  const std::vector<Slot> *sequence(const std::string &name) const;
+
   // --- types -------------------------------------------------------------------
   /// MLIR element type of an ONNX dtype, or an error for unsupported ones.
   mlir::FailureOr<mlir::Type> elementType(DType dtype);
@@ -104,6 +112,7 @@ private:
   const Model &model_;
   const std::map<std::string, Tensor> &inputValues_;
   std::map<std::string, Slot> slots_;
+  std::map<std::string, std::vector<Slot>> sequences_;
   const Node *node_ = nullptr;
   size_t nodeIndex_ = 0;
   int64_t opset_ = 0;

@@ -43,7 +43,7 @@ class ModelImporter {
 public:
   ModelImporter(MLIRContext &context, const Model &model,
                 const ImportOptions &options)
-      : context(context), model(model), builder(&context),
+      : context(context), model(model), options(options), builder(&context),
         ctx(builder, model, options.inputValues) {}
 
   OwningOpRef<ModuleOp> run(std::string &error);
@@ -61,22 +61,36 @@ private:
 
   MLIRContext &context;
   const Model &model;
+  const ImportOptions &options;
   OpBuilder builder;
   ImportContext ctx;
   std::string firstError;
-  /// Argument order: (name, is parameter, type).
+  /// Argument order: (name, is parameter, type); parameters also carry
+  /// the initializer they come from and whether they are frozen.
   struct Argument {
     std::string name;
     bool isParam;
     RankedTensorType type;
+    std::string initializer;
+    bool frozen = false;
   };
   std::vector<Argument> arguments;
 };
 
 LogicalResult ModelImporter::declareArguments(SmallVectorImpl<Type> &types) {
   std::set<std::string> initializerNames;
-  // Float initializers are the trainable parameters; integer and bool ones
-  // (masks, index buffers) are constants.
+  // ParameterProvenance decides which initializers are parameters; the
+  // rest (masks, index buffers, torch buffers, exporter constants) are
+  // constants.
+  std::optional<ParameterProvenance> decided;
+  const ParameterProvenance *provenance = options.provenance;
+  if (!provenance) {
+    std::string error;
+    decided = decideParameters(model, ProvenanceOptions(), error);
+    if (!decided)
+      return fail(error);
+    provenance = &*decided;
+  }
   for (const Tensor &init : model.initializers) {
     if (!initializerNames.insert(init.name).second)
       return fail("initializer '" + init.name + "' is defined more than once");
@@ -85,8 +99,9 @@ LogicalResult ModelImporter::declareArguments(SmallVectorImpl<Type> &types) {
       return fail("initializer '" + init.name + "': element type " +
                   dtypeName(init.dtype) + " is not supported");
     RankedTensorType type = ctx.tensorType(init.dims, *element);
-    if (init.isFloat()) {
-      arguments.push_back({init.name, true, type});
+    auto binding = provenance->parameters.find(init.name);
+    if (binding != provenance->parameters.end()) {
+      arguments.push_back({binding->second.name, true, type, init.name, binding->second.frozen});
       continue;
     }
     if (failed(ctx.define(init.name, Slot{nullptr, std::make_shared<Tensor>(init), type})))
@@ -127,8 +142,10 @@ LogicalResult ModelImporter::declareArguments(SmallVectorImpl<Type> &types) {
 LogicalResult ModelImporter::importNode(const Node &node, size_t index) {
   auto opset = model.opsets.find(node.domain);
   int64_t version = opset == model.opsets.end() ? 0 : opset->second;
+  if (node.opset > 0) // inlined from a function with its own opset_import
+    version = node.opset;
   ctx.beginNode(node, index, version);
-  if (opset == model.opsets.end())
+  if (version == 0)
     return ctx.error("unsupported operator (the model imports no opset for "
                      "this domain)");
   bool knownOp = false;
@@ -161,6 +178,8 @@ LogicalResult ModelImporter::checkNodeOutputs(const Node &node) {
     if (node.outputs[i].empty())
       continue;
     Slot *slot = ctx.lookup(node.outputs[i]);
+    if (!slot && ctx.sequence(node.outputs[i]))
+      continue; // its tensors were checked when built
     if (!slot)
       return ctx.error("output " + Twine(i) + " ('" + node.outputs[i] +
                        "') is not supported");
@@ -187,6 +206,9 @@ LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
   SmallVector<Type> resultTypes;
   for (const ValueInfo &output : model.outputs) {
     Slot *slot = ctx.lookup(output.name);
+    if (!slot && ctx.sequence(output.name))
+      return fail("graph output '" + output.name + "' is a tensor sequence; sequence "
+                  "outputs are not supported");
     if (!slot)
       return fail("graph output '" + output.name + "' is never computed");
     if (!slot->value) {
@@ -253,13 +275,21 @@ OwningOpRef<ModuleOp> ModelImporter::run(std::string &error) {
   // All at once: setting one argument's attributes rebuilds the array of
   // every argument's, which made the import quadratic in the parameters.
   SmallVector<DictionaryAttr> argAttrs;
-  for (const Argument &arg : arguments)
-    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
-        arg.isParam ? nn::kParamAttr : nn::kInputAttr, builder.getStringAttr(arg.name))));
+  for (const Argument &arg : arguments) {
+    SmallVector<NamedAttribute> attrs{builder.getNamedAttr(
+        arg.isParam ? nn::kParamAttr : nn::kInputAttr, builder.getStringAttr(arg.name))};
+    if (arg.isParam && arg.initializer != arg.name)
+      attrs.push_back(builder.getNamedAttr(kInitializerAttr, builder.getStringAttr(arg.initializer)));
+    if (arg.frozen)
+      attrs.push_back(builder.getNamedAttr(kFrozenAttr, builder.getUnitAttr()));
+    argAttrs.push_back(builder.getDictionaryAttr(attrs));
+  }
   func.setAllArgAttrs(argAttrs);
   for (size_t i = 0; i < arguments.size(); ++i) {
     const Argument &arg = arguments[i];
-    if (failed(ctx.define(arg.name, Slot{entry->getArgument(i), nullptr, arg.type}))) {
+    // Nodes name the initializer, whatever name the parameter trains under.
+    const std::string &valueName = arg.isParam ? arg.initializer : arg.name;
+    if (failed(ctx.define(valueName, Slot{entry->getArgument(i), nullptr, arg.type}))) {
       error = ctx.errorMessage();
       return nullptr;
     }

@@ -11,12 +11,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontends/onnx/FunctionInliner.h"
 #include "frontends/onnx/ModelProto.h"
 #include "frontends/onnx/OnnxModel.h"
 
 #include <onnx/onnx_pb.h>
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/unknown_field_set.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -321,6 +323,7 @@ Attribute convertAttribute(const pb::AttributeProto &proto,
                            const std::string &context) {
   Attribute attr;
   attr.name = proto.name();
+  attr.refAttrName = proto.ref_attr_name();
   switch (proto.type()) {
   case pb::AttributeProto::FLOAT: attr.kind = Attribute::Kind::Float; attr.f = proto.f(); break;
   case pb::AttributeProto::INT: attr.kind = Attribute::Kind::Int; attr.i = proto.i(); break;
@@ -349,6 +352,87 @@ Attribute convertAttribute(const pb::AttributeProto &proto,
   return attr;
 }
 
+/// Length-delimited values of field `number` among a message's unknown
+/// fields. The ONNX headers we build against (1.12) predate some fields
+/// newer exporters write (NodeProto.overload, FunctionProto.overload and
+/// attribute_proto); protobuf keeps them as unknown fields, read here.
+std::vector<std::string> unknownStrings(const google::protobuf::UnknownFieldSet &unknown,
+                                        int number) {
+  std::vector<std::string> values;
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField &field = unknown.field(i);
+    if (field.number() == number &&
+        field.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+      values.push_back(field.length_delimited());
+  }
+  return values;
+}
+
+/// GraphProto.metadata_props (field 16) and NodeProto.metadata_props
+/// (field 9) are unknown fields too; each is a StringStringEntryProto. Only
+/// entries whose key `keep` accepts are returned: the exporter's stack
+/// traces would otherwise cost a kilobyte per node.
+std::vector<std::pair<std::string, std::string>>
+metadataProps(const google::protobuf::UnknownFieldSet &unknown, int number,
+              bool (*keep)(const std::string &key)) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const std::string &bytes : unknownStrings(unknown, number)) {
+    pb::StringStringEntryProto entry;
+    if (parseMessage(bytes, entry) && keep(entry.key()))
+      entries.emplace_back(entry.key(), entry.value());
+  }
+  return entries;
+}
+
+bool keepNodeMetadata(const std::string &key) {
+  return key == "pkg.torch.onnx.name_scopes" || key == "pkg.torch.onnx.fx_node";
+}
+
+bool keepAll(const std::string &) { return true; }
+
+Node convertNode(const pb::NodeProto &proto, const std::string &baseDir,
+                 const ReadOptions &options, const std::string &where) {
+  Node node;
+  node.name = proto.name();
+  node.opType = proto.op_type();
+  node.domain = proto.domain() == "ai.onnx" ? "" : proto.domain();
+  node.inputs.assign(proto.input().begin(), proto.input().end());
+  node.outputs.assign(proto.output().begin(), proto.output().end());
+  std::string context = where + " '" + node.name + "' (" + node.opType + ")";
+  for (const auto &attr : proto.attribute())
+    node.attributes.push_back(convertAttribute(attr, baseDir, options, context));
+  std::vector<std::string> overload = unknownStrings(proto.unknown_fields(), 8);
+  if (!overload.empty())
+    node.overload = overload.back();
+  node.metadata = metadataProps(proto.unknown_fields(), 9, keepNodeMetadata);
+  return node;
+}
+
+Function convertFunction(const pb::FunctionProto &proto, const std::string &baseDir,
+                         const ReadOptions &options, const std::string &path) {
+  Function function;
+  function.domain = proto.domain() == "ai.onnx" ? "" : proto.domain();
+  function.name = proto.name();
+  std::string what = path + ": function '" + function.name + "'";
+  for (const std::string &overload : unknownStrings(proto.unknown_fields(), 13))
+    function.overload = overload;
+  function.inputs.assign(proto.input().begin(), proto.input().end());
+  function.outputs.assign(proto.output().begin(), proto.output().end());
+  function.attributeNames.assign(proto.attribute().begin(), proto.attribute().end());
+  for (const std::string &bytes : unknownStrings(proto.unknown_fields(), 11)) {
+    pb::AttributeProto attr;
+    if (!parseMessage(bytes, attr))
+      fail(what + ": malformed attribute default");
+    function.attributeDefaults.push_back(
+        convertAttribute(attr, baseDir, options, what + " default"));
+  }
+  for (const auto &opset : proto.opset_import())
+    function.opsets[opset.domain() == "ai.onnx" ? "" : opset.domain()] = opset.version();
+  for (const auto &nodeProto : proto.node())
+    function.nodes.push_back(convertNode(nodeProto, baseDir, options, what + ": node"));
+  return function;
+}
+
 Model convertModel(const pb::ModelProto &proto, const std::string &path,
                    const ReadOptions &options) {
   Model model;
@@ -362,8 +446,6 @@ Model convertModel(const pb::ModelProto &proto, const std::string &path,
   }
   if (proto.opset_import().empty())
     model.opsets[""] = 1; // ONNX: no opset_import means opset 1 (IR < 3)
-  if (proto.functions_size() > 0)
-    fail(path + ": model-local functions are not supported");
 
   const pb::GraphProto &graph = proto.graph();
   model.graphName = graph.name();
@@ -381,18 +463,13 @@ Model convertModel(const pb::ModelProto &proto, const std::string &path,
     model.outputs.push_back(convertValueInfo(output));
   for (const auto &info : graph.value_info())
     model.valueInfo.push_back(convertValueInfo(info));
-  for (const auto &nodeProto : graph.node()) {
-    Node node;
-    node.name = nodeProto.name();
-    node.opType = nodeProto.op_type();
-    node.domain = nodeProto.domain() == "ai.onnx" ? "" : nodeProto.domain();
-    node.inputs.assign(nodeProto.input().begin(), nodeProto.input().end());
-    node.outputs.assign(nodeProto.output().begin(), nodeProto.output().end());
-    std::string context = path + ": node '" + node.name + "' (" + node.opType + ")";
-    for (const auto &attr : nodeProto.attribute())
-      node.attributes.push_back(convertAttribute(attr, baseDir, options, context));
-    model.nodes.push_back(std::move(node));
-  }
+  model.graphMetadata = metadataProps(graph.unknown_fields(), 16, keepAll);
+  for (const auto &nodeProto : graph.node())
+    model.nodes.push_back(convertNode(nodeProto, baseDir, options, path + ": node"));
+  for (const auto &function : proto.functions())
+    model.functions.push_back(convertFunction(function, baseDir, options, path));
+  if (std::string error = inlineFunctions(model); !error.empty())
+    fail(error);
   return model;
 }
 
@@ -416,6 +493,18 @@ std::string dtypeName(DType type) {
   case DType::Complex64: return "complex64";
   case DType::Complex128: return "complex128";
   case DType::BFloat16: return "bfloat16";
+  case DType::Float8E4M3FN: return "float8e4m3fn";
+  case DType::Float8E4M3FNUZ: return "float8e4m3fnuz";
+  case DType::Float8E5M2: return "float8e5m2";
+  case DType::Float8E5M2FNUZ: return "float8e5m2fnuz";
+  case DType::UInt4: return "uint4";
+  case DType::Int4: return "int4";
+  case DType::Float4E2M1: return "float4e2m1";
+  case DType::Float8E8M0: return "float8e8m0";
+  case DType::UInt2: return "uint2";
+  case DType::Int2: return "int2";
+  case DType::Float6E2M3: return "float6e2m3";
+  case DType::Float6E3M2: return "float6e3m2";
   case DType::Undefined: return "undefined";
   }
   return "type " + std::to_string(static_cast<int32_t>(type));

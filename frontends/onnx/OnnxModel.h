@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fsdp::onnx {
@@ -28,6 +29,11 @@ enum class DType : int32_t {
   Undefined = 0, Float = 1, UInt8 = 2, Int8 = 3, UInt16 = 4, Int16 = 5,
   Int32 = 6, Int64 = 7, String = 8, Bool = 9, Float16 = 10, Double = 11,
   UInt32 = 12, UInt64 = 13, Complex64 = 14, Complex128 = 15, BFloat16 = 16,
+  // Low-precision types of later ONNX versions (1.23 defines up to 28). The
+  // runtime computes none of them; they are named so refusals can say which.
+  Float8E4M3FN = 17, Float8E4M3FNUZ = 18, Float8E5M2 = 19, Float8E5M2FNUZ = 20,
+  UInt4 = 21, Int4 = 22, Float4E2M1 = 23, Float8E8M0 = 24, UInt2 = 25,
+  Int2 = 26, Float6E2M3 = 27, Float6E3M2 = 28,
 };
 
 /// "float", "int64", ... as ONNX names them; "type N" for unknown codes.
@@ -65,6 +71,9 @@ struct Attribute {
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
   std::shared_ptr<Tensor> tensor;
+  /// Inside a model-local function: take the value of the caller's
+  /// attribute of this name (AttributeProto.ref_attr_name).
+  std::string refAttrName;
 };
 
 struct Node {
@@ -74,6 +83,15 @@ struct Node {
   std::vector<std::string> inputs;  // "" marks an omitted optional input
   std::vector<std::string> outputs; // "" marks an unused optional output
   std::vector<Attribute> attributes;
+  /// Picks among model-local functions of the same domain and name.
+  std::string overload;
+  /// Opset of the node's domain when it is not the model's: nodes inlined
+  /// from a function use the function's opset_import. 0 means the model's.
+  int64_t opset = 0;
+  /// NodeProto.metadata_props the frontend reads (kept: the torch
+  /// exporter's `pkg.torch.onnx.name_scopes` and `pkg.torch.onnx.fx_node`,
+  /// which say which module and which torch parameter a node came from).
+  std::vector<std::pair<std::string, std::string>> metadata;
 
   const Attribute *attribute(const std::string &name) const;
 };
@@ -87,6 +105,18 @@ struct ValueInfo {
   std::vector<int64_t> dims; // -1 for a symbolic or unknown dimension
 };
 
+/// A model-local function (ModelProto.functions); calls to it are inlined
+/// by inlineFunctions() before import.
+struct Function {
+  std::string domain, name, overload;
+  std::vector<std::string> inputs, outputs;
+  /// Declared attribute names, and defaults (attribute_proto) where given.
+  std::vector<std::string> attributeNames;
+  std::vector<Attribute> attributeDefaults;
+  std::map<std::string, int64_t> opsets;
+  std::vector<Node> nodes;
+};
+
 struct Model {
   std::string path; // as given by the user; prefixes every diagnostic
   int64_t irVersion = 0;
@@ -96,6 +126,11 @@ struct Model {
   std::vector<Node> nodes;
   std::vector<Tensor> initializers;
   std::vector<ValueInfo> inputs, outputs, valueInfo;
+  std::vector<Function> functions;
+  /// GraphProto.metadata_props (the torch exporter's
+  /// `pkg.torch.export.ExportedProgram.graph_signature` names each
+  /// initializer's torch role); see ParameterProvenance.h.
+  std::vector<std::pair<std::string, std::string>> graphMetadata;
 };
 
 struct ReadOptions {

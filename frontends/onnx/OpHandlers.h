@@ -74,6 +74,14 @@ mlir::LogicalResult importTrilu(ImportContext &ctx);
 mlir::LogicalResult importConstant(ImportContext &ctx);
 mlir::LogicalResult importDropout(ImportContext &ctx);
 
+// Structural and import-time ops of the dynamo exporter.
+mlir::LogicalResult importCastLike(ImportContext &ctx);          // ops/Elementwise.cpp
+mlir::LogicalResult importSplitToSequence(ImportContext &ctx);   // ops/Shape.cpp
+mlir::LogicalResult importSequenceAt(ImportContext &ctx);        // ops/Shape.cpp
+mlir::LogicalResult importGatherND(ImportContext &ctx);          // ops/Shape.cpp
+mlir::LogicalResult importRange(ImportContext &ctx);             // ops/Misc.cpp
+mlir::LogicalResult importConstantOfShape(ImportContext &ctx);   // ops/Misc.cpp
+
 // issue 15 (helper C): ops of torch 2.x exports.
 // ops/Math.cpp
 mlir::LogicalResult importGelu(ImportContext &ctx);

@@ -3,9 +3,23 @@
 // The one list of what the ONNX frontend imports: operator, opset range and
 // handler. The importer dispatches through it, `fsdp-opt --list-ops` prints
 // it, and the README's table is generated from that output (a test checks
-// they agree). Ranges end at 17, the newest opset ONNX 1.12 defines and the
-// node tests cover; an operator whose meaning changed before the range
-// starts is refused rather than guessed at.
+// they agree). An operator whose meaning changed before the range starts is
+// refused rather than guessed at.
+//
+// How ranges end: every version of each operator up to opset 28 (the newest
+// ONNX 1.23 defines) was read from onnx.defs' schema history. Versions
+// 18-28 that only add element types (float8, int4, float4, int2, float6:
+// Cast, Identity, Shape, Constant, Reshape, Squeeze, Unsqueeze, Transpose,
+// Dropout; bfloat16 for NegativeLogLikelihoodLoss) keep the handler, since
+// unsupported element types are refused where they appear. Versions that
+// changed meaning are implemented in the handlers: Split-18 num_outputs,
+// ReduceMax/ReduceMean-18 axes as an input, ReduceMax-20 on bool,
+// Cast-19/24 saturate and round_mode (float 8 only, so ignored). A range
+// stops before the first version a handler does not implement. Of the
+// exporter ops below, CastLike-19/24 add Cast's attributes, GatherND-12
+// batch_dims, Range-27 float16/bfloat16 with stash_type (refused: Range
+// folds int16-64, float and double), SplitToSequence-24 and
+// ConstantOfShape-20+ only types.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,53 +36,62 @@ struct OpEntry {
 
 const OpEntry kOpTable[] = {
     // Elementwise (numpy broadcasting).
-    {{"", "Add", 7, 17, "numeric types"}, importAdd},
-    {{"", "Sub", 7, 17, "numeric types"}, importSub},
-    {{"", "Mul", 7, 17, "numeric types"}, importMul},
-    {{"", "Div", 7, 17, "numeric types; integer division truncates"}, importDiv},
-    {{"", "Pow", 7, 17, "exponent may have another numeric type"}, importPow},
-    {{"", "Where", 9, 17, ""}, importWhere},
-    {{"", "Neg", 6, 17, "float and signed integers"}, importNeg},
-    {{"", "Relu", 6, 17, "float and signed integers"}, importRelu},
-    {{"", "Exp", 6, 17, ""}, importExp},
-    {{"", "Log", 6, 17, ""}, importLog},
-    {{"", "Sqrt", 6, 17, ""}, importSqrt},
-    {{"", "Erf", 9, 17, ""}, importErf},
-    {{"", "Tanh", 6, 17, ""}, importTanh},
-    {{"", "Sigmoid", 6, 17, ""}, importSigmoid},
-    {{"", "Not", 1, 17, ""}, importNot},
-    {{"", "Cast", 6, 17, "no string types"}, importCast},
-    {{"", "Identity", 1, 17, "tensors only"}, importIdentity},
+    {{"", "Add", 7, 28, "numeric types"}, importAdd},
+    {{"", "Sub", 7, 28, "numeric types"}, importSub},
+    {{"", "Mul", 7, 28, "numeric types"}, importMul},
+    {{"", "Div", 7, 28, "numeric types; integer division truncates"}, importDiv},
+    {{"", "Pow", 7, 28, "exponent may have another numeric type"}, importPow},
+    {{"", "Where", 9, 28, ""}, importWhere},
+    {{"", "Neg", 6, 28, "float and signed integers"}, importNeg},
+    {{"", "Relu", 6, 28, "float and signed integers"}, importRelu},
+    {{"", "Exp", 6, 28, ""}, importExp},
+    {{"", "Log", 6, 28, ""}, importLog},
+    {{"", "Sqrt", 6, 28, ""}, importSqrt},
+    {{"", "Erf", 9, 28, ""}, importErf},
+    {{"", "Tanh", 6, 28, ""}, importTanh},
+    {{"", "Sigmoid", 6, 28, ""}, importSigmoid},
+    {{"", "Not", 1, 28, ""}, importNot},
+    {{"", "Cast", 6, 28, "no string or float 8/4/6 types"}, importCast},
+    {{"", "Identity", 1, 28, "tensors only"}, importIdentity},
     // Linear algebra.
-    {{"", "MatMul", 1, 17, "numpy semantics, batch broadcasting"}, importMatMul},
-    {{"", "Gemm", 7, 17, ""}, importGemm},
+    {{"", "MatMul", 1, 28, "numpy semantics, batch broadcasting"}, importMatMul},
+    {{"", "Gemm", 7, 28, ""}, importGemm},
     // Normalization.
-    {{"", "Softmax", 1, 17, "opset < 13 flattens to 2-D as specified"}, importSoftmax},
-    {{"", "LogSoftmax", 1, 17, "opset < 13 flattens to 2-D as specified"}, importLogSoftmax},
-    {{"", "LayerNormalization", 17, 17, "stash_type float"}, importLayerNormalization},
+    {{"", "Softmax", 1, 28, "opset < 13 flattens to 2-D as specified"}, importSoftmax},
+    {{"", "LogSoftmax", 1, 28, "opset < 13 flattens to 2-D as specified"}, importLogSoftmax},
+    {{"", "LayerNormalization", 17, 28, "stash_type float"}, importLayerNormalization},
     // Reductions.
-    {{"", "ReduceSum", 1, 17, "axes constant"}, importReduceSum},
-    {{"", "ReduceMax", 1, 17, ""}, importReduceMax},
-    {{"", "ReduceMean", 1, 17, ""}, importReduceMean},
+    {{"", "ReduceSum", 1, 28, "axes constant"}, importReduceSum},
+    {{"", "ReduceMax", 1, 28, "bool from opset 20"}, importReduceMax},
+    {{"", "ReduceMean", 1, 28, ""}, importReduceMean},
     // Losses.
-    {{"", "SoftmaxCrossEntropyLoss", 12, 17, "weights, ignore_index, log_prob output"},
+    {{"", "SoftmaxCrossEntropyLoss", 12, 28, "weights, ignore_index, log_prob output"},
      importSoftmaxCrossEntropyLoss},
-    {{"", "NegativeLogLikelihoodLoss", 12, 17, "weights, ignore_index"},
+    {{"", "NegativeLogLikelihoodLoss", 12, 28, "weights, ignore_index"},
      importNegativeLogLikelihoodLoss},
     // Shapes and data movement (shape operands must fold to constants).
-    {{"", "Shape", 1, 17, "folds to a constant"}, importShape},
-    {{"", "Constant", 1, 17, "no string or sparse values"}, importConstant},
-    {{"", "Reshape", 5, 17, "allowzero"}, importReshape},
-    {{"", "Unsqueeze", 1, 17, ""}, importUnsqueeze},
-    {{"", "Squeeze", 1, 17, ""}, importSqueeze},
-    {{"", "Transpose", 1, 17, ""}, importTranspose},
-    {{"", "Concat", 4, 17, ""}, importConcat},
-    {{"", "Split", 2, 17, ""}, importSplit},
-    {{"", "Slice", 1, 17, "negative steps"}, importSlice},
-    {{"", "Expand", 8, 17, ""}, importExpand},
-    {{"", "Gather", 1, 17, "int32/int64 indices, negative indices"}, importGather},
-    {{"", "Trilu", 14, 17, ""}, importTrilu},
-    {{"", "Dropout", 7, 17, "ratio and training_mode constant"}, importDropout},
+    {{"", "Shape", 1, 28, "folds to a constant"}, importShape},
+    {{"", "Constant", 1, 28, "no string or sparse values"}, importConstant},
+    {{"", "Reshape", 5, 28, "allowzero"}, importReshape},
+    {{"", "Unsqueeze", 1, 28, ""}, importUnsqueeze},
+    {{"", "Squeeze", 1, 28, ""}, importSqueeze},
+    {{"", "Transpose", 1, 28, ""}, importTranspose},
+    {{"", "Concat", 4, 28, ""}, importConcat},
+    {{"", "Split", 2, 28, "num_outputs (opset 18)"}, importSplit},
+    {{"", "Slice", 1, 28, "negative steps"}, importSlice},
+    {{"", "Expand", 8, 28, ""}, importExpand},
+    {{"", "Gather", 1, 28, "int32/int64 indices, negative indices"}, importGather},
+    {{"", "Trilu", 14, 28, ""}, importTrilu},
+    {{"", "Dropout", 7, 28, "ratio and training_mode constant"}, importDropout},
+    // Structural and import-time ops of the dynamo exporter's graphs.
+    // Sequences exist only between SplitToSequence and SequenceAt;
+    // generators and GatherND fold on the host.
+    {{"", "CastLike", 15, 28, "as Cast"}, importCastLike},
+    {{"", "SplitToSequence", 11, 28, "read only by SequenceAt"}, importSplitToSequence},
+    {{"", "SequenceAt", 11, 28, "constant position"}, importSequenceAt},
+    {{"", "Range", 11, 28, "constant operands; folds"}, importRange},
+    {{"", "ConstantOfShape", 9, 28, "constant shape"}, importConstantOfShape},
+    {{"", "GatherND", 11, 28, "constant operands; folds"}, importGatherND},
     // issue 15 (helper C): ops of torch 2.x exports, up to onnx 1.23's opset 28.
     {{"", "Gelu", 20, 28, "approximate none and tanh"}, importGelu},
     {{"", "Reciprocal", 6, 28, ""}, importReciprocal},

@@ -1,8 +1,9 @@
 //===- Elementwise.cpp - import of elementwise ONNX operators -------------===//
 //
 // Add/Sub/Mul/Div/Pow/Where with numpy broadcasting, the unary math ops,
-// Not, Cast and Identity. Integer arithmetic on constants (torch's shape
-// computations) folds on the host; everything else becomes one nn op.
+// Not, Cast, CastLike and Identity. Integer arithmetic on constants
+// (torch's shape computations) folds on the host; everything else becomes
+// one nn op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,18 +115,42 @@ LogicalResult importSqrt(ImportContext &ctx) { return importUnary<nn::SqrtOp>(ct
 LogicalResult importErf(ImportContext &ctx) { return importUnary<nn::ErfOp>(ctx); }
 LogicalResult importTanh(ImportContext &ctx) { return importUnary<nn::TanhOp>(ctx); }
 LogicalResult importSigmoid(ImportContext &ctx) { return importUnary<nn::SigmoidOp>(ctx); }
-LogicalResult importNot(ImportContext &ctx) { return importUnary<nn::NotOp>(ctx); }
+LogicalResult importNot(ImportContext &ctx) {
+  if (const Tensor *c = ctx.constantInput(0); c && isFoldableInteger(*c) &&
+                                              c->dtype == DType::Bool)
+    return ctx.setConstantOutput(0, foldNot(*c));
+  return importUnary<nn::NotOp>(ctx);
+}
 
-LogicalResult importCast(ImportContext &ctx) {
-  if (failed(ctx.checkAttributes({"to"})))
+namespace {
+
+/// Cast's and CastLike's attributes: `saturate` (opset 19) and `round_mode`
+/// (opset 24) only change conversions to float 8 types, which are refused
+/// as element types, so they are checked for kind and otherwise ignored.
+LogicalResult checkCastAttributes(ImportContext &ctx, ArrayRef<StringRef> base) {
+  SmallVector<StringRef> known(base.begin(), base.end());
+  if (ctx.opset() >= 19)
+    known.push_back("saturate");
+  if (ctx.opset() >= 24)
+    known.push_back("round_mode");
+  if (failed(ctx.checkAttributes(known)))
     return failure();
-  if (!ctx.attribute("to"))
-    return ctx.error("attribute 'to' is required");
-  DType to = static_cast<DType>(ctx.intAttr("to", 0));
+  (void)ctx.intAttr("saturate", 1);
+  (void)ctx.stringAttr("round_mode", "up");
+  return failure(ctx.failed());
+}
+
+/// Binds output 0 to input 0 converted to `to`: folded for constant
+/// integers, the input itself when the type already matches.
+LogicalResult castInputTo(ImportContext &ctx, DType to) {
   FailureOr<Type> element = ctx.elementType(to);
   if (failed(element))
     return failure();
-  if (const Tensor *c = ctx.constantInput(0); c && isFoldableInteger(*c))
+  // A constant already of the type stays a constant (folds further on).
+  if (const Tensor *c = ctx.constantInput(0); c && c->dtype == to && ctx.hasOutput(0))
+    return ctx.define(ctx.node().outputs[0], *ctx.lookup(ctx.node().inputs[0]));
+  if (const Tensor *c = ctx.constantInput(0);
+      c && c->hasData && c->numElements() <= kMaxFoldElements)
     if (std::optional<Tensor> folded = foldCast(*c, to))
       return ctx.setConstantOutput(0, std::move(*folded));
   FailureOr<InputInfo> input = getInput(ctx, 0);
@@ -137,12 +162,36 @@ LogicalResult importCast(ImportContext &ctx) {
   return ctx.setOutput(0, ctx.builder().create<nn::CastOp>(ctx.loc(), type, input->value));
 }
 
+} // namespace
+
+LogicalResult importCast(ImportContext &ctx) {
+  if (failed(checkCastAttributes(ctx, {"to"})))
+    return failure();
+  if (!ctx.attribute("to"))
+    return ctx.error("attribute 'to' is required");
+  return castInputTo(ctx, static_cast<DType>(ctx.intAttr("to", 0)));
+}
+
+LogicalResult importCastLike(ImportContext &ctx) {
+  if (failed(checkCastAttributes(ctx, {})))
+    return failure();
+  FailureOr<RankedTensorType> target = ctx.inputType(1);
+  if (failed(target))
+    return failure();
+  std::optional<DType> to = dtypeOf(target->getElementType());
+  if (!to)
+    return ctx.error("target_type has an unsupported element type");
+  return castInputTo(ctx, *to);
+}
+
 LogicalResult importIdentity(ImportContext &ctx) {
   if (failed(ctx.checkAttributes({})))
     return failure();
   if (!ctx.hasInput(0))
     return ctx.error("input 0 is required");
   Slot *slot = ctx.lookup(ctx.node().inputs[0]);
+  if (const std::vector<Slot> *elements = ctx.sequence(ctx.node().inputs[0]); !slot && elements)
+    return ctx.setSequenceOutput(0, *elements);
   if (!slot)
     return ctx.error("input '" + ctx.node().inputs[0] + "' is not defined before this node");
   if (!ctx.hasOutput(0))

@@ -1,4 +1,4 @@
-//===- Misc.cpp - import of Constant and Dropout --------------------------===//
+//===- Misc.cpp - import of Constant, Dropout, Range, ConstantOfShape -----===//
 //
 // Constant becomes a value with a known constant (materialized as
 // nn.constant only if used as a tensor). Dropout's ratio and training_mode
@@ -95,6 +95,74 @@ LogicalResult importDropout(ImportContext &ctx) {
   if (failed(ctx.setOutput(0, op.getResult())))
     return failure();
   return ctx.setOutput(1, op.getMask());
+}
+
+} // namespace fsdp::onnx
+
+// --- generators of the dynamo exporter -------------------------------------
+// Range and ConstantOfShape build index and mask tensors from shapes. With
+// static shapes their operands are constants, so they are evaluated here;
+// a non-constant operand is refused by name.
+
+namespace fsdp::onnx {
+
+LogicalResult importRange(ImportContext &ctx) {
+  // stash_type (opset 27) only changes float16/bfloat16 ranges, refused below.
+  if (failed(ctx.opset() >= 27 ? ctx.checkAttributes({"stash_type"})
+                               : ctx.checkAttributes({})))
+    return failure();
+  const char *names[] = {"start", "limit", "delta"};
+  const Tensor *operands[3];
+  for (size_t i = 0; i < 3; ++i) {
+    FailureOr<const Tensor *> operand = ctx.requireConstantInput(i, names[i]);
+    if (failed(operand))
+      return failure();
+    if ((*operand)->numElements() != 1)
+      return ctx.error(Twine(names[i]) + " must be a scalar");
+    operands[i] = *operand;
+  }
+  if (operands[1]->dtype != operands[0]->dtype || operands[2]->dtype != operands[0]->dtype)
+    return ctx.error("start, limit and delta have different element types");
+  constexpr int64_t kMaxRangeElements = int64_t(1) << 24;
+  std::string error;
+  std::optional<Tensor> folded =
+      foldRange(*operands[0], *operands[1], *operands[2], kMaxRangeElements, error);
+  if (!folded)
+    return ctx.error(error);
+  return ctx.setConstantOutput(0, std::move(*folded));
+}
+
+LogicalResult importConstantOfShape(ImportContext &ctx) {
+  if (failed(ctx.checkAttributes({"value"})))
+    return failure();
+  Tensor value = makeTensor<float>(DType::Float, {1}, {0.0f});
+  if (const Attribute *attr = ctx.attribute("value")) {
+    if (attr->kind != Attribute::Kind::Tensor)
+      return ctx.error("attribute 'value' must be a tensor");
+    if (attr->tensor->numElements() != 1 || !attr->tensor->hasData)
+      return ctx.error("attribute 'value' must hold exactly one element");
+    value = *attr->tensor;
+  }
+  FailureOr<Type> element = ctx.elementType(value.dtype);
+  FailureOr<std::vector<int64_t>> shape = ctx.requireIntsInput(0, "shape");
+  if (failed(element) || failed(shape))
+    return failure();
+  int64_t elements = 1;
+  for (int64_t d : *shape) {
+    if (d < 0)
+      return ctx.error("shape " + nn::formatShape(*shape) + " has a negative entry");
+    if (d != 0 && elements > (int64_t(1) << 48) / d)
+      return ctx.error("shape " + nn::formatShape(*shape) + " has more than 2^48 elements");
+    elements *= d;
+  }
+  if (elements <= kMaxFoldElements)
+    return ctx.setConstantOutput(0, foldFill(value, *shape));
+  // Too big to hold on the host: one scalar constant broadcast by the runtime.
+  FailureOr<Value> scalar = ctx.materialize(foldReshape(value, {}));
+  if (failed(scalar))
+    return failure();
+  return ctx.setOutput(0, ctx.builder().create<nn::ExpandOp>(
+                              ctx.loc(), ctx.tensorType(*shape, *element), *scalar));
 }
 
 } // namespace fsdp::onnx

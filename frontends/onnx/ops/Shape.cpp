@@ -1,13 +1,14 @@
 //===- Shape.cpp - import of shape and data-movement operators ------------===//
 //
 // Shape, Reshape, Unsqueeze, Squeeze, Transpose, Concat, Split, Slice,
-// Expand, Gather and Trilu. Shape operands (Reshape's shape, Slice's bounds,
-// axes, split sizes) must be compile-time constants; ONNX's conventions for
-// them (0 and -1 in shapes, negative and out-of-range slice bounds, axes
-// given as attributes before opset 13 and as inputs after) are resolved
-// here, so the nn ops carry only explicit static values. On constant
-// integer inputs these ops fold, which is what removes torch's shape
-// computations from the graph.
+// Expand, Gather, Trilu, and the dynamo exporter's SplitToSequence,
+// SequenceAt and GatherND (folded only). Shape operands (Reshape's shape,
+// Slice's bounds, axes, split sizes) must be compile-time constants; ONNX's
+// conventions for them (0 and -1 in shapes, negative and out-of-range slice
+// bounds, axes given as attributes before opset 13 and as inputs after) are
+// resolved here, so the nn ops carry only explicit static values. On
+// constant integer inputs these ops fold, which is what removes torch's
+// shape computations from the graph.
 //
 //===----------------------------------------------------------------------===//
 
@@ -167,19 +168,25 @@ LogicalResult importSqueeze(ImportContext &ctx) {
 LogicalResult importTranspose(ImportContext &ctx) {
   if (failed(ctx.checkAttributes({"perm"})))
     return failure();
-  FailureOr<InputInfo> input = getInput(ctx, 0);
-  if (failed(input))
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  if (failed(type))
     return failure();
   std::vector<int64_t> perm;
   if (std::optional<std::vector<int64_t>> attr = ctx.intsAttr("perm"))
     perm = *attr;
   else
-    for (int64_t i = input->rank() - 1; i >= 0; --i)
+    for (int64_t i = type->getRank() - 1; i >= 0; --i)
       perm.push_back(i);
   if (ctx.failed())
     return failure();
-  FailureOr<nn::Shape> shape = nn::transposeShape(input->shape(), perm, ctx.errorFn());
+  FailureOr<nn::Shape> shape = nn::transposeShape(type->getShape(), perm, ctx.errorFn());
   if (failed(shape))
+    return failure();
+  // Constant index tensors (the dynamo exporter's mask chains) fold.
+  if (const Tensor *constant = ctx.constantInput(0); isFoldable(constant))
+    return ctx.setConstantOutput(0, foldTranspose(*constant, perm, *shape));
+  FailureOr<InputInfo> input = getInput(ctx, 0);
+  if (failed(input))
     return failure();
   OpBuilder &b = ctx.builder();
   return ctx.setOutput(0, b.create<nn::TransposeOp>(ctx.loc(),
@@ -234,7 +241,10 @@ LogicalResult importConcat(ImportContext &ctx) {
 }
 
 LogicalResult importSplit(ImportContext &ctx) {
-  if (failed(ctx.checkAttributes({"axis", "split"})))
+  // Opset 18 replaced the split attribute by num_outputs (split moved to an
+  // input at 13).
+  if (failed(ctx.opset() >= 18 ? ctx.checkAttributes({"axis", "num_outputs"})
+                               : ctx.checkAttributes({"axis", "split"})))
     return failure();
   FailureOr<AxisInput> in = getInputAndAxis(ctx, 0);
   if (failed(in))
@@ -256,6 +266,30 @@ LogicalResult importSplit(ImportContext &ctx) {
   int64_t parts = ctx.numOutputs();
   if (parts == 0)
     return ctx.error("needs at least one output");
+  if (ctx.opset() >= 18) {
+    // Opset 18 asks for exactly one of the split input and num_outputs;
+    // num_outputs chunks are ceil(dim / n) with a smaller last one.
+    bool hasNumOutputs = ctx.attribute("num_outputs") != nullptr;
+    if (hasNumOutputs == ctx.hasInput(1))
+      return ctx.error("needs exactly one of the 'split' input and the 'num_outputs' "
+                       "attribute (opset 18)");
+    if (hasNumOutputs) {
+      int64_t n = ctx.intAttr("num_outputs", 0);
+      if (ctx.failed())
+        return failure();
+      if (n != parts)
+        return ctx.error("num_outputs is " + Twine(n) + " but the node has " + Twine(parts) +
+                         " outputs");
+      int64_t chunk = dim % n == 0 ? dim / n : dim / n + 1;
+      int64_t last = dim - chunk * (n - 1);
+      if (last < 0)
+        return ctx.error("dimension " + Twine(dim) + " cannot be split into " + Twine(n) +
+                         " chunks of " + Twine(chunk) + " (the last would have " +
+                         Twine(last) + " elements)");
+      sizes.assign(n - 1, chunk);
+      sizes.push_back(last);
+    }
+  }
   if (sizes.empty()) {
     if (dim % parts != 0)
       return ctx.error("dimension " + Twine(dim) + " does not split into " + Twine(parts) +
@@ -371,15 +405,21 @@ LogicalResult importExpand(ImportContext &ctx) {
   if (failed(ctx.checkAttributes({})))
     return failure();
   FailureOr<std::vector<int64_t>> requested = ctx.requireIntsInput(1, "shape");
-  FailureOr<InputInfo> input = getInput(ctx, 0);
-  if (failed(requested) || failed(input))
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  if (failed(requested) || failed(type))
     return failure();
   for (int64_t d : *requested)
     if (d < 0)
       return ctx.error("shape " + nn::formatShape(*requested) + " has a negative entry");
   FailureOr<nn::Shape> shape =
-      nn::broadcastShapes({input->shape(), *requested}, ctx.errorFn());
+      nn::broadcastShapes({type->getShape(), *requested}, ctx.errorFn());
   if (failed(shape))
+    return failure();
+  if (const Tensor *constant = ctx.constantInput(0);
+      isFoldable(constant) && nn::numElements(*shape) <= kMaxFoldElements)
+    return ctx.setConstantOutput(0, foldExpand(*constant, *shape));
+  FailureOr<InputInfo> input = getInput(ctx, 0);
+  if (failed(input))
     return failure();
   if (ArrayRef<int64_t>(*shape) == input->shape())
     return ctx.setOutput(0, input->value);
@@ -442,6 +482,167 @@ LogicalResult importTrilu(ImportContext &ctx) {
   OpBuilder &b = ctx.builder();
   return ctx.setOutput(0, b.create<nn::TriluOp>(ctx.loc(), input->type, input->value,
                                                 b.getBoolAttr(upper), b.getI64IntegerAttr(k)));
+}
+
+} // namespace fsdp::onnx
+
+// --- structural ops of the dynamo exporter ---------------------------------
+
+namespace fsdp::onnx {
+
+LogicalResult importSplitToSequence(ImportContext &ctx) {
+  if (failed(ctx.checkAttributes({"axis", "keepdims"})))
+    return failure();
+  bool keepdims = ctx.intAttr("keepdims", 1) != 0;
+  int64_t axisAttr = ctx.intAttr("axis", 0);
+  // The type only: a constant input folds and is never materialized.
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  if (failed(type) || ctx.failed())
+    return failure();
+  InputInfo input{nullptr, *type};
+  FailureOr<int64_t> normalizedAxis = nn::normalizeAxis(axisAttr, input.rank(), ctx.errorFn());
+  if (failed(normalizedAxis))
+    return failure();
+  int64_t axis = *normalizedAxis;
+  int64_t dim = input.shape()[axis];
+  // No split: chunks of 1, and keepdims = 0 drops the axis. A scalar
+  // split: chunks of that size, the last smaller. A 1-D split: the sizes.
+  std::vector<int64_t> sizes;
+  if (ctx.hasInput(1)) {
+    FailureOr<const Tensor *> split = ctx.requireConstantInput(1, "split");
+    if (failed(split))
+      return failure();
+    if (!(*split)->isInteger() || (*split)->dims.size() > 1)
+      return ctx.error("split must be an integer scalar or 1-D tensor");
+    if ((*split)->dims.empty()) {
+      int64_t chunk = (*split)->intAt(0);
+      if (chunk <= 0)
+        return ctx.error("split must be positive, got " + Twine(chunk));
+      for (int64_t start = 0; start < dim; start += chunk)
+        sizes.push_back(std::min(chunk, dim - start));
+    } else {
+      int64_t total = 0;
+      for (int64_t k = 0, n = (*split)->numElements(); k < n; ++k) {
+        int64_t size = (*split)->intAt(k);
+        if (size < 0)
+          return ctx.error("split sizes must be non-negative");
+        sizes.push_back(size);
+        total += size;
+      }
+      if (total != dim)
+        return ctx.error("split sizes add up to " + Twine(total) + ", not " + Twine(dim));
+    }
+  } else {
+    sizes.assign(dim, 1);
+  }
+  bool dropAxis = !ctx.hasInput(1) && !keepdims;
+  if (sizes.empty())
+    return ctx.setSequenceOutput(0, {});
+
+  std::vector<Slot> elements;
+  const Tensor *constant = ctx.constantInput(0);
+  SmallVector<Type> resultTypes;
+  for (int64_t size : sizes) {
+    nn::Shape shape(input.shape().begin(), input.shape().end());
+    shape[axis] = size;
+    resultTypes.push_back(ctx.tensorType(shape, input.element()));
+  }
+  nn::SplitOp split;
+  if (!isFoldable(constant)) {
+    FailureOr<Value> value = ctx.input(0);
+    if (failed(value))
+      return failure();
+    input.value = *value;
+    OpBuilder &b = ctx.builder();
+    split = b.create<nn::SplitOp>(ctx.loc(), resultTypes, input.value, b.getI64IntegerAttr(axis));
+  }
+  int64_t offset = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    auto partType = llvm::cast<RankedTensorType>(resultTypes[k]);
+    nn::Shape outShape(partType.getShape().begin(), partType.getShape().end());
+    if (dropAxis)
+      outShape.erase(outShape.begin() + axis);
+    auto outType = ctx.tensorType(outShape, input.element());
+    if (split) {
+      Value part = split.getResult(k);
+      if (dropAxis)
+        part = ctx.builder().create<nn::ReshapeOp>(ctx.loc(), outType, part);
+      elements.push_back(Slot{part, nullptr, outType});
+    } else {
+      SmallVector<int64_t> starts(input.rank(), 0), steps(input.rank(), 1);
+      starts[axis] = offset;
+      Tensor part = foldSlice(*constant, starts, steps, partType.getShape());
+      elements.push_back(
+          Slot{nullptr, std::make_shared<Tensor>(foldReshape(part, outShape)), outType});
+    }
+    offset += sizes[k];
+  }
+  return ctx.setSequenceOutput(0, std::move(elements));
+}
+
+LogicalResult importSequenceAt(ImportContext &ctx) {
+  if (failed(ctx.checkAttributes({})))
+    return failure();
+  if (!ctx.hasInput(0))
+    return ctx.error("input 0 is required");
+  const std::string &name = ctx.node().inputs[0];
+  const std::vector<Slot> *elements = ctx.sequence(name);
+  if (!elements)
+    return ctx.error("input_sequence '" + name + "' is not a sequence made by "
+                     "SplitToSequence (the only sequences supported)");
+  FailureOr<std::vector<int64_t>> position = ctx.requireIntsInput(1, "position");
+  if (failed(position))
+    return failure();
+  if (position->size() != 1)
+    return ctx.error("position must be a scalar");
+  int64_t n = elements->size(), k = (*position)[0];
+  if (k < -n || k >= n)
+    return ctx.error("position " + Twine(k) + " is outside a sequence of " + Twine(n) +
+                     " tensors");
+  if (!ctx.hasOutput(0))
+    return success();
+  return ctx.define(ctx.node().outputs[0], (*elements)[k < 0 ? k + n : k]);
+}
+
+LogicalResult importGatherND(ImportContext &ctx) {
+  if (failed(ctx.opset() >= 12 ? ctx.checkAttributes({"batch_dims"})
+                               : ctx.checkAttributes({})))
+    return failure();
+  int64_t batchDims = ctx.intAttr("batch_dims", 0);
+  FailureOr<RankedTensorType> dataType = ctx.inputType(0), indexType = ctx.inputType(1);
+  if (failed(dataType) || failed(indexType) || ctx.failed())
+    return failure();
+  ArrayRef<int64_t> data = dataType->getShape(), indices = indexType->getShape();
+  int64_t r = data.size(), q = indices.size();
+  if (!indexType->getElementType().isSignlessInteger(64))
+    return ctx.error("indices must be int64");
+  if (r < 1 || q < 1)
+    return ctx.error("data and indices must have rank >= 1");
+  if (batchDims < 0 || batchDims >= std::min(r, q))
+    return ctx.error("batch_dims " + Twine(batchDims) + " must be in [0, " +
+                     Twine(std::min(r, q)) + ")");
+  for (int64_t d = 0; d < batchDims; ++d)
+    if (data[d] != indices[d])
+      return ctx.error("batch dimension " + Twine(d) + " differs: data " +
+                       nn::formatShape(data) + ", indices " + nn::formatShape(indices));
+  int64_t depth = indices.back();
+  if (depth < 1 || depth > r - batchDims)
+    return ctx.error("indices' last dimension " + Twine(depth) + " must be in [1, " +
+                     Twine(r - batchDims) + "]");
+  nn::Shape shape(indices.begin(), indices.end() - 1);
+  shape.append(data.begin() + batchDims + depth, data.end());
+  const Tensor *dataValue = ctx.constantInput(0), *indexValue = ctx.constantInput(1);
+  if (!dataValue || !indexValue || !dataValue->hasData || !indexValue->hasData)
+    return ctx.error("GatherND on values that are not compile-time constants is not "
+                     "implemented yet");
+  if (nn::numElements(shape) > kMaxFoldElements)
+    return ctx.error("GatherND result has more than " + Twine(kMaxFoldElements) +
+                     " elements; folding larger constants is not implemented yet");
+  std::string error;
+  std::optional<Tensor> folded = foldGatherND(*dataValue, *indexValue, batchDims, shape, error);
+  if (!folded)
+    return ctx.error(error);
+  return ctx.setConstantOutput(0, std::move(*folded));
 }
 
 } // namespace fsdp::onnx

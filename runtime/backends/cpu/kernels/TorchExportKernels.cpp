@@ -55,15 +55,6 @@ Status requireLike(const char *op, const TensorRef &t, const TensorRef &like) {
                            " was expected"));
 }
 
-/// Row-major strides of `t` in elements.
-void stridesOf(const TensorRef &t, int64_t *strides) {
-  int64_t s = 1;
-  for (int i = t.rank - 1; i >= 0; --i) {
-    strides[i] = s;
-    s *= t.dims[i];
-  }
-}
-
 /// Calls row(index) for every multi-index over dims [0, rank - 1) of `t`
 /// in row-major order (once, with no index, for rank <= 1).
 template <typename Fn> void forEachOuter(const TensorRef &t, Fn row) {
@@ -92,7 +83,7 @@ void padTyped(const TensorRef &in, const TensorRef &value, const int64_t *pads,
   if (in.numElements() == 0)
     return;
   int64_t outStrides[kMaxRank];
-  stridesOf(out, outStrides);
+  contiguousStrides(out, outStrides);
   const int64_t rowLen = in.rank ? in.dims[in.rank - 1] : 1;
   int64_t base = 0;
   for (int i = 0; i < in.rank; ++i)
@@ -115,7 +106,7 @@ template <typename U> void tileTyped(const TensorRef &in, const TensorRef &out) 
     return;
   }
   int64_t inStrides[kMaxRank];
-  stridesOf(in, inStrides);
+  contiguousStrides(in, inStrides);
   const int64_t inRow = in.dims[in.rank - 1], outRow = out.dims[out.rank - 1];
   forEachOuter(out, [&](const int64_t *index) {
     int64_t offset = 0;

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-# The cases of test_gradcheck.py: one tiny opset-17 model per differentiable
+# The cases of test_gradcheck.py: one tiny model (opset 17, or the case's
+# `opset` for newer operators) per differentiable
 # ONNX operator (or attribute combination, broadcast, value used twice),
 # each with its torch reference. A case's float operands are float64
 # parameters with random values kept away from non-differentiable points;

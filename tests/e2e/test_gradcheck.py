@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # Numerical gradient check of every differentiable ONNX operator, in float64
-# on the CPU backend. Each case (gradcheck_cases.py) is a tiny opset-17 model around one operator
+# on the CPU backend. Each case (gradcheck_cases.py) is a tiny model (opset 17 unless
+# the operator is newer) around one operator
 # (or one attribute combination, broadcast, or a value used twice): its float
 # operands are DOUBLE initializers, so they are parameters with random values
 # kept away from non-differentiable points; its integer operands (indices,

@@ -101,17 +101,13 @@ LogicalResult importPad(ImportContext &ctx) {
   if (pads.size() != 2 * axes.size())
     return ctx.error("pads has " + Twine(pads.size()) + " entries, expected 2 x " +
                      Twine(axes.size()));
+  FailureOr<SmallVector<int64_t>> normalized = normalizeAxesInOrder(ctx, axes, rank);
+  if (failed(normalized))
+    return failure();
   SmallVector<int64_t> begins(rank, 0), ends(rank, 0);
-  SmallVector<bool> seen(rank, false);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    FailureOr<int64_t> axis = nn::normalizeAxis(axes[i], rank, ctx.errorFn());
-    if (failed(axis))
-      return failure();
-    if (seen[*axis])
-      return ctx.error("axis " + Twine(axes[i]) + " appears more than once");
-    seen[*axis] = true;
-    begins[*axis] = pads[i];
-    ends[*axis] = pads[axes.size() + i];
+  for (auto [i, axis] : llvm::enumerate(*normalized)) {
+    begins[axis] = pads[i];
+    ends[axis] = pads[axes.size() + i];
   }
   // Negative pads crop first: a slice to [-begin, dim + end).
   SmallVector<int64_t> starts(rank), stops(rank), steps(rank, 1), nonNegative(2 * rank);

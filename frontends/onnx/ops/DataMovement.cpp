@@ -117,8 +117,9 @@ LogicalResult importPad(ImportContext &ctx) {
     starts[i] = begins[i] < 0 ? -begins[i] : 0;
     stops[i] = ends[i] < 0 ? dim + ends[i] : dim;
     if (starts[i] > stops[i])
-      return ctx.error("pads (" + Twine(begins[i]) + ", " + Twine(ends[i]) + ") crop more than the " +
-                       Twine(dim) + " elements of dimension " + Twine(i));
+      return ctx.error("pads (" + Twine(begins[i]) + ", " + Twine(ends[i]) +
+                       ") crop more than the " + Twine(dim) + " elements of dimension " +
+                       Twine(i));
     crops |= starts[i] != 0 || stops[i] != dim;
     nonNegative[i] = std::max<int64_t>(begins[i], 0);
     nonNegative[rank + i] = std::max<int64_t>(ends[i], 0);

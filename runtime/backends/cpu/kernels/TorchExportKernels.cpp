@@ -26,25 +26,15 @@ const char *mathName(MathKind kind) {
   return names[static_cast<int>(kind)];
 }
 
-template <typename T, typename Fn> void runMath(const TensorRef &in, const TensorRef &out, Fn fn) {
-  const T *x = in.as<const T>();
-  T *o = out.as<T>();
-  const int64_t n = in.numElements();
-  runWide([&] {
-    for (int64_t i = 0; i < n; ++i)
-      store(o + i, fn(load(x + i)));
-  });
-}
-
 template <typename T> void mathTyped(MathKind kind, const TensorRef &in, const TensorRef &out) {
   using C = ComputeType<T>;
   switch (kind) {
-  case MathKind::Gelu: runMath<T>(in, out, [](C x) { return geluOf(x); }); break;
-  case MathKind::GeluTanh: runMath<T>(in, out, [](C x) { return geluTanhOf(x); }); break;
-  case MathKind::Reciprocal: runMath<T>(in, out, [](C x) { return C(1) / x; }); break;
-  case MathKind::Cos: runMath<T>(in, out, [](C x) { return std::cos(x); }); break;
-  case MathKind::Sin: runMath<T>(in, out, [](C x) { return std::sin(x); }); break;
-  case MathKind::Softplus: runMath<T>(in, out, [](C x) { return softplusOf(x); }); break;
+  case MathKind::Gelu: mapUnary<T>(in, out, [](C x) { return geluOf(x); }); break;
+  case MathKind::GeluTanh: mapUnary<T>(in, out, [](C x) { return geluTanhOf(x); }); break;
+  case MathKind::Reciprocal: mapUnary<T>(in, out, [](C x) { return C(1) / x; }); break;
+  case MathKind::Cos: mapUnary<T>(in, out, [](C x) { return std::cos(x); }); break;
+  case MathKind::Sin: mapUnary<T>(in, out, [](C x) { return std::sin(x); }); break;
+  case MathKind::Softplus: mapUnary<T>(in, out, [](C x) { return softplusOf(x); }); break;
   }
 }
 

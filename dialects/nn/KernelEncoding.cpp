@@ -252,3 +252,48 @@ KernelEncoding FusedOp::encodeKernel() {
 }
 
 } // namespace fsdp::nn
+
+// --- issue 15 (helper C): ops of torch 2.x exports ------------------------
+// Gelu and GeluGrad carry the approximation as 0 (none) or 1 (tanh); Pad
+// its non-negative pads (leading counts, then trailing); Tile its repeats;
+// CumSum [axis, exclusive, reverse].
+
+namespace fsdp::nn {
+namespace {
+int64_t approximateCode(StringRef approximate) { return approximate == "tanh" ? 1 : 0; }
+} // namespace
+
+Kernel ReciprocalOp::getKernel() { return Kernel::Reciprocal; }
+Kernel CosOp::getKernel() { return Kernel::Cos; }
+Kernel SinOp::getKernel() { return Kernel::Sin; }
+Kernel SoftplusOp::getKernel() { return Kernel::Softplus; }
+
+Kernel GeluOp::getKernel() { return Kernel::Gelu; }
+KernelEncoding GeluOp::encodeKernel() { return withAxis(*this, approximateCode(getApproximate())); }
+Kernel GeluGradOp::getKernel() { return Kernel::GeluGrad; }
+KernelEncoding GeluGradOp::encodeKernel() {
+  return withAxis(*this, approximateCode(getApproximate()));
+}
+
+Kernel PadOp::getKernel() { return Kernel::Pad; }
+KernelEncoding PadOp::encodeKernel() {
+  KernelEncoding encoding = operandsInOrder(*this, getKernel());
+  encoding.ints.assign(getPads().begin(), getPads().end());
+  return encoding;
+}
+
+Kernel TileOp::getKernel() { return Kernel::Tile; }
+KernelEncoding TileOp::encodeKernel() {
+  KernelEncoding encoding = operandsInOrder(*this, getKernel());
+  encoding.ints.assign(getRepeats().begin(), getRepeats().end());
+  return encoding;
+}
+
+Kernel CumSumOp::getKernel() { return Kernel::CumSum; }
+KernelEncoding CumSumOp::encodeKernel() {
+  KernelEncoding encoding = operandsInOrder(*this, getKernel());
+  encoding.ints = {getAxis(), getExclusive(), getReverse()};
+  return encoding;
+}
+
+} // namespace fsdp::nn

@@ -369,4 +369,57 @@ Tensor makeInt64Tensor(llvm::ArrayRef<int64_t> values) {
   return t;
 }
 
+// --- issue 15 (helper C): folds of torch 2.x export ops -----------------
+
+Tensor foldCumSum(const Tensor &input, int64_t axis, bool exclusive, bool reverse) {
+  Tensor out = emptyLike(input.dtype, input.dims);
+  std::vector<int64_t> strides = stridesOf(input.dims);
+  int64_t len = input.dims[axis], stride = strides[axis];
+  // Each line along `axis` starts where the axis index is 0.
+  forEachIndex(input.dims, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    if (index[axis] != 0)
+      return;
+    uint64_t sum = 0;
+    for (int64_t step = 0; step < len; ++step) {
+      int64_t at = flat + (reverse ? len - 1 - step : step) * stride;
+      uint64_t v = static_cast<uint64_t>(input.intAt(at));
+      if (!exclusive)
+        sum += v;
+      storeInt(out, at, static_cast<int64_t>(sum));
+      if (exclusive)
+        sum += v;
+    }
+  });
+  return out;
+}
+
+Tensor foldTile(const Tensor &input, llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(input.dtype, shape);
+  std::vector<int64_t> strides = stridesOf(input.dims);
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    int64_t src = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      src += (index[d] % input.dims[d]) * strides[d];
+    storeInt(out, flat, input.intAt(src));
+  });
+  return out;
+}
+
+Tensor foldPad(const Tensor &input, llvm::ArrayRef<int64_t> begins, int64_t value,
+               llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(input.dtype, shape);
+  std::vector<int64_t> strides = stridesOf(input.dims);
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    int64_t src = 0;
+    bool inside = true;
+    for (size_t d = 0; d < index.size(); ++d) {
+      int64_t i = index[d] - begins[d];
+      inside &= i >= 0 && i < input.dims[d];
+      src += i * strides[d];
+    }
+    storeInt(out, flat, inside ? input.intAt(src) : value);
+  });
+  return out;
+}
+
 } // namespace fsdp::onnx

@@ -84,6 +84,19 @@ Tensor foldNot(const Tensor &input);
 /// A 1-D int64 tensor (Shape's result).
 Tensor makeInt64Tensor(llvm::ArrayRef<int64_t> values);
 
+// --- issue 15 (helper C): folds of torch 2.x export ops -----------------
+// Integer tensors only (isFoldableInteger), so mask and position chains
+// built from constants leave no ops behind.
+
+/// CumSum along the normalized `axis`, wrapping in int64 then stored in the
+/// input's dtype.
+Tensor foldCumSum(const Tensor &input, int64_t axis, bool exclusive, bool reverse);
+/// Tile to `shape` (each dim a multiple of the input's).
+Tensor foldTile(const Tensor &input, llvm::ArrayRef<int64_t> shape);
+/// Constant pad with non-negative leading counts `begins` to `shape`.
+Tensor foldPad(const Tensor &input, llvm::ArrayRef<int64_t> begins, int64_t value,
+               llvm::ArrayRef<int64_t> shape);
+
 } // namespace fsdp::onnx
 
 #endif // FSDP_FRONTENDS_ONNX_CONSTANTFOLDING_H

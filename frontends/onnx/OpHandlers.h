@@ -82,6 +82,20 @@ mlir::LogicalResult importGatherND(ImportContext &ctx);          // ops/Shape.cp
 mlir::LogicalResult importRange(ImportContext &ctx);             // ops/Misc.cpp
 mlir::LogicalResult importConstantOfShape(ImportContext &ctx);   // ops/Misc.cpp
 
+// issue 15 (helper C): ops of torch 2.x exports.
+// ops/Math.cpp
+mlir::LogicalResult importGelu(ImportContext &ctx);
+mlir::LogicalResult importReciprocal(ImportContext &ctx);
+mlir::LogicalResult importCos(ImportContext &ctx);
+mlir::LogicalResult importSin(ImportContext &ctx);
+mlir::LogicalResult importSoftplus(ImportContext &ctx);
+// ops/DataMovement.cpp
+mlir::LogicalResult importPad(ImportContext &ctx);
+mlir::LogicalResult importTile(ImportContext &ctx);
+mlir::LogicalResult importCumSum(ImportContext &ctx);
+// ops/RmsNormalization.cpp
+mlir::LogicalResult importRMSNormalization(ImportContext &ctx);
+
 } // namespace fsdp::onnx
 
 #endif // FSDP_FRONTENDS_ONNX_OPHANDLERS_H

@@ -92,6 +92,17 @@ const OpEntry kOpTable[] = {
     {{"", "Range", 11, 28, "constant operands; folds"}, importRange},
     {{"", "ConstantOfShape", 9, 28, "constant shape"}, importConstantOfShape},
     {{"", "GatherND", 11, 28, "constant operands; folds"}, importGatherND},
+    // issue 15 (helper C): ops of torch 2.x exports, up to onnx 1.23's opset 28.
+    {{"", "Gelu", 20, 28, "approximate none and tanh"}, importGelu},
+    {{"", "Reciprocal", 6, 28, ""}, importReciprocal},
+    {{"", "Cos", 7, 28, ""}, importCos},
+    {{"", "Sin", 7, 28, ""}, importSin},
+    {{"", "Softplus", 1, 28, "ln(exp(x) + 1), no threshold"}, importSoftplus},
+    {{"", "Pad", 2, 28, "constant mode; pads and axes constant; negative pads crop"}, importPad},
+    {{"", "Tile", 6, 28, "repeats constant"}, importTile},
+    {{"", "CumSum", 11, 28, "axis constant; exclusive, reverse"}, importCumSum},
+    {{"", "RMSNormalization", 23, 28, "stash_type float; imported as its function body"},
+     importRMSNormalization},
 };
 
 } // namespace

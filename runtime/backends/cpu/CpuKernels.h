@@ -208,6 +208,25 @@ Status sgd(const TensorRef &param, const TensorRef &grad, const TensorRef *momen
            const TensorRef &lr, const SgdConfig &config, const TensorRef &paramOut,
            const TensorRef *bufferOut);
 
+// --- issue 15 (helper C): ops of torch 2.x exports (TorchExportKernels.cpp) ---
+enum class MathKind : uint8_t { Gelu, GeluTanh, Reciprocal, Cos, Sin, Softplus };
+/// Float unary math: same shape and dtype in and out (f16/bf16 compute in
+/// float). Formulas in Activations.h and Kernels.def.
+Status math(MathKind kind, const TensorRef &in, const TensorRef &out);
+/// torch's GeluBackward (tanh: the approximate form) from x and dy.
+Status geluGrad(bool tanh, const TensorRef &x, const TensorRef &dy, const TensorRef &dx);
+/// Constant pad: out is `value` (one element of in's dtype) except that in
+/// is copied at offset `pads[0..rank)`; pads[rank..2 rank) are the trailing
+/// counts, checked against out's shape. Any dtype.
+Status pad(const TensorRef &in, const TensorRef &value, const int64_t *pads, const TensorRef &out);
+/// out[j] = in[j mod in.shape]: out's dims are multiples of in's. Any dtype.
+Status tile(const TensorRef &in, const TensorRef &out);
+/// Cumulative sum along `axis` (floats accumulate in double as torch's CPU
+/// cumsum does, integers wrap); `exclusive` leaves out the element itself,
+/// `reverse` sums from the end. Numeric dtypes.
+Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
+              const TensorRef &out);
+
 } // namespace fsdp::rt::cpu
 
 #endif // FSDP_RUNTIME_BACKENDS_CPU_CPUKERNELS_H

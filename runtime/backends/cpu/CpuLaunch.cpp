@@ -132,6 +132,18 @@ Status launchCpuKernel(const Launch &l, uint64_t step) {
     return cpu::sgd(in[0], in[1], buffer, in[3], {l.floats[0], l.floats[1], l.ints[0] != 0},
                     out[0], buffer && l.numOutputs > 1 ? &out[1] : nullptr);
   }
+  // issue 15 (helper C): ops of torch 2.x exports.
+  case Kernel::Gelu:
+    return cpu::math(l.ints[0] ? cpu::MathKind::GeluTanh : cpu::MathKind::Gelu, in[0], out[0]);
+  case Kernel::Reciprocal: return cpu::math(cpu::MathKind::Reciprocal, in[0], out[0]);
+  case Kernel::Cos: return cpu::math(cpu::MathKind::Cos, in[0], out[0]);
+  case Kernel::Sin: return cpu::math(cpu::MathKind::Sin, in[0], out[0]);
+  case Kernel::Softplus: return cpu::math(cpu::MathKind::Softplus, in[0], out[0]);
+  case Kernel::GeluGrad: return cpu::geluGrad(l.ints[0] != 0, in[0], in[1], out[0]);
+  case Kernel::Pad: return cpu::pad(in[0], in[1], l.ints, out[0]);
+  case Kernel::Tile: return cpu::tile(in[0], out[0]);
+  case Kernel::CumSum:
+    return cpu::cumsum(in[0], l.ints[0], l.ints[1] != 0, l.ints[2] != 0, out[0]);
   case Kernel::AllGather:
   case Kernel::ReduceScatter:
   case Kernel::AllReduce:

@@ -222,38 +222,27 @@ const char *unaryName(UnaryKind kind) {
   return names[static_cast<int>(kind)];
 }
 
-
-template <typename T, typename Fn> void runUnary(const TensorRef &in, const TensorRef &out, Fn fn) {
-  const T *x = in.as<const T>();
-  T *o = out.as<T>();
-  const int64_t n = in.numElements();
-  runWide([&] {
-    for (int64_t i = 0; i < n; ++i)
-      store(o + i, fn(load(x + i)));
-  });
-}
-
 template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, const TensorRef &out) {
   using C = ComputeType<T>;
   // Neg and Relu take floats and signed integers; the rest only floats.
   if constexpr (kIsFloatStorage<T> || std::is_signed_v<C>) {
     if (kind == UnaryKind::Neg) {
-      runUnary<T>(in, out, [](C x) { return negOp(x); });
+      mapUnary<T>(in, out, [](C x) { return negOp(x); });
       return Status::ok();
     }
     if (kind == UnaryKind::Relu) {
-      runUnary<T>(in, out, [](C x) { return reluOf(x); });
+      mapUnary<T>(in, out, [](C x) { return reluOf(x); });
       return Status::ok();
     }
   }
   if constexpr (kIsFloatStorage<T>) {
     switch (kind) {
-    case UnaryKind::Exp: runUnary<T>(in, out, [](C x) { return expOf(x); }); break;
-    case UnaryKind::Log: runUnary<T>(in, out, [](C x) { return std::log(x); }); break;
-    case UnaryKind::Sqrt: runUnary<T>(in, out, [](C x) { return std::sqrt(x); }); break;
-    case UnaryKind::Erf: runUnary<T>(in, out, [](C x) { return erfOf(x); }); break;
-    case UnaryKind::Tanh: runUnary<T>(in, out, [](C x) { return tanhOf(x); }); break;
-    case UnaryKind::Sigmoid: runUnary<T>(in, out, [](C x) { return sigmoidOf(x); }); break;
+    case UnaryKind::Exp: mapUnary<T>(in, out, [](C x) { return expOf(x); }); break;
+    case UnaryKind::Log: mapUnary<T>(in, out, [](C x) { return std::log(x); }); break;
+    case UnaryKind::Sqrt: mapUnary<T>(in, out, [](C x) { return std::sqrt(x); }); break;
+    case UnaryKind::Erf: mapUnary<T>(in, out, [](C x) { return erfOf(x); }); break;
+    case UnaryKind::Tanh: mapUnary<T>(in, out, [](C x) { return tanhOf(x); }); break;
+    case UnaryKind::Sigmoid: mapUnary<T>(in, out, [](C x) { return sigmoidOf(x); }); break;
     default: return unsupportedDType(unaryName(kind), in.dtype);
     }
     return Status::ok();

@@ -82,6 +82,20 @@ mlir::LogicalResult importGatherND(ImportContext &ctx);          // ops/Shape.cp
 mlir::LogicalResult importRange(ImportContext &ctx);             // ops/Misc.cpp
 mlir::LogicalResult importConstantOfShape(ImportContext &ctx);   // ops/Misc.cpp
 
+// ops/Comparison.cpp
+mlir::LogicalResult importEqual(ImportContext &ctx);
+mlir::LogicalResult importLess(ImportContext &ctx);
+mlir::LogicalResult importLessOrEqual(ImportContext &ctx);
+mlir::LogicalResult importGreater(ImportContext &ctx);
+mlir::LogicalResult importGreaterOrEqual(ImportContext &ctx);
+mlir::LogicalResult importAnd(ImportContext &ctx);
+mlir::LogicalResult importOr(ImportContext &ctx);
+mlir::LogicalResult importXor(ImportContext &ctx);
+mlir::LogicalResult importIsNaN(ImportContext &ctx);
+mlir::LogicalResult importIsInf(ImportContext &ctx);
+mlir::LogicalResult importMax(ImportContext &ctx);
+mlir::LogicalResult importMin(ImportContext &ctx);
+
 } // namespace fsdp::onnx
 
 #endif // FSDP_FRONTENDS_ONNX_OPHANDLERS_H

@@ -92,6 +92,21 @@ const OpEntry kOpTable[] = {
     {{"", "Range", 11, 28, "constant operands; folds"}, importRange},
     {{"", "ConstantOfShape", 9, 28, "constant shape"}, importConstantOfShape},
     {{"", "GatherND", 11, 28, "constant operands; folds"}, importGatherND},
+    // Comparisons, logic, float classes, max and min (torch 2.x masks and
+    // SDPA's NaN guard): constant operands fold. Equal-19 adds strings
+    // (refused as an element type); Max/Min-6 lacked broadcasting.
+    {{"", "Equal", 7, 28, "bool result; constants fold"}, importEqual},
+    {{"", "Less", 7, 28, "bool result; constants fold"}, importLess},
+    {{"", "LessOrEqual", 12, 28, "bool result; constants fold"}, importLessOrEqual},
+    {{"", "Greater", 7, 28, "bool result; constants fold"}, importGreater},
+    {{"", "GreaterOrEqual", 12, 28, "bool result; constants fold"}, importGreaterOrEqual},
+    {{"", "And", 7, 28, "bool; constants fold"}, importAnd},
+    {{"", "Or", 7, 28, "bool; constants fold"}, importOr},
+    {{"", "Xor", 7, 28, "bool; constants fold"}, importXor},
+    {{"", "IsNaN", 9, 28, "float input"}, importIsNaN},
+    {{"", "IsInf", 10, 28, "float input"}, importIsInf},
+    {{"", "Max", 8, 28, "variadic; NaN propagates; ties split the gradient"}, importMax},
+    {{"", "Min", 8, 28, "variadic; NaN propagates; ties split the gradient"}, importMin},
 };
 
 } // namespace

@@ -13,6 +13,8 @@
 
 #include "runtime/plan/plan_generated.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 using namespace mlir;
 
 namespace fsdp::nn {
@@ -251,9 +253,38 @@ KernelEncoding FusedOp::encodeKernel() {
   return encoding;
 }
 
+// Comparisons and logic: the predicate as its code in Kernels.def's rows
+// (the verifiers admit only these names).
+Kernel CompareOp::getKernel() { return Kernel::Compare; }
+KernelEncoding CompareOp::encodeKernel() {
+  KernelEncoding encoding = operandsInOrder(*this, getKernel());
+  encoding.ints = {llvm::StringSwitch<int64_t>(getPredicate())
+                       .Case("eq", 0)
+                       .Case("lt", 1)
+                       .Case("le", 2)
+                       .Case("gt", 3)
+                       .Default(4)};
+  return encoding;
+}
+Kernel LogicalOp::getKernel() { return Kernel::Logical; }
+KernelEncoding LogicalOp::encodeKernel() {
+  KernelEncoding encoding = operandsInOrder(*this, getKernel());
+  encoding.ints = {llvm::StringSwitch<int64_t>(getOp()).Case("and", 0).Case("or", 1).Default(2)};
+  return encoding;
+}
+Kernel IsNaNOp::getKernel() { return Kernel::IsNaN; }
+Kernel IsInfOp::getKernel() { return Kernel::IsInf; }
+KernelEncoding IsInfOp::encodeKernel() {
+  KernelEncoding encoding = operandsInOrder(*this, getKernel());
+  encoding.ints = {getDetectNegative(), getDetectPositive()};
+  return encoding;
+}
+Kernel MaxOp::getKernel() { return Kernel::Max; }
+Kernel MinOp::getKernel() { return Kernel::Min; }
+
 } // namespace fsdp::nn
 
-// --- issue 15 (helper C): ops of torch 2.x exports ------------------------
+// --- Ops of torch 2.x exports ------------------------
 // Gelu and GeluGrad carry the approximation as 0 (none) or 1 (tanh); Pad
 // its non-negative pads (leading counts, then trailing); Tile its repeats;
 // CumSum [axis, exclusive, reverse].

@@ -320,7 +320,7 @@ FailureOr<Shape> classificationLossShape(ArrayRef<int64_t> scores,
   return Shape{};
 }
 
-// --- issue 15 (helper C): shapes of the torch 2.x export ops ---------------
+// --- shapes of the torch 2.x export ops ---------------
 
 FailureOr<Shape> padShape(ArrayRef<int64_t> input, ArrayRef<int64_t> pads, ErrorFn error) {
   size_t rank = input.size();

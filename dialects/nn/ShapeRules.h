@@ -91,7 +91,7 @@ int64_t numElements(llvm::ArrayRef<int64_t> shape);
 /// verifiers, which see IR from any source).
 std::optional<int64_t> checkedNumElements(llvm::ArrayRef<int64_t> shape);
 
-// --- issue 15 (helper C): shapes of the torch 2.x export ops ---------------
+// --- shapes of the torch 2.x export ops ---------------
 /// Constant Pad: `pads` is every dim's leading count, then every dim's
 /// trailing count (2 x rank entries, non-negative).
 mlir::FailureOr<Shape> padShape(llvm::ArrayRef<int64_t> input,

@@ -116,6 +116,42 @@ std::optional<Tensor> foldBinary(llvm::StringRef opType, const Tensor &lhs,
   return out;
 }
 
+Tensor foldPredicate(llvm::StringRef op, const Tensor &lhs, const Tensor &rhs,
+                     llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(DType::Bool, shape);
+  bool exact = lhs.isFloat() || rhs.isFloat();
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    int64_t i = broadcastIndex(lhs.dims, shape, index);
+    int64_t j = broadcastIndex(rhs.dims, shape, index);
+    // Integers compare as int64 (exact, unlike a trip through double).
+    auto cmp = [&](auto a, auto b) {
+      if (op == "eq") return a == b;
+      if (op == "lt") return a < b;
+      if (op == "le") return a <= b;
+      if (op == "gt") return a > b;
+      if (op == "ge") return a >= b;
+      bool x = a != 0, y = b != 0;
+      if (op == "and") return x && y;
+      if (op == "or") return x || y;
+      return x != y; // xor
+    };
+    bool r = exact ? cmp(lhs.floatAt(i), rhs.floatAt(j)) : cmp(lhs.intAt(i), rhs.intAt(j));
+    storeInt(out, flat, r);
+  });
+  return out;
+}
+
+Tensor foldMinMax(bool isMax, const Tensor &lhs, const Tensor &rhs,
+                  llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(lhs.dtype, shape);
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    int64_t a = lhs.intAt(broadcastIndex(lhs.dims, shape, index));
+    int64_t b = rhs.intAt(broadcastIndex(rhs.dims, shape, index));
+    storeInt(out, flat, isMax == (a > b) ? a : b);
+  });
+  return out;
+}
+
 Tensor foldNeg(const Tensor &input) {
   Tensor out = emptyLike(input.dtype, input.dims);
   for (int64_t i = 0, n = input.numElements(); i < n; ++i)
@@ -369,7 +405,7 @@ Tensor makeInt64Tensor(llvm::ArrayRef<int64_t> values) {
   return t;
 }
 
-// --- issue 15 (helper C): folds of torch 2.x export ops -----------------
+// --- folds of torch 2.x export ops -----------------
 
 Tensor foldCumSum(const Tensor &input, int64_t axis, bool exclusive, bool reverse) {
   Tensor out = emptyLike(input.dtype, input.dims);

@@ -167,6 +167,44 @@ def _(c):
     c.result(c.node("Where", [cond, a, b]), lambda t: torch.where(t[cond], t[a], t[b]))
 
 
+# Max/Min: the gradient goes to the larger (smaller) operand and is split
+# evenly on ties, as torch.maximum/minimum's (derivatives.yaml).
+for shapes in [((3, 4), (3, 4)), ((3, 4), (4,)), ((3, 1), (1, 4))]:
+    label = " ".join(str(list(s)) for s in shapes)
+    binary(f"Max {label}", "Max", torch.maximum, *shapes)
+    binary(f"Min {label}", "Min", torch.minimum, *shapes)
+
+
+@case("Max [3,4] with itself (every element a tie)")
+def _(c):
+    x = c.param((3, 4))
+    c.result(c.node("Max", [x, x]), lambda t: torch.maximum(t[x], t[x]))
+
+
+@case("Min [3,4] ties with a clamp: Min(x, Max(x, y))")
+def _(c):
+    x, y = c.param((3, 4)), c.param((3, 4))
+    m = c.node("Max", [x, y])
+    c.result(c.node("Min", [x, m]), lambda t: torch.minimum(t[x], torch.maximum(t[x], t[y])))
+
+
+@case("Max variadic [3,4] [4] [3,1]")
+def _(c):
+    a, b, d = c.param((3, 4)), c.param((4,)), c.param((3, 1))
+    c.result(c.node("Max", [a, b, d]),
+             lambda t: torch.maximum(torch.maximum(t[a], t[b]), t[d]))
+
+
+@case("Where(IsNaN(x), 0, x) and a Greater mask (SDPA's guard)")
+def _(c):
+    x, y = c.param((3, 4)), c.param((3, 4))
+    zero = c.constant(0.0)
+    guarded = c.node("Where", [c.node("IsNaN", [x]), zero, x])
+    keep = c.node("Greater", [x, y])
+    c.result(c.node("Where", [keep, guarded, y]),
+             lambda t: torch.where(t[x] > t[y], torch.where(torch.isnan(t[x]), 0.0, t[x]), t[y]))
+
+
 unary("Neg", "Neg", torch.neg)
 unary("Relu", "Relu", torch.relu, away=0.1)
 unary("Exp", "Exp", torch.exp)

@@ -105,7 +105,7 @@ TEST(ShapeRules, ClassificationLoss) {
   EXPECT_EQ(errors.last, "reduction must be one of none, sum, mean; got 'avg'");
 }
 
-// --- issue 15 (helper C): Pad and Tile -------------------------------------
+// --- Pad and Tile -------------------------------------
 
 TEST(ShapeRules, PadAddsLeadingAndTrailing) {
   Errors errors;

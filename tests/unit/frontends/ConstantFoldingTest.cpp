@@ -154,7 +154,7 @@ TEST(ConstantFolding, GatherNDTuplesBatchesAndRange) {
   EXPECT_EQ(error, "GatherND index out of range in a constant expression");
 }
 
-// --- issue 15 (helper C): folds of the torch 2.x export ops ----------------
+// --- folds of the torch 2.x export ops ----------------
 
 TEST(ConstantFolding, CumSumEveryMode) {
   Tensor mask = ints({2, 3}, {1, 1, 0, 0, 1, 1});

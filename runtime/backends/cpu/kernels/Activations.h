@@ -33,7 +33,7 @@ template <typename C> inline C erfGradOf(C x, C g) {
 template <typename C> inline C tanhGradOf(C y, C g) { return g * (C(1) - y * y); }
 template <typename C> inline C sigmoidGradOf(C y, C g) { return g * (C(1) - y) * y; }
 
-// --- issue 15 (helper C): activations of torch 2.x exports -----------------
+// --- activations of torch 2.x exports -----------------
 // torch's GeluKernelImpl / GeluBackwardKernelImpl formulas, constants as
 // Python doubles rounded to C; erf and tanh are the fast versions above.
 

@@ -91,6 +91,19 @@ template <typename C> C divOp(C x, C y) {
   else
     return static_cast<C>(x / y);
 }
+/// torch.maximum / torch.minimum: a NaN operand gives NaN.
+template <typename C> C maxOp(C x, C y) {
+  if constexpr (std::is_floating_point_v<C>)
+    if (x != x || y != y)
+      return x + y;
+  return x > y ? x : y;
+}
+template <typename C> C minOp(C x, C y) {
+  if constexpr (std::is_floating_point_v<C>)
+    if (x != x || y != y)
+      return x + y;
+  return x < y ? x : y;
+}
 /// Float bases compute in their own compute type (float or double);
 /// integer bases in double and convert back, as the ONNX reference does.
 template <typename T, typename E> ComputeType<T> powOp(ComputeType<T> x, ComputeType<E> y) {
@@ -159,6 +172,12 @@ Status binaryTyped(BinaryKind kind, const TensorRef &a, const TensorRef &b, cons
       if (anyZero<T>(b))
         return Status::error(cat("div: integer division by zero (", dtypeName(b.dtype), ")"));
     runBinary<T, T>(a, b, out, [](C x, C y) { return divOp(x, y); });
+    break;
+  case BinaryKind::Max:
+    runBinary<T, T>(a, b, out, [](C x, C y) { return maxOp(x, y); });
+    break;
+  case BinaryKind::Min:
+    runBinary<T, T>(a, b, out, [](C x, C y) { return minOp(x, y); });
     break;
   case BinaryKind::Pow:
     break; // handled by powTyped (the exponent has its own dtype)
@@ -257,6 +276,8 @@ const char *binaryName(BinaryKind kind) {
   case BinaryKind::Mul: return "mul";
   case BinaryKind::Div: return "div";
   case BinaryKind::Pow: return "pow";
+  case BinaryKind::Max: return "max";
+  case BinaryKind::Min: return "min";
   }
   return "binary";
 }

@@ -638,7 +638,7 @@ def _(c):
              lambda t: torch.log_softmax(torch.tanh(t[x] @ t[w] + t[b]), -1))
 
 
-# --- issue 15 (helper C): the math and data movement of torch 2.x exports ---
+# --- The math and data movement of torch 2.x exports ---
 # Gelu (opset 20) and RMSNormalization (opset 23) need those opsets; the
 # rest use the earliest opset they share with the harness (17).
 

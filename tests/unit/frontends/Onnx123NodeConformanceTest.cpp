@@ -8,7 +8,9 @@
 // naming the node; refusals are listed below by test with their reason, and
 // a listed test that stops being refused fails, so the list cannot hide a
 // test that would pass. A test that imports and then computes a wrong answer
-// is a failure. At least 95% must match; a table by operator is printed.
+// is a failure; so is one listed as unreproducible that starts to match. A
+// second test holds the floor: at least 95% match numerically,
+// refusals counting against it. Both print a table by operator.
 // The suite measures whatever the supported table holds, so it grows with
 // the importer.
 //
@@ -33,8 +35,8 @@ using namespace fsdp::onnx::nodetest;
 const char *kNodeTestDir = FSDP_ONNX123_NODE_TEST_DIR;
 
 /// Shared reason of the casts to and from ONNX's narrow types.
-const char *const kNarrowTypes = "float8, float4 and 2- or 4-bit integer element types have no "
-                           "runtime dtype";
+const char *const kNarrowTypes =
+    "float8, float4 and 2- or 4-bit integer element types have no runtime dtype";
 
 /// Tests refused at import, with the reason. Each must still be refused.
 const std::map<std::string, std::string> kRefusals = {

@@ -26,6 +26,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -234,7 +235,9 @@ const SuiteOutcome &suiteOutcome() {
     std::ifstream stamp(std::string(kNodeTestDir) + "/STAMP");
     if (!std::getline(stamp, outcome.stamp))
       return outcome;
-    std::string planPath = ::testing::TempDir() + "fsdp-node-test-123.plan";
+    // Both tests run as their own ctest, perhaps at once: one plan each.
+    std::string planPath =
+        ::testing::TempDir() + "fsdp-node-test-123-" + std::to_string(getpid()) + ".plan";
     std::set<std::string> seen;
     for (const NodeTest &test : loadSupportedNodeTests(kNodeTestDir, 18)) {
       seen.insert(test.name);

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -33,7 +34,11 @@ namespace {
 
 using namespace fsdp::onnx::nodetest;
 
-const char *kNodeTestDir = FSDP_ONNX123_NODE_TEST_DIR;
+/// The generated data's directory, a parameter of the run (ctest sets it).
+std::string nodeTestDir() {
+  const char *dir = std::getenv("FSDP_ONNX123_NODE_TEST_DIR");
+  return dir ? dir : "";
+}
 
 /// Shared reason of the casts to and from ONNX's narrow types.
 const char *const kNarrowTypes =
@@ -232,14 +237,14 @@ void classify(const NodeTest &test, const std::string &planPath, SuiteOutcome &o
 const SuiteOutcome &suiteOutcome() {
   static const SuiteOutcome outcome = [] {
     SuiteOutcome outcome;
-    std::ifstream stamp(std::string(kNodeTestDir) + "/STAMP");
+    std::ifstream stamp(nodeTestDir() + "/STAMP");
     if (!std::getline(stamp, outcome.stamp))
       return outcome;
     // Both tests run as their own ctest, perhaps at once: one plan each.
     std::string planPath =
         ::testing::TempDir() + "fsdp-node-test-123-" + std::to_string(getpid()) + ".plan";
     std::set<std::string> seen;
-    for (const NodeTest &test : loadSupportedNodeTests(kNodeTestDir, 18)) {
+    for (const NodeTest &test : loadSupportedNodeTests(nodeTestDir(), 18)) {
       seen.insert(test.name);
       classify(test, planPath, outcome);
     }
@@ -273,8 +278,8 @@ void printTable(const SuiteOutcome &outcome) {
 TEST(Onnx123NodeConformance, EveryTestMatchesOrIsRefusedByName) {
   const SuiteOutcome &outcome = suiteOutcome();
   ASSERT_FALSE(outcome.stamp.empty())
-      << kNodeTestDir << " has no STAMP: the generation fixture (onnx123-node-tests-generate) "
-      << "did not run";
+      << "'" << nodeTestDir() << "' (FSDP_ONNX123_NODE_TEST_DIR) has no STAMP: the generation "
+      << "fixture (ctest onnx123-node-tests-generate) did not run";
   printTable(outcome);
   for (const std::string &failure : outcome.failures)
     ADD_FAILURE() << failure;
@@ -285,7 +290,7 @@ TEST(Onnx123NodeConformance, EveryTestMatchesOrIsRefusedByName) {
 // numerically; refusals count against it.
 TEST(Onnx123NodeConformance, AtLeast95PercentMatch) {
   const SuiteOutcome &outcome = suiteOutcome();
-  ASSERT_FALSE(outcome.stamp.empty()) << kNodeTestDir << " has no STAMP";
+  ASSERT_FALSE(outcome.stamp.empty()) << "'" << nodeTestDir() << "' has no STAMP";
   printTable(outcome);
   EXPECT_GE(outcome.passed * 100, outcome.total * 95);
 }

@@ -326,18 +326,52 @@ std::vector<SignatureInput> parseGraphSignature(const std::string &text) {
   return inputs;
 }
 
+namespace {
+
+/// torch's nn.Embedding(padding_idx=N) never updates row N; ONNX's Gather
+/// has no such attribute, so the row trains here. The dynamo exporter's FX
+/// text still shows it as aten.embedding's third argument.
+void warnPaddingIndices(const Model &model, ParameterProvenance &result) {
+  static const std::string kCall = "aten.embedding.default](args = (";
+  for (const Node &node : model.nodes) {
+    const std::string *fx = metadataValue(node.metadata, "pkg.torch.onnx.fx_node");
+    size_t at = fx ? fx->find(kCall) : std::string::npos;
+    if (at == std::string::npos)
+      continue;
+    size_t begin = at + kCall.size(), end = fx->find(')', begin);
+    std::vector<std::string> args;
+    std::istringstream list(fx->substr(begin, end == std::string::npos ? 0 : end - begin));
+    for (std::string arg; std::getline(list, arg, ',');)
+      args.push_back(arg.substr(arg.find_first_not_of(' ')));
+    if (args.size() < 3 || args[2].empty() || args[2] == "-1" ||
+        args[2].find_first_not_of("-0123456789") != std::string::npos)
+      continue;
+    result.warnings.push_back(
+        model.path + ": node '" + node.name + "' is torch's nn.Embedding with padding_idx=" +
+        args[2] + ", whose row torch never updates; ONNX's Gather has no padding_idx, so that "
+        "row of its weight trains here once token " + args[2] +
+        " is in a batch (export without padding_idx, or keep the token out of the data)");
+  }
+}
+
+} // namespace
+
 std::optional<ParameterProvenance>
 decideParameters(const Model &model, const ProvenanceOptions &options,
                  std::string &error) {
+  std::optional<ParameterProvenance> result;
   if (options.manifest) {
     if (!checkManifest(*options.manifest, model, error))
       return std::nullopt;
-    return fromManifest(*options.manifest);
+    result = fromManifest(*options.manifest);
+  } else if (const std::string *signature =
+                 metadataValue(model.graphMetadata, kGraphSignatureKey)) {
+    result = fromSignature(model, parseGraphSignature(*signature), options);
+  } else {
+    result = fromInitializerNames(model);
   }
-  if (const std::string *signature =
-          metadataValue(model.graphMetadata, kGraphSignatureKey))
-    return fromSignature(model, parseGraphSignature(*signature), options);
-  return fromInitializerNames(model);
+  warnPaddingIndices(model, *result);
+  return result;
 }
 
 } // namespace fsdp::onnx

@@ -168,8 +168,24 @@ def manifest(out):
          [helper.make_tensor_value_info("loss", F, [])], inits)
 
 
+def padding_idx(out, index="0"):
+    """An embedding whose FX text carries padding_idx (`index`; "-1" is
+    torch's no-padding value, which must stay silent)."""
+    signature = "\n".join([
+        "", "# inputs", "p_emb_weight: PARAMETER target='emb.weight'",
+        "idx: USER_INPUT", "", "# outputs", "y: USER_OUTPUT", ""])
+    nodes = [helper.make_node("Gather", ["emb.weight", "idx"], ["y"], name="node_embedding")]
+    fx = ("%embedding : [num_users=1] = call_function[target=torch.ops.aten.embedding.default]"
+          "(args = (%p_emb_weight, %idx" + (", " + index if index else "") + "), kwargs = {})")
+    save(out, nodes, [helper.make_tensor_value_info("idx", TensorProto.INT64, [2])],
+         [helper.make_tensor_value_info("y", F, [2, 4])], [tensor("emb.weight", np.eye(4))],
+         signature, {0: scoped("emb", "embedding", fx)})
+
+
 CASES = {"folded": folded, "clean": clean, "tied": legacy_tied,
-         "untied": lambda out: legacy_tied(out, split=False), "manifest": manifest}
+         "untied": lambda out: legacy_tied(out, split=False), "manifest": manifest,
+         "padding_idx": padding_idx, "no_padding_idx": lambda out: padding_idx(out, None),
+         "padding_idx_none": lambda out: padding_idx(out, "-1")}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in CASES:

@@ -138,11 +138,9 @@ LogicalResult importXor(ImportContext &ctx) { return importLogic(ctx, "xor"); }
 LogicalResult importIsNaN(ImportContext &ctx) {
   if (failed(ctx.checkAttributes({})))
     return failure();
-  FailureOr<InputInfo> input = getInput(ctx, 0);
+  FailureOr<InputInfo> input = getFloatInput(ctx, 0);
   if (failed(input))
     return failure();
-  if (!isa<FloatType>(input->element()))
-    return ctx.error("input must be a float tensor");
   auto type = ctx.tensorType(input->shape(), ctx.builder().getI1Type());
   return ctx.setOutput(0, ctx.builder().create<nn::IsNaNOp>(ctx.loc(), type, input->value));
 }
@@ -152,11 +150,11 @@ LogicalResult importIsInf(ImportContext &ctx) {
     return failure();
   bool negative = ctx.intAttr("detect_negative", 1) != 0;
   bool positive = ctx.intAttr("detect_positive", 1) != 0;
-  FailureOr<InputInfo> input = getInput(ctx, 0);
-  if (failed(input) || ctx.failed())
+  if (ctx.failed())
     return failure();
-  if (!isa<FloatType>(input->element()))
-    return ctx.error("input must be a float tensor");
+  FailureOr<InputInfo> input = getFloatInput(ctx, 0);
+  if (failed(input))
+    return failure();
   auto type = ctx.tensorType(input->shape(), ctx.builder().getI1Type());
   return ctx.setOutput(0, ctx.builder().create<nn::IsInfOp>(ctx.loc(), type, input->value,
                                                             negative, positive));

@@ -30,6 +30,17 @@ inline mlir::FailureOr<InputInfo> getInput(ImportContext &ctx, size_t i) {
   return InputInfo{*value, llvm::cast<mlir::RankedTensorType>(value->getType())};
 }
 
+/// Input `i`, which must be a float tensor (the math ops and the float
+/// classes IsNaN/IsInf).
+inline mlir::FailureOr<InputInfo> getFloatInput(ImportContext &ctx, size_t i) {
+  mlir::FailureOr<InputInfo> input = getInput(ctx, i);
+  if (mlir::failed(input))
+    return mlir::failure();
+  if (!llvm::isa<mlir::FloatType>(input->element()))
+    return ctx.error("input must be a float tensor");
+  return input;
+}
+
 /// Input 0 and the node's `axis` attribute normalized against its rank;
 /// the prologue of every op that works along one axis.
 struct AxisInput {

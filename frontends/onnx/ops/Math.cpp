@@ -20,11 +20,9 @@ namespace {
 template <typename OpTy> LogicalResult importFloatUnary(ImportContext &ctx) {
   if (failed(ctx.checkAttributes({})))
     return failure();
-  FailureOr<InputInfo> input = getInput(ctx, 0);
+  FailureOr<InputInfo> input = getFloatInput(ctx, 0);
   if (failed(input))
     return failure();
-  if (!isa<FloatType>(input->element()))
-    return ctx.error("input must be a float tensor");
   return ctx.setOutput(0, ctx.builder().create<OpTy>(ctx.loc(), input->type, input->value));
 }
 

@@ -30,6 +30,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <set>
+#include <unistd.h>
 
 namespace fsdp::onnx::nodetest {
 
@@ -183,6 +184,10 @@ std::string importNodeTest(const NodeTest &test) {
   if (!reparsed || mlir::failed(mlir::verify(*reparsed)))
     return "printed IR does not parse back";
   return "";
+}
+
+std::string scratchPlanPath(const std::string &directory) {
+  return directory + "fsdp-node-test-" + std::to_string(getpid()) + ".plan";
 }
 
 RunResult runNodeTest(const NodeTest &test, const std::string &planPath) {

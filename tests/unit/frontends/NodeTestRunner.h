@@ -45,6 +45,10 @@ std::vector<NodeTest> loadSupportedNodeTests(const std::string &dir, int64_t min
 /// "" on success, else the error.
 std::string importNodeTest(const NodeTest &test);
 
+/// A plan file in `directory` that no other process writes: the two ctests
+/// of one suite, and other build trees' suites, run at the same time.
+std::string scratchPlanPath(const std::string &directory);
+
 /// Outcome of compiling and running one test.
 struct RunResult {
   bool refusedAtImport = false; // `error` is the importer's refusal

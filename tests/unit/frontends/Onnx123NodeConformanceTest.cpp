@@ -234,7 +234,7 @@ const SuiteOutcome &suiteOutcome() {
     std::ifstream stamp(std::string(kNodeTestDir) + "/STAMP");
     if (!std::getline(stamp, outcome.stamp))
       return outcome;
-    std::string planPath = ::testing::TempDir() + "fsdp-node-test-123.plan";
+    std::string planPath = scratchPlanPath(::testing::TempDir());
     std::set<std::string> seen;
     for (const NodeTest &test : loadSupportedNodeTests(kNodeTestDir, 18)) {
       seen.insert(test.name);

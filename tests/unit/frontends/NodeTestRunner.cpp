@@ -140,15 +140,19 @@ void adoptDeclaredBf16(fsdp::rt::HostTensor &tensor, const ValueInfo &declared) 
 
 } // namespace
 
-std::vector<NodeTest> loadSupportedNodeTests(const std::string &dir, int64_t minOpset) {
+std::vector<NodeTest> loadSupportedNodeTests(const std::string &dir, int64_t minOpset,
+                                             std::vector<std::string> *unreadable) {
   std::vector<NodeTest> supported;
   for (const std::string &name : listDir(dir)) {
     if (name.find("_expanded") != std::string::npos)
       continue;
     std::string testDir = dir + "/" + name, error;
     std::optional<Model> model = readModel(testDir + "/model.onnx", ReadOptions(), error);
-    if (!model)
+    if (!model) {
+      if (unreadable && access((testDir + "/model.onnx").c_str(), F_OK) == 0)
+        unreadable->push_back(name + ": " + error);
       continue;
+    }
     int64_t opset = supportedOpset(*model);
     if (opset == 0 || opset < minOpset)
       continue;

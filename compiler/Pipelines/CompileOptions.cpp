@@ -313,6 +313,15 @@ const std::vector<FlagSpec> &flagTable() {
                 "(torch buffers)"),
       regexFlag("no-decay", &CompileOptions::noDecayRegex,
                 "parameters matching RE get no weight decay"),
+      {"params", "FILE",
+       "ONNX input: the parameter manifest fsdp_opt.export wrote, which decides what is "
+       "trained and under which torch names (default: MODEL.onnx.params.json when present)",
+       [](const std::string &value, CompileOptions &opts, std::string &why) {
+         if (value.empty())
+           why = "FILE must not be empty";
+         opts.paramsPath = value;
+       },
+       [](const CompileOptions &) { return std::string(); }},
       enumFlag("loss", lossNames, &CompileOptions::loss,
                "keep the model's loss, or cross-entropy on OUTPUT",
                parseLossParam),

@@ -99,6 +99,10 @@ struct CompileOptions {
   /// decay. POSIX extended regexes over parameter names; empty: none.
   std::string freezeRegex;
   std::string noDecayRegex;
+  /// --params=FILE: the parameter manifest of an ONNX model
+  /// (frontends/onnx/ParameterManifest.h); empty: MODEL.onnx.params.json
+  /// when that file exists.
+  std::string paramsPath;
 
   LossKind loss = LossKind::Auto;
   std::string lossOutput; // OUTPUT of xent:OUTPUT[,LABELS].

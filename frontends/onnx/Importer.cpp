@@ -43,7 +43,7 @@ class ModelImporter {
 public:
   ModelImporter(MLIRContext &context, const Model &model,
                 const ImportOptions &options)
-      : context(context), model(model), builder(&context),
+      : context(context), model(model), options(options), builder(&context),
         ctx(builder, model, options.inputValues) {}
 
   OwningOpRef<ModuleOp> run(std::string &error);
@@ -61,22 +61,36 @@ private:
 
   MLIRContext &context;
   const Model &model;
+  const ImportOptions &options;
   OpBuilder builder;
   ImportContext ctx;
   std::string firstError;
-  /// Argument order: (name, is parameter, type).
+  /// Argument order: (name, is parameter, type); parameters also carry
+  /// the initializer they come from and whether they are frozen.
   struct Argument {
     std::string name;
     bool isParam;
     RankedTensorType type;
+    std::string initializer;
+    bool frozen = false;
   };
   std::vector<Argument> arguments;
 };
 
 LogicalResult ModelImporter::declareArguments(SmallVectorImpl<Type> &types) {
   std::set<std::string> initializerNames;
-  // Float initializers are the trainable parameters; integer and bool ones
-  // (masks, index buffers) are constants.
+  // ParameterProvenance decides which initializers are parameters; the
+  // rest (masks, index buffers, torch buffers, exporter constants) are
+  // constants.
+  std::optional<ParameterProvenance> decided;
+  const ParameterProvenance *provenance = options.provenance;
+  if (!provenance) {
+    std::string error;
+    decided = decideParameters(model, ProvenanceOptions(), error);
+    if (!decided)
+      return fail(error);
+    provenance = &*decided;
+  }
   for (const Tensor &init : model.initializers) {
     if (!initializerNames.insert(init.name).second)
       return fail("initializer '" + init.name + "' is defined more than once");
@@ -85,8 +99,9 @@ LogicalResult ModelImporter::declareArguments(SmallVectorImpl<Type> &types) {
       return fail("initializer '" + init.name + "': element type " +
                   dtypeName(init.dtype) + " is not supported");
     RankedTensorType type = ctx.tensorType(init.dims, *element);
-    if (init.isFloat()) {
-      arguments.push_back({init.name, true, type});
+    auto binding = provenance->parameters.find(init.name);
+    if (binding != provenance->parameters.end()) {
+      arguments.push_back({binding->second.name, true, type, init.name, binding->second.frozen});
       continue;
     }
     if (failed(ctx.define(init.name, Slot{nullptr, std::make_shared<Tensor>(init), type})))
@@ -260,13 +275,21 @@ OwningOpRef<ModuleOp> ModelImporter::run(std::string &error) {
   // All at once: setting one argument's attributes rebuilds the array of
   // every argument's, which made the import quadratic in the parameters.
   SmallVector<DictionaryAttr> argAttrs;
-  for (const Argument &arg : arguments)
-    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
-        arg.isParam ? nn::kParamAttr : nn::kInputAttr, builder.getStringAttr(arg.name))));
+  for (const Argument &arg : arguments) {
+    SmallVector<NamedAttribute> attrs{builder.getNamedAttr(
+        arg.isParam ? nn::kParamAttr : nn::kInputAttr, builder.getStringAttr(arg.name))};
+    if (arg.isParam && arg.initializer != arg.name)
+      attrs.push_back(builder.getNamedAttr(kInitializerAttr, builder.getStringAttr(arg.initializer)));
+    if (arg.frozen)
+      attrs.push_back(builder.getNamedAttr(kFrozenAttr, builder.getUnitAttr()));
+    argAttrs.push_back(builder.getDictionaryAttr(attrs));
+  }
   func.setAllArgAttrs(argAttrs);
   for (size_t i = 0; i < arguments.size(); ++i) {
     const Argument &arg = arguments[i];
-    if (failed(ctx.define(arg.name, Slot{entry->getArgument(i), nullptr, arg.type}))) {
+    // Nodes name the initializer, whatever name the parameter trains under.
+    const std::string &valueName = arg.isParam ? arg.initializer : arg.name;
+    if (failed(ctx.define(valueName, Slot{entry->getArgument(i), nullptr, arg.type}))) {
       error = ctx.errorMessage();
       return nullptr;
     }

@@ -1,11 +1,14 @@
 //===- Importer.h - ONNX model to nn dialect ------------------------------===//
 //
 // Public entry point of the ONNX frontend. The result is a module holding
-// one `func.func @forward`: parameters first (float initializers, marked
-// `nn.param` with the exporter's exact name), then the graph inputs (marked
-// `nn.input`), returning the graph outputs (marked `nn.output`). Integer and
-// bool initializers are constants, not parameters. Shape computations fold
-// away during import, so every type in the result is static.
+// one `func.func @forward`: parameters first (the initializers
+// ParameterProvenance.h decides are parameters, marked `nn.param` with
+// their torch name; `nn.initializer` names the initializer holding the
+// value where that differs, `nn.frozen` marks one that is not trained),
+// then the graph inputs (marked `nn.input`), returning the graph outputs
+// (marked `nn.output`). Every other initializer is a constant. Shape
+// computations fold away during import, so every type in the result is
+// static.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,7 @@
 #define FSDP_FRONTENDS_ONNX_IMPORTER_H
 
 #include "frontends/onnx/OnnxModel.h"
+#include "frontends/onnx/ParameterProvenance.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -30,7 +34,14 @@ struct ImportOptions {
   /// itself stays in the signature. ONNX's node tests use this, since they
   /// pass shapes as inputs.
   std::map<std::string, Tensor> inputValues;
+  /// Which initializers are parameters; null: decided from the model alone
+  /// (decideParameters without a manifest, its warnings dropped).
+  const ParameterProvenance *provenance = nullptr;
 };
+
+/// Argument attributes beside `nn.param` (see the file comment).
+inline constexpr const char *kInitializerAttr = "nn.initializer";
+inline constexpr const char *kFrozenAttr = "nn.frozen";
 
 /// Imports `model` into a new module in `context`. On failure returns null
 /// and sets `error` to a message naming the file and, where there is one,

@@ -368,6 +368,28 @@ std::vector<std::string> unknownStrings(const google::protobuf::UnknownFieldSet 
   return values;
 }
 
+/// GraphProto.metadata_props (field 16) and NodeProto.metadata_props
+/// (field 9) are unknown fields too; each is a StringStringEntryProto. Only
+/// entries whose key `keep` accepts are returned: the exporter's stack
+/// traces would otherwise cost a kilobyte per node.
+std::vector<std::pair<std::string, std::string>>
+metadataProps(const google::protobuf::UnknownFieldSet &unknown, int number,
+              bool (*keep)(const std::string &key)) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const std::string &bytes : unknownStrings(unknown, number)) {
+    pb::StringStringEntryProto entry;
+    if (parseMessage(bytes, entry) && keep(entry.key()))
+      entries.emplace_back(entry.key(), entry.value());
+  }
+  return entries;
+}
+
+bool keepNodeMetadata(const std::string &key) {
+  return key == "pkg.torch.onnx.name_scopes" || key == "pkg.torch.onnx.fx_node";
+}
+
+bool keepAll(const std::string &) { return true; }
+
 Node convertNode(const pb::NodeProto &proto, const std::string &baseDir,
                  const ReadOptions &options, const std::string &where) {
   Node node;
@@ -382,6 +404,7 @@ Node convertNode(const pb::NodeProto &proto, const std::string &baseDir,
   std::vector<std::string> overload = unknownStrings(proto.unknown_fields(), 8);
   if (!overload.empty())
     node.overload = overload.back();
+  node.metadata = metadataProps(proto.unknown_fields(), 9, keepNodeMetadata);
   return node;
 }
 
@@ -440,6 +463,7 @@ Model convertModel(const pb::ModelProto &proto, const std::string &path,
     model.outputs.push_back(convertValueInfo(output));
   for (const auto &info : graph.value_info())
     model.valueInfo.push_back(convertValueInfo(info));
+  model.graphMetadata = metadataProps(graph.unknown_fields(), 16, keepAll);
   for (const auto &nodeProto : graph.node())
     model.nodes.push_back(convertNode(nodeProto, baseDir, options, path + ": node"));
   for (const auto &function : proto.functions())

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fsdp::onnx {
@@ -87,6 +88,10 @@ struct Node {
   /// Opset of the node's domain when it is not the model's: nodes inlined
   /// from a function use the function's opset_import. 0 means the model's.
   int64_t opset = 0;
+  /// NodeProto.metadata_props the frontend reads (kept: the torch
+  /// exporter's `pkg.torch.onnx.name_scopes` and `pkg.torch.onnx.fx_node`,
+  /// which say which module and which torch parameter a node came from).
+  std::vector<std::pair<std::string, std::string>> metadata;
 
   const Attribute *attribute(const std::string &name) const;
 };
@@ -122,6 +127,10 @@ struct Model {
   std::vector<Tensor> initializers;
   std::vector<ValueInfo> inputs, outputs, valueInfo;
   std::vector<Function> functions;
+  /// GraphProto.metadata_props (the torch exporter's
+  /// `pkg.torch.export.ExportedProgram.graph_signature` names each
+  /// initializer's torch role); see ParameterProvenance.h.
+  std::vector<std::pair<std::string, std::string>> graphMetadata;
 };
 
 struct ReadOptions {

@@ -25,8 +25,11 @@
 #include "compiler/Transforms/Passes.h"
 #include "frontends/onnx/HostTensorAdapter.h"
 #include "frontends/onnx/Importer.h"
+#include "frontends/onnx/ParameterManifest.h"
+#include "frontends/onnx/ParameterProvenance.h"
 #include "runtime/plan/plan_generated.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -36,8 +39,10 @@
 #include "mlir/Support/Timing.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -75,16 +80,97 @@ std::unique_ptr<llvm::ToolOutputFile> openOutput(const std::string &path) {
   return output;
 }
 
-/// Initial parameter values from a model's initializers.
-fsdp::WeightLookup weightsFrom(std::shared_ptr<const fsdp::onnx::Model> model) {
+/// What the import recorded about each parameter: the initializer holding
+/// its initial value where that is not its own name (`nn.initializer`), and
+/// which are frozen (`nn.frozen`, from a parameter manifest).
+struct ParameterSources {
+  std::map<std::string, std::string> initializerOf;
+  std::vector<std::string> frozen;
+};
+
+ParameterSources parameterSources(ModuleOp module) {
+  ParameterSources sources;
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return sources;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+    auto name = forward.getArgAttrOfType<StringAttr>(i, fsdp::nn::kParamAttr);
+    if (!name)
+      continue;
+    if (auto init = forward.getArgAttrOfType<StringAttr>(i, fsdp::onnx::kInitializerAttr))
+      sources.initializerOf[name.str()] = init.str();
+    if (forward.getArgAttr(i, fsdp::onnx::kFrozenAttr))
+      sources.frozen.push_back(name.str());
+  }
+  return sources;
+}
+
+/// `opts` with the manifest's frozen parameters added to --freeze: both
+/// mean "a parameter that is not trained".
+fsdp::CompileOptions withFrozen(const fsdp::CompileOptions &opts,
+                                const std::vector<std::string> &frozen) {
+  fsdp::CompileOptions result = opts;
+  if (frozen.empty())
+    return result;
+  std::string names;
+  for (const std::string &name : frozen)
+    names += (names.empty() ? "" : "|") + llvm::Regex::escape(name);
+  result.freezeRegex = (opts.freezeRegex.empty() ? "" : "(" + opts.freezeRegex + ")|") +
+                       "^(" + names + ")$";
+  return result;
+}
+
+/// Initial parameter values from a model's initializers, found under the
+/// parameter's name or the initializer `initializerOf` maps it to.
+fsdp::WeightLookup weightsFrom(std::shared_ptr<const fsdp::onnx::Model> model,
+                               std::map<std::string, std::string> initializerOf = {}) {
   auto initializers = std::make_shared<std::map<std::string, const fsdp::onnx::Tensor *>>();
   if (model)
     for (const fsdp::onnx::Tensor &init : model->initializers)
       (*initializers)[init.name] = &init;
-  return [model, initializers](const std::string &name) -> std::optional<fsdp::rt::TensorRef> {
-    auto it = initializers->find(name);
+  return [model, initializers,
+          initializerOf = std::move(initializerOf)](const std::string &name)
+             -> std::optional<fsdp::rt::TensorRef> {
+    auto source = initializerOf.find(name);
+    auto it = initializers->find(source == initializerOf.end() ? name : source->second);
     return it == initializers->end() ? std::nullopt : fsdp::onnx::toTensorRef(*it->second);
   };
+}
+
+/// Decides which initializers of `model` are parameters: from --params, or
+/// the manifest beside the model when there is one, else from the model;
+/// prints what the decision warns about. Returns nullopt after printing
+/// the error.
+std::optional<fsdp::onnx::ParameterProvenance>
+decideParameters(const fsdp::CompileOptions &opts, const fsdp::onnx::Model &model) {
+  std::string error;
+  std::optional<fsdp::onnx::ParameterManifest> manifest;
+  std::string manifestPath = opts.paramsPath.empty()
+                                 ? fsdp::onnx::defaultManifestPath(opts.inputPath)
+                                 : opts.paramsPath;
+  if (!opts.paramsPath.empty() || llvm::sys::fs::exists(manifestPath)) {
+    manifest = fsdp::onnx::readManifest(manifestPath, error);
+    if (!manifest) {
+      fail(error);
+      return std::nullopt;
+    }
+  }
+  fsdp::onnx::ProvenanceOptions options;
+  options.manifest = manifest ? &*manifest : nullptr;
+  if (!opts.freezeRegex.empty()) {
+    auto freeze = std::make_shared<llvm::Regex>(opts.freezeRegex);
+    options.isFrozen = [freeze](const std::string &name) { return freeze->match(name); };
+  }
+  std::optional<fsdp::onnx::ParameterProvenance> provenance =
+      fsdp::onnx::decideParameters(model, options, error);
+  if (!provenance) {
+    fail(error);
+    return std::nullopt;
+  }
+  // Warnings, not errors: the model may still be what the user wants.
+  for (const std::string &warning : provenance->warnings)
+    llvm::errs() << "fsdp-opt: warning: " << warning << "\n";
+  return provenance;
 }
 
 /// 0 when no --mem-budget is given or the plan's per-rank peak fits it;
@@ -245,24 +331,30 @@ LogicalResult applyMlirInstrumentation(PassManager &pm) {
 }
 
 /// Imports an ONNX file, runs the implemented stages and emits the result.
-int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
+int compileOnnx(const fsdp::CompileOptions &options, DialectRegistry &registry) {
   std::string error;
   fsdp::onnx::ReadOptions readOptions;
   // A summary or IR dump needs shapes only; weights absent from disk (a
   // 70B model planned on a laptop) are fine until values are needed. A
   // plan writes the weights, so there a missing file is the reader's error
   // naming it.
-  readOptions.allowMissingExternalData = opts.emit != fsdp::EmitKind::Plan;
+  readOptions.allowMissingExternalData = options.emit != fsdp::EmitKind::Plan;
   std::optional<fsdp::onnx::Model> model =
-      fsdp::onnx::readModel(opts.inputPath, readOptions, error);
+      fsdp::onnx::readModel(options.inputPath, readOptions, error);
   if (!model)
     return fail(error);
+  std::optional<fsdp::onnx::ParameterProvenance> provenance = decideParameters(options, *model);
+  if (!provenance)
+    return 1;
   MLIRContext context(registry);
   ScopedDiagnosticHandler diagnostics(&context, printModelDiagnostic);
-  OwningOpRef<ModuleOp> module =
-      fsdp::onnx::importModel(context, *model, fsdp::onnx::ImportOptions(), error);
+  fsdp::onnx::ImportOptions importOptions;
+  importOptions.provenance = &*provenance;
+  OwningOpRef<ModuleOp> module = fsdp::onnx::importModel(context, *model, importOptions, error);
   if (!module)
     return fail(error);
+  ParameterSources sources = parameterSources(*module);
+  const fsdp::CompileOptions opts = withFrozen(options, sources.frozen);
   // --mem-budget and the report plan alternatives from the module as
   // imported.
   OwningOpRef<ModuleOp> imported(needsImported(opts) ? module->clone() : nullptr);
@@ -272,7 +364,8 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   printStageNotes(*module);
   if (opts.emit == fsdp::EmitKind::Plan)
     return emitPlanFile(opts, *module, imported.get(),
-                        weightsFrom(std::make_shared<fsdp::onnx::Model>(std::move(*model))));
+                        weightsFrom(std::make_shared<fsdp::onnx::Model>(std::move(*model)),
+                                    std::move(sources.initializerOf)));
   if (opts.emit == fsdp::EmitKind::Summary)
     return emitSummary(opts, *module);
   if (opts.emit == fsdp::EmitKind::Report)
@@ -290,11 +383,11 @@ int compileOnnx(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
 
 /// .mlir input compiled like ONNX input (summary, plan, report, trace). A plan's initial
 /// weights come from the module's `nn.source` model when it names one.
-int compileMlir(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
+int compileMlir(const fsdp::CompileOptions &options, DialectRegistry &registry) {
   std::string error;
-  auto input = openInputFile(opts.inputPath, &error);
+  auto input = openInputFile(options.inputPath, &error);
   if (!input)
-    return fail(opts.inputPath + ": " + error);
+    return fail(options.inputPath + ": " + error);
   MLIRContext context(registry);
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
@@ -302,8 +395,10 @@ int compileMlir(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return 1;
-  if (opts.emit == fsdp::EmitKind::Summary)
-    return emitSummary(opts, *module);
+  if (options.emit == fsdp::EmitKind::Summary)
+    return emitSummary(options, *module);
+  ParameterSources sources = parameterSources(*module);
+  const fsdp::CompileOptions opts = withFrozen(options, sources.frozen);
   OwningOpRef<ModuleOp> imported(needsImported(opts) ? module->clone() : nullptr);
   if (failed(fsdp::runStages(*module, opts, applyMlirInstrumentation)))
     return 1;
@@ -320,7 +415,8 @@ int compileMlir(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
       return fail(error);
     source = std::make_shared<fsdp::onnx::Model>(std::move(*model));
   }
-  return emitPlanFile(opts, *module, imported.get(), weightsFrom(source));
+  return emitPlanFile(opts, *module, imported.get(),
+                      weightsFrom(source, std::move(sources.initializerOf)));
 }
 
 /// mlir-opt behaviour for .mlir input.
@@ -414,6 +510,9 @@ int main(int argc, char **argv) {
   opts.inputPath = positional[0];
 
   bool mlirInput = endsWith(opts.inputPath, ".mlir") || opts.inputPath == "-";
+  // A manifest describes an ONNX file; imported IR carries what it decided.
+  if (mlirInput && !opts.paramsPath.empty())
+    return fail("--params applies to ONNX input only");
   // ONNX input runs our pipeline, not a user pass pipeline: mlir-opt options
   // other than IR printing (--mlir-*) would be silently ignored, so refuse.
   if (!mlirInput)

@@ -7,7 +7,8 @@
 // test must either match numerically or be refused at import with an error
 // naming the node; refusals are listed below by test with their reason, and
 // a listed test that stops being refused fails, so the list cannot hide a
-// test that would pass. A test that imports and then computes a wrong answer
+// test that would pass; a listed test whose operator is not in the table
+// (yet) is not run. A test that imports and then computes a wrong answer
 // is a failure; so is one listed as unreproducible that starts to match. A
 // second test holds the floor: at least 95% match numerically,
 // refusals counting against it. Both print a table by operator.
@@ -141,6 +142,9 @@ const std::map<std::string, std::string> kRefusals = {
     {"test_castlike_no_saturate_FLOAT_to_FLOAT8E5M2", kNarrowTypes},
     {"test_castlike_no_saturate_FLOAT_to_FLOAT8E5M2FNUZ", kNarrowTypes},
     {"test_identity_sequence", "sequence-typed graph inputs are not tensors"},
+    {"test_edge_pad", "Pad mode 'edge' is not implemented yet (only 'constant')"},
+    {"test_reflect_pad", "Pad mode 'reflect' is not implemented yet (only 'constant')"},
+    {"test_wrap_pad", "Pad mode 'wrap' is not implemented yet (only 'constant')"},
     {"test_range_bfloat16_type_positive_delta",
      "Range computes in int16, int32, int64, float and double only"},
     {"test_range_float16_type_positive_delta",
@@ -246,11 +250,14 @@ const SuiteOutcome &suiteOutcome() {
     for (const std::string &entry : unreadable)
       outcome.failures.push_back("model.onnx of " + entry);
     std::remove(planPath.c_str());
+    // A listed test of an operator the table does not hold yet stays
+    // listed (branches adding operators merge in any order); a name that is
+    // no onnx 1.23 test at all is a mistake.
     for (const auto *list : {&kRefusals, &kUnreproducible})
       for (const auto &[name, reason] : *list)
-        if (!seen.count(name))
+        if (!seen.count(name) && listDir(std::string(kNodeTestDir) + "/" + name).empty())
           outcome.failures.push_back(name + " is listed (" + reason +
-                                     ") but is not a supported-op test at opset >= 18");
+                                     ") but is no onnx 1.23 node test at opset >= 18");
     return outcome;
   }();
   return outcome;

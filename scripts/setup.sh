@@ -21,6 +21,8 @@ PACKAGES=(
   # The MPI communicator (multi-process runs under mpirun) and its tests,
   # which ctest runs under mpirun: Open MPI's headers, library and launcher.
   libopenmpi-dev openmpi-bin
+  # The torch 2.x tests' virtual environment (scripts/setup-venv.sh).
+  python3-venv
 )
 
 missing=()
@@ -37,3 +39,7 @@ if ((${#missing[@]})); then
 else
   echo "setup: all ${#PACKAGES[@]} packages present"
 fi
+
+# torch 2.x from PyPI for the tests of python/fsdp_opt and tests/e2e/torch2,
+# in a virtual environment beside the checkout (after python3-venv above).
+"$(dirname "$0")/setup-venv.sh"

@@ -37,3 +37,27 @@ LogicalResult WhereOp::verify() {
     return emitOpError("x, y and result must have the same element type");
   return verifyBroadcast(*this);
 }
+
+// Comparisons, logic, max and min (torch 2.x's mask chains and SDPA guard).
+
+LogicalResult CompareOp::verify() {
+  StringRef p = getPredicate();
+  if (p != "eq" && p != "lt" && p != "le" && p != "gt" && p != "ge")
+    return emitOpError("predicate must be one of eq, lt, le, gt, ge; got '") << p << "'";
+  Type element = elementTypeOf(getLhs());
+  if (element != elementTypeOf(getRhs()))
+    return emitOpError("operands must have the same element type");
+  if (element.isInteger(1) && p != "eq")
+    return emitOpError("bool operands only compare with eq");
+  return verifyBroadcast(*this);
+}
+
+LogicalResult LogicalOp::verify() {
+  StringRef op = getOp();
+  if (op != "and" && op != "or" && op != "xor")
+    return emitOpError("op must be one of and, or, xor; got '") << op << "'";
+  return verifyBroadcast(*this);
+}
+
+LogicalResult MaxOp::verify() { return verifyBroadcast(*this); }
+LogicalResult MinOp::verify() { return verifyBroadcast(*this); }

@@ -13,6 +13,8 @@
 
 #include "runtime/plan/plan_generated.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 using namespace mlir;
 
 namespace fsdp::nn {
@@ -248,6 +250,80 @@ KernelEncoding FusedOp::encodeKernel() {
   encoding.ints = {static_cast<int64_t>(getProgram().size() / 3)};
   encoding.ints.insert(encoding.ints.end(), getProgram().begin(), getProgram().end());
   encoding.ints.insert(encoding.ints.end(), getResultsOf().begin(), getResultsOf().end());
+  return encoding;
+}
+
+// Comparisons and logic: the predicate as its code in Kernels.def's rows
+// (the verifiers admit only these names).
+Kernel CompareOp::getKernel() { return Kernel::Compare; }
+KernelEncoding CompareOp::encodeKernel() {
+  KernelEncoding encoding = operandsInOrder(*this, getKernel());
+  encoding.ints = {llvm::StringSwitch<int64_t>(getPredicate())
+                       .Case("eq", 0)
+                       .Case("lt", 1)
+                       .Case("le", 2)
+                       .Case("gt", 3)
+                       .Default(4)};
+  return encoding;
+}
+Kernel LogicalOp::getKernel() { return Kernel::Logical; }
+KernelEncoding LogicalOp::encodeKernel() {
+  KernelEncoding encoding = operandsInOrder(*this, getKernel());
+  encoding.ints = {llvm::StringSwitch<int64_t>(getOp()).Case("and", 0).Case("or", 1).Default(2)};
+  return encoding;
+}
+Kernel IsNaNOp::getKernel() { return Kernel::IsNaN; }
+Kernel IsInfOp::getKernel() { return Kernel::IsInf; }
+KernelEncoding IsInfOp::encodeKernel() {
+  KernelEncoding encoding = operandsInOrder(*this, getKernel());
+  encoding.ints = {getDetectNegative(), getDetectPositive()};
+  return encoding;
+}
+Kernel MaxOp::getKernel() { return Kernel::Max; }
+Kernel MinOp::getKernel() { return Kernel::Min; }
+
+} // namespace fsdp::nn
+
+// --- Ops of torch 2.x exports ------------------------
+// Gelu and GeluGrad carry the approximation as 0 (none) or 1 (tanh); Pad
+// its non-negative pads (leading counts, then trailing); Tile its repeats;
+// CumSum [axis, exclusive, reverse].
+
+namespace fsdp::nn {
+namespace {
+int64_t approximateCode(StringRef approximate) { return approximate == "tanh" ? 1 : 0; }
+} // namespace
+
+Kernel ReciprocalOp::getKernel() { return Kernel::Reciprocal; }
+Kernel CosOp::getKernel() { return Kernel::Cos; }
+Kernel SinOp::getKernel() { return Kernel::Sin; }
+Kernel SoftplusOp::getKernel() { return Kernel::Softplus; }
+
+Kernel GeluOp::getKernel() { return Kernel::Gelu; }
+KernelEncoding GeluOp::encodeKernel() { return withAxis(*this, approximateCode(getApproximate())); }
+Kernel GeluGradOp::getKernel() { return Kernel::GeluGrad; }
+KernelEncoding GeluGradOp::encodeKernel() {
+  return withAxis(*this, approximateCode(getApproximate()));
+}
+
+Kernel PadOp::getKernel() { return Kernel::Pad; }
+KernelEncoding PadOp::encodeKernel() {
+  KernelEncoding encoding = operandsInOrder(*this, getKernel());
+  encoding.ints.assign(getPads().begin(), getPads().end());
+  return encoding;
+}
+
+Kernel TileOp::getKernel() { return Kernel::Tile; }
+KernelEncoding TileOp::encodeKernel() {
+  KernelEncoding encoding = operandsInOrder(*this, getKernel());
+  encoding.ints.assign(getRepeats().begin(), getRepeats().end());
+  return encoding;
+}
+
+Kernel CumSumOp::getKernel() { return Kernel::CumSum; }
+KernelEncoding CumSumOp::encodeKernel() {
+  KernelEncoding encoding = operandsInOrder(*this, getKernel());
+  encoding.ints = {getAxis(), getExclusive(), getReverse()};
   return encoding;
 }
 

@@ -87,4 +87,62 @@ def NN_CastOp : NN_Op<"cast", [SameOperandsAndResultShape, NN_Differentiable, NN
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
 }
 
+// --- Comparisons, logic, float classification, max and min -------------------
+// torch 2.x exports build attention masks with comparisons and logic on
+// constants (folded at import) and guard SDPA's softmax with
+// `where(isnan(p), 0, p)` on activations. Comparisons and logic yield bool
+// and carry no gradient; max and min are differentiable.
+
+def NN_CompareOp : NN_Op<"compare", [NN_EncodedKernel]> {
+  let summary = "elementwise comparison with numpy broadcasting (ONNX Equal, Less, "
+                "LessOrEqual, Greater, GreaterOrEqual)";
+  let description = [{
+    `lhs <predicate> rhs` elementwise over the broadcast shape, with
+    `predicate` one of "eq", "lt", "le", "gt", "ge". Operands share a numeric
+    element type (bool for "eq"); the result is bool. Any comparison with a
+    NaN is false, as in IEEE 754 and torch.
+  }];
+  let arguments = (ins StrAttr:$predicate, NN_AnyTensor:$lhs, NN_AnyTensor:$rhs);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat =
+      "$predicate $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def NN_LogicalOp : NN_Op<"logical", [NN_EncodedKernel]> {
+  let summary = "elementwise logic on bool with numpy broadcasting (ONNX And, Or, Xor)";
+  let description = [{
+    `lhs <op> rhs` for `op` one of "and", "or", "xor" over the broadcast
+    shape; operands and result are bool.
+  }];
+  let arguments = (ins StrAttr:$op, NN_BoolTensor:$lhs, NN_BoolTensor:$rhs);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = "$op $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def NN_IsNaNOp : NN_Op<"is_nan", [SameOperandsAndResultShape, NN_Kernel]> {
+  let summary = "elementwise NaN test (ONNX IsNaN)";
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_IsInfOp : NN_Op<"is_inf", [SameOperandsAndResultShape, NN_EncodedKernel]> {
+  let summary = "elementwise infinity test (ONNX IsInf)";
+  let description = [{
+    True for +inf when `detect_positive`, for -inf when `detect_negative`.
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+                       DefaultValuedAttr<BoolAttr, "true">:$detect_negative,
+                       DefaultValuedAttr<BoolAttr, "true">:$detect_positive);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+// torch.maximum / torch.minimum: NaN propagates; on ties the gradient is
+// split evenly between the operands (derivatives.yaml).
+def NN_MaxOp : NN_BinaryOp<"max", "Max">;
+def NN_MinOp : NN_BinaryOp<"min", "Min">;
+
 #endif // FSDP_NN_ELEMENTWISE_OPS_TD

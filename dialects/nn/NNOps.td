@@ -19,5 +19,7 @@ include "dialects/nn/NNMiscOps.td"
 include "dialects/nn/NNGradientOps.td"
 include "dialects/nn/NNOptimizerOps.td"
 include "dialects/nn/NNFusedOps.td"
+// ops of torch 2.x exports.
+include "dialects/nn/NNTorchExportOps.td"
 
 #endif // FSDP_NN_OPS_TD

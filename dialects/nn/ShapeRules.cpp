@@ -320,4 +320,52 @@ FailureOr<Shape> classificationLossShape(ArrayRef<int64_t> scores,
   return Shape{};
 }
 
+// --- shapes of the torch 2.x export ops ---------------
+
+FailureOr<Shape> padShape(ArrayRef<int64_t> input, ArrayRef<int64_t> pads, ErrorFn error) {
+  size_t rank = input.size();
+  if (pads.size() != 2 * rank) {
+    error("pads has " + llvm::Twine(pads.size()) + " entries, expected 2 x rank = " +
+          llvm::Twine(2 * rank));
+    return failure();
+  }
+  Shape shape;
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t begin = pads[i], end = pads[rank + i], dim = 0;
+    if (begin < 0 || end < 0) {
+      error("pads of dimension " + llvm::Twine(i) + " are negative (" + llvm::Twine(begin) +
+            ", " + llvm::Twine(end) + ")");
+      return failure();
+    }
+    if (llvm::AddOverflow(input[i], begin, dim) || llvm::AddOverflow(dim, end, dim)) {
+      error("padded dimension " + llvm::Twine(i) + " overflows int64");
+      return failure();
+    }
+    shape.push_back(dim);
+  }
+  return shape;
+}
+
+FailureOr<Shape> tileShape(ArrayRef<int64_t> input, ArrayRef<int64_t> repeats, ErrorFn error) {
+  if (repeats.size() != input.size()) {
+    error("repeats has " + llvm::Twine(repeats.size()) + " entries for rank " +
+          llvm::Twine(input.size()));
+    return failure();
+  }
+  Shape shape;
+  for (size_t i = 0; i < input.size(); ++i) {
+    int64_t dim = 0;
+    if (repeats[i] < 0) {
+      error("repeats[" + llvm::Twine(i) + "] = " + llvm::Twine(repeats[i]) + " is negative");
+      return failure();
+    }
+    if (llvm::MulOverflow(input[i], repeats[i], dim)) {
+      error("tiled dimension " + llvm::Twine(i) + " overflows int64");
+      return failure();
+    }
+    shape.push_back(dim);
+  }
+  return shape;
+}
+
 } // namespace fsdp::nn

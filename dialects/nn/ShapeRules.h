@@ -91,6 +91,15 @@ int64_t numElements(llvm::ArrayRef<int64_t> shape);
 /// verifiers, which see IR from any source).
 std::optional<int64_t> checkedNumElements(llvm::ArrayRef<int64_t> shape);
 
+// --- shapes of the torch 2.x export ops ---------------
+/// Constant Pad: `pads` is every dim's leading count, then every dim's
+/// trailing count (2 x rank entries, non-negative).
+mlir::FailureOr<Shape> padShape(llvm::ArrayRef<int64_t> input,
+                                llvm::ArrayRef<int64_t> pads, ErrorFn error);
+/// Tile: one non-negative repeat count per dimension.
+mlir::FailureOr<Shape> tileShape(llvm::ArrayRef<int64_t> input,
+                                 llvm::ArrayRef<int64_t> repeats, ErrorFn error);
+
 } // namespace fsdp::nn
 
 #endif // FSDP_DIALECTS_NN_SHAPERULES_H

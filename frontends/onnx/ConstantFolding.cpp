@@ -116,6 +116,42 @@ std::optional<Tensor> foldBinary(llvm::StringRef opType, const Tensor &lhs,
   return out;
 }
 
+Tensor foldPredicate(llvm::StringRef op, const Tensor &lhs, const Tensor &rhs,
+                     llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(DType::Bool, shape);
+  bool exact = lhs.isFloat() || rhs.isFloat();
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    int64_t i = broadcastIndex(lhs.dims, shape, index);
+    int64_t j = broadcastIndex(rhs.dims, shape, index);
+    // Integers compare as int64 (exact, unlike a trip through double).
+    auto cmp = [&](auto a, auto b) {
+      if (op == "eq") return a == b;
+      if (op == "lt") return a < b;
+      if (op == "le") return a <= b;
+      if (op == "gt") return a > b;
+      if (op == "ge") return a >= b;
+      bool x = a != 0, y = b != 0;
+      if (op == "and") return x && y;
+      if (op == "or") return x || y;
+      return x != y; // xor
+    };
+    bool r = exact ? cmp(lhs.floatAt(i), rhs.floatAt(j)) : cmp(lhs.intAt(i), rhs.intAt(j));
+    storeInt(out, flat, r);
+  });
+  return out;
+}
+
+Tensor foldMinMax(bool isMax, const Tensor &lhs, const Tensor &rhs,
+                  llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(lhs.dtype, shape);
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    int64_t a = lhs.intAt(broadcastIndex(lhs.dims, shape, index));
+    int64_t b = rhs.intAt(broadcastIndex(rhs.dims, shape, index));
+    storeInt(out, flat, isMax == (a > b) ? a : b);
+  });
+  return out;
+}
+
 Tensor foldNeg(const Tensor &input) {
   Tensor out = emptyLike(input.dtype, input.dims);
   for (int64_t i = 0, n = input.numElements(); i < n; ++i)
@@ -367,6 +403,59 @@ Tensor makeInt64Tensor(llvm::ArrayRef<int64_t> values) {
   for (size_t i = 0; i < values.size(); ++i)
     storeInt(t, i, values[i]);
   return t;
+}
+
+// --- folds of torch 2.x export ops -----------------
+
+Tensor foldCumSum(const Tensor &input, int64_t axis, bool exclusive, bool reverse) {
+  Tensor out = emptyLike(input.dtype, input.dims);
+  std::vector<int64_t> strides = stridesOf(input.dims);
+  int64_t len = input.dims[axis], stride = strides[axis];
+  // Each line along `axis` starts where the axis index is 0.
+  forEachIndex(input.dims, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    if (index[axis] != 0)
+      return;
+    uint64_t sum = 0;
+    for (int64_t step = 0; step < len; ++step) {
+      int64_t at = flat + (reverse ? len - 1 - step : step) * stride;
+      uint64_t v = static_cast<uint64_t>(input.intAt(at));
+      if (!exclusive)
+        sum += v;
+      storeInt(out, at, static_cast<int64_t>(sum));
+      if (exclusive)
+        sum += v;
+    }
+  });
+  return out;
+}
+
+Tensor foldTile(const Tensor &input, llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(input.dtype, shape);
+  std::vector<int64_t> strides = stridesOf(input.dims);
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    int64_t src = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      src += (index[d] % input.dims[d]) * strides[d];
+    storeInt(out, flat, input.intAt(src));
+  });
+  return out;
+}
+
+Tensor foldPad(const Tensor &input, llvm::ArrayRef<int64_t> begins, int64_t value,
+               llvm::ArrayRef<int64_t> shape) {
+  Tensor out = emptyLike(input.dtype, shape);
+  std::vector<int64_t> strides = stridesOf(input.dims);
+  forEachIndex(shape, [&](int64_t flat, llvm::ArrayRef<int64_t> index) {
+    int64_t src = 0;
+    bool inside = true;
+    for (size_t d = 0; d < index.size(); ++d) {
+      int64_t i = index[d] - begins[d];
+      inside &= i >= 0 && i < input.dims[d];
+      src += i * strides[d];
+    }
+    storeInt(out, flat, inside ? input.intAt(src) : value);
+  });
+  return out;
 }
 
 } // namespace fsdp::onnx

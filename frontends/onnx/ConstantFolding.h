@@ -81,8 +81,32 @@ Tensor foldTranspose(const Tensor &input, llvm::ArrayRef<int64_t> perm,
 /// Logical not of a bool tensor.
 Tensor foldNot(const Tensor &input);
 
+/// Elementwise comparison ("eq", "lt", "le", "gt", "ge") or logic ("and",
+/// "or", "xor") with numpy broadcasting to `shape`; a bool result. Operands
+/// of any dtype with data (float comparisons are exact on the widened
+/// values; NaN compares false).
+Tensor foldPredicate(llvm::StringRef op, const Tensor &lhs, const Tensor &rhs,
+                     llvm::ArrayRef<int64_t> shape);
+/// torch.maximum / torch.minimum (`isMax`) with broadcasting, in the
+/// operands' integer dtype.
+Tensor foldMinMax(bool isMax, const Tensor &lhs, const Tensor &rhs,
+                  llvm::ArrayRef<int64_t> shape);
+
 /// A 1-D int64 tensor (Shape's result).
 Tensor makeInt64Tensor(llvm::ArrayRef<int64_t> values);
+
+// --- folds of torch 2.x export ops -----------------
+// Integer tensors only (isFoldableInteger), so mask and position chains
+// built from constants leave no ops behind.
+
+/// CumSum along the normalized `axis`, wrapping in int64 then stored in the
+/// input's dtype.
+Tensor foldCumSum(const Tensor &input, int64_t axis, bool exclusive, bool reverse);
+/// Tile to `shape` (each dim a multiple of the input's).
+Tensor foldTile(const Tensor &input, llvm::ArrayRef<int64_t> shape);
+/// Constant pad with non-negative leading counts `begins` to `shape`.
+Tensor foldPad(const Tensor &input, llvm::ArrayRef<int64_t> begins, int64_t value,
+               llvm::ArrayRef<int64_t> shape);
 
 } // namespace fsdp::onnx
 

@@ -82,6 +82,34 @@ mlir::LogicalResult importGatherND(ImportContext &ctx);          // ops/Shape.cp
 mlir::LogicalResult importRange(ImportContext &ctx);             // ops/Misc.cpp
 mlir::LogicalResult importConstantOfShape(ImportContext &ctx);   // ops/Misc.cpp
 
+// ops of torch 2.x exports.
+// ops/Math.cpp
+mlir::LogicalResult importGelu(ImportContext &ctx);
+mlir::LogicalResult importReciprocal(ImportContext &ctx);
+mlir::LogicalResult importCos(ImportContext &ctx);
+mlir::LogicalResult importSin(ImportContext &ctx);
+mlir::LogicalResult importSoftplus(ImportContext &ctx);
+// ops/DataMovement.cpp
+mlir::LogicalResult importPad(ImportContext &ctx);
+mlir::LogicalResult importTile(ImportContext &ctx);
+mlir::LogicalResult importCumSum(ImportContext &ctx);
+// ops/RmsNormalization.cpp
+mlir::LogicalResult importRMSNormalization(ImportContext &ctx);
+
+// ops/Comparison.cpp
+mlir::LogicalResult importEqual(ImportContext &ctx);
+mlir::LogicalResult importLess(ImportContext &ctx);
+mlir::LogicalResult importLessOrEqual(ImportContext &ctx);
+mlir::LogicalResult importGreater(ImportContext &ctx);
+mlir::LogicalResult importGreaterOrEqual(ImportContext &ctx);
+mlir::LogicalResult importAnd(ImportContext &ctx);
+mlir::LogicalResult importOr(ImportContext &ctx);
+mlir::LogicalResult importXor(ImportContext &ctx);
+mlir::LogicalResult importIsNaN(ImportContext &ctx);
+mlir::LogicalResult importIsInf(ImportContext &ctx);
+mlir::LogicalResult importMax(ImportContext &ctx);
+mlir::LogicalResult importMin(ImportContext &ctx);
+
 } // namespace fsdp::onnx
 
 #endif // FSDP_FRONTENDS_ONNX_OPHANDLERS_H

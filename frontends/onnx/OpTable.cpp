@@ -92,6 +92,32 @@ const OpEntry kOpTable[] = {
     {{"", "Range", 11, 28, "constant operands; folds"}, importRange},
     {{"", "ConstantOfShape", 9, 28, "constant shape"}, importConstantOfShape},
     {{"", "GatherND", 11, 28, "constant operands; folds"}, importGatherND},
+    // ops of torch 2.x exports, up to onnx 1.23's opset 28.
+    {{"", "Gelu", 20, 28, "approximate none and tanh"}, importGelu},
+    {{"", "Reciprocal", 6, 28, ""}, importReciprocal},
+    {{"", "Cos", 7, 28, ""}, importCos},
+    {{"", "Sin", 7, 28, ""}, importSin},
+    {{"", "Softplus", 1, 28, "ln(exp(x) + 1), no threshold"}, importSoftplus},
+    {{"", "Pad", 2, 28, "constant mode; pads and axes constant; negative pads crop"}, importPad},
+    {{"", "Tile", 6, 28, "repeats constant"}, importTile},
+    {{"", "CumSum", 11, 28, "axis constant; exclusive, reverse"}, importCumSum},
+    {{"", "RMSNormalization", 23, 28, "stash_type float; imported as its function body"},
+     importRMSNormalization},
+    // Comparisons, logic, float classes, max and min (torch 2.x masks and
+    // SDPA's NaN guard): constant operands fold. Equal-19 adds strings
+    // (refused as an element type); Max/Min-6 lacked broadcasting.
+    {{"", "Equal", 7, 28, "bool result; constants fold"}, importEqual},
+    {{"", "Less", 7, 28, "bool result; constants fold"}, importLess},
+    {{"", "LessOrEqual", 12, 28, "bool result; constants fold"}, importLessOrEqual},
+    {{"", "Greater", 7, 28, "bool result; constants fold"}, importGreater},
+    {{"", "GreaterOrEqual", 12, 28, "bool result; constants fold"}, importGreaterOrEqual},
+    {{"", "And", 7, 28, "bool; constants fold"}, importAnd},
+    {{"", "Or", 7, 28, "bool; constants fold"}, importOr},
+    {{"", "Xor", 7, 28, "bool; constants fold"}, importXor},
+    {{"", "IsNaN", 9, 28, "float input"}, importIsNaN},
+    {{"", "IsInf", 10, 28, "float input"}, importIsInf},
+    {{"", "Max", 8, 28, "variadic; NaN propagates; ties split the gradient"}, importMax},
+    {{"", "Min", 8, 28, "variadic; NaN propagates; ties split the gradient"}, importMin},
 };
 
 } // namespace

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-# The cases of test_gradcheck.py: one tiny opset-17 model per differentiable
+# The cases of test_gradcheck.py: one tiny model (opset 17, or the case's
+# `opset` for newer operators) per differentiable
 # ONNX operator (or attribute combination, broadcast, value used twice),
 # each with its torch reference. A case's float operands are float64
 # parameters with random values kept away from non-differentiable points;
@@ -45,6 +46,7 @@ class Case:
         self.step = STEP
         self.fd_tolerance = FD_TOLERANCE
         self.torch_tolerance = TORCH_TOLERANCE
+        self.opset = OPSET  # ops defined only at later opsets set their own
         self.count = 0
 
     def fresh(self, prefix):
@@ -163,6 +165,44 @@ def _(c):
     cond = c.const(numpy.array([True, False, True, False]))
     a, b = c.param((3, 1)), c.param((3, 4))
     c.result(c.node("Where", [cond, a, b]), lambda t: torch.where(t[cond], t[a], t[b]))
+
+
+# Max/Min: the gradient goes to the larger (smaller) operand and is split
+# evenly on ties, as torch.maximum/minimum's (derivatives.yaml).
+for shapes in [((3, 4), (3, 4)), ((3, 4), (4,)), ((3, 1), (1, 4))]:
+    label = " ".join(str(list(s)) for s in shapes)
+    binary(f"Max {label}", "Max", torch.maximum, *shapes)
+    binary(f"Min {label}", "Min", torch.minimum, *shapes)
+
+
+@case("Max [3,4] with itself (every element a tie)")
+def _(c):
+    x = c.param((3, 4))
+    c.result(c.node("Max", [x, x]), lambda t: torch.maximum(t[x], t[x]))
+
+
+@case("Min [3,4] ties with a clamp: Min(x, Max(x, y))")
+def _(c):
+    x, y = c.param((3, 4)), c.param((3, 4))
+    m = c.node("Max", [x, y])
+    c.result(c.node("Min", [x, m]), lambda t: torch.minimum(t[x], torch.maximum(t[x], t[y])))
+
+
+@case("Max variadic [3,4] [4] [3,1]")
+def _(c):
+    a, b, d = c.param((3, 4)), c.param((4,)), c.param((3, 1))
+    c.result(c.node("Max", [a, b, d]),
+             lambda t: torch.maximum(torch.maximum(t[a], t[b]), t[d]))
+
+
+@case("Where(IsNaN(x), 0, x) and a Greater mask (SDPA's guard)")
+def _(c):
+    x, y = c.param((3, 4)), c.param((3, 4))
+    zero = c.constant(0.0)
+    guarded = c.node("Where", [c.node("IsNaN", [x]), zero, x])
+    keep = c.node("Greater", [x, y])
+    c.result(c.node("Where", [keep, guarded, y]),
+             lambda t: torch.where(t[x] > t[y], torch.where(torch.isnan(t[x]), 0.0, t[x]), t[y]))
 
 
 unary("Neg", "Neg", torch.neg)
@@ -596,3 +636,115 @@ def _(c):
     h = c.node("Tanh", [c.node("Add", [c.node("MatMul", [x, w]), b])])
     c.result(c.node("LogSoftmax", [h], axis=-1),
              lambda t: torch.log_softmax(torch.tanh(t[x] @ t[w] + t[b]), -1))
+
+
+# --- The math and data movement of torch 2.x exports ---
+# Gelu (opset 20) and RMSNormalization (opset 23) need those opsets; the
+# rest use the earliest opset they share with the harness (17).
+
+@case("Gelu approximate=none", opset=20)
+def _(c):
+    x = c.param((3, 4))
+    c.result(c.node("Gelu", [x]), lambda t: F.gelu(t[x]))
+
+
+@case("Gelu approximate=tanh", opset=20)
+def _(c):
+    x = c.param((3, 4))
+    c.result(c.node("Gelu", [x], approximate="tanh"), lambda t: F.gelu(t[x], approximate="tanh"))
+
+
+unary("Reciprocal", "Reciprocal", torch.reciprocal, away=0.5)
+unary("Cos", "Cos", torch.cos)
+unary("Sin", "Sin", torch.sin)
+# ONNX Softplus has no threshold: torch's with one far above the inputs.
+unary("Softplus", "Softplus", lambda x: F.softplus(x, threshold=1e6), low=-6.0, high=6.0)
+
+
+@case("Cos(MatMul(P, F)) * X + Sin(MatMul(P, F)) * Y (rotary table)")
+def _(c):
+    pos, freq = c.param((5, 1)), c.param((1, 3))
+    x, y = c.param((2, 5, 3)), c.param((2, 5, 3))
+    angles = c.node("MatMul", [pos, freq])
+    out = c.node("Add", [c.node("Mul", [c.node("Cos", [angles]), x]),
+                         c.node("Mul", [c.node("Sin", [angles]), y])])
+    c.result(out, lambda t: torch.cos(t[pos] @ t[freq]) * t[x] + torch.sin(t[pos] @ t[freq]) * t[y])
+
+
+def pad_case(label, shape, pads, torch_pads, value=None):
+    """ONNX pads (begins ++ ends) and torch's F.pad tuple for the same pad."""
+    @case(f"Pad {list(shape)} pads={pads} value={value}")
+    def build(c):
+        x = c.param(shape)
+        operands = [x, c.const(numpy.array(pads, dtype=numpy.int64))]
+        if value == "param":
+            operands.append(c.param(()))
+        elif value is not None:
+            operands.append(c.constant(value))
+        v = operands[2] if value == "param" else None
+
+        def fn(t):
+            padded = F.pad(t[x], torch_pads, value=value if isinstance(value, float) else 0.0)
+            if v is None:
+                return padded
+            # The padding value's positions, as a mask: its gradient sums them.
+            mask = F.pad(torch.zeros_like(t[x]), torch_pads, value=1.0)
+            return padded + t[v] * mask
+        c.result(c.node("Pad", operands), fn)
+
+
+pad_case("", (3, 4), [1, 0, 0, 2], (0, 2, 1, 0))
+pad_case("", (3, 4), [1, 0, 0, 2], (0, 2, 1, 0), value=0.5)
+pad_case("", (3, 4), [-1, 1, 0, -1], (1, -1, -1, 0))
+pad_case("", (2, 3), [0, 1, 1, 0], (1, 0, 0, 1), value="param")
+
+
+@case("Tile [2,3] repeats=[2,3]")
+def _(c):
+    x = c.param((2, 3))
+    r = c.const(numpy.array([2, 3], dtype=numpy.int64))
+    c.result(c.node("Tile", [x, r]), lambda t: t[x].repeat(2, 3))
+
+
+@case("Tile [2,1,3] repeats=[1,4,2]")
+def _(c):
+    x = c.param((2, 1, 3))
+    r = c.const(numpy.array([1, 4, 2], dtype=numpy.int64))
+    c.result(c.node("Tile", [x, r]), lambda t: t[x].repeat(1, 4, 2))
+
+
+def cumsum_case(shape, axis, exclusive, reverse):
+    @case(f"CumSum {list(shape)} axis={axis} exclusive={exclusive} reverse={reverse}")
+    def build(c):
+        x = c.param(shape)
+        a = c.const(numpy.array(axis, dtype=numpy.int64))
+
+        def fn(t):
+            v = torch.flip(t[x], [axis]) if reverse else t[x]
+            y = torch.cumsum(v, axis) - (v if exclusive else 0)
+            return torch.flip(y, [axis]) if reverse else y
+        c.result(c.node("CumSum", [x, a], exclusive=int(exclusive), reverse=int(reverse)), fn)
+
+
+for exclusive in (0, 1):
+    for reverse in (0, 1):
+        cumsum_case((3, 4), 1, exclusive, reverse)
+cumsum_case((2, 3, 4), -3, 0, 0)
+
+
+def rms_norm_case(shape, axis):
+    @case(f"RMSNormalization {list(shape)} axis={axis}", opset=23)
+    def build(c):
+        x = c.param(shape)
+        w = c.param(shape[axis:])
+        dims = list(range(axis % len(shape), len(shape)))
+
+        def fn(t):
+            mean = (t[x] * t[x]).mean(dim=dims, keepdim=True)
+            return t[x] * torch.rsqrt(mean + 1e-5) * t[w]
+        # epsilon is a float attribute: 1e-5 as float, which the op widens.
+        c.result(c.node("RMSNormalization", [x, w], axis=axis), fn)
+
+
+rms_norm_case((2, 3, 4), -1)
+rms_norm_case((2, 3, 4), 1)

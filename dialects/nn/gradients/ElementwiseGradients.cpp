@@ -92,6 +92,42 @@ LogicalResult WhereOp::buildGradients(OpBuilder &builder, ArrayRef<Value> grads,
   return success();
 }
 
+namespace {
+
+/// torch's rule for maximum/minimum (derivatives.yaml): the gradient goes to
+/// the operand that won, and is split evenly on ties:
+/// `where(a == b, grad / 2, grad).masked_fill_(a loses, 0)`. `losesLhs` is
+/// the predicate under which lhs lost ("lt" for max, "gt" for min).
+void minMaxGradients(OpBuilder &builder, Location loc, Value lhs, Value rhs, Value grad,
+                     StringRef losesLhs, StringRef losesRhs, SmallVectorImpl<Value> &out) {
+  GradientBuilder g(builder, loc);
+  Value zero = g.scalarLike(grad, 0.0);
+  Value tie = g.compare("eq", lhs, rhs);
+  Value half = g.div(grad, g.scalarLike(grad, 2.0));
+  Value shared = g.where(tie, half, grad);
+  Value lhsGrad, rhsGrad;
+  if (isDifferentiable(lhs))
+    lhsGrad = g.sumToShapeOf(g.where(g.compare(losesLhs, lhs, rhs), zero, shared), lhs);
+  if (isDifferentiable(rhs))
+    rhsGrad = g.sumToShapeOf(g.where(g.compare(losesRhs, lhs, rhs), zero, shared), rhs);
+  out.push_back(lhsGrad);
+  out.push_back(rhsGrad);
+}
+
+} // namespace
+
+LogicalResult MaxOp::buildGradients(OpBuilder &builder, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  minMaxGradients(builder, getLoc(), getLhs(), getRhs(), grads[0], "lt", "gt", out);
+  return success();
+}
+
+LogicalResult MinOp::buildGradients(OpBuilder &builder, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  minMaxGradients(builder, getLoc(), getLhs(), getRhs(), grads[0], "gt", "lt", out);
+  return success();
+}
+
 LogicalResult NegOp::buildGradients(OpBuilder &builder, ArrayRef<Value> grads,
                                     SmallVectorImpl<Value> &out) {
   out.push_back(ifDifferentiable(getInput(), GradientBuilder(builder, getLoc()).neg(grads[0])));

@@ -49,6 +49,12 @@ Value GradientBuilder::where(Value cond, Value x, Value y) {
   return b.create<WhereOp>(loc, tensorType(shape, elementTypeOfValue(x)), cond, x, y);
 }
 
+Value GradientBuilder::compare(StringRef predicate, Value lhs, Value rhs) {
+  Shape shape = broadcastOrDie(shapeOfValue(lhs), shapeOfValue(rhs));
+  return b.create<CompareOp>(loc, tensorType(shape, b.getI1Type()), b.getStringAttr(predicate),
+                             lhs, rhs);
+}
+
 Value GradientBuilder::cast(Value v, Type elementType) {
   if (elementTypeOfValue(v) == elementType)
     return v;

@@ -32,6 +32,8 @@ public:
   mlir::Value neg(mlir::Value v);
   mlir::Value log(mlir::Value v);
   mlir::Value where(mlir::Value cond, mlir::Value x, mlir::Value y);
+  /// nn.compare with `predicate` (eq, lt, le, gt, ge): a bool mask.
+  mlir::Value compare(llvm::StringRef predicate, mlir::Value lhs, mlir::Value rhs);
   mlir::Value cast(mlir::Value v, mlir::Type elementType);
 
   /// A rank-0 constant of `elementType` (broadcasts against anything).

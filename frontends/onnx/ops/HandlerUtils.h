@@ -63,9 +63,10 @@ inline mlir::LogicalResult bindReshape(ImportContext &ctx, llvm::ArrayRef<int64_
                                                                input->value));
 }
 
-/// Normalizes a list of axes against `rank`; sorted unique result.
+/// Normalizes a list of axes against `rank`, in their order (Slice's and
+/// Pad's axes pair with other lists); an axis given twice is an error.
 inline mlir::FailureOr<llvm::SmallVector<int64_t>>
-normalizeAxes(ImportContext &ctx, llvm::ArrayRef<int64_t> axes, int64_t rank) {
+normalizeAxesInOrder(ImportContext &ctx, llvm::ArrayRef<int64_t> axes, int64_t rank) {
   llvm::SmallVector<int64_t> result;
   for (int64_t axis : axes) {
     mlir::FailureOr<int64_t> normalized = nn::normalizeAxis(axis, rank, ctx.errorFn());
@@ -77,7 +78,15 @@ normalizeAxes(ImportContext &ctx, llvm::ArrayRef<int64_t> axes, int64_t rank) {
     }
     result.push_back(*normalized);
   }
-  llvm::sort(result);
+  return result;
+}
+
+/// Normalizes a list of axes against `rank`; sorted unique result.
+inline mlir::FailureOr<llvm::SmallVector<int64_t>>
+normalizeAxes(ImportContext &ctx, llvm::ArrayRef<int64_t> axes, int64_t rank) {
+  mlir::FailureOr<llvm::SmallVector<int64_t>> result = normalizeAxesInOrder(ctx, axes, rank);
+  if (mlir::succeeded(result))
+    llvm::sort(*result);
   return result;
 }
 

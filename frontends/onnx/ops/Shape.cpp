@@ -369,21 +369,18 @@ LogicalResult importSlice(ImportContext &ctx) {
   int64_t rank = input.size();
   SmallVector<int64_t> fullStarts(rank, 0), fullEnds(input.begin(), input.end()),
       fullSteps(rank, 1);
-  SmallVector<bool> seen(rank, false);
+  FailureOr<SmallVector<int64_t>> normalized = normalizeAxesInOrder(ctx, axes, rank);
+  if (failed(normalized))
+    return failure();
   for (size_t i = 0; i < axes.size(); ++i) {
-    FailureOr<int64_t> axis = nn::normalizeAxis(axes[i], rank, ctx.errorFn());
-    if (failed(axis))
-      return failure();
-    if (seen[*axis])
-      return ctx.error("axis " + Twine(axes[i]) + " appears more than once");
-    seen[*axis] = true;
+    int64_t axis = (*normalized)[i];
     if (steps[i] == 0)
       return ctx.error("slice steps must be nonzero");
     int64_t start = starts[i], end = ends[i];
-    nn::clampSliceBounds(input[*axis], steps[i], start, end);
-    fullStarts[*axis] = start;
-    fullEnds[*axis] = end;
-    fullSteps[*axis] = steps[i];
+    nn::clampSliceBounds(input[axis], steps[i], start, end);
+    fullStarts[axis] = start;
+    fullEnds[axis] = end;
+    fullSteps[axis] = steps[i];
   }
   FailureOr<nn::Shape> shape =
       nn::sliceShape(input, fullStarts, fullEnds, fullSteps, ctx.errorFn());

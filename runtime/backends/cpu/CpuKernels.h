@@ -31,11 +31,12 @@
 namespace fsdp::rt::cpu {
 
 // --- Elementwise (ElementwiseKernels.cpp) -------------------------------------
-enum class BinaryKind : uint8_t { Add, Sub, Mul, Div, Pow };
+enum class BinaryKind : uint8_t { Add, Sub, Mul, Div, Pow, Max, Min };
 enum class UnaryKind : uint8_t { Neg, Relu, Exp, Log, Sqrt, Erf, Tanh, Sigmoid, Not };
 
 /// out = a (op) b with numpy broadcasting to out's shape. a, b, out share a
-/// dtype, except Pow, whose exponent b may have any numeric dtype.
+/// dtype, except Pow, whose exponent b may have any numeric dtype. Max and
+/// Min propagate NaN (torch.maximum / torch.minimum).
 Status binary(BinaryKind kind, const TensorRef &a, const TensorRef &b, const TensorRef &out);
 /// out = cond ? x : y, broadcasting all three to out's shape.
 Status where(const TensorRef &cond, const TensorRef &x, const TensorRef &y, const TensorRef &out);
@@ -45,6 +46,21 @@ Status unary(UnaryKind kind, const TensorRef &in, const TensorRef &out);
 /// truncates toward zero (saturating is not required by ONNX; out-of-range
 /// values are unspecified but must not trap), x -> bool is x != 0.
 Status cast(const TensorRef &in, const TensorRef &out);
+
+// --- Comparisons and logic (ComparisonKernels.cpp) --------------------------------
+enum class ComparePredicate : uint8_t { Eq, Lt, Le, Gt, Ge };
+enum class LogicalKind : uint8_t { And, Or, Xor };
+
+/// out (bool) = a (predicate) b with numpy broadcasting; a and b share a
+/// numeric dtype (or bool, for Eq). Comparisons with NaN are false.
+Status compare(ComparePredicate predicate, const TensorRef &a, const TensorRef &b,
+               const TensorRef &out);
+/// out = a (op) b on bool tensors with numpy broadcasting.
+Status logical(LogicalKind kind, const TensorRef &a, const TensorRef &b, const TensorRef &out);
+/// out (bool, in's shape) = isnan(in) for a float tensor.
+Status isNaN(const TensorRef &in, const TensorRef &out);
+/// out (bool) = in is -inf (detectNegative) or +inf (detectPositive).
+Status isInf(const TensorRef &in, bool detectNegative, bool detectPositive, const TensorRef &out);
 
 // --- Data movement (ShapeKernels.cpp) --------------------------------------
 /// Same element count: a row-major copy (reshape). No-op if in.data == out.data.
@@ -207,6 +223,25 @@ struct SgdConfig {
 Status sgd(const TensorRef &param, const TensorRef &grad, const TensorRef *momentumBuffer,
            const TensorRef &lr, const SgdConfig &config, const TensorRef &paramOut,
            const TensorRef *bufferOut);
+
+// --- Ops of torch 2.x exports (TorchExportKernels.cpp) ---
+enum class MathKind : uint8_t { Gelu, GeluTanh, Reciprocal, Cos, Sin, Softplus };
+/// Float unary math: same shape and dtype in and out (f16/bf16 compute in
+/// float). Formulas in Activations.h and Kernels.def.
+Status math(MathKind kind, const TensorRef &in, const TensorRef &out);
+/// torch's GeluBackward (tanh: the approximate form) from x and dy.
+Status geluGrad(bool tanh, const TensorRef &x, const TensorRef &dy, const TensorRef &dx);
+/// Constant pad: out is `value` (one element of in's dtype) except that in
+/// is copied at offset `pads[0..rank)`; pads[rank..2 rank) are the trailing
+/// counts, checked against out's shape. Any dtype.
+Status pad(const TensorRef &in, const TensorRef &value, const int64_t *pads, const TensorRef &out);
+/// out[j] = in[j mod in.shape]: out's dims are multiples of in's. Any dtype.
+Status tile(const TensorRef &in, const TensorRef &out);
+/// Cumulative sum along `axis` (floats accumulate in double as torch's CPU
+/// cumsum does, integers wrap); `exclusive` leaves out the element itself,
+/// `reverse` sums from the end. Numeric dtypes.
+Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
+              const TensorRef &out);
 
 } // namespace fsdp::rt::cpu
 

@@ -92,6 +92,18 @@ Status launchCpuKernel(const Launch &l, uint64_t step) {
   case Kernel::Fused:
     return cpu::fusedElementwise(in, l.numInputs, l.ints, l.numInts, out, l.numOutputs);
   case Kernel::Flatten: return cpu::flatten(in, l.ints, l.numInputs, out[0]);
+  case Kernel::Compare:
+    if (l.ints[0] < 0 || l.ints[0] > 4)
+      return Status::error(cat("compare: predicate code ", l.ints[0], " is not 0..4"));
+    return cpu::compare(static_cast<cpu::ComparePredicate>(l.ints[0]), in[0], in[1], out[0]);
+  case Kernel::Logical:
+    if (l.ints[0] < 0 || l.ints[0] > 2)
+      return Status::error(cat("logical: op code ", l.ints[0], " is not 0..2"));
+    return cpu::logical(static_cast<cpu::LogicalKind>(l.ints[0]), in[0], in[1], out[0]);
+  case Kernel::IsNaN: return cpu::isNaN(in[0], out[0]);
+  case Kernel::IsInf: return cpu::isInf(in[0], l.ints[0] != 0, l.ints[1] != 0, out[0]);
+  case Kernel::Max: return cpu::binary(cpu::BinaryKind::Max, in[0], in[1], out[0]);
+  case Kernel::Min: return cpu::binary(cpu::BinaryKind::Min, in[0], in[1], out[0]);
   case Kernel::Slice: return cpu::slice(in[0], l.ints, l.ints + in[0].rank, out[0]);
   case Kernel::Expand: return cpu::expand(in[0], out[0]);
   case Kernel::Gather: return cpu::gather(in[0], in[1], l.ints[0], out[0]);
@@ -132,6 +144,18 @@ Status launchCpuKernel(const Launch &l, uint64_t step) {
     return cpu::sgd(in[0], in[1], buffer, in[3], {l.floats[0], l.floats[1], l.ints[0] != 0},
                     out[0], buffer && l.numOutputs > 1 ? &out[1] : nullptr);
   }
+  // ops of torch 2.x exports.
+  case Kernel::Gelu:
+    return cpu::math(l.ints[0] ? cpu::MathKind::GeluTanh : cpu::MathKind::Gelu, in[0], out[0]);
+  case Kernel::Reciprocal: return cpu::math(cpu::MathKind::Reciprocal, in[0], out[0]);
+  case Kernel::Cos: return cpu::math(cpu::MathKind::Cos, in[0], out[0]);
+  case Kernel::Sin: return cpu::math(cpu::MathKind::Sin, in[0], out[0]);
+  case Kernel::Softplus: return cpu::math(cpu::MathKind::Softplus, in[0], out[0]);
+  case Kernel::GeluGrad: return cpu::geluGrad(l.ints[0] != 0, in[0], in[1], out[0]);
+  case Kernel::Pad: return cpu::pad(in[0], in[1], l.ints, out[0]);
+  case Kernel::Tile: return cpu::tile(in[0], out[0]);
+  case Kernel::CumSum:
+    return cpu::cumsum(in[0], l.ints[0], l.ints[1] != 0, l.ints[2] != 0, out[0]);
   case Kernel::AllGather:
   case Kernel::ReduceScatter:
   case Kernel::AllReduce:

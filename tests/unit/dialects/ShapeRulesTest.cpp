@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 namespace {
@@ -102,6 +103,37 @@ TEST(ShapeRules, ClassificationLoss) {
   EXPECT_TRUE(mlir::failed(classificationLossShape(S({3, 5}), S({3}), S({4}), "sum", fn)));
   EXPECT_TRUE(mlir::failed(classificationLossShape(S({3, 5}), S({3}), std::nullopt, "avg", fn)));
   EXPECT_EQ(errors.last, "reduction must be one of none, sum, mean; got 'avg'");
+}
+
+// --- Pad and Tile -------------------------------------
+
+TEST(ShapeRules, PadAddsLeadingAndTrailing) {
+  Errors errors;
+  auto fn = [&](const llvm::Twine &m) { errors(m); };
+  EXPECT_EQ(*padShape(S({2, 5}), {0, 0, 0, 1}, fn), S({2, 6}));
+  EXPECT_EQ(*padShape(S({0, 3}), {1, 0, 2, 0}, fn), S({3, 3}));
+  EXPECT_EQ(*padShape(S({}), {}, fn), S({}));
+  EXPECT_EQ(errors.count, 0);
+  EXPECT_TRUE(mlir::failed(padShape(S({2, 5}), {0, 1}, fn)));
+  EXPECT_EQ(errors.last, "pads has 2 entries, expected 2 x rank = 4");
+  EXPECT_TRUE(mlir::failed(padShape(S({2}), {-1, 0}, fn)));
+  EXPECT_EQ(errors.last, "pads of dimension 0 are negative (-1, 0)");
+  EXPECT_TRUE(mlir::failed(padShape(S({2}), {INT64_MAX, 0}, fn)));
+  EXPECT_EQ(errors.last, "padded dimension 0 overflows int64");
+}
+
+TEST(ShapeRules, TileMultipliesDims) {
+  Errors errors;
+  auto fn = [&](const llvm::Twine &m) { errors(m); };
+  EXPECT_EQ(*tileShape(S({2, 3}), {2, 1}, fn), S({4, 3}));
+  EXPECT_EQ(*tileShape(S({2, 3}), {0, 5}, fn), S({0, 15}));
+  EXPECT_EQ(errors.count, 0);
+  EXPECT_TRUE(mlir::failed(tileShape(S({2, 3}), {2}, fn)));
+  EXPECT_EQ(errors.last, "repeats has 1 entries for rank 2");
+  EXPECT_TRUE(mlir::failed(tileShape(S({2}), {-2}, fn)));
+  EXPECT_EQ(errors.last, "repeats[0] = -2 is negative");
+  EXPECT_TRUE(mlir::failed(tileShape(S({1LL << 40}), {1LL << 40}, fn)));
+  EXPECT_EQ(errors.last, "tiled dimension 0 overflows int64");
 }
 
 } // namespace

@@ -14,6 +14,7 @@
 
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace {
@@ -151,6 +152,36 @@ TEST(ConstantFolding, GatherNDTuplesBatchesAndRange) {
   EXPECT_EQ(valuesOf(*batched), (std::vector<int64_t>{1, 2}));
   EXPECT_FALSE(foldGatherND(data, ints({1, 1}, {2}), 0, {1, 2}, error));
   EXPECT_EQ(error, "GatherND index out of range in a constant expression");
+}
+
+// --- folds of the torch 2.x export ops ----------------
+
+TEST(ConstantFolding, CumSumEveryMode) {
+  Tensor mask = ints({2, 3}, {1, 1, 0, 0, 1, 1});
+  EXPECT_EQ(valuesOf(foldCumSum(mask, 1, false, false)),
+            (std::vector<int64_t>{1, 2, 2, 0, 1, 2}));
+  EXPECT_EQ(valuesOf(foldCumSum(mask, 1, true, false)),
+            (std::vector<int64_t>{0, 1, 2, 0, 0, 1}));
+  EXPECT_EQ(valuesOf(foldCumSum(mask, 1, false, true)),
+            (std::vector<int64_t>{2, 1, 0, 2, 2, 1}));
+  EXPECT_EQ(valuesOf(foldCumSum(mask, 1, true, true)),
+            (std::vector<int64_t>{1, 0, 0, 2, 1, 0}));
+  EXPECT_EQ(valuesOf(foldCumSum(mask, 0, false, false)),
+            (std::vector<int64_t>{1, 1, 0, 1, 2, 1}));
+  // int64 wraps instead of overflowing.
+  Tensor big = ints({2}, {INT64_MAX, 1});
+  EXPECT_EQ(valuesOf(foldCumSum(big, 0, false, false)),
+            (std::vector<int64_t>{INT64_MAX, INT64_MIN}));
+}
+
+TEST(ConstantFolding, TileAndPad) {
+  Tensor a = ints({2, 1}, {1, 2});
+  Tensor tiled = foldTile(a, {4, 2});
+  EXPECT_EQ(tiled.dims, (std::vector<int64_t>{4, 2}));
+  EXPECT_EQ(valuesOf(tiled), (std::vector<int64_t>{1, 1, 2, 2, 1, 1, 2, 2}));
+  Tensor labels = ints({1, 3}, {5, 6, 7});
+  Tensor padded = foldPad(labels, {1, 0}, -100, {2, 4});
+  EXPECT_EQ(valuesOf(padded), (std::vector<int64_t>{-100, -100, -100, -100, 5, 6, 7, -100}));
 }
 
 } // namespace

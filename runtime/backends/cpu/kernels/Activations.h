@@ -33,6 +33,42 @@ template <typename C> inline C erfGradOf(C x, C g) {
 template <typename C> inline C tanhGradOf(C y, C g) { return g * (C(1) - y * y); }
 template <typename C> inline C sigmoidGradOf(C y, C g) { return g * (C(1) - y) * y; }
 
+// --- activations of torch 2.x exports -----------------
+// torch's GeluKernelImpl / GeluBackwardKernelImpl formulas, constants as
+// Python doubles rounded to C; erf and tanh are the fast versions above.
+
+template <typename C> inline C geluOf(C x) {
+  const C alpha = static_cast<C>(M_SQRT1_2);
+  return x * C(0.5) * (C(1) + erfOf(x * alpha));
+}
+template <typename C> inline C geluTanhOf(C x) {
+  const C beta = static_cast<C>(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = static_cast<C>(0.044715);
+  C cube = x * x * x;
+  return C(0.5) * x * (C(1) + tanhOf(beta * (x + kappa * cube)));
+}
+template <typename C> inline C geluGradOf(C x, C g) {
+  const C alpha = static_cast<C>(M_2_SQRTPI * M_SQRT1_2 * 0.5), beta = static_cast<C>(M_SQRT1_2);
+  C cdf = C(0.5) * (C(1) + erfOf(x * beta));
+  C pdf = alpha * expOf(x * x * C(-0.5));
+  return g * (cdf + x * pdf);
+}
+template <typename C> inline C geluTanhGradOf(C x, C g) {
+  const C beta = static_cast<C>(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = static_cast<C>(0.044715);
+  C square = x * x, cube = square * x;
+  C t = tanhOf(beta * (x + kappa * cube));
+  C left = C(0.5) * x, right = C(1) + t;
+  C leftDerivative = C(0.5) * right;
+  C innerDerivative = beta * (C(1) + C(3) * kappa * square);
+  C rightDerivative = left * (C(1) - t * t) * innerDerivative;
+  return g * (leftDerivative + rightDerivative);
+}
+/// ONNX Softplus, ln(exp(x) + 1), without overflow for large x and
+/// without losing exp(x) under 1 for very negative x.
+template <typename C> inline C softplusOf(C x) {
+  C positive = x > C(0) ? x : C(0);
+  return positive + std::log1p(expOf(-std::fabs(x)));
+}
+
 } // namespace fsdp::rt::cpu
 
 #endif // FSDP_RUNTIME_BACKENDS_CPU_KERNELS_ACTIVATIONS_H

@@ -219,6 +219,18 @@ template <typename Loop> void runWide(const Loop &loop) {
   loop();
 }
 
+/// out[i] = fn(in[i]) over two contiguous tensors of T's element count,
+/// in T's compute type, in one wide (runWide) loop: every unary kernel.
+template <typename T, typename Fn> void mapUnary(const TensorRef &in, const TensorRef &out, Fn fn) {
+  const T *x = in.as<const T>();
+  T *o = out.as<T>();
+  const int64_t n = in.numElements();
+  runWide([&] {
+    for (int64_t i = 0; i < n; ++i)
+      store(o + i, fn(load(x + i)));
+  });
+}
+
 /// Like runWide, but the AVX2 copy may also use FMA instructions: for loops
 /// whose only fused multiply-adds are explicit std::fma calls (a libm call
 /// per element on the baseline), which round exactly the same either way,

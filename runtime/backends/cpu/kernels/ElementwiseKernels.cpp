@@ -91,6 +91,19 @@ template <typename C> C divOp(C x, C y) {
   else
     return static_cast<C>(x / y);
 }
+/// torch.maximum / torch.minimum: a NaN operand gives NaN.
+template <typename C> C maxOp(C x, C y) {
+  if constexpr (std::is_floating_point_v<C>)
+    if (x != x || y != y)
+      return x + y;
+  return x > y ? x : y;
+}
+template <typename C> C minOp(C x, C y) {
+  if constexpr (std::is_floating_point_v<C>)
+    if (x != x || y != y)
+      return x + y;
+  return x < y ? x : y;
+}
 /// Float bases compute in their own compute type (float or double);
 /// integer bases in double and convert back, as the ONNX reference does.
 template <typename T, typename E> ComputeType<T> powOp(ComputeType<T> x, ComputeType<E> y) {
@@ -160,6 +173,12 @@ Status binaryTyped(BinaryKind kind, const TensorRef &a, const TensorRef &b, cons
         return Status::error(cat("div: integer division by zero (", dtypeName(b.dtype), ")"));
     runBinary<T, T>(a, b, out, [](C x, C y) { return divOp(x, y); });
     break;
+  case BinaryKind::Max:
+    runBinary<T, T>(a, b, out, [](C x, C y) { return maxOp(x, y); });
+    break;
+  case BinaryKind::Min:
+    runBinary<T, T>(a, b, out, [](C x, C y) { return minOp(x, y); });
+    break;
   case BinaryKind::Pow:
     break; // handled by powTyped (the exponent has its own dtype)
   }
@@ -222,38 +241,27 @@ const char *unaryName(UnaryKind kind) {
   return names[static_cast<int>(kind)];
 }
 
-
-template <typename T, typename Fn> void runUnary(const TensorRef &in, const TensorRef &out, Fn fn) {
-  const T *x = in.as<const T>();
-  T *o = out.as<T>();
-  const int64_t n = in.numElements();
-  runWide([&] {
-    for (int64_t i = 0; i < n; ++i)
-      store(o + i, fn(load(x + i)));
-  });
-}
-
 template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, const TensorRef &out) {
   using C = ComputeType<T>;
   // Neg and Relu take floats and signed integers; the rest only floats.
   if constexpr (kIsFloatStorage<T> || std::is_signed_v<C>) {
     if (kind == UnaryKind::Neg) {
-      runUnary<T>(in, out, [](C x) { return negOp(x); });
+      mapUnary<T>(in, out, [](C x) { return negOp(x); });
       return Status::ok();
     }
     if (kind == UnaryKind::Relu) {
-      runUnary<T>(in, out, [](C x) { return reluOf(x); });
+      mapUnary<T>(in, out, [](C x) { return reluOf(x); });
       return Status::ok();
     }
   }
   if constexpr (kIsFloatStorage<T>) {
     switch (kind) {
-    case UnaryKind::Exp: runUnary<T>(in, out, [](C x) { return expOf(x); }); break;
-    case UnaryKind::Log: runUnary<T>(in, out, [](C x) { return std::log(x); }); break;
-    case UnaryKind::Sqrt: runUnary<T>(in, out, [](C x) { return std::sqrt(x); }); break;
-    case UnaryKind::Erf: runUnary<T>(in, out, [](C x) { return erfOf(x); }); break;
-    case UnaryKind::Tanh: runUnary<T>(in, out, [](C x) { return tanhOf(x); }); break;
-    case UnaryKind::Sigmoid: runUnary<T>(in, out, [](C x) { return sigmoidOf(x); }); break;
+    case UnaryKind::Exp: mapUnary<T>(in, out, [](C x) { return expOf(x); }); break;
+    case UnaryKind::Log: mapUnary<T>(in, out, [](C x) { return std::log(x); }); break;
+    case UnaryKind::Sqrt: mapUnary<T>(in, out, [](C x) { return std::sqrt(x); }); break;
+    case UnaryKind::Erf: mapUnary<T>(in, out, [](C x) { return erfOf(x); }); break;
+    case UnaryKind::Tanh: mapUnary<T>(in, out, [](C x) { return tanhOf(x); }); break;
+    case UnaryKind::Sigmoid: mapUnary<T>(in, out, [](C x) { return sigmoidOf(x); }); break;
     default: return unsupportedDType(unaryName(kind), in.dtype);
     }
     return Status::ok();
@@ -268,6 +276,8 @@ const char *binaryName(BinaryKind kind) {
   case BinaryKind::Mul: return "mul";
   case BinaryKind::Div: return "div";
   case BinaryKind::Pow: return "pow";
+  case BinaryKind::Max: return "max";
+  case BinaryKind::Min: return "min";
   }
   return "binary";
 }

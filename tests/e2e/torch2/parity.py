@@ -159,6 +159,7 @@ def compare(losses, saved, torch_losses, model):
     if not max_loss_rel <= LOSS_TOLERANCE:
         worst = int(numpy.nanargmax(loss_rel))
         problems.append(f"step {worst + 1} loss {losses[worst]!r}, torch {torch_losses[worst]!r} "
+                        f"(per-step rel {numpy.array2string(loss_rel, precision=2)}) "
                         f"(max rel {max_loss_rel:.2e} > {LOSS_TOLERANCE:g})")
     known = set()
     diffs, refs, missing = [], [], []

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -33,7 +34,11 @@ namespace {
 
 using namespace fsdp::onnx::nodetest;
 
-const char *kNodeTestDir = FSDP_ONNX123_NODE_TEST_DIR;
+/// The generated data's directory, a parameter of the run (ctest sets it).
+std::string nodeTestDir() {
+  const char *dir = std::getenv("FSDP_ONNX123_NODE_TEST_DIR");
+  return dir ? dir : "";
+}
 
 /// Shared reason of the casts to and from ONNX's narrow types.
 const char *const kNarrowTypes =
@@ -237,13 +242,13 @@ void classify(const NodeTest &test, const std::string &planPath, SuiteOutcome &o
 const SuiteOutcome &suiteOutcome() {
   static const SuiteOutcome outcome = [] {
     SuiteOutcome outcome;
-    std::ifstream stamp(std::string(kNodeTestDir) + "/STAMP");
+    std::ifstream stamp(nodeTestDir() + "/STAMP");
     if (!std::getline(stamp, outcome.stamp))
       return outcome;
     std::string planPath = scratchPlanPath(::testing::TempDir());
     std::set<std::string> seen;
     std::vector<std::string> unreadable;
-    for (const NodeTest &test : loadSupportedNodeTests(kNodeTestDir, 18, &unreadable)) {
+    for (const NodeTest &test : loadSupportedNodeTests(nodeTestDir(), 18, &unreadable)) {
       seen.insert(test.name);
       classify(test, planPath, outcome);
     }
@@ -257,7 +262,7 @@ const SuiteOutcome &suiteOutcome() {
     // no onnx 1.23 test at all is a mistake.
     for (const auto *list : {&kRefusals, &kUnreproducible})
       for (const auto &[name, reason] : *list)
-        if (!seen.count(name) && listDir(std::string(kNodeTestDir) + "/" + name).empty())
+        if (!seen.count(name) && listDir(nodeTestDir() + "/" + name).empty())
           outcome.failures.push_back(name + " is listed (" + reason +
                                      ") but is no onnx 1.23 node test at opset >= 18");
     return outcome;
@@ -284,8 +289,8 @@ void printTable(const SuiteOutcome &outcome) {
 TEST(Onnx123NodeConformance, EveryTestMatchesOrIsRefusedByName) {
   const SuiteOutcome &outcome = suiteOutcome();
   ASSERT_FALSE(outcome.stamp.empty())
-      << kNodeTestDir << " has no STAMP: the generation fixture (onnx123-node-tests-generate) "
-      << "did not run";
+      << "'" << nodeTestDir() << "' (FSDP_ONNX123_NODE_TEST_DIR) has no STAMP: the generation "
+      << "fixture (ctest onnx123-node-tests-generate) did not run";
   printTable(outcome);
   for (const std::string &failure : outcome.failures)
     ADD_FAILURE() << failure;
@@ -296,7 +301,7 @@ TEST(Onnx123NodeConformance, EveryTestMatchesOrIsRefusedByName) {
 // numerically; refusals count against it.
 TEST(Onnx123NodeConformance, AtLeast95PercentMatch) {
   const SuiteOutcome &outcome = suiteOutcome();
-  ASSERT_FALSE(outcome.stamp.empty()) << kNodeTestDir << " has no STAMP";
+  ASSERT_FALSE(outcome.stamp.empty()) << "'" << nodeTestDir() << "' has no STAMP";
   printTable(outcome);
   EXPECT_GE(outcome.passed * 100, outcome.total * 95);
 }

@@ -69,7 +69,7 @@ const std::vector<NodeTest> &supportedNodeTests() {
 
 TEST(NodeConformance, SupportedSingleOpTestsMatchNumerically) {
   ASSERT_GT(listDir(kNodeTestDir).size(), 900u);
-  std::string planPath = ::testing::TempDir() + "fsdp-node-test.plan";
+  std::string planPath = scratchPlanPath(::testing::TempDir());
   int counted = 0, passed = 0;
   std::vector<std::string> failures;
   for (const NodeTest &test : supportedNodeTests()) {

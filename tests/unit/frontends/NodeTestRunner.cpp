@@ -26,10 +26,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <set>
+#include <unistd.h>
 
 namespace fsdp::onnx::nodetest {
 
@@ -137,17 +139,50 @@ void adoptDeclaredBf16(fsdp::rt::HostTensor &tensor, const ValueInfo &declared) 
     tensor.dtype = fsdp::rt::DType::BF16;
 }
 
+/// The test running now, for the crash handler: a test that crashes the
+/// runner fails its whole suite, and the report must still name it.
+char runningTest[256];
+
+extern "C" void reportCrash(int signal) {
+  static const char prefix[] = "node test crashed the runner: ";
+  ssize_t written = write(STDERR_FILENO, prefix, sizeof(prefix) - 1);
+  written = write(STDERR_FILENO, runningTest, strnlen(runningTest, sizeof(runningTest)));
+  written = write(STDERR_FILENO, "\n", 1);
+  (void)written;
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
+/// Names `name` in a crash report while it is in scope.
+class CrashReportNames {
+public:
+  explicit CrashReportNames(const std::string &name) {
+    static const bool installed = [] {
+      for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
+        std::signal(signal, reportCrash);
+      return true;
+    }();
+    (void)installed;
+    std::snprintf(runningTest, sizeof(runningTest), "%s", name.c_str());
+  }
+  ~CrashReportNames() { runningTest[0] = '\0'; }
+};
+
 } // namespace
 
-std::vector<NodeTest> loadSupportedNodeTests(const std::string &dir, int64_t minOpset) {
+std::vector<NodeTest> loadSupportedNodeTests(const std::string &dir, int64_t minOpset,
+                                             std::vector<std::string> *unreadable) {
   std::vector<NodeTest> supported;
   for (const std::string &name : listDir(dir)) {
     if (name.find("_expanded") != std::string::npos)
       continue;
     std::string testDir = dir + "/" + name, error;
     std::optional<Model> model = readModel(testDir + "/model.onnx", ReadOptions(), error);
-    if (!model)
+    if (!model) {
+      if (unreadable && access((testDir + "/model.onnx").c_str(), F_OK) == 0)
+        unreadable->push_back(name + ": " + error);
       continue;
+    }
     int64_t opset = supportedOpset(*model);
     if (opset == 0 || opset < minOpset)
       continue;
@@ -168,6 +203,7 @@ std::vector<NodeTest> loadSupportedNodeTests(const std::string &dir, int64_t min
 }
 
 std::string importNodeTest(const NodeTest &test) {
+  CrashReportNames crashReport(test.name);
   mlir::MLIRContext context(fsdpRegistry());
   std::string error;
   mlir::OwningOpRef<mlir::ModuleOp> module = importTest(test, context, error);
@@ -185,7 +221,12 @@ std::string importNodeTest(const NodeTest &test) {
   return "";
 }
 
+std::string scratchPlanPath(const std::string &directory) {
+  return directory + "fsdp-node-test-" + std::to_string(getpid()) + ".plan";
+}
+
 RunResult runNodeTest(const NodeTest &test, const std::string &planPath) {
+  CrashReportNames crashReport(test.name);
   const Model &model = test.model;
   mlir::MLIRContext context(fsdpRegistry());
   std::string diagnostics, error;

@@ -38,12 +38,18 @@ std::vector<std::string> listDir(const std::string &path);
 /// The node tests in `dir` (not `_expanded`) whose graph is one operator from
 /// the supported table at an opset within its range and >= `minOpset`. A
 /// test whose input data cannot be read is kept with no inputs, so it fails
-/// visibly.
-std::vector<NodeTest> loadSupportedNodeTests(const std::string &dir, int64_t minOpset = 0);
+/// visibly. A model.onnx the reader refuses has no known operator; where
+/// `unreadable` is given, each such test is added to it with the error.
+std::vector<NodeTest> loadSupportedNodeTests(const std::string &dir, int64_t minOpset = 0,
+                                             std::vector<std::string> *unreadable = nullptr);
 
 /// Imports a test and checks that the printed IR parses back and verifies;
 /// "" on success, else the error.
 std::string importNodeTest(const NodeTest &test);
+
+/// A plan file in `directory` that no other process writes: the two ctests
+/// of one suite, and other build trees' suites, run at the same time.
+std::string scratchPlanPath(const std::string &directory);
 
 /// Outcome of compiling and running one test.
 struct RunResult {

@@ -4,7 +4,10 @@
 A nanoGPT-style GPT (F.scaled_dot_product_attention with is_causal=True, GELU
 MLP, embedding tied to the output head), a Llama-style decoder written with
 plain torch (nn.RMSNorm, rotary embeddings computed in forward, SwiGLU,
-grouped-query attention through SDPA), and random-init tiny configurations
+grouped-query attention through SDPA), a model made of the comparison
+family (GuardedMLP: a causal mask of arange comparisons, SDPA's
+where(isnan(p), 0, p) guard on activations, torch.maximum/minimum as the
+MLP's nonlinearity), and random-init tiny configurations
 of transformers' GPT2LMHeadModel, LlamaForCausalLM, Qwen2ForCausalLM,
 MistralForCausalLM and GemmaForCausalLM; and a plain GPT (bool-mask
 attention, ReLU MLP) whose graph needs none of the ops issue 15 adds, so the
@@ -203,6 +206,60 @@ class LlamaStyle(nn.Module):
 
 
 # --------------------------------------------------------------------------
+# Guarded model: SDPA's NaN guard, a comparison mask, torch.maximum/minimum
+# --------------------------------------------------------------------------
+
+class GuardedBlock(nn.Module):
+    """Attention without projections over a causal mask made of arange
+    comparisons (constant: it must fold away), the softmax guard the SDPA
+    translations write, where(isnan(p), 0, p), on activations, and an MLP
+    whose nonlinearity is torch.maximum and torch.minimum of two projections
+    (their gradient picks one operand), so a wrong Max/Min gradient or a
+    guard that changes values shows in the losses."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d)
+        self.fc_a = nn.Linear(d, 2 * d)
+        self.fc_b = nn.Linear(d, 2 * d)
+        self.proj = nn.Linear(2 * d, d)
+
+    def forward(self, x, pos):
+        h = self.ln_1(x)
+        causal = (pos[None, :] <= pos[:, None]) & (pos[None, :] >= 0)
+        scores = (h @ h.transpose(-1, -2)) * (1.0 / math.sqrt(h.size(-1)))
+        p = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+        p = torch.where(torch.isnan(p), 0.0, p)
+        x = x + p @ h
+        a, b = self.fc_a(x), self.fc_b(x)
+        return x + self.proj(torch.maximum(a, b) + 0.5 * torch.minimum(a, -b))
+
+
+class GuardedMLP(nn.Module):
+    """Two GuardedBlocks between nanoGPT's embeddings and an untied head."""
+
+    def __init__(self, vocab=VOCAB, d=32, seq=SEQ, layers=2):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(seq, d)
+        self.h = nn.ModuleList([GuardedBlock(d) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if "ln_" in name and name.endswith("weight"):
+                    p.add_(0.1 * torch.randn_like(p))
+
+    def forward(self, idx, targets):
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        for block in self.h:
+            x = block(x, pos)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
+
+
+# --------------------------------------------------------------------------
 # transformers models (random init, tiny configs)
 # --------------------------------------------------------------------------
 
@@ -263,6 +320,7 @@ MODELS = {
     "plain-gpt": plain_gpt,
     "nanogpt": NanoGPT,
     "llama-style": LlamaStyle,
+    "guarded-mlp": GuardedMLP,
     "hf-gpt2": _hf_model("gpt2"),
     "hf-llama": _hf_model("llama"),
     "hf-qwen2": _hf_model("qwen2"),

@@ -341,8 +341,11 @@ void warnPaddingIndices(const Model &model, ParameterProvenance &result) {
     size_t begin = at + kCall.size(), end = fx->find(')', begin);
     std::vector<std::string> args;
     std::istringstream list(fx->substr(begin, end == std::string::npos ? 0 : end - begin));
-    for (std::string arg; std::getline(list, arg, ',');)
-      args.push_back(arg.substr(arg.find_first_not_of(' ')));
+    // Untrusted text: an all-blank argument must not index past its end.
+    for (std::string arg; std::getline(list, arg, ',');) {
+      size_t first = arg.find_first_not_of(' ');
+      args.push_back(first == std::string::npos ? "" : arg.substr(first));
+    }
     if (args.size() < 3 || args[2].empty() || args[2] == "-1" ||
         args[2].find_first_not_of("-0123456789") != std::string::npos)
       continue;

@@ -185,7 +185,8 @@ def padding_idx(out, index="0"):
 CASES = {"folded": folded, "clean": clean, "tied": legacy_tied,
          "untied": lambda out: legacy_tied(out, split=False), "manifest": manifest,
          "padding_idx": padding_idx, "no_padding_idx": lambda out: padding_idx(out, None),
-         "padding_idx_none": lambda out: padding_idx(out, "-1")}
+         "padding_idx_none": lambda out: padding_idx(out, "-1"),
+         "padding_idx_blank": lambda out: padding_idx(out, " ")}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in CASES:

@@ -10,6 +10,10 @@
 
 #include "runtime/device/DeviceRegistry.h"
 #include "runtime/backends/cpu/CpuDevice.h"
+#include "runtime/backends/cuda/simt/SimtDevice.h"
+#if defined(FSDP_HAVE_CUDA)
+#include "runtime/backends/cuda/CudaDevice.h"
+#endif
 
 #include <map>
 #include <mutex>
@@ -23,7 +27,7 @@ struct Planned {
   const char *why;
 };
 constexpr Planned kPlanned[] = {
-    {"cuda", "the CUDA backend is not implemented yet"},
+    {"cuda", "it was configured without CUDA (no nvcc, or -DFSDP_ENABLE_CUDA=OFF)"},
 };
 
 struct Registry {
@@ -37,6 +41,16 @@ struct Registry {
       out = createCpuDevice();
       return Status::ok();
     };
+    // The CUDA kernels under emulation on the CPU (for tests without a GPU).
+    factories["cuda-simt"] = [](const DeviceOptions &, std::unique_ptr<Device> &out) {
+      out = createSimtDevice();
+      return Status::ok();
+    };
+#if defined(FSDP_HAVE_CUDA)
+    factories["cuda"] = [](const DeviceOptions &options, std::unique_ptr<Device> &out) {
+      return createCudaDevice(options, out);
+    };
+#endif
   }
 
   std::string names() {

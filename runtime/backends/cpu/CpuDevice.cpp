@@ -25,7 +25,9 @@ namespace {
 
 class CpuDevice final : public Device {
 public:
-  const char *name() const override { return "cpu"; }
+  CpuDevice(const char *name, HostKernelLauncher launcher) : name_(name), launcher_(launcher) {}
+
+  const char *name() const override { return name_; }
 
   Status allocate(size_t bytes, DeviceMemory &out) override {
     void *p = nullptr;
@@ -95,10 +97,10 @@ public:
   }
 
   Status launch(Stream &stream, const Launch &l, uint64_t step) override {
-    queue(stream).enqueue([&l, step](Status &status) {
+    queue(stream).enqueue([&l, step, launcher = launcher_](Status &status) {
       if (!status)
         return;
-      if (Status s = launchCpuKernel(l, step); !s)
+      if (Status s = launcher(l, step); !s)
         status = Status::error(std::string(l.name) + ": " + s.message());
     });
     return Status::ok();
@@ -125,11 +127,19 @@ private:
   /// Streams handed to this device are its own, which are CPU streams.
   static cpu::CpuStream &queue(Stream &stream) { return static_cast<cpu::CpuStream &>(stream); }
 
+  const char *name_;
+  HostKernelLauncher launcher_;
   cpu::CpuStreamSet streams_;
 };
 
 } // namespace
 
-std::unique_ptr<Device> createCpuDevice() { return std::make_unique<CpuDevice>(); }
+std::unique_ptr<Device> createCpuDevice() {
+  return std::make_unique<CpuDevice>("cpu", launchCpuKernel);
+}
+
+std::unique_ptr<Device> createHostDevice(const char *name, HostKernelLauncher launcher) {
+  return std::make_unique<CpuDevice>(name, launcher);
+}
 
 } // namespace fsdp::rt

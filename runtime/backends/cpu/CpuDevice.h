@@ -14,12 +14,23 @@
 
 #include "runtime/device/Device.h"
 
+#include <cstdint>
 #include <memory>
 
 namespace fsdp::rt {
 
 /// The CPU backend (always available; the registry's "cpu").
 std::unique_ptr<Device> createCpuDevice();
+
+/// Runs one launch on the host (CpuLaunch.h's signature).
+using HostKernelLauncher = Status (*)(const Launch &launch, uint64_t step);
+
+/// The CPU device with another kernel set: host memory, streams and
+/// channels as the CPU backend's, kernels run by `launcher`. The CUDA
+/// backend's SIMT build is this device with the emulated CUDA kernels
+/// (`cuda-simt`), so a plan runs through them exactly as the executor
+/// drives a device.
+std::unique_ptr<Device> createHostDevice(const char *name, HostKernelLauncher launcher);
 
 } // namespace fsdp::rt
 

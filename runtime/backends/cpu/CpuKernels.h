@@ -22,6 +22,7 @@
 #ifndef FSDP_RUNTIME_BACKENDS_CPU_CPUKERNELS_H
 #define FSDP_RUNTIME_BACKENDS_CPU_CPUKERNELS_H
 
+#include "runtime/backends/KernelKinds.h"
 #include "runtime/support/Status.h"
 #include "runtime/support/TensorRef.h"
 
@@ -30,9 +31,19 @@
 
 namespace fsdp::rt::cpu {
 
+// The variants (runtime/backends/KernelKinds.h) under the CPU kernels' names.
+using rt::ActivationGradKind;
+using rt::AdamWConfig;
+using rt::BinaryKind;
+using rt::ComparePredicate;
+using rt::LogicalKind;
+using rt::MathKind;
+using rt::ReduceKind;
+using rt::Reduction;
+using rt::SgdConfig;
+using rt::UnaryKind;
+
 // --- Elementwise (ElementwiseKernels.cpp) -------------------------------------
-enum class BinaryKind : uint8_t { Add, Sub, Mul, Div, Pow, Max, Min };
-enum class UnaryKind : uint8_t { Neg, Relu, Exp, Log, Sqrt, Erf, Tanh, Sigmoid, Not };
 
 /// out = a (op) b with numpy broadcasting to out's shape. a, b, out share a
 /// dtype, except Pow, whose exponent b may have any numeric dtype. Max and
@@ -48,8 +59,6 @@ Status unary(UnaryKind kind, const TensorRef &in, const TensorRef &out);
 Status cast(const TensorRef &in, const TensorRef &out);
 
 // --- Comparisons and logic (ComparisonKernels.cpp) --------------------------------
-enum class ComparePredicate : uint8_t { Eq, Lt, Le, Gt, Ge };
-enum class LogicalKind : uint8_t { And, Or, Xor };
 
 /// out (bool) = a (predicate) b with numpy broadcasting; a and b share a
 /// numeric dtype (or bool, for Eq). Comparisons with NaN are false.
@@ -113,14 +122,12 @@ Status layerNorm(const TensorRef &x, const TensorRef &scale, const TensorRef *bi
                  const TensorRef &invStdDev);
 
 // --- Reductions (ReductionKernels.cpp) ----------------------------------------
-enum class ReduceKind : uint8_t { Sum, Max, Mean };
 /// Reduce over the sorted `axes` (count entries); out has the kept shape
 /// (with or without the size-1 dims: only its element order matters).
 Status reduce(ReduceKind kind, const TensorRef &in, const int64_t *axes, int count,
               const TensorRef &out);
 
 // --- Losses (LossKernels.cpp) ---------------------------------------------------
-enum class Reduction : uint8_t { None, Sum, Mean };
 /// ONNX SoftmaxCrossEntropyLoss: scores [N, C, d...], labels [N, d...]
 /// (i32/i64), optional weights [C]; loss scalar or [N, d...]; log_prob like
 /// scores. A label outside [0, C) that is not ignore_index is an error.
@@ -147,7 +154,6 @@ Status dropout(const TensorRef &in, float ratio, bool training, uint64_t seed, u
 
 /// What an activation's gradient reads besides dy: Relu, Tanh and Sigmoid
 /// their forward result y, Erf its input x.
-enum class ActivationGradKind : uint8_t { Relu, Erf, Tanh, Sigmoid };
 /// dx from the saved value and dy, all of one float dtype and shape (dx may
 /// alias dy). Relu follows torch's threshold_backward, `y <= 0 ? 0 : dy`,
 /// which passes dy through where y is NaN.
@@ -204,19 +210,12 @@ Status nllLossGrad(const TensorRef &target, const TensorRef *weight, const Tenso
 // The f32 hyperparameter attributes are read as the shortest decimal that
 // rounds to them (0.9f as 0.9), the Python double the user wrote.
 
-struct AdamWConfig {
-  float beta1, beta2, eps, weightDecay;
-};
 /// torch.optim.AdamW (amsgrad off): decoupled decay, bias-corrected moments.
 Status adamw(const TensorRef &param, const TensorRef &grad, const TensorRef &expAvg,
              const TensorRef &expAvgSq, const TensorRef &lr, const TensorRef &step,
              const AdamWConfig &config, const TensorRef &paramOut, const TensorRef &expAvgOut,
              const TensorRef &expAvgSqOut);
 
-struct SgdConfig {
-  float momentum, weightDecay;
-  bool nesterov;
-};
 /// torch.optim.SGD with dampening 0. With a momentum buffer (zero before the
 /// first step: momentum * 0 + d_p is torch's clone of d_p), it is updated
 /// into `bufferOut`; without one, plain SGD.
@@ -225,7 +224,6 @@ Status sgd(const TensorRef &param, const TensorRef &grad, const TensorRef *momen
            const TensorRef *bufferOut);
 
 // --- Ops of torch 2.x exports (TorchExportKernels.cpp) ---
-enum class MathKind : uint8_t { Gelu, GeluTanh, Reciprocal, Cos, Sin, Softplus };
 /// Float unary math: same shape and dtype in and out (f16/bf16 compute in
 /// float). Formulas in Activations.h and Kernels.def.
 Status math(MathKind kind, const TensorRef &in, const TensorRef &out);

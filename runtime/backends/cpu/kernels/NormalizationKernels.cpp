@@ -19,7 +19,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
-#include "runtime/backends/cpu/kernels/FastMath.h"
+#include "runtime/math/FastMath.h"
 
 #include <algorithm>
 #include <cmath>

@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
-#include "runtime/backends/cpu/kernels/Activations.h"
+#include "runtime/math/Activations.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 
 #include <cmath>

@@ -7,14 +7,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/backends/cpu/kernels/FastMath.h"
+#include "runtime/math/FastMath.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
-using namespace fsdp::rt::cpu;
+using namespace fsdp::rt;
 
 namespace {
 

@@ -16,21 +16,24 @@
 //        1 - 2/(exp(2|x|) + 1); within 3 ulp (glibc's tanhf costs ~36 ns).
 // torch's own vectorized kernels are 1-ulp; both are far inside the
 // 1e-5 parity tolerance. double keeps the C library's functions (the
-// float64 gradient checks need them).
+// float64 gradient checks need them). The CUDA kernels call these same
+// functions (HostDevice.h), not CUDA's expf/erff, so both backends agree.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_BACKENDS_CPU_KERNELS_FASTMATH_H
-#define FSDP_RUNTIME_BACKENDS_CPU_KERNELS_FASTMATH_H
+#ifndef FSDP_RUNTIME_MATH_FASTMATH_H
+#define FSDP_RUNTIME_MATH_FASTMATH_H
+
+#include "runtime/math/HostDevice.h"
 
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
-namespace fsdp::rt::cpu {
+namespace fsdp::rt {
 
 // always_inline: a call inside a loop would stop it from vectorizing.
-__attribute__((always_inline)) inline float fastExp(float x) {
+FSDP_HD_INLINE float fastExp(float x) {
   const float log2e = 1.44269504088896341f;
   const float ln2Hi = 0.693145751953125f, ln2Lo = 1.428606765330187e-06f;
   const float roundMagic = 12582912.0f; // 1.5 * 2^23: adding it rounds to an integer
@@ -55,14 +58,14 @@ __attribute__((always_inline)) inline float fastExp(float x) {
 
 /// a * (c[0] + c[1] a^2 + c[2] a^4 + ...), by Horner's rule in a^2.
 template <int N>
-__attribute__((always_inline)) inline float oddSeries(float a, const float (&c)[N]) {
+FSDP_HD_INLINE float oddSeries(float a, const float (&c)[N]) {
   float a2 = a * a, sum = c[N - 1];
   for (int i = N - 2; i >= 0; --i)
     sum = sum * a2 + c[i];
   return sum * a;
 }
 
-__attribute__((always_inline)) inline float fastErf(float x) {
+FSDP_HD_INLINE float fastErf(float x) {
   // 2/sqrt(pi) * (-1)^n / (n! (2n+1)), n = 0..12.
   static constexpr float taylor[13] = {
       1.1283791670955126f,
@@ -89,7 +92,7 @@ __attribute__((always_inline)) inline float fastErf(float x) {
   return std::copysign(a < 1.0f ? series : tail, x);
 }
 
-__attribute__((always_inline)) inline float fastTanh(float x) {
+FSDP_HD_INLINE float fastTanh(float x) {
   // Odd Taylor series through x^21 (truncation < 2e-9 below 0.6); above,
   // 1 - 2 / (exp(2|x|) + 1), which has no cancellation problem there.
   static constexpr float taylor[11] = {
@@ -112,25 +115,25 @@ __attribute__((always_inline)) inline float fastTanh(float x) {
 
 /// exp / erf / tanh in the compute type C: the fast versions for float, the
 /// C library's otherwise.
-template <typename C> __attribute__((always_inline)) inline C expOf(C x) {
+template <typename C> FSDP_HD_INLINE C expOf(C x) {
   if constexpr (std::is_same_v<C, float>)
     return fastExp(x);
   else
     return std::exp(x);
 }
-template <typename C> __attribute__((always_inline)) inline C erfOf(C x) {
+template <typename C> FSDP_HD_INLINE C erfOf(C x) {
   if constexpr (std::is_same_v<C, float>)
     return fastErf(x);
   else
     return std::erf(x);
 }
-template <typename C> __attribute__((always_inline)) inline C tanhOf(C x) {
+template <typename C> FSDP_HD_INLINE C tanhOf(C x) {
   if constexpr (std::is_same_v<C, float>)
     return fastTanh(x);
   else
     return std::tanh(x);
 }
 
-} // namespace fsdp::rt::cpu
+} // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_BACKENDS_CPU_KERNELS_FASTMATH_H
+#endif // FSDP_RUNTIME_MATH_FASTMATH_H

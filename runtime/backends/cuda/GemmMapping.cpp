@@ -1,0 +1,2 @@
+//===- GemmMapping.cpp - (being written) ----------------------------------===//
+#include "runtime/backends/cuda/GemmMapping.h"

@@ -1,0 +1,22 @@
+//===- LossKernels.cu - (to be written) --------------------------------===//
+//
+// Placeholder: each function refuses with "not implemented yet" until
+// its CUDA kernels land.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backends/cuda/CudaKernels.h"
+
+FSDP_CUDA_NAMESPACE_BEGIN
+
+Status softmaxCrossEntropy(const KernelContext &, const TensorRef &, const TensorRef &, const
+    TensorRef *, Reduction, std::optional<int64_t>, const TensorRef &, const TensorRef &) {
+  return Status::error("cuda: softmaxCrossEntropy is not implemented yet");
+}
+
+Status nllLoss(const KernelContext &, const TensorRef &, const TensorRef &, const TensorRef *,
+    Reduction, std::optional<int64_t>, const TensorRef &) {
+  return Status::error("cuda: nllLoss is not implemented yet");
+}
+
+FSDP_CUDA_NAMESPACE_END

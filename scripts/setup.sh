@@ -23,6 +23,9 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   # The torch 2.x tests' virtual environment (scripts/setup-venv.sh).
   python3-venv
+  # The CUDA kernels' SIMT emulation (each CUDA thread a fiber) for their
+  # tests on machines without a GPU.
+  libboost-context-dev
 )
 
 missing=()

@@ -24,6 +24,17 @@ enum class Reduction : uint8_t { None, Sum, Mean };
 enum class ActivationGradKind : uint8_t { Relu, Erf, Tanh, Sigmoid };
 enum class MathKind : uint8_t { Gelu, GeluTanh, Reciprocal, Cos, Sin, Softplus };
 
+/// The kernels' names in errors ("add", "relu").
+inline const char *binaryName(BinaryKind kind) {
+  static const char *const names[] = {"add", "sub", "mul", "div", "pow", "max", "min"};
+  return names[static_cast<int>(kind)];
+}
+inline const char *unaryName(UnaryKind kind) {
+  static const char *const names[] = {"neg", "relu", "exp", "log", "sqrt",
+                                      "erf", "tanh", "sigmoid", "not"};
+  return names[static_cast<int>(kind)];
+}
+
 struct AdamWConfig {
   float beta1, beta2, eps, weightDecay;
 };

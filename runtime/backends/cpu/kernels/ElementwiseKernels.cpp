@@ -16,6 +16,7 @@
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/math/Activations.h"
+#include "runtime/math/ElementwiseOps.h"
 
 #include <cmath>
 #include <cstring>
@@ -25,93 +26,8 @@
 namespace fsdp::rt::cpu {
 namespace {
 
-// --- Scalar semantics ----------------------------------------------------------
-
-/// The unsigned type integer arithmetic on T wraps in (at least `unsigned`,
-/// so that narrow types do not promote to a signed int that can overflow).
-template <typename T>
-using WrapType = std::make_unsigned_t<std::common_type_t<T, unsigned>>;
-
-/// Float to integer: truncates toward zero, saturates out-of-range values
-/// and maps NaN to 0 (no undefined conversion ever reaches the hardware).
-template <typename I, typename F> I saturatingCast(F v) {
-  using Limits = std::numeric_limits<I>;
-  constexpr F lowest = static_cast<F>(Limits::min()); // 0 or -2^k: exact
-  // 2^digits, the first value past the maximum, built exactly.
-  constexpr F pastMax = static_cast<F>(Limits::max() / 2 + 1) * F(2);
-  if (v != v)
-    return 0;
-  if (v < lowest)
-    return Limits::min();
-  if (v >= pastMax)
-    return Limits::max();
-  return static_cast<I>(v);
-}
-
-/// One element of Cast, storage to storage.
-template <typename To, typename From> To convert(From v) {
-  auto c = toCompute(v);
-  if constexpr (std::is_same_v<To, bool>)
-    return c != 0;
-  else if constexpr (kIsIntStorage<To> && std::is_floating_point_v<decltype(c)>)
-    return saturatingCast<To>(c);
-  else // int/bool -> anything, float -> float: via To's compute type
-    return fromCompute<To>(static_cast<ComputeType<To>>(c));
-}
-
-template <typename C> C addOp(C x, C y) {
-  if constexpr (std::is_integral_v<C>)
-    return static_cast<C>(static_cast<WrapType<C>>(x) + static_cast<WrapType<C>>(y));
-  else
-    return x + y;
-}
-template <typename C> C subOp(C x, C y) {
-  if constexpr (std::is_integral_v<C>)
-    return static_cast<C>(static_cast<WrapType<C>>(x) - static_cast<WrapType<C>>(y));
-  else
-    return x - y;
-}
-template <typename C> C mulOp(C x, C y) {
-  if constexpr (std::is_integral_v<C>)
-    return static_cast<C>(static_cast<WrapType<C>>(x) * static_cast<WrapType<C>>(y));
-  else
-    return x * y;
-}
-template <typename C> C negOp(C x) {
-  if constexpr (std::is_integral_v<C>)
-    return static_cast<C>(WrapType<C>(0) - static_cast<WrapType<C>>(x));
-  else
-    return -x;
-}
-/// Integers: C++ division truncates toward zero like ONNX; the divisor was
-/// checked for zero beforehand and x / -1 is negation (wraps for INT_MIN).
-template <typename C> C divOp(C x, C y) {
-  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>)
-    return y == -1 ? negOp(x) : static_cast<C>(x / y);
-  else
-    return static_cast<C>(x / y);
-}
-/// torch.maximum / torch.minimum: a NaN operand gives NaN.
-template <typename C> C maxOp(C x, C y) {
-  if constexpr (std::is_floating_point_v<C>)
-    if (x != x || y != y)
-      return x + y;
-  return x > y ? x : y;
-}
-template <typename C> C minOp(C x, C y) {
-  if constexpr (std::is_floating_point_v<C>)
-    if (x != x || y != y)
-      return x + y;
-  return x < y ? x : y;
-}
-/// Float bases compute in their own compute type (float or double);
-/// integer bases in double and convert back, as the ONNX reference does.
-template <typename T, typename E> ComputeType<T> powOp(ComputeType<T> x, ComputeType<E> y) {
-  if constexpr (kIsFloatStorage<T>)
-    return std::pow(x, static_cast<ComputeType<T>>(y));
-  else
-    return saturatingCast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
-}
+// Scalar semantics (wrapping integers, saturating casts, NaN-propagating
+// max/min, pow): runtime/math/ElementwiseOps.h, shared with the CUDA kernels.
 
 // --- Broadcast loops ---------------------------------------------------------------
 
@@ -236,11 +152,6 @@ void whereRow(U *o, const uint8_t *c, const U *x, const U *y, int64_t n, const i
 
 // --- Unary -------------------------------------------------------------------------
 
-const char *unaryName(UnaryKind kind) {
-  static const char *names[] = {"neg", "relu", "exp", "log", "sqrt", "erf", "tanh", "sigmoid", "not"};
-  return names[static_cast<int>(kind)];
-}
-
 template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, const TensorRef &out) {
   using C = ComputeType<T>;
   // Neg and Relu take floats and signed integers; the rest only floats.
@@ -267,19 +178,6 @@ template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, con
     return Status::ok();
   }
   return unsupportedDType(unaryName(kind), in.dtype);
-}
-
-const char *binaryName(BinaryKind kind) {
-  switch (kind) {
-  case BinaryKind::Add: return "add";
-  case BinaryKind::Sub: return "sub";
-  case BinaryKind::Mul: return "mul";
-  case BinaryKind::Div: return "div";
-  case BinaryKind::Pow: return "pow";
-  case BinaryKind::Max: return "max";
-  case BinaryKind::Min: return "min";
-  }
-  return "binary";
 }
 
 Status requireDType(const char *op, const TensorRef &t, DType expected) {

@@ -91,6 +91,30 @@ TEST(NodeConformance, SupportedSingleOpTestsMatchNumerically) {
   EXPECT_GE(passed * 100, counted * 85);
 }
 
+// The same tests through the CUDA backend's kernels, run on the CPU under
+// SIMT emulation (the `cuda-simt` device): every test the CPU backend
+// passes must pass there too, against the same expected outputs.
+TEST(NodeConformance, TheCudaKernelsPassWhatTheCpuKernelsPass) {
+  std::string planPath = scratchPlanPath(::testing::TempDir());
+  int onCpu = 0, onCuda = 0;
+  for (const NodeTest &test : supportedNodeTests()) {
+    if (kExclusions.count(test.name) || kNumericExclusions.count(test.name))
+      continue;
+    if (!runNodeTest(test, planPath, "cpu").error.empty())
+      continue;
+    ++onCpu;
+    std::string result = runNodeTest(test, planPath, "cuda-simt").error;
+    if (result.empty())
+      ++onCuda;
+    else
+      ADD_FAILURE() << test.name << " on cuda-simt: " << result;
+  }
+  std::remove(planPath.c_str());
+  std::printf("node tests on the CUDA kernels (cuda-simt): %d/%d of those the CPU passes\n",
+              onCuda, onCpu);
+  EXPECT_GT(onCpu, 300);
+}
+
 TEST(NodeConformance, SupportedSingleOpTestsImport) {
   ASSERT_GT(listDir(kNodeTestDir).size(), 900u)
       << "libonnx-testdata is missing (scripts/setup.sh installs it)";

@@ -13,8 +13,8 @@
 #include "compiler/Target/PlanEmitter.h"
 #include "frontends/onnx/HostTensorAdapter.h"
 #include "frontends/onnx/Importer.h"
-#include "runtime/backends/cpu/CpuDevice.h"
 #include "runtime/device/Device.h"
+#include "runtime/device/DeviceRegistry.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/support/Half.h"
 
@@ -225,7 +225,8 @@ std::string scratchPlanPath(const std::string &directory) {
   return directory + "fsdp-node-test-" + std::to_string(getpid()) + ".plan";
 }
 
-RunResult runNodeTest(const NodeTest &test, const std::string &planPath) {
+RunResult runNodeTest(const NodeTest &test, const std::string &planPath,
+                      const std::string &deviceName) {
   CrashReportNames crashReport(test.name);
   const Model &model = test.model;
   mlir::MLIRContext context(fsdpRegistry());
@@ -249,7 +250,9 @@ RunResult runNodeTest(const NodeTest &test, const std::string &planPath) {
   fsdp::rt::LoadedPlan plan;
   if (fsdp::rt::Status s = fsdp::rt::loadPlan(planPath, plan); !s)
     return {false, s.message()};
-  std::unique_ptr<fsdp::rt::Device> device = fsdp::rt::createCpuDevice();
+  std::unique_ptr<fsdp::rt::Device> device;
+  if (fsdp::rt::Status s = fsdp::rt::createDevice(deviceName, {}, device); !s)
+    return {false, s.message()};
   std::unique_ptr<fsdp::rt::Executor> executor;
   if (fsdp::rt::Status s = fsdp::rt::Executor::create(plan, *device, nullptr, executor); !s)
     return {false, s.message()};

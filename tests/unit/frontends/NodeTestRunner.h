@@ -57,10 +57,12 @@ struct RunResult {
   std::string error;     // "" when every output matched
 };
 
-/// Imports, compiles to a forward plan at `planPath`, runs on the CPU
-/// runtime and compares every output with output_N.pb: floats within 1e-5
-/// relative + 1e-6 absolute, integers and bools exactly.
-RunResult runNodeTest(const NodeTest &test, const std::string &planPath);
+/// Imports, compiles to a forward plan at `planPath`, runs on the device
+/// `deviceName` (the registry's: "cpu", or "cuda-simt" for the CUDA
+/// kernels under emulation) and compares every output with output_N.pb:
+/// floats within 1e-5 relative + 1e-6 absolute, integers and bools exactly.
+RunResult runNodeTest(const NodeTest &test, const std::string &planPath,
+                      const std::string &deviceName = "cpu");
 
 } // namespace fsdp::onnx::nodetest
 

@@ -32,6 +32,11 @@
 #
 #   /usr/bin/python3 tests/e2e/test_gradcheck.py --fsdp-opt build/bin/fsdp-opt \
 #       --fsdp-run build/bin/fsdp-run [--only SUBSTRING ...] [--keep DIR] [--jobs N]
+#       [--device cpu|cuda-simt|cuda]
+#
+# With --device=cuda-simt every step and forward pass runs on the CUDA
+# backend's kernels under SIMT emulation: the same checks then prove the
+# CUDA gradient kernels against torch and finite differences.
 
 import argparse
 import concurrent.futures
@@ -189,7 +194,8 @@ def check(args, c, directory):
         if name not in own or not numpy.array_equal(own[name], value):
             raise Failure(f"plan weights: parameter {name} differs from the initializer")
     after = os.path.join(directory, "after.safetensors")
-    run([args.fsdp_run, step_plan, "--steps=1", f"--save-weights={after}"] + input_flags)
+    run([args.fsdp_run, step_plan, "--steps=1", f"--save-weights={after}", f"--device={args.device}"]
+        + input_flags)
     updated = read_safetensors(after)
     grads = {name: value - updated[name] for name, value in c.params.items()}
 
@@ -200,8 +206,8 @@ def check(args, c, directory):
         weights = os.path.join(directory, tag + ".safetensors")
         write_safetensors(weights, params)
         outputs = os.path.join(directory, tag)
-        run([args.fsdp_run, forward_plan, f"--weights={weights}", f"--outputs={outputs}"]
-            + input_flags)
+        run([args.fsdp_run, forward_plan, f"--weights={weights}", f"--outputs={outputs}",
+             f"--device={args.device}"] + input_flags)
         return float(numpy.load(os.path.join(outputs, "loss.npy")))
 
     loss0 = loss_at(c.params, "p0")
@@ -284,6 +290,9 @@ def main():
     parser.add_argument("--only", nargs="*", default=[], help="cases whose name contains one of these")
     parser.add_argument("--keep", help="keep the models and plans in this directory")
     parser.add_argument("--jobs", type=int, default=max(2, os.cpu_count() or 2))
+    parser.add_argument("--device", default="cpu",
+                        help="fsdp-run's device: cpu, or cuda-simt for the CUDA kernels under "
+                             "emulation, or cuda")
     args = parser.parse_args()
     start = time.time()
     torch.set_num_threads(1)

@@ -159,11 +159,12 @@ public:
 
   /// Enqueues on `stream` what the device needs to know before step
   /// `step`'s work (the value launch() is given as `step`): the CUDA device
-  /// copies it into the device word its kernels read (so a captured step
-  /// replays with the new value), once the previous step's work is done
-  /// with it. The executor calls it first in every step, on the stream of
-  /// the plan's first instruction. Nothing by default (the CPU's kernels
-  /// take the step from launch()).
+  /// copies it into the device word its kernels read, so a captured step
+  /// replays with the new value. Work on other streams sees it once ordered
+  /// after it by an event; one call per synchronize (the copy reads its
+  /// source when it runs). The executor calls it first in every step, on
+  /// the plan's compute stream (stream 0). Nothing by default (the CPU's
+  /// kernels take the step from launch()).
   virtual Status beginStep(Stream &stream, uint64_t step);
 
   /// Device memory: free, total and overhead bytes. An error on devices

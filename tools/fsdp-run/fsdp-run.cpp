@@ -4,9 +4,10 @@
 // exactly its memory on the device --device names (unless told, a GPU
 // when the build has CUDA and the machine a GPU, else the CPU;
 // runtime/device/DeviceRegistry.h) once it has checked that the plan
-// fits, and loads the weights written beside it. A forward plan binds its inputs from .npy files, runs, and writes
-// every graph output to DIR/<name>.npy; a training plan runs K optimizer
-// steps on data from the data contract (Train.cpp). It links only the
+// fits, and loads the weights written beside it. A forward plan binds its
+// inputs from .npy files, runs, and writes every graph output to
+// DIR/<name>.npy; a training plan runs K optimizer steps on data from the
+// data contract (Train.cpp). It links only the
 // runtime (no MLIR, no ONNX). Flags of docs/design.md's command line whose
 // features have not landed (checkpoints) are parsed and refused with "not
 // implemented yet". Every error is one line on stderr and exit code 1.
@@ -143,8 +144,8 @@ const char *kUsage =
     "                         index among the ranks on its machine: in-process ranks\n"
     "                         take GPUs 0..N-1. The CUDA device has not run on a GPU\n"
     "                         yet\n"
-    "  --tf32                 cuda: TF32 tensor-core math for f32 GEMMs (faster, about\n"
-    "                         10 mantissa bits per product; off by default)\n"
+    "  --tf32                 cuda: TF32 tensor-core math for f32 GEMMs (inputs\n"
+    "                         rounded to a 10-bit mantissa; off by default)\n"
     "  --cuda-graphs=on|off   cuda: replay each step as one CUDA graph, captured on the\n"
     "                         second step (default on; --profile steps run eagerly)\n"
     "  --time                 print the mean time per run\n"
@@ -260,8 +261,9 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
   if (!deviceGiven)
     opts.device = defaultDeviceName();
   // Flags of the CUDA device are refused elsewhere rather than ignored.
-  const std::string onDevice = "the device is '" + opts.device + "'" +
-                               (deviceGiven ? "" : ", as no GPU was found; --device=cuda asks for one");
+  const std::string onDevice =
+      "the device is '" + opts.device + "'" +
+      (deviceGiven ? "" : ", as no GPU was found; --device=cuda asks for one");
   if (opts.tf32 && opts.device != "cuda")
     return fail("--tf32: only the cuda device has TF32 math (" + onDevice + ")");
   if (opts.cudaGraphs && opts.device != "cuda")
@@ -443,8 +445,9 @@ int runInProcess(const RunOptions &opts, const LoadedPlan &plan, int ranks) {
   // One GPU per rank. Without any GPU, each rank's device says why.
   if (opts.device == "cuda")
     if (int gpus = cudaDeviceCount(); gpus > 0 && ranks > gpus)
-      return fail(cat(opts.planPath, " runs ", ranks, " ranks in this process, one GPU each (GPUs 0..",
-                      ranks - 1, "), but this machine has ", gpus, " GPU", gpus == 1 ? "" : "s",
+      return fail(cat(opts.planPath, " runs ", ranks,
+                      " ranks in this process, one GPU each (GPUs 0..", ranks - 1,
+                      "), but this machine has ", gpus, " GPU", gpus == 1 ? "" : "s",
                       "; run them as processes on several machines (mpirun), or compile for ",
                       gpus, " ranks (fsdp-opt --world-size=", gpus, ")"));
   std::vector<std::unique_ptr<Communicator>> comms;

@@ -69,25 +69,21 @@ Status cudaFailure(cudaError_t error, const std::string &what) {
 }
 
 /// Returns "cuda: <what...>: <CUDA's message>" when `call` fails.
-#define FSDP_CUDA_RETURN_IF_ERROR(call, ...)                                   \
-  do {                                                                         \
-    if (cudaError_t fsdpCudaError_ = (call); fsdpCudaError_ != cudaSuccess)    \
-      return cudaFailure(fsdpCudaError_, cat(__VA_ARGS__));                    \
+#define FSDP_CUDA_RETURN_IF_ERROR(call, ...)                                                       \
+  do {                                                                                             \
+    if (cudaError_t fsdpCudaError_ = (call); fsdpCudaError_ != cudaSuccess)                        \
+      return cudaFailure(fsdpCudaError_, cat(__VA_ARGS__));                                        \
   } while (false)
 
-#define FSDP_CUBLAS_RETURN_IF_ERROR(call, what)                                \
-  do {                                                                         \
-    if (cublasStatus_t fsdpBlasStatus_ = (call);                               \
-        fsdpBlasStatus_ != CUBLAS_STATUS_SUCCESS)                              \
-      return Status::error(                                                    \
-          cat("cuda: ", what, ": ", cublasGetStatusString(fsdpBlasStatus_)));  \
+#define FSDP_CUBLAS_RETURN_IF_ERROR(call, what)                                                    \
+  do {                                                                                             \
+    if (cublasStatus_t fsdpBlasStatus_ = (call); fsdpBlasStatus_ != CUBLAS_STATUS_SUCCESS)         \
+      return Status::error(cat("cuda: ", what, ": ", cublasGetStatusString(fsdpBlasStatus_)));     \
   } while (false)
 
 /// cuBLAS's recommended workspace: 32 MiB on Hopper and later, 4 MiB
 /// before. Set explicitly so captured GEMMs never allocate.
-size_t blasWorkspaceBytes(int computeMajor) {
-  return computeMajor >= 9 ? 32u << 20 : 4u << 20;
-}
+size_t blasWorkspaceBytes(int computeMajor) { return computeMajor >= 9 ? 32u << 20 : 4u << 20; }
 
 class CudaDevice;
 
@@ -132,36 +128,29 @@ public:
 
   /// The context, the fault record, the step word and the transfer stream.
   Status init() {
-    FSDP_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal_), "cudaSetDevice(",
-                              ordinal_, ")");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal_), "cudaSetDevice(", ordinal_, ")");
     int major = 0;
     FSDP_CUDA_RETURN_IF_ERROR(
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                               ordinal_),
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal_),
         "compute capability of GPU ", ordinal_);
     workspaceBytes_ = blasWorkspaceBytes(major);
+    FSDP_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&transfer_, cudaStreamNonBlocking),
+                              "cudaStreamCreateWithFlags");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming),
+                              "cudaEventCreateWithFlags");
     FSDP_CUDA_RETURN_IF_ERROR(
-        cudaStreamCreateWithFlags(&transfer_, cudaStreamNonBlocking),
-        "cudaStreamCreateWithFlags");
-    FSDP_CUDA_RETURN_IF_ERROR(
-        cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming),
-        "cudaEventCreateWithFlags");
-    FSDP_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void **>(&fault_),
-                                         sizeof(cuda::KernelFault)),
-                              "cudaMalloc of the fault record");
-    FSDP_CUDA_RETURN_IF_ERROR(
-        cudaMalloc(reinterpret_cast<void **>(&stepWord_), sizeof(uint64_t)),
-        "cudaMalloc of the step word");
+        cudaMalloc(reinterpret_cast<void **>(&fault_), sizeof(cuda::KernelFault)),
+        "cudaMalloc of the fault record");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void **>(&stepWord_), sizeof(uint64_t)),
+                              "cudaMalloc of the step word");
     FSDP_CUDA_RETURN_IF_ERROR(
         cudaMallocHost(reinterpret_cast<void **>(&stepHost_), sizeof(uint64_t)),
         "cudaMallocHost of the step word");
     *stepHost_ = 0;
-    FSDP_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(fault_, 0, sizeof(cuda::KernelFault), transfer_),
-        "zeroing the fault record");
-    FSDP_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(stepWord_, 0, sizeof(uint64_t), transfer_),
-        "zeroing the step word");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(fault_, 0, sizeof(cuda::KernelFault), transfer_),
+                              "zeroing the fault record");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(stepWord_, 0, sizeof(uint64_t), transfer_),
+                              "zeroing the step word");
     return syncTransfer("setting up the device");
   }
 
@@ -188,10 +177,8 @@ public:
     // "absent" to the kernels (cudaMalloc aligns to 256 bytes).
     const size_t reserved = std::max<size_t>(bytes, 256);
     void *p = nullptr;
-    FSDP_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, reserved), "cudaMalloc of ", bytes,
-                              " bytes");
-    if (cudaError_t e = cudaMemsetAsync(p, 0, reserved, transfer_);
-        e != cudaSuccess) {
+    FSDP_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, reserved), "cudaMalloc of ", bytes, " bytes");
+    if (cudaError_t e = cudaMemsetAsync(p, 0, reserved, transfer_); e != cudaSuccess) {
       cudaFree(p);
       return cudaFailure(e, cat("zeroing ", bytes, " bytes"));
     }
@@ -216,8 +203,8 @@ public:
   Status allocateHost(size_t bytes, DeviceMemory &out) override {
     FSDP_RETURN_IF_ERROR(makeCurrent());
     void *p = nullptr;
-    FSDP_CUDA_RETURN_IF_ERROR(cudaMallocHost(&p, std::max<size_t>(bytes, 64)),
-                              "cudaMallocHost of ", bytes, " bytes");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaMallocHost(&p, std::max<size_t>(bytes, 64)), "cudaMallocHost of ",
+                              bytes, " bytes");
     std::memset(p, 0, bytes);
     out = {p, bytes};
     return Status::ok();
@@ -248,18 +235,14 @@ public:
     FSDP_RETURN_IF_ERROR(makeCurrent());
     auto s = std::make_unique<CudaStream>();
     s->device = this;
-    FSDP_CUDA_RETURN_IF_ERROR(
-        cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking),
-        "cudaStreamCreateWithFlags");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking),
+                              "cudaStreamCreateWithFlags");
     FSDP_CUBLAS_RETURN_IF_ERROR(cublasCreate(&s->blas), "cublasCreate");
-    FSDP_CUBLAS_RETURN_IF_ERROR(cublasSetStream(s->blas, s->stream),
-                                "cublasSetStream");
-    FSDP_CUDA_RETURN_IF_ERROR(cudaMalloc(&s->workspace, workspaceBytes_),
-                              "cudaMalloc of the ", workspaceBytes_,
-                              "-byte cuBLAS workspace");
-    FSDP_CUBLAS_RETURN_IF_ERROR(
-        cublasSetWorkspace(s->blas, s->workspace, workspaceBytes_),
-        "cublasSetWorkspace");
+    FSDP_CUBLAS_RETURN_IF_ERROR(cublasSetStream(s->blas, s->stream), "cublasSetStream");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaMalloc(&s->workspace, workspaceBytes_), "cudaMalloc of the ",
+                              workspaceBytes_, "-byte cuBLAS workspace");
+    FSDP_CUBLAS_RETURN_IF_ERROR(cublasSetWorkspace(s->blas, s->workspace, workspaceBytes_),
+                                "cublasSetWorkspace");
     s->context.stream = s->stream;
     s->context.blas = s->blas;
     s->context.tf32 = tf32_;
@@ -276,8 +259,7 @@ public:
   /// Called by a stream's destructor.
   void forget(CudaStream *stream) {
     std::lock_guard<std::mutex> lock(mutex_);
-    streams_.erase(std::remove(streams_.begin(), streams_.end(), stream),
-                   streams_.end());
+    streams_.erase(std::remove(streams_.begin(), streams_.end(), stream), streams_.end());
   }
 
   int ordinal() const { return ordinal_; }
@@ -288,8 +270,7 @@ public:
     e->ordinal = ordinal_;
     e->timing = flags == EventFlags::Timing;
     FSDP_CUDA_RETURN_IF_ERROR(
-        cudaEventCreateWithFlags(&e->event, e->timing ? cudaEventDefault
-                                                      : cudaEventDisableTiming),
+        cudaEventCreateWithFlags(&e->event, e->timing ? cudaEventDefault : cudaEventDisableTiming),
         "cudaEventCreateWithFlags");
     out = std::move(e);
     return Status::ok();
@@ -303,8 +284,7 @@ public:
     // nothing; the failure travels with the record.
     e.failure = s.failure;
     s.pending = true;
-    FSDP_CUDA_RETURN_IF_ERROR(cudaEventRecord(e.event, s.stream),
-                              "cudaEventRecord");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaEventRecord(e.event, s.stream), "cudaEventRecord");
     return Status::ok();
   }
 
@@ -315,21 +295,18 @@ public:
     if (s.failure.empty())
       s.failure = e.failure;
     s.pending = true;
-    FSDP_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s.stream, e.event, 0),
-                              "cudaStreamWaitEvent");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s.stream, e.event, 0), "cudaStreamWaitEvent");
     return Status::ok();
   }
 
-  Status copyAsync(Stream &stream, void *dst, const void *src, size_t bytes,
-                   CopyKind) override {
+  Status copyAsync(Stream &stream, void *dst, const void *src, size_t bytes, CopyKind) override {
     FSDP_RETURN_IF_ERROR(makeCurrent());
     CudaStream &s = cast(stream);
     if (dst == src || bytes == 0 || !s.failure.empty())
       return Status::ok();
     s.pending = true;
-    FSDP_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s.stream),
-        "cudaMemcpyAsync of ", bytes, " bytes");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s.stream),
+                              "cudaMemcpyAsync of ", bytes, " bytes");
     return Status::ok();
   }
 
@@ -384,11 +361,9 @@ public:
 
   Status elapsedSeconds(Event &start, Event &end, double &seconds) override {
     FSDP_RETURN_IF_ERROR(makeCurrent());
-    auto &from = static_cast<CudaEvent &>(start),
-         &to = static_cast<CudaEvent &>(end);
+    auto &from = static_cast<CudaEvent &>(start), &to = static_cast<CudaEvent &>(end);
     if (!from.timing || !to.timing)
-      return Status::error(
-          "cuda: elapsedSeconds needs two timing events (EventFlags::Timing)");
+      return Status::error("cuda: elapsedSeconds needs two timing events (EventFlags::Timing)");
     float ms = 0;
     FSDP_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, from.event, to.event),
                               "cudaEventElapsedTime");
@@ -405,17 +380,15 @@ public:
     CudaStream &s = cast(stream);
     *stepHost_ = step;
     s.pending = true;
-    FSDP_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(stepWord_, stepHost_,
-                                              sizeof(uint64_t),
-                                              cudaMemcpyHostToDevice, s.stream),
-                              "writing the step word");
+    FSDP_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(stepWord_, stepHost_, sizeof(uint64_t), cudaMemcpyHostToDevice, s.stream),
+        "writing the step word");
     return Status::ok();
   }
 
   Status memoryInfo(DeviceMemoryInfo &out) override {
     FSDP_RETURN_IF_ERROR(makeCurrent());
-    FSDP_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&out.freeBytes, &out.totalBytes),
-                              "cudaMemGetInfo");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&out.freeBytes, &out.totalBytes), "cudaMemGetInfo");
     const size_t used = out.totalBytes - out.freeBytes;
     out.overheadBytes = used > allocated_ ? used - allocated_ : 0;
     return Status::ok();
@@ -428,22 +401,19 @@ public:
     if (capturing_)
       return Status::error("cuda: beginCapture while a capture is under way");
     if (count == 0)
-      return Status::error(
-          "cuda: beginCapture needs at least the origin stream");
+      return Status::error("cuda: beginCapture needs at least the origin stream");
     captured_.clear();
     for (size_t i = 0; i < count; ++i)
       captured_.push_back(&cast(*streams[i]));
     while (joins_.size() + 1 < count) {
       cudaEvent_t join = nullptr;
-      FSDP_CUDA_RETURN_IF_ERROR(
-          cudaEventCreateWithFlags(&join, cudaEventDisableTiming),
-          "cudaEventCreateWithFlags");
+      FSDP_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&join, cudaEventDisableTiming),
+                                "cudaEventCreateWithFlags");
       joins_.push_back(join);
     }
     cudaStream_t origin = captured_[0]->stream;
-    FSDP_CUDA_RETURN_IF_ERROR(
-        cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal),
-        "cudaStreamBeginCapture");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal),
+                              "cudaStreamBeginCapture");
     capturing_ = true;
     // The other streams join the capture by waiting for its start.
     cudaError_t e = cudaEventRecord(fork_, origin);
@@ -480,18 +450,15 @@ public:
     captured_.clear();
     Status result;
     if (!failure.empty())
-      result =
-          Status::error(failure); // stays on its stream for synchronize too
+      result = Status::error(failure); // stays on its stream for synchronize too
     else if (joined != cudaSuccess)
-      result =
-          cudaFailure(joined, "joining the streams at the end of the capture");
+      result = cudaFailure(joined, "joining the streams at the end of the capture");
     else if (ended != cudaSuccess)
       result = cudaFailure(ended, "cudaStreamEndCapture");
     if (result && graph) {
       auto g = std::make_unique<CudaGraph>();
       g->ordinal = ordinal_;
-      if (cudaError_t e = cudaGraphInstantiate(&g->exec, graph, 0);
-          e != cudaSuccess)
+      if (cudaError_t e = cudaGraphInstantiate(&g->exec, graph, 0); e != cudaSuccess)
         result = cudaFailure(e, "cudaGraphInstantiate");
       else
         out = std::move(g);
@@ -509,20 +476,16 @@ public:
     if (!s.failure.empty())
       return Status::ok();
     s.pending = true;
-    FSDP_CUDA_RETURN_IF_ERROR(
-        cudaGraphLaunch(static_cast<CudaGraph &>(graph).exec, s.stream),
-        "cudaGraphLaunch");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(static_cast<CudaGraph &>(graph).exec, s.stream),
+                              "cudaGraphLaunch");
     return Status::ok();
   }
 
 private:
-  static CudaStream &cast(Stream &stream) {
-    return static_cast<CudaStream &>(stream);
-  }
+  static CudaStream &cast(Stream &stream) { return static_cast<CudaStream &>(stream); }
 
   Status makeCurrent() {
-    FSDP_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal_), "cudaSetDevice(",
-                              ordinal_, ")");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal_), "cudaSetDevice(", ordinal_, ")");
     return Status::ok();
   }
 
@@ -531,14 +494,12 @@ private:
     return Status::ok();
   }
 
-  Status blockingCopy(void *dst, const void *src, size_t bytes,
-                      const char *what) {
+  Status blockingCopy(void *dst, const void *src, size_t bytes, const char *what) {
     FSDP_RETURN_IF_ERROR(makeCurrent());
     if (bytes == 0 || dst == src)
       return Status::ok();
-    FSDP_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, transfer_), what,
-        " of ", bytes, " bytes");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, transfer_), what,
+                              " of ", bytes, " bytes");
     return syncTransfer(what);
   }
 
@@ -564,24 +525,20 @@ private:
   /// faulted kernel's output.
   Status takeFault(std::string &message) {
     cuda::KernelFault fault{};
-    FSDP_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&fault, fault_, sizeof(fault),
-                                              cudaMemcpyDeviceToHost,
-                                              transfer_),
-                              "reading the fault record");
+    FSDP_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(&fault, fault_, sizeof(fault), cudaMemcpyDeviceToHost, transfer_),
+        "reading the fault record");
     FSDP_RETURN_IF_ERROR(syncTransfer("reading the fault record"));
     if (fault.code == 0)
       return Status::ok();
-    FSDP_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(fault_, 0, sizeof(fault), transfer_),
-        "clearing the fault record");
+    FSDP_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(fault_, 0, sizeof(fault), transfer_),
+                              "clearing the fault record");
     FSDP_RETURN_IF_ERROR(syncTransfer("clearing the fault record"));
     if (fault.launch < launchNames_.size()) {
       const LaunchName &l = launchNames_[fault.launch];
-      message =
-          l.name + ": " + cuda::describeFault(fault, kernelName(l.kernel));
+      message = l.name + ": " + cuda::describeFault(fault, kernelName(l.kernel));
     } else {
-      message =
-          cuda::describeFault(fault, cat("launch ", fault.launch).c_str());
+      message = cuda::describeFault(fault, cat("launch ", fault.launch).c_str());
     }
     std::lock_guard<std::mutex> lock(mutex_);
     for (CudaStream *s : streams_)
@@ -603,7 +560,7 @@ private:
   cuda::KernelFault *fault_ = nullptr;
   uint64_t *stepWord_ = nullptr; // device
   uint64_t *stepHost_ = nullptr; // pinned: beginStep's copy source
-  std::mutex mutex_; // streams_ (streams are made and dropped by any thread)
+  std::mutex mutex_;             // streams_ (streams are made and dropped by any thread)
   std::vector<CudaStream *> streams_;
   std::vector<LaunchName> launchNames_;
   std::unordered_map<const Launch *, uint32_t> launchIds_;
@@ -636,19 +593,15 @@ int countCudaDevices(std::string *why) {
   return count;
 }
 
-Status createCudaDevice(const DeviceOptions &options,
-                        std::unique_ptr<Device> &out) {
+Status createCudaDevice(const DeviceOptions &options, std::unique_ptr<Device> &out) {
   std::string why;
   const int count = countCudaDevices(&why);
   if (count == 0)
-    return Status::error(
-        "cuda: " + (why.empty()
-                        ? std::string("no CUDA-capable device is detected")
-                        : why));
+    return Status::error("cuda: " +
+                         (why.empty() ? std::string("no CUDA-capable device is detected") : why));
   if (options.ordinal < 0 || options.ordinal >= count)
-    return Status::error(cat("cuda: there is no GPU ", options.ordinal,
-                             ": this machine has ", count, " (GPUs 0..",
-                             count - 1, ")"));
+    return Status::error(cat("cuda: there is no GPU ", options.ordinal, ": this machine has ",
+                             count, " (GPUs 0..", count - 1, ")"));
   auto device = std::make_unique<CudaDevice>(options);
   FSDP_RETURN_IF_ERROR(device->init());
   out = std::move(device);

@@ -45,7 +45,6 @@
 # negative control's): a check of this driver.
 
 import argparse
-import ctypes
 import json
 import math
 import os
@@ -62,6 +61,8 @@ import numpy
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+sys.path.insert(0, HERE)
+import gpu_probe  # noqa: E402  (which GPUs the driver sees)
 
 LOSS_TOLERANCE = 1e-5   # relative, every step
 PARAM_TOLERANCE = 5e-5  # relative L2 over all parameters, after the last step
@@ -642,26 +643,8 @@ CASES = [
 
 
 # --------------------------------------------------------------------------
-# Is there a GPU?
+# Does fsdp-run run on the device? (Whether a GPU is here: gpu_probe.py.)
 # --------------------------------------------------------------------------
-
-def driver_gpu_count():
-    """(number of GPUs the NVIDIA driver sees, why none) through libcuda,
-    independently of fsdp-run."""
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError as e:
-        return 0, f"no NVIDIA driver ({e})"
-    status = cuda.cuInit(0)
-    if status != 0:
-        name = ctypes.c_char_p()
-        cuda.cuGetErrorString(status, ctypes.byref(name))
-        return 0, f"cuInit: {(name.value or b'error %d' % status).decode()}"
-    count = ctypes.c_int(0)
-    if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
-        return 0, "cuDeviceGetCount failed"
-    return count.value, "" if count.value else "the driver sees no GPU"
-
 
 def probe_device(args, tmp, device):
     """Runs a two-node forward plan on `device`: (ok, fsdp-run's message)."""
@@ -717,8 +700,8 @@ def main():
     os.makedirs(tmp, exist_ok=True)
     try:
         if on_gpu:
-            gpus, why = driver_gpu_count()
-            if gpus == 0:
+            found, why = gpu_probe.gpus()
+            if not found:
                 ok, message = probe_device(args, tmp, "cuda")
                 if not ok:
                     last = message.splitlines()[-1] if message else "no message"

@@ -79,26 +79,31 @@ rule "ctest -L gpu"
 CTEST_RC=$?
 # The driver's own lines (rows, "N passed, M failed", or "no GPU: ...").
 sed -n 's/^[0-9]*: //p' "$LOGS/ctest-gpu.log" | grep -v '^Test command:\|^Working Directory:\|^Environment variables:\|^Test timeout' || true
-CTEST_LINE=$(grep -E "tests passed|tests failed" "$LOGS/ctest-gpu.log" | tail -1)
-CTEST_SKIPPED=$(grep -c "(Skipped)" "$LOGS/ctest-gpu.log")
+# ctest's own "100% tests passed" counts a skipped test as passed: count
+# its per-test result lines instead.
+CTEST_TOTAL=$(grep -cE "^[0-9]+/[0-9]+ Test +#" "$LOGS/ctest-gpu.log")
+CTEST_PASSED=$(grep -cE "^[0-9]+/[0-9]+ Test +#.* Passed " "$LOGS/ctest-gpu.log")
+CTEST_SKIPPED=$(grep -cE "^[0-9]+/[0-9]+ Test +#.*\*\*\*Skipped " "$LOGS/ctest-gpu.log")
 
 # --- 2. The CUDA device conformance tests.
 rule "fsdp-runtime-tests --gtest_filter='$FILTER'"
 "$BUILD/bin/fsdp-runtime-tests" --gtest_filter="$FILTER" --gtest_brief=1 \
   >"$LOGS/conformance.log" 2>&1
 GTEST_RC=$?
-grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|no GPU" "$LOGS/conformance.log" | head -60
-count() { sed -n "s/^\[  $1 *\] \([0-9]*\) tests\?.*/\1/p" "$LOGS/conformance.log" | head -1; }
-G_PASSED=$(count PASSED); G_FAILED=$(count FAILED); G_SKIPPED=$(count SKIPPED)
+# --gtest_brief prints only failures (one line each) and the totals.
+grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$LOGS/conformance.log" | head -60
+count() { sed -n "s/^\[  $1 *\] \([0-9]*\) tests\?\.\$/\1/p" "$LOGS/conformance.log" | head -1; }
+G_PASSED=$(count PASSED); G_SKIPPED=$(count SKIPPED)
+G_FAILED=$(grep -c "^\[  FAILED  \] .*(" "$LOGS/conformance.log")
 
 # --- Summary.
 rule "summary"
 say "GPU:                 $GPU"
 say "build:               ok (sm_80 + sm_90)"
-say "ctest -L gpu:        ${CTEST_LINE:-no result} (skipped: $CTEST_SKIPPED; exit $CTEST_RC)"
+say "ctest -L gpu:        passed $CTEST_PASSED, failed $((CTEST_TOTAL - CTEST_PASSED - CTEST_SKIPPED)), skipped $CTEST_SKIPPED (exit $CTEST_RC)"
 say "conformance (gtest): passed ${G_PASSED:-0}, failed ${G_FAILED:-0}, skipped ${G_SKIPPED:-0} (exit $GTEST_RC)"
 say "logs:                $LOGS"
-if [ "$CTEST_RC" -ne 0 ] || [ "$GTEST_RC" -ne 0 ]; then
+if [ "$CTEST_RC" -ne 0 ] || [ "$GTEST_RC" -ne 0 ] || [ "$CTEST_TOTAL" -eq 0 ]; then
   say "RESULT: FAILED"
   exit 1
 fi

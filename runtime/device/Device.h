@@ -25,6 +25,12 @@
 //
 // Devices are created by name through DeviceRegistry.h.
 //
+// Two optional parts, which the CPU backend does not need and leaves at
+// their defaults: a per-step hook (beginStep: the step number a GPU's
+// kernels read from device memory) and step capture (CUDA graphs: the work
+// one step enqueues on the device's streams, recorded once and replayed as
+// one launch per step; the executor decides when, Executor.cpp).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_RUNTIME_DEVICE_H
@@ -76,6 +82,23 @@ public:
 class Event {
 public:
   virtual ~Event() = default;
+};
+
+/// A step's work recorded by Device::beginCapture/endCapture, replayed by
+/// Device::replay (cudaGraphExec_t). Belongs to its device, like a stream.
+class Graph {
+public:
+  virtual ~Graph() = default;
+};
+
+/// What a device says about its memory (cudaMemGetInfo): what is free and
+/// what it has, and how much of what is in use allocate() did not hand out
+/// (a GPU's context, library workspaces, allocation rounding, and any
+/// other process on the same GPU: it is measured, not accounted).
+struct DeviceMemoryInfo {
+  size_t freeBytes = 0;
+  size_t totalBytes = 0;
+  size_t overheadBytes = 0;
 };
 
 /// What an event is for: ordering streams only, or also timing the work
@@ -134,6 +157,40 @@ public:
   /// latest records, once both have completed (cudaEventElapsedTime).
   virtual Status elapsedSeconds(Event &start, Event &end, double &seconds) = 0;
 
+  /// Enqueues on `stream` what the device needs to know before step
+  /// `step`'s work (the value launch() is given as `step`): the CUDA device
+  /// copies it into the device word its kernels read, so a captured step
+  /// replays with the new value. Work on other streams sees it once ordered
+  /// after it by an event; one call per synchronize (the copy reads its
+  /// source when it runs). The executor calls it first in every step, on
+  /// the plan's compute stream (stream 0). Nothing by default (the CPU's
+  /// kernels take the step from launch()).
+  virtual Status beginStep(Stream &stream, uint64_t step);
+
+  /// Device memory: free, total and overhead bytes. An error on devices
+  /// whose memory is the host's (the CPU's), which have nothing to report.
+  virtual Status memoryInfo(DeviceMemoryInfo &out);
+
+  // --- Step capture (CUDA graphs). Unsupported by default.
+
+  /// Whether beginCapture/endCapture/replay work on this device.
+  virtual bool canCapture() const { return false; }
+  /// Starts recording: from now until endCapture, work enqueued on
+  /// `streams[0..count)` is recorded instead of run, with the order the
+  /// events give it. streams[0] is the origin, which the replay is
+  /// enqueued on; every other stream joins the recording at once (it waits
+  /// for the origin's start) and rejoins the origin at endCapture. The
+  /// recorded work may not wait for events recorded before the capture,
+  /// and nothing but these streams may be used until endCapture.
+  virtual Status beginCapture(Stream *const *streams, size_t count);
+  /// Ends the recording begun by beginCapture; `out` replays it. Always
+  /// ends the capture, even when it fails (a stream that failed while
+  /// recording fails the capture with its error).
+  virtual Status endCapture(std::unique_ptr<Graph> &out);
+  /// Enqueues `graph`'s work on `stream` (cudaGraphLaunch): the recorded
+  /// streams' work, with the same operands, in the order recorded.
+  virtual Status replay(Stream &stream, Graph &graph);
+
   // --- Collectives.
 
   /// A channel (Channel.h) for this device over the ranks of `group`, the
@@ -142,6 +199,24 @@ public:
   /// `group`; it must outlive the channel.
   virtual Status createChannel(Communicator &group, std::unique_ptr<Channel> &out);
 };
+
+inline Status Device::beginStep(Stream &, uint64_t) { return Status::ok(); }
+
+inline Status Device::memoryInfo(DeviceMemoryInfo &) {
+  return Status::error(cat("device '", name(), "' has no memory of its own to report"));
+}
+
+inline Status Device::beginCapture(Stream *const *, size_t) {
+  return Status::error(cat("device '", name(), "' cannot capture a step"));
+}
+
+inline Status Device::endCapture(std::unique_ptr<Graph> &) {
+  return Status::error(cat("device '", name(), "' cannot capture a step"));
+}
+
+inline Status Device::replay(Stream &, Graph &) {
+  return Status::error(cat("device '", name(), "' cannot replay a step"));
+}
 
 inline Status Device::createChannel(Communicator &, std::unique_ptr<Channel> &) {
   return Status::error(cat("device '", name(), "' has no collectives"));

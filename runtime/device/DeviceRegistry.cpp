@@ -114,6 +114,16 @@ Status createDevice(const std::string &name, const DeviceOptions &options,
   return factory(options, out);
 }
 
+int cudaDeviceCount() {
+#if defined(FSDP_HAVE_CUDA)
+  return countCudaDevices();
+#else
+  return 0;
+#endif
+}
+
+std::string defaultDeviceName() { return cudaDeviceCount() > 0 ? "cuda" : "cpu"; }
+
 std::vector<std::string> deviceNames() {
   Registry &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);

@@ -4,9 +4,10 @@
 // registers a factory under its name, and createDevice builds one by name
 // with a clear error for a name that is unknown or whose backend this build
 // does not have. The backends built into the runtime register themselves
-// the first time the registry is used ("cpu" always; "cuda" when its
-// backend lands), so no static initializer order or linker flag is
-// involved; registerDevice adds others (tests, out-of-tree backends).
+// the first time the registry is used ("cpu" and "cuda-simt" always;
+// "cuda" in builds with CUDA), so no static initializer order or linker
+// flag is involved; registerDevice adds others (tests, out-of-tree
+// backends).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,9 @@ struct DeviceOptions {
   /// Which of the machine's devices of that kind (a GPU's index: drivers
   /// pass the rank's index on its node). The CPU backend ignores it.
   int ordinal = 0;
+  /// TF32 tensor-core math for f32 GEMMs (fsdp-run --tf32). Only the CUDA
+  /// device has it; drivers refuse it for the others rather than ignore it.
+  bool tf32 = false;
 };
 
 /// Makes a device, or says why it cannot (no such GPU, no driver).
@@ -48,6 +52,14 @@ Status checkDeviceName(const std::string &name);
 
 /// The registered names, sorted.
 std::vector<std::string> deviceNames();
+
+/// The GPUs of this machine the "cuda" device can use: 0 in a build
+/// without CUDA, or without a driver or a GPU (a cheap check: no context).
+int cudaDeviceCount();
+
+/// The device a driver runs on when none is named: "cuda" when this build
+/// has it and a GPU is present, else "cpu".
+std::string defaultDeviceName();
 
 } // namespace fsdp::rt
 

@@ -19,6 +19,17 @@
 // must be enqueued before the waits on it, which plan order alone does not
 // promise (a compute instruction may wait for a later collective).
 //
+// Every step starts with Device::beginStep on stream 0, the plan's compute
+// stream (a no-op on the CPU; the CUDA device writes the step word its
+// dropout reads there, which also orders it before a replayed graph). The
+// learning rate, step number and inputs are written with blocking copies
+// before run(), so they have landed before anything of the step, replayed
+// or not, is enqueued. Capture is legal for a plan's step because every
+// wait in it refers to a record enqueued earlier in the same step (the
+// issue order guarantees it), so no captured wait reaches outside the
+// graph; and the graph stays valid for the executor's life, because no
+// operand address or attribute changes after prepare().
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/exec/Executor.h"
@@ -71,6 +82,7 @@ Status Executor::create(const LoadedPlan &plan, Device &device, Communicator *co
 Executor::~Executor() {
   // run() leaves the streams idle; they, the events and the channels go
   // before the memory and the communicators they use.
+  graph_.reset();
   streams_.clear();
   events_.clear();
   timing_.clear();
@@ -336,6 +348,49 @@ Status Executor::enqueue(size_t i, bool timed) {
   return s;
 }
 
+Status Executor::useGraphs(bool on) {
+  if (on && !device_.canCapture())
+    return Status::error(cat("device '", device_.name(), "' cannot replay a step as a graph"));
+  graphs_ = on;
+  return Status::ok();
+}
+
+Status Executor::enqueueStep(bool timed) {
+  if (!graphs_ || timed || streams_.empty() || (!graph_ && !warm_)) {
+    Status s;
+    for (size_t n = 0; s && n < issueOrder_.size(); ++n)
+      s = enqueue(issueOrder_[n], timed);
+    // Whether this step did the one-time set-up the synchronize decides
+    // (run() resets warm_ when the step fails).
+    warm_ = true;
+    return s;
+  }
+  if (!graph_)
+    if (Status s = captureStep(); !s)
+      return s;
+  return device_.replay(*streams_[0], *graph_);
+}
+
+Status Executor::captureStep() {
+  std::vector<Stream *> streams;
+  for (std::unique_ptr<Stream> &stream : streams_)
+    streams.push_back(stream.get());
+  Status s = device_.beginCapture(streams.data(), streams.size());
+  if (!s)
+    return s;
+  for (size_t n = 0; s && n < issueOrder_.size(); ++n)
+    s = enqueue(issueOrder_[n], false);
+  // The capture ends whatever happened, or the streams stay recording.
+  std::unique_ptr<Graph> graph;
+  Status ended = device_.endCapture(graph);
+  if (!s)
+    return s;
+  if (!ended)
+    return ended;
+  graph_ = std::move(graph);
+  return Status::ok();
+}
+
 Status Executor::addKernelTimes(std::vector<double> &kernelSeconds) {
   for (size_t i = 0; i < launches_.size(); ++i) {
     double seconds = 0;
@@ -357,8 +412,10 @@ Status Executor::run(std::vector<double> *kernelSeconds) {
     for (size_t e = 0; s && e < timing_.size(); ++e)
       s = device_.createEvent(EventFlags::Timing, timing_[e]);
   }
-  for (size_t n = 0; s && n < issueOrder_.size(); ++n)
-    s = enqueue(issueOrder_[n], kernelSeconds != nullptr);
+  if (s && !streams_.empty())
+    s = device_.beginStep(*streams_[0], step_);
+  if (s)
+    s = enqueueStep(kernelSeconds != nullptr);
   // Every stream drains, even after a failure, so no work of this step is
   // left running; the first stream's failure is the step's.
   for (std::unique_ptr<Stream> &stream : streams_)
@@ -367,6 +424,8 @@ Status Executor::run(std::vector<double> *kernelSeconds) {
   if (s && kernelSeconds)
     s = addKernelTimes(*kernelSeconds);
   if (!s) {
+    // A failed eager step may not have set everything up: warm up again.
+    warm_ = false;
     // The other ranks would wait for this one in its next collective.
     if (worldSize() > 1)
       abort(s.message());

@@ -39,6 +39,14 @@
 // with the step's. An error on any stream aborts the group (so no rank
 // hangs) and is returned by run().
 //
+// On a device that can capture (CUDA), useGraphs(true) replays the step as
+// one CUDA graph: the first run() enqueues eagerly (and so warms up what
+// the device sets up on first use), the second records its work on every
+// stream and replays it, and every later run() only replays it. The graph
+// holds the launches with their operand addresses; what changes from step
+// to step (inputs, learning rate, step number, parameters) changes in
+// device memory at those addresses, written before run() is called.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_RUNTIME_EXECUTOR_H
@@ -76,6 +84,11 @@ public:
   /// (indexed by fsdp::plan::Kernel), measured between timing events
   /// recorded around it on its stream.
   Status run(std::vector<double> *kernelSeconds = nullptr);
+  /// Replays the step as a captured graph from the second run() on (see
+  /// above); runs asked for kernel times still enqueue eagerly, since the
+  /// timing events go between the kernels. An error if the device cannot
+  /// capture. Off by default.
+  Status useGraphs(bool on);
   /// Copies the named graph output to the host.
   Status getOutput(const std::string &name, HostTensor &out) const;
 
@@ -165,6 +178,11 @@ private:
   /// Enqueues instruction `index` with its waits and signal, between its
   /// two timing events when `timed`.
   Status enqueue(size_t index, bool timed);
+  /// Enqueues the step: eagerly, or as a graph (captured the first time).
+  Status enqueueStep(bool timed);
+  /// Records the step's work as graph_ (every instruction, eagerly
+  /// enqueued under capture).
+  Status captureStep();
   /// Adds each instruction's time between its timing events.
   Status addKernelTimes(std::vector<double> &kernelSeconds);
   Status enqueueCollective(Stream &stream, const Launch &launch, const Collective &collective);
@@ -199,6 +217,11 @@ private:
   std::vector<uint32_t> issueOrder_;
   /// Profiling: a start and an end event per launch (made when first asked).
   std::vector<std::unique_ptr<Event>> timing_;
+  /// CUDA graphs (useGraphs): whether on, whether a step has run eagerly
+  /// since, and the captured step.
+  bool graphs_ = false;
+  bool warm_ = false;
+  std::unique_ptr<Graph> graph_;
 };
 
 } // namespace fsdp::rt

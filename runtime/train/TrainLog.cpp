@@ -41,6 +41,8 @@ std::string metricsLine(const StepRecord &r) {
   line += ", \"peak_bytes\": " + std::to_string(r.peakBytes);
   if (r.hostBytes)
     line += ", \"host_bytes\": " + std::to_string(r.hostBytes);
+  if (r.deviceContextBytes)
+    line += ", \"device_context_bytes\": " + std::to_string(*r.deviceContextBytes);
   if (r.checkpointSeconds >= 0)
     line += ", \"checkpoint_s\": " + format("%.6g", r.checkpointSeconds) +
             ", \"checkpoint_bytes\": " + std::to_string(r.checkpointBytes);

@@ -2,7 +2,8 @@
 //
 // One record per optimizer step, rendered two ways: a JSON object per line
 // for `--metrics` files (keys step, loss, lr, samples_per_s, tokens_per_s
-// for token runs, step_time_s, peak_bytes; the loss printed with 9
+// for token runs, step_time_s, peak_bytes, host_bytes and
+// device_context_bytes when there are any; the loss printed with 9
 // significant digits for f32 (17 for f64) so parsing it back in its own
 // type gives the same bits),
 // and a short human line for the console. MetricsFile flushes every line,
@@ -19,6 +20,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 namespace fsdp::rt {
@@ -34,6 +36,10 @@ struct StepRecord {
   int64_t tokens = 0;     // global tokens per step (B*T); 0: not a token run
   uint64_t peakBytes = 0; // plan-managed bytes the runtime allocated
   uint64_t hostBytes = 0; // host memory holding offloaded state (0: none)
+  /// Device memory in use beyond the plan's (a GPU's context, cuBLAS
+  /// workspaces, allocation rounding; Device::memoryInfo): only for devices
+  /// with memory of their own.
+  std::optional<uint64_t> deviceContextBytes;
   /// A checkpoint saved after this step: its wall time (-1: none saved)
   /// and the bytes it wrote.
   double checkpointSeconds = -1;

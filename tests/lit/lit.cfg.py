@@ -17,6 +17,15 @@ config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%fsdp_src", config.fsdp_src_root))
 config.substitutions.append(("%onnx_inputs", os.path.join(config.test_source_root, "frontends", "onnx", "Inputs")))
 
+# Features of the CUDA device's tests: `cuda-build` when fsdp-run has the
+# cuda device, `gpu` when the NVIDIA kernel driver lists a GPU (a cheap
+# look that needs no CUDA; tests without a GPU are UNSUPPORTED: gpu).
+if str(getattr(config, "fsdp_enable_cuda", "")).upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("cuda-build")
+_gpus = "/proc/driver/nvidia/gpus"
+if os.path.isdir(_gpus) and os.listdir(_gpus):
+    config.available_features.add("gpu")
+
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 llvm_config.add_tool_substitutions(["fsdp-opt", "fsdp-run"], [config.fsdp_tools_dir])

@@ -30,7 +30,11 @@ struct RunOptions {
   std::map<std::string, std::string> inputs; // name -> .npy path
   int64_t steps = 1;
   std::optional<int64_t> worldSize;
-  std::string device = "cpu"; // --device, a name of runtime/device/DeviceRegistry.h
+  /// --device, a name of runtime/device/DeviceRegistry.h; when not given,
+  /// defaultDeviceName() (cuda with a GPU, else cpu).
+  std::string device;
+  bool tf32 = false;               // --tf32 (cuda only)
+  std::optional<bool> cudaGraphs;  // --cuda-graphs=on|off (cuda only; on when not given)
   bool dump = false, timing = false, profile = false;
   // Training plans only.
   std::string dataPath, metricsPath, saveWeightsPath;

@@ -136,6 +136,8 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
       record.tokens = data->tokensPerStep();
       record.peakBytes = executor.allocatedBytes();
       record.hostBytes = executor.hostBytes();
+      if (DeviceMemoryInfo memory; executor.device().memoryInfo(memory))
+        record.deviceContextBytes = memory.overheadBytes;
       progress.update(record);
     }
     // Collective: every rank writes (or helps gather) its state.

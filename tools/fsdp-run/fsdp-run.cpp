@@ -1,11 +1,13 @@
 //===- fsdp-run.cpp - executes a compiled plan ----------------------------===//
 //
 // The deployable half of fsdp-opt: loads and verifies a plan, allocates
-// exactly its memory on the device --device names (the CPU unless told;
-// runtime/device/DeviceRegistry.h) and loads the weights written beside
-// it. A forward plan binds its inputs from .npy files, runs, and writes
-// every graph output to DIR/<name>.npy; a training plan runs K optimizer
-// steps on data from the data contract (Train.cpp). It links only the
+// exactly its memory on the device --device names (unless told, a GPU
+// when the build has CUDA and the machine a GPU, else the CPU;
+// runtime/device/DeviceRegistry.h) once it has checked that the plan
+// fits, and loads the weights written beside it. A forward plan binds its
+// inputs from .npy files, runs, and writes every graph output to
+// DIR/<name>.npy; a training plan runs K optimizer steps on data from the
+// data contract (Train.cpp). It links only the
 // runtime (no MLIR, no ONNX). Flags of docs/design.md's command line whose
 // features have not landed (checkpoints) are parsed and refused with "not
 // implemented yet". Every error is one line on stderr and exit code 1.
@@ -31,6 +33,7 @@
 #include "runtime/plan/PlanFile.h"
 #include "runtime/plan/plan_generated.h"
 #include "runtime/plan/PlanCheck.h"
+#include "runtime/train/TrainLog.h"
 #include "tools/fsdp-run/Driver.h"
 #include "tools/fsdp-run/Train.h"
 
@@ -96,7 +99,8 @@ const char *kUsage =
     "                [--save-weights=FILE.safetensors] [--outputs=DIR] [--weights=FILE]\n"
     "                [--save=DIR [--save-every=K] [--keep=N] [--save-format=sharded|full]]\n"
     "                [--resume=DIR]\n"
-    "                [--world-size=N] [--device=NAME] [--time] [--profile] [--dump]\n"
+    "                [--world-size=N] [--device=NAME] [--tf32] [--cuda-graphs=on|off]\n"
+    "                [--time] [--profile] [--dump]\n"
     "  --input=NAME=FILE.npy  value of graph input NAME. Forward plans: the exact tensor\n"
     "                         (dtype and shape must match). Training plans: S samples\n"
     "                         stacked on dimension 0; step s takes rows (s*B + j) mod S\n"
@@ -109,8 +113,10 @@ const char *kUsage =
     "  --lr=X                 base learning rate (default: the plan's compiled --lr)\n"
     "  --lr-schedule=S        constant (default) or cosine:WARMUP[:MIN_LR]\n"
     "  --metrics=FILE.jsonl   one JSON line per step: step, loss, lr, samples_per_s,\n"
-    "                         tokens_per_s (--data), step_time_s, peak_bytes, and\n"
-    "                         checkpoint_s, checkpoint_bytes after a save\n"
+    "                         tokens_per_s (--data), step_time_s, peak_bytes (the\n"
+    "                         plan's), device_context_bytes (cuda: GPU memory in use\n"
+    "                         beyond the plan's), and checkpoint_s, checkpoint_bytes\n"
+    "                         after a save\n"
     "  --log-every=N          without a terminal, print every N-th step (default:\n"
     "                         every step up to 50 steps, else about 50 lines)\n"
     "  --save-weights=FILE    after the last step, write the parameters as safetensors\n"
@@ -131,8 +137,17 @@ const char *kUsage =
     "  --world-size=N         must equal the plan's world size (a plan compiled for N\n"
     "                         ranks runs them in-process, or one per process under\n"
     "                         mpirun -np N)\n"
-    "  --device=NAME          the device each rank runs on (default: cpu); a rank's\n"
-    "                         device is its index among the ranks on its machine\n"
+    "  --device=NAME          the device each rank runs on: cpu, cuda (a GPU) or\n"
+    "                         cuda-simt (the CUDA kernels emulated on the CPU, for\n"
+    "                         tests; slow); default: cuda when this build has it and\n"
+    "                         a GPU is present, else cpu. A rank's device is its\n"
+    "                         index among the ranks on its machine: in-process ranks\n"
+    "                         take GPUs 0..N-1. The CUDA device has not run on a GPU\n"
+    "                         yet\n"
+    "  --tf32                 cuda: TF32 tensor-core math for f32 GEMMs (inputs\n"
+    "                         rounded to a 10-bit mantissa; off by default)\n"
+    "  --cuda-graphs=on|off   cuda: replay each step as one CUDA graph, captured on the\n"
+    "                         second step (default on; --profile steps run eagerly)\n"
     "  --time                 print the mean time per run\n"
     "  --profile              print the time spent in each kernel\n"
     "  --dump                 print the plan as text and exit\n";
@@ -206,6 +221,12 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
       if (Status s = checkDeviceName(value); !s)
         return fail("--device=" + value + ": " + s.message());
       opts.device = value;
+    } else if (flag == "--cuda-graphs") {
+      if (value != "on" && value != "off")
+        return fail("--cuda-graphs: invalid value '" + value + "'; valid: on, off");
+      opts.cudaGraphs = value == "on";
+    } else if (arg == "--tf32") {
+      opts.tf32 = true;
     } else if (flag == "--save-format") {
       if (value != "sharded" && value != "full")
         return fail("--save-format: invalid value '" + value + "'; valid: sharded, full");
@@ -235,6 +256,19 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
   }
   if (opts.planPath.empty())
     return fail("no plan given (usage: fsdp-run PLAN ...; see --help)");
+  // The default device needs a look for a GPU (cheap: no context).
+  const bool deviceGiven = !opts.device.empty();
+  if (!deviceGiven)
+    opts.device = defaultDeviceName();
+  // Flags of the CUDA device are refused elsewhere rather than ignored.
+  const std::string onDevice =
+      "the device is '" + opts.device + "'" +
+      (deviceGiven ? "" : ", as no GPU was found; --device=cuda asks for one");
+  if (opts.tf32 && opts.device != "cuda")
+    return fail("--tf32: only the cuda device has TF32 math (" + onDevice + ")");
+  if (opts.cudaGraphs && opts.device != "cuda")
+    return fail("--cuda-graphs: only the cuda device replays steps as CUDA graphs (" + onDevice +
+                ")");
   if ((opts.saveEvery || opts.keep || opts.saveFormat) && opts.saveDir.empty())
     return fail(std::string(opts.saveEvery ? "--save-every" : opts.keep ? "--keep" : "--save-format") +
                 " needs --save=DIR (where checkpoints go)");
@@ -334,6 +368,27 @@ struct FailureReport {
   }
 };
 
+/// Refuses a plan that cannot fit before any of it is allocated: its device
+/// bytes against what the device has free (devices whose memory is the
+/// host's report none and are not checked).
+Status checkDeviceMemory(const RunOptions &opts, const LoadedPlan &plan, Device &device,
+                         int ordinal) {
+  DeviceMemoryInfo memory;
+  if (!device.memoryInfo(memory))
+    return Status::ok();
+  const plan::Plan &p = plan.plan();
+  const uint64_t constants = p.constant_data() ? p.constant_data()->size() : 0;
+  const uint64_t needed = p.persistent_bytes() + p.arena_bytes() + constants;
+  if (needed <= memory.freeBytes)
+    return Status::ok();
+  return Status::error(cat(opts.device, " device ", ordinal, ": ", opts.planPath, " needs ",
+                           formatBytes(needed), " (", needed, " bytes: persistent ",
+                           p.persistent_bytes(), " + arena ", p.arena_bytes(), " + constants ",
+                           constants, ") of device memory, but only ",
+                           formatBytes(memory.freeBytes), " (", memory.freeBytes, " bytes) of its ",
+                           formatBytes(memory.totalBytes), " are available"));
+}
+
 /// One rank's whole run on its own device (--device, the `ordinal`-th of
 /// its kind) and executor. `comm` is null for a world-size-1 plan. With
 /// several ranks, a failure is reported and then aborts the group, except
@@ -350,10 +405,15 @@ Status runRank(const RunOptions &opts, const LoadedPlan &plan, Communicator *com
   std::unique_ptr<Device> device;
   DeviceOptions deviceOptions;
   deviceOptions.ordinal = ordinal;
+  deviceOptions.tf32 = opts.tf32;
   std::unique_ptr<Executor> executor;
   Status s = createDevice(opts.device, deviceOptions, device);
   if (s)
+    s = checkDeviceMemory(opts, plan, *device, ordinal);
+  if (s)
     s = Executor::create(plan, *device, comm, executor);
+  if (s && opts.device == "cuda")
+    s = executor->useGraphs(opts.cudaGraphs.value_or(true));
   // A resumed run takes every parameter from its checkpoint.
   if (s && opts.resumePath.empty())
     s = ModelState(*executor).loadWeights(opts.weightsPath);
@@ -382,6 +442,14 @@ void shareBlasThreads(int ranks) {
 
 /// N ranks as threads of this process, one in-process group.
 int runInProcess(const RunOptions &opts, const LoadedPlan &plan, int ranks) {
+  // One GPU per rank. Without any GPU, each rank's device says why.
+  if (opts.device == "cuda")
+    if (int gpus = cudaDeviceCount(); gpus > 0 && ranks > gpus)
+      return fail(cat(opts.planPath, " runs ", ranks,
+                      " ranks in this process, one GPU each (GPUs 0..", ranks - 1,
+                      "), but this machine has ", gpus, " GPU", gpus == 1 ? "" : "s",
+                      "; run them as processes on several machines (mpirun), or compile for ",
+                      gpus, " ranks (fsdp-opt --world-size=", gpus, ")"));
   std::vector<std::unique_ptr<Communicator>> comms;
   if (Status s = comm::createInProcessGroup(ranks, comms); !s)
     return fail(s.message());

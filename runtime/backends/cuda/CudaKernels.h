@@ -46,7 +46,8 @@ struct KernelContext {
   void *blas = nullptr;
   /// TF32 tensor-core math for f32 GEMMs (fsdp-run --tf32; off by default).
   bool tf32 = false;
-  /// The 1-based step being taken (seeds dropout).
+  /// The step Device::launch is given (the executor's 1-based step - 1,
+  /// Executor::setStep; seeds dropout), written by Device::beginStep.
   const uint64_t *step = nullptr;
   /// The step's first value fault, and this launch's number for it.
   KernelFault *fault = nullptr;

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/FusedProgram.h"
 #include "runtime/math/Activations.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 
@@ -23,21 +24,8 @@ namespace {
 
 /// Elements per block: 16 intermediates of 512 floats stay in L1/L2.
 constexpr int64_t kBlock = 512;
-/// Values (inputs + op results) a program may have.
-constexpr int kMaxValues = 48;
 /// Op results held in scratch at once (results written to outputs need none).
 constexpr int kMaxScratch = 24;
-
-enum Op : int64_t {
-  Add, Sub, Mul, Div, Neg, Relu, Exp, Log, Sqrt, Erf, Tanh, Sigmoid,
-  ReluGrad, ErfGrad, TanhGrad, SigmoidGrad, NumOps
-};
-
-bool isUnary(int64_t op) { return op >= Neg && op <= Sigmoid; }
-
-struct Step {
-  int64_t op, a, b;
-};
 
 /// One op over `n` elements; a scalar operand has stride 0.
 template <int SA, int SB>
@@ -49,22 +37,22 @@ void applyOp(int64_t op, const float *a, const float *b, float *d, int64_t n) {
     });
   };
   switch (op) {
-  case Add: return each([](float x, float y) { return x + y; });
-  case Sub: return each([](float x, float y) { return x - y; });
-  case Mul: return each([](float x, float y) { return x * y; });
-  case Div: return each([](float x, float y) { return x / y; });
-  case Neg: return each([](float x, float) { return -x; });
-  case Relu: return each([](float x, float) { return reluOf(x); });
-  case Exp: return each([](float x, float) { return expOf(x); });
-  case Log: return each([](float x, float) { return std::log(x); });
-  case Sqrt: return each([](float x, float) { return std::sqrt(x); });
-  case Erf: return each([](float x, float) { return erfOf(x); });
-  case Tanh: return each([](float x, float) { return tanhOf(x); });
-  case Sigmoid: return each([](float x, float) { return sigmoidOf(x); });
-  case ReluGrad: return each([](float y, float g) { return reluGradOf(y, g); });
-  case ErfGrad: return each([](float x, float g) { return erfGradOf(x, g); });
-  case TanhGrad: return each([](float y, float g) { return tanhGradOf(y, g); });
-  case SigmoidGrad: return each([](float y, float g) { return sigmoidGradOf(y, g); });
+  case FusedAdd: return each([](float x, float y) { return x + y; });
+  case FusedSub: return each([](float x, float y) { return x - y; });
+  case FusedMul: return each([](float x, float y) { return x * y; });
+  case FusedDiv: return each([](float x, float y) { return x / y; });
+  case FusedNeg: return each([](float x, float) { return -x; });
+  case FusedRelu: return each([](float x, float) { return reluOf(x); });
+  case FusedExp: return each([](float x, float) { return expOf(x); });
+  case FusedLog: return each([](float x, float) { return std::log(x); });
+  case FusedSqrt: return each([](float x, float) { return std::sqrt(x); });
+  case FusedErf: return each([](float x, float) { return erfOf(x); });
+  case FusedTanh: return each([](float x, float) { return tanhOf(x); });
+  case FusedSigmoid: return each([](float x, float) { return sigmoidOf(x); });
+  case FusedReluGrad: return each([](float y, float g) { return reluGradOf(y, g); });
+  case FusedErfGrad: return each([](float x, float g) { return erfGradOf(x, g); });
+  case FusedTanhGrad: return each([](float y, float g) { return tanhGradOf(y, g); });
+  case FusedSigmoidGrad: return each([](float y, float g) { return sigmoidGradOf(y, g); });
   }
 }
 
@@ -72,45 +60,15 @@ void applyOp(int64_t op, const float *a, const float *b, float *d, int64_t n) {
 
 Status fusedElementwise(const TensorRef *inputs, int numInputs, const int64_t *ints, int numInts,
                         const TensorRef *outputs, int numOutputs) {
-  // Decode and check the program before touching memory.
-  if (numInputs < 1 || numOutputs < 1 || numInts < 1)
-    return Status::error("fused: needs inputs, results and a program");
-  const int64_t numSteps = ints[0];
-  if (numSteps < 1 || numInts != 1 + 3 * numSteps + numOutputs ||
-      numInputs + numSteps > kMaxValues)
-    return Status::error(cat("fused: program of ", numInts, " ints does not describe ", numSteps,
-                             " ops and ", numOutputs, " results over ", numInputs, " inputs"));
-  const int64_t n = outputs[0].numElements();
-  for (int i = 0; i < numOutputs; ++i)
-    if (outputs[i].dtype != DType::F32 || outputs[i].numElements() != n)
-      return Status::error("fused: results must be f32 of one element count");
-  // Fixed-size tables on the stack: this runs every step and allocates nothing.
-  bool scalar[kMaxValues] = {};
-  for (int i = 0; i < numInputs; ++i) {
-    if (inputs[i].dtype != DType::F32 ||
-        (inputs[i].numElements() != n && inputs[i].numElements() != 1))
-      return Status::error(cat("fused: input ", i, " must be f32 with ", n, " elements or one"));
-    scalar[i] = inputs[i].numElements() == 1 && n != 1;
-  }
-  Step steps[kMaxValues];
-  for (int64_t k = 0; k < numSteps; ++k) {
-    Step s{ints[1 + 3 * k], ints[2 + 3 * k], ints[3 + 3 * k]};
-    const int64_t self = numInputs + k;
-    if (s.op < 0 || s.op >= NumOps || s.a < 0 || s.a >= self ||
-        (isUnary(s.op) ? s.b != -1 : (s.b < 0 || s.b >= self)))
-      return Status::error(cat("fused: op ", k, " (code ", s.op, ") has invalid operands"));
-    steps[k] = s;
-  }
-  // Where each op writes: a result's output buffer, else a scratch slot.
-  int outputOf[kMaxValues];
-  std::fill(outputOf, outputOf + numSteps, -1);
-  for (int i = 0; i < numOutputs; ++i) {
-    const int64_t value = ints[1 + 3 * numSteps + i] - numInputs;
-    if (value < 0 || value >= numSteps)
-      return Status::error(cat("fused: result ", i, " is not an op's value"));
-    outputOf[value] = i;
-  }
-  int slot[kMaxValues];
+  // Decode and check the program before touching memory (FusedProgram.h).
+  FusedProgram program;
+  FSDP_RETURN_IF_ERROR(
+      decodeFusedProgram(inputs, numInputs, ints, numInts, outputs, numOutputs, program));
+  const int64_t n = program.n, numSteps = program.numSteps;
+  const bool *scalar = program.scalar;
+  const FusedStep *steps = program.steps;
+  const int *outputOf = program.outputOf;
+  int slot[kMaxFusedValues];
   std::fill(slot, slot + numSteps, -1);
   int scratchSlots = 0;
   for (int64_t k = 0; k < numSteps; ++k)
@@ -120,13 +78,13 @@ Status fusedElementwise(const TensorRef *inputs, int numInputs, const int64_t *i
     return Status::error("fused: too many intermediate values");
 
   alignas(64) static thread_local float scratch[kMaxScratch][kBlock];
-  const float *value[kMaxValues];
+  const float *value[kMaxFusedValues];
   for (int64_t start = 0; start < n; start += kBlock) {
     const int64_t len = std::min(kBlock, n - start);
     for (int i = 0; i < numInputs; ++i)
       value[i] = inputs[i].as<const float>() + (scalar[i] ? 0 : start);
     for (int64_t k = 0; k < numSteps; ++k) {
-      const Step &s = steps[k];
+      const FusedStep &s = steps[k];
       float *dst = outputOf[k] >= 0 ? outputs[outputOf[k]].as<float>() + start : scratch[slot[k]];
       const float *a = value[s.a];
       const float *b = s.b >= 0 ? value[s.b] : a;

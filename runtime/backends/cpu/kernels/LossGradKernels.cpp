@@ -19,7 +19,7 @@
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/math/FastMath.h"
-#include "runtime/backends/cpu/kernels/LossShape.h"
+#include "runtime/backends/LossShape.h"
 
 #include <cmath>
 #include <cstring>

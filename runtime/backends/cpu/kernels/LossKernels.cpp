@@ -17,7 +17,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
-#include "runtime/backends/cpu/kernels/LossShape.h"
+#include "runtime/backends/LossShape.h"
 
 #include <algorithm>
 #include <type_traits>

@@ -1,44 +1,27 @@
 //===- OptimizerKernels.cpp - AdamW and SGD updates on the CPU ------------===//
 //
 // torch.optim.AdamW and torch.optim.SGD (single-tensor path, torch 1.13),
-// reproduced bit for bit on f32 and f64 parameters. Python computes the
-// step's scalars in double (bias corrections, step size, 1 - lr * wd);
-// torch's CPU kernels then round each scalar to the tensor's type and apply
-// it with one of three element operations, which are copied here exactly:
-//   - `mul_(s)`, `/ s`, `addcdiv_(t1, t2, value=s)`: separate roundings,
-//     self + (s * t1) / t2 for addcdiv;
-//   - `add_(other, alpha=s)`: one fused multiply-add, fma(other, s, self)
-//     (Vectorized::fmadd, and the scalar tail is contracted the same way);
-//   - `addcmul_(t1, t2, value=s)`: fma(s * t1, t2, self).
-// (Checked against torch on 100k random elements, vector body and tail.)
-// Plans store hyperparameters as f32 attributes; each is read back as the
-// shortest decimal that rounds to it, which is the Python double the user
-// wrote (0.9f -> 0.9) for any value of at most 6 significant digits, so
-// 1 - beta1 and beta1 ** step come out as torch computes them. This file is
-// compiled with -ffp-contract=off (runtime/CMakeLists.txt) so no other
-// product gets fused behind our back.
-//
+// reproduced bit for bit on f32 and f64 parameters: the formulas and their
+// roundings are runtime/math/OptimizerUpdate.h (shared with the CUDA
+// kernels); this file reads the scalars, checks operands and runs the
+// element loops. Plans store hyperparameters as f32 attributes; each is
+// read back as the shortest decimal that rounds to it, which is the Python
+// double the user wrote (0.9f -> 0.9) for any value of at most 6
+// significant digits, so 1 - beta1 and beta1 ** step come out as torch
+// computes them. This file is compiled with -ffp-contract=off
+// (runtime/CMakeLists.txt) so no other product gets fused behind our back.
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
+#include "runtime/math/OptimizerUpdate.h"
 
-#include <charconv>
 #include <cmath>
 
 namespace fsdp::rt::cpu {
 namespace {
 
 constexpr DTypeSet kOptimizerTypes = bitOf(DType::F32) | bitOf(DType::F64);
-
-/// The shortest decimal that rounds to `v`, as a double.
-double decimalOf(float v) {
-  char text[32];
-  const std::to_chars_result printed = std::to_chars(text, text + sizeof(text), v);
-  double value = v;
-  std::from_chars(text, printed.ptr, value);
-  return value;
-}
 
 Status requireLike(const char *op, const char *what, const TensorRef &t, const TensorRef &param) {
   if (t.dtype == param.dtype && t.numElements() == param.numElements())
@@ -54,9 +37,9 @@ Status readScalar(const char *op, const char *what, const TensorRef &t, DType dt
   return Status::error(cat(op, ": ", what, " must be a ", dtypeName(dtype), " scalar"));
 }
 
-/// One AdamW pass: torch's scalars (rounded to T) and the operands.
+/// One AdamW pass: the step's scalars and the operands.
 template <typename T> struct AdamWStep {
-  T decay, b1, oneMinusB1, b2, oneMinusB2, bc2Sqrt, eps, negStepSize;
+  AdamWScalars<T> scalars;
   const T *p, *g, *m, *v;
   T *pOut, *mOut, *vOut;
   int64_t n;
@@ -64,8 +47,7 @@ template <typename T> struct AdamWStep {
 
 /// One SGD pass; `b` (and `bOut`) null without a momentum buffer.
 template <typename T> struct SgdStep {
-  T weightDecay, momentum, negLr;
-  bool decays, nesterov;
+  SgdScalars<T> scalars;
   const T *p, *g, *b;
   T *pOut, *bOut;
   int64_t n;
@@ -80,36 +62,16 @@ template <typename T> struct SgdStep {
 template <typename T> [[gnu::always_inline]] inline void loop(const AdamWStep<T> &step) {
   const AdamWStep<T> s = step;
 #pragma GCC ivdep
-  for (int64_t i = 0; i < s.n; ++i) {
-    const T g = s.g[i];
-    // param.mul_(1 - lr * wd)
-    const T p = s.p[i] * s.decay;
-    // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-    const T m = std::fma(g, s.oneMinusB1, s.m[i] * s.b1);
-    // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    const T v = std::fma(s.oneMinusB2 * g, g, s.v[i] * s.b2);
-    // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-    const T denom = std::sqrt(v) / s.bc2Sqrt + s.eps;
-    // param.addcdiv_(exp_avg, denom, value=-step_size)
-    s.pOut[i] = p + s.negStepSize * m / denom;
-    s.mOut[i] = m;
-    s.vOut[i] = v;
-  }
+  for (int64_t i = 0; i < s.n; ++i)
+    adamwElement(s.scalars, s.p[i], s.g[i], s.m[i], s.v[i], s.pOut[i], s.mOut[i], s.vOut[i]);
 }
 
 /// SGD element by element, in torch's order of operations.
 template <typename T> [[gnu::always_inline]] inline void loop(const SgdStep<T> &step) {
   const SgdStep<T> s = step;
-  for (int64_t i = 0; i < s.n; ++i) {
-    const T p = s.p[i];
-    T d = s.decays ? std::fma(p, s.weightDecay, s.g[i]) : s.g[i]; // grad.add(param, alpha=wd)
-    if (s.b) {
-      const T b = s.b[i] * s.momentum + d;                    // buf.mul_(momentum).add_(d_p)
-      d = s.nesterov ? std::fma(b, s.momentum, d) : b;        // d_p.add(buf, alpha=momentum)
-      s.bOut[i] = b;
-    }
-    s.pOut[i] = std::fma(d, s.negLr, p);                      // param.add_(d_p, alpha=-lr)
-  }
+  for (int64_t i = 0; i < s.n; ++i)
+    sgdElement(s.scalars, s.p[i], s.g[i], s.b ? s.b + i : nullptr, s.pOut[i],
+               s.b ? s.bOut + i : nullptr);
 }
 
 // The build's baseline (x86-64-v2) has no FMA instruction, so std::fma is
@@ -127,23 +89,8 @@ void adamwImpl(const TensorRef &param, const TensorRef &grad, const TensorRef &e
                const TensorRef &expAvgSq, double lr, int64_t step, const AdamWConfig &config,
                const TensorRef &paramOut, const TensorRef &expAvgOut,
                const TensorRef &expAvgSqOut) {
-  const double beta1 = decimalOf(config.beta1), beta2 = decimalOf(config.beta2);
-  const double eps = decimalOf(config.eps), weightDecay = decimalOf(config.weightDecay);
-  // Python: step is a float; the bias corrections are doubles.
-  const double biasCorrection1 = 1 - std::pow(beta1, static_cast<double>(step));
-  const double biasCorrection2 = 1 - std::pow(beta2, static_cast<double>(step));
-  const double stepSize = lr / biasCorrection1;
-  const double biasCorrection2Sqrt = std::sqrt(biasCorrection2);
-  // The scalars as torch's kernels see them: rounded to T.
   AdamWStep<T> s;
-  s.decay = static_cast<T>(1 - lr * weightDecay);
-  s.b1 = static_cast<T>(beta1);
-  s.oneMinusB1 = static_cast<T>(1 - beta1);
-  s.b2 = static_cast<T>(beta2);
-  s.oneMinusB2 = static_cast<T>(1 - beta2);
-  s.bc2Sqrt = static_cast<T>(biasCorrection2Sqrt);
-  s.eps = static_cast<T>(eps);
-  s.negStepSize = static_cast<T>(-stepSize);
+  s.scalars = adamwScalars<T>(hyperOf(config), lr, step);
   s.p = param.as<const T>();
   s.g = grad.as<const T>();
   s.m = expAvg.as<const T>();
@@ -160,11 +107,7 @@ template <typename T>
 void sgdImpl(const TensorRef &param, const TensorRef &grad, const TensorRef *buffer, double lr,
              const SgdConfig &config, const TensorRef &paramOut, const TensorRef *bufferOut) {
   SgdStep<T> s;
-  s.decays = config.weightDecay != 0.0f;
-  s.nesterov = config.nesterov;
-  s.weightDecay = static_cast<T>(decimalOf(config.weightDecay));
-  s.momentum = static_cast<T>(decimalOf(config.momentum));
-  s.negLr = static_cast<T>(-lr);
+  s.scalars = sgdScalars<T>(hyperOf(config), lr);
   s.p = param.as<const T>();
   s.g = grad.as<const T>();
   s.b = buffer ? buffer->as<const T>() : nullptr;

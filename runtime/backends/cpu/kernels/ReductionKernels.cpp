@@ -29,6 +29,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
+#include "runtime/math/Reducer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -48,44 +49,7 @@ constexpr int64_t kColumns = 256;
 /// Terms per output summed into a partial before joining the total.
 constexpr int64_t kBlockRows = 64;
 
-/// The accumulator type and operations of one reduction kind on storage T.
-template <ReduceKind Kind, typename T> struct Reducer {
-  /// Integer sums wrap in the unsigned type of the same width.
-  static constexpr bool kWraps = kIsIntStorage<T> && Kind != ReduceKind::Max;
-  using Acc = typename std::conditional_t<kWraps, std::make_unsigned<T>,
-                                          ComputeTypeOf<T>>::type;
-
-  static Acc identity() {
-    if constexpr (Kind != ReduceKind::Max)
-      return Acc(0);
-    else if constexpr (kIsIntStorage<T>)
-      return std::numeric_limits<T>::lowest();
-    else
-      return -std::numeric_limits<Acc>::infinity();
-  }
-  static Acc read(const T *p) {
-    if constexpr (kWraps)
-      return static_cast<Acc>(*p);
-    else
-      return load(p);
-  }
-  static Acc combine(Acc acc, Acc value) {
-    if constexpr (Kind == ReduceKind::Max)
-      return ((value > acc) | (value != value)) ? value : acc; // NaN sticks
-    else
-      return acc + value;
-  }
-  static void finish(T *dst, Acc acc, int64_t count) {
-    if constexpr (Kind == ReduceKind::Mean && kWraps)
-      *dst = static_cast<T>(static_cast<T>(acc) / count);
-    else if constexpr (Kind == ReduceKind::Mean)
-      store(dst, acc / static_cast<Acc>(count));
-    else if constexpr (kWraps)
-      *dst = static_cast<T>(acc);
-    else
-      store(dst, acc);
-  }
-};
+// Reducer<Kind, T>: runtime/math/Reducer.h (shared with the CUDA kernels).
 
 /// One piece of a contiguous run: kLanes interleaved accumulators, then a
 /// halving tree.

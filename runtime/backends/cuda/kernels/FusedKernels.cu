@@ -1,17 +1,82 @@
-//===- FusedKernels.cu - (to be written) --------------------------------===//
+//===- FusedKernels.cu - a chain of elementwise ops in one pass ------------===//
 //
-// Placeholder: each function refuses with "not implemented yet" until
-// its CUDA kernels land.
+// The Fused kernel on the GPU: the program is decoded and checked on the
+// host by the CPU's own decoder (FusedProgram.h) and passed by value; each
+// thread then runs the whole program for its elements with the values in
+// registers (local memory for long programs), reading each input once and
+// writing each result once. Each op is the scalar code of its unfused
+// kernel (runtime/math/Activations.h), so results are the CPU's bits.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/backends/cuda/CudaKernels.h"
+#include "runtime/backends/FusedProgram.h"
+#include "runtime/backends/cuda/kernels/KernelSupport.cuh"
+#include "runtime/math/Activations.h"
+
+#include <cmath>
 
 FSDP_CUDA_NAMESPACE_BEGIN
+namespace {
 
-Status fusedElementwise(const KernelContext &, const TensorRef *, int, const int64_t *, int, const
-    TensorRef *, int) {
-  return Status::error("cuda: fusedElementwise is not implemented yet");
+/// The operand and result pointers (a kernel parameter).
+struct FusedOperands {
+  const float *inputs[kMaxFusedValues];
+  float *outputs[kMaxFusedValues];
+};
+
+__device__ inline float applyFusedOp(int64_t op, float x, float y) {
+  switch (op) {
+  case FusedAdd: return x + y;
+  case FusedSub: return x - y;
+  case FusedMul: return x * y;
+  case FusedDiv: return x / y;
+  case FusedNeg: return -x;
+  case FusedRelu: return reluOf(x);
+  case FusedExp: return expOf(x);
+  case FusedLog: return std::log(x);
+  case FusedSqrt: return std::sqrt(x);
+  case FusedErf: return erfOf(x);
+  case FusedTanh: return tanhOf(x);
+  case FusedSigmoid: return sigmoidOf(x);
+  case FusedReluGrad: return reluGradOf(x, y);
+  case FusedErfGrad: return erfGradOf(x, y);
+  case FusedTanhGrad: return tanhGradOf(x, y);
+  default: return sigmoidGradOf(x, y);
+  }
+}
+
+__global__ void fusedKernel(FusedProgram p, FusedOperands io) {
+  FSDP_GRID_STRIDE(i, p.n) {
+    float value[kMaxFusedValues];
+    for (int j = 0; j < p.numInputs; ++j)
+      value[j] = io.inputs[j][p.scalar[j] ? 0 : i];
+    for (int k = 0; k < p.numSteps; ++k) {
+      const FusedStep &s = p.steps[k];
+      const float a = value[s.a];
+      const float r = applyFusedOp(s.op, a, s.b >= 0 ? value[s.b] : a);
+      value[p.numInputs + k] = r;
+      if (p.outputOf[k] >= 0)
+        io.outputs[p.outputOf[k]][i] = r;
+    }
+  }
+}
+
+} // namespace
+
+Status fusedElementwise(const KernelContext &ctx, const TensorRef *inputs, int numInputs,
+                        const int64_t *ints, int numInts, const TensorRef *outputs,
+                        int numOutputs) {
+  FusedProgram program;
+  FSDP_RETURN_IF_ERROR(
+      decodeFusedProgram(inputs, numInputs, ints, numInts, outputs, numOutputs, program));
+  if (numOutputs > kMaxFusedValues)
+    return Status::error("fused: too many results");
+  FusedOperands io{};
+  for (int j = 0; j < numInputs; ++j)
+    io.inputs[j] = inputs[j].as<const float>();
+  for (int j = 0; j < numOutputs; ++j)
+    io.outputs[j] = outputs[j].as<float>();
+  return launchElementwise(ctx, "fused", program.n, fusedKernel, program, io);
 }
 
 FSDP_CUDA_NAMESPACE_END

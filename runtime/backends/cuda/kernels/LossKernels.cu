@@ -1,22 +1,128 @@
-//===- LossKernels.cu - (to be written) --------------------------------===//
+//===- LossKernels.cu - classification losses on the GPU -------------------===//
 //
-// Placeholder: each function refuses with "not implemented yet" until
-// its CUDA kernels land.
+// ONNX NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss with the CPU
+// kernels' conventions (LossKernels.cpp; the [N, C, D] view of
+// runtime/backends/LossShape.h). "none" writes each position's loss from
+// its own thread. "sum" and "mean" accumulate in double over positions in
+// row-major order, as the CPU does, so one thread runs the sum: the
+// result is the CPU's bits, and N * D positions (thousands of tokens) take
+// microseconds. A label outside [0, C) that is not ignored is a
+// LabelOutOfRange fault; its position contributes nothing. Softmax
+// cross-entropy is the CUDA log-softmax (NormalizationKernels.cu) followed
+// by the same loss, as on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/backends/cuda/CudaKernels.h"
+#include "runtime/backends/LossShape.h"
+#include "runtime/backends/cuda/kernels/KernelSupport.cuh"
+
+#include <type_traits>
 
 FSDP_CUDA_NAMESPACE_BEGIN
+namespace {
 
-Status softmaxCrossEntropy(const KernelContext &, const TensorRef &, const TensorRef &, const
-    TensorRef *, Reduction, std::optional<int64_t>, const TensorRef &, const TensorRef &) {
-  return Status::error("cuda: softmaxCrossEntropy is not implemented yet");
+/// What a loss kernel reads besides its operands.
+struct LossParams {
+  LossShape shape;
+  bool ignores;
+  int64_t ignoreIndex;
+  KernelFault *fault;
+  uint32_t launch;
+};
+
+/// Position p's loss and class weight (0 and 0 when ignored or faulty).
+template <typename T, typename L>
+__device__ inline void positionLoss(const LossParams &q, const T *x, const L *labels,
+                                    const T *w, int64_t p, ComputeType<T> &value,
+                                    ComputeType<T> &classWeight) {
+  using C = ComputeType<T>;
+  value = 0;
+  classWeight = 0;
+  const int64_t label = static_cast<int64_t>(labels[p]);
+  if (q.ignores && label == q.ignoreIndex)
+    return;
+  if (label < 0 || label >= q.shape.c) {
+    raiseFault(q.fault, q.launch, FaultCode::LabelOutOfRange, label, p, q.shape.c);
+    return;
+  }
+  const int64_t n = p / q.shape.d, d = p % q.shape.d;
+  classWeight = w ? load(w + label) : C(1);
+  value = -load(x + (n * q.shape.c + label) * q.shape.d + d) * classWeight;
 }
 
-Status nllLoss(const KernelContext &, const TensorRef &, const TensorRef &, const TensorRef *,
-    Reduction, std::optional<int64_t>, const TensorRef &) {
-  return Status::error("cuda: nllLoss is not implemented yet");
+template <typename T, typename L>
+__global__ void lossNoneKernel(LossParams q, const T *x, const L *labels, const T *w, T *loss) {
+  FSDP_GRID_STRIDE(p, q.shape.n * q.shape.d) {
+    ComputeType<T> value, classWeight;
+    positionLoss(q, x, labels, w, p, value, classWeight);
+    store(loss + p, value);
+  }
+}
+
+/// The sequential sum of "sum" and "mean", on one thread.
+template <typename T, typename L>
+__global__ void lossSumKernel(LossParams q, const T *x, const L *labels, const T *w, T *loss,
+                              bool mean) {
+  using C = ComputeType<T>;
+  using Acc = std::conditional_t<std::is_floating_point_v<C>, double, C>;
+  Acc lossSum = 0, weightSum = 0;
+  for (int64_t p = 0; p < q.shape.n * q.shape.d; ++p) {
+    C value, classWeight;
+    positionLoss(q, x, labels, w, p, value, classWeight);
+    lossSum += value;
+    weightSum += classWeight;
+  }
+  store(loss, static_cast<C>(mean ? lossSum / weightSum : lossSum));
+}
+
+} // namespace
+
+Status nllLoss(const KernelContext &ctx, const TensorRef &input, const TensorRef &target,
+               const TensorRef *weight, Reduction reduction, std::optional<int64_t> ignoreIndex,
+               const TensorRef &loss) {
+  LossParams q;
+  FSDP_RETURN_IF_ERROR(lossShape("loss", input, target, weight, loss, reduction, q.shape));
+  q.ignores = ignoreIndex.has_value();
+  q.ignoreIndex = ignoreIndex.value_or(0);
+  q.fault = ctx.fault;
+  q.launch = ctx.launch;
+  return dispatchFloat(
+      input.dtype,
+      [&](auto tag) {
+        using T = decltype(tag);
+        return dispatchIndex(
+            target.dtype,
+            [&](auto labelTag) {
+              using L = decltype(labelTag);
+              const T *w = weight ? weight->as<const T>() : nullptr;
+              if (reduction == Reduction::None)
+                return launchElementwise(ctx, "loss", q.shape.n * q.shape.d,
+                                         lossNoneKernel<T, L>, q, input.as<const T>(),
+                                         target.as<const L>(), w, loss.as<T>());
+              return launch(ctx, "loss", lossSumKernel<T, L>, dim3(1), dim3(1), q,
+                            input.as<const T>(), target.as<const L>(), w, loss.as<T>(),
+                            reduction == Reduction::Mean);
+            },
+            "loss labels");
+      },
+      "loss");
+}
+
+Status softmaxCrossEntropy(const KernelContext &ctx, const TensorRef &scores,
+                           const TensorRef &labels, const TensorRef *weights, Reduction reduction,
+                           std::optional<int64_t> ignoreIndex, const TensorRef &loss,
+                           const TensorRef &logProb) {
+  if (logProb.dtype != scores.dtype || logProb.numElements() != scores.numElements())
+    return Status::error("softmax_cross_entropy: log_prob must have the scores' type");
+  if (scores.rank < 2)
+    return Status::error("softmax_cross_entropy: scores must be [N, C, d...]");
+  // log_prob has the scores' shape; the class axis is 1.
+  TensorRef logProbView = logProb;
+  logProbView.rank = scores.rank;
+  for (int i = 0; i < scores.rank; ++i)
+    logProbView.dims[i] = scores.dims[i];
+  FSDP_RETURN_IF_ERROR(softmax(ctx, scores, 1, /*log=*/true, logProbView));
+  return nllLoss(ctx, logProbView, labels, weights, reduction, ignoreIndex, loss);
 }
 
 FSDP_CUDA_NAMESPACE_END

@@ -1,23 +1,113 @@
-//===- OptimizerKernels.cu - (to be written) --------------------------------===//
+//===- OptimizerKernels.cu - AdamW and SGD updates on the GPU --------------===//
 //
-// Placeholder: each function refuses with "not implemented yet" until
-// its CUDA kernels land.
+// torch.optim.AdamW and SGD with the CPU kernels' formulas and roundings
+// (runtime/math/OptimizerUpdate.h), one thread per element. lr (f64) and
+// step (i64) are device scalars the executor writes before each step, so
+// every thread computes the step's scalars from them in the kernel (a few
+// double operations; nothing is read back to the host, and a captured
+// graph replays unchanged). Hyperparameters are the decimal doubles the
+// CPU kernel uses, computed on the host. In place: results may be their
+// operands' buffers. A step below 1 cannot be reported from inside the
+// kernel without a fault code of its own; the executor never writes one
+// (Executor::setStep refuses it), so the kernel reads it as given.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/backends/cuda/CudaKernels.h"
+#include "runtime/backends/cuda/kernels/KernelSupport.cuh"
+#include "runtime/math/OptimizerUpdate.h"
+
 
 FSDP_CUDA_NAMESPACE_BEGIN
+namespace {
 
-Status adamw(const KernelContext &, const TensorRef &, const TensorRef &, const TensorRef &, const
-    TensorRef &, const TensorRef &, const TensorRef &, const AdamWConfig &, const TensorRef &, const
-    TensorRef &, const TensorRef &) {
-  return Status::error("cuda: adamw is not implemented yet");
+constexpr DTypeSet kOptimizerTypes = bitOf(DType::F32) | bitOf(DType::F64);
+
+template <typename T>
+__global__ void adamwKernel(AdamWHyper hyper, const double *lr, const int64_t *step, const T *p,
+                            const T *g, const T *m, const T *v, T *pOut, T *mOut, T *vOut,
+                            int64_t n) {
+  const AdamWScalars<T> s = adamwScalars<T>(hyper, *lr, *step);
+  FSDP_GRID_STRIDE(i, n) { adamwElement(s, p[i], g[i], m[i], v[i], pOut[i], mOut[i], vOut[i]); }
 }
 
-Status sgd(const KernelContext &, const TensorRef &, const TensorRef &, const TensorRef *, const
-    TensorRef &, const SgdConfig &, const TensorRef &, const TensorRef *) {
-  return Status::error("cuda: sgd is not implemented yet");
+template <typename T>
+__global__ void sgdKernel(SgdHyper hyper, const double *lr, const T *p, const T *g, const T *b,
+                          T *pOut, T *bOut, int64_t n) {
+  const SgdScalars<T> s = sgdScalars<T>(hyper, *lr);
+  FSDP_GRID_STRIDE(i, n) {
+    sgdElement(s, p[i], g[i], b ? b + i : nullptr, pOut[i], b ? bOut + i : nullptr);
+  }
+}
+
+Status requireLike(const char *op, const char *what, const TensorRef &t, const TensorRef &param) {
+  if (t.dtype == param.dtype && t.numElements() == param.numElements())
+    return Status::ok();
+  return Status::error(cat(op, ": ", what, " must have the parameter's type (",
+                           dtypeName(param.dtype), " x ", param.numElements(), "), not ",
+                           dtypeName(t.dtype), " x ", t.numElements()));
+}
+
+Status requireScalar(const char *op, const char *what, const TensorRef &t, DType dtype) {
+  if (t.dtype == dtype && t.numElements() == 1 && t.data)
+    return Status::ok();
+  return Status::error(cat(op, ": ", what, " must be a ", dtypeName(dtype), " scalar"));
+}
+
+} // namespace
+
+Status adamw(const KernelContext &ctx, const TensorRef &param, const TensorRef &grad,
+             const TensorRef &expAvg, const TensorRef &expAvgSq, const TensorRef &lr,
+             const TensorRef &step, const AdamWConfig &config, const TensorRef &paramOut,
+             const TensorRef &expAvgOut, const TensorRef &expAvgSqOut) {
+  const char *op = "adamw";
+  FSDP_RETURN_IF_ERROR(requireLike(op, "grad", grad, param));
+  FSDP_RETURN_IF_ERROR(requireLike(op, "exp_avg", expAvg, param));
+  FSDP_RETURN_IF_ERROR(requireLike(op, "exp_avg_sq", expAvgSq, param));
+  FSDP_RETURN_IF_ERROR(requireLike(op, "the updated parameter", paramOut, param));
+  FSDP_RETURN_IF_ERROR(requireLike(op, "the updated exp_avg", expAvgOut, param));
+  FSDP_RETURN_IF_ERROR(requireLike(op, "the updated exp_avg_sq", expAvgSqOut, param));
+  FSDP_RETURN_IF_ERROR(requireScalar(op, "lr", lr, DType::F64));
+  FSDP_RETURN_IF_ERROR(requireScalar(op, "step", step, DType::I64));
+  const AdamWHyper hyper = hyperOf(config);
+  const int64_t n = param.numElements();
+  return dispatch<kOptimizerTypes>(
+      param.dtype,
+      [&](auto tag) {
+        using T = decltype(tag);
+        return launchElementwise(ctx, op, n, adamwKernel<T>, hyper, lr.as<const double>(),
+                                 step.as<const int64_t>(), param.as<const T>(),
+                                 grad.as<const T>(), expAvg.as<const T>(),
+                                 expAvgSq.as<const T>(), paramOut.as<T>(), expAvgOut.as<T>(),
+                                 expAvgSqOut.as<T>(), n);
+      },
+      op);
+}
+
+Status sgd(const KernelContext &ctx, const TensorRef &param, const TensorRef &grad,
+           const TensorRef *momentumBuffer, const TensorRef &lr, const SgdConfig &config,
+           const TensorRef &paramOut, const TensorRef *bufferOut) {
+  const char *op = "sgd";
+  FSDP_RETURN_IF_ERROR(requireLike(op, "grad", grad, param));
+  FSDP_RETURN_IF_ERROR(requireLike(op, "the updated parameter", paramOut, param));
+  if ((momentumBuffer == nullptr) != (bufferOut == nullptr))
+    return Status::error("sgd: the momentum buffer needs both its operand and its result");
+  if (momentumBuffer) {
+    FSDP_RETURN_IF_ERROR(requireLike(op, "momentum_buffer", *momentumBuffer, param));
+    FSDP_RETURN_IF_ERROR(requireLike(op, "the updated momentum_buffer", *bufferOut, param));
+  }
+  FSDP_RETURN_IF_ERROR(requireScalar(op, "lr", lr, DType::F64));
+  const SgdHyper hyper = hyperOf(config);
+  const int64_t n = param.numElements();
+  return dispatch<kOptimizerTypes>(
+      param.dtype,
+      [&](auto tag) {
+        using T = decltype(tag);
+        return launchElementwise(ctx, op, n, sgdKernel<T>, hyper, lr.as<const double>(),
+                                 param.as<const T>(), grad.as<const T>(),
+                                 momentumBuffer ? momentumBuffer->as<const T>() : nullptr,
+                                 paramOut.as<T>(), bufferOut ? bufferOut->as<T>() : nullptr, n);
+      },
+      op);
 }
 
 FSDP_CUDA_NAMESPACE_END

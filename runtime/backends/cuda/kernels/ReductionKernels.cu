@@ -1,17 +1,150 @@
-//===- ReductionKernels.cu - (to be written) --------------------------------===//
+//===- ReductionKernels.cu - sum, max and mean over axes on the GPU --------===//
 //
-// Placeholder: each function refuses with "not implemented yet" until
-// its CUDA kernels land.
+// ReduceSum / ReduceMax / ReduceMean with the CPU kernel's iteration spaces
+// and summation order (ReductionKernels.cpp documents it), so results are
+// the CPU's bits:
+// - innermost dim reduced: a 16-thread segment per output walks its
+//   contiguous runs in order, each in pieces of 1024 elements folded in the
+//   CPU's 16-lane order (LaneFold.cuh); the piece values join the total
+//   one after another;
+// - innermost dim kept: one thread per output adds its terms in row-major
+//   order of the reduced indices into a partial flushed to the total every
+//   64 terms.
+// The accumulator, identity and NaN rule are the CPU's (runtime/math/
+// Reducer.h, the same code). No atomics: every output has one owner.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/backends/cuda/CudaKernels.h"
+#include "runtime/backends/cuda/kernels/LaneFold.cuh"
+#include "runtime/math/Reducer.h"
+
+#include <limits>
+#include <type_traits>
 
 FSDP_CUDA_NAMESPACE_BEGIN
+namespace {
 
-Status reduce(const KernelContext &, ReduceKind, const TensorRef &, const int64_t *, int, const
-    TensorRef &) {
-  return Status::error("cuda: reduce is not implemented yet");
+constexpr int64_t kPiece = 1024;
+constexpr int64_t kBlockRows = 64;
+
+template <typename R> struct Combine {
+  template <typename A> __device__ A operator()(A a, A b) const { return R::combine(a, b); }
+};
+
+/// Innermost dim reduced: a segment per output.
+template <ReduceKind Kind, typename T>
+__global__ void reduceRunsKernel(const T *in, T *out, StridedLayout<1> kept,
+                                 StridedLayout<1> reduced, int64_t outputs, int64_t count) {
+  using R = Reducer<Kind, T>;
+  using Acc = typename R::Acc;
+  const int64_t runLength = reduced.dims[reduced.rank - 1];
+  const int64_t runs = runLength == 0 ? 0 : reduced.numElements() / runLength;
+  FSDP_SEGMENT_LOOP(o, active, lane, outputs) {
+    const T *base = in + (active ? kept.offset(0, o) : 0);
+    Acc total = R::identity();
+    for (int64_t r = 0; r < (active ? runs : 0); ++r) {
+      const T *run = base + reduced.offset(0, r * runLength);
+      for (int64_t start = 0; start < runLength; start += kPiece) {
+        const int64_t n = runLength - start < kPiece ? runLength - start : kPiece;
+        const Acc piece = laneFold(lane, n, R::identity(),
+                                   [&](int64_t i) { return R::read(run + start + i); },
+                                   Combine<R>{});
+        total = R::combine(total, piece);
+      }
+    }
+    if (active && lane == 0)
+      R::finish(out + o, total, count);
+  }
+}
+
+/// Innermost dim kept: a thread per output.
+template <ReduceKind Kind, typename T>
+__global__ void reduceColumnsKernel(const T *in, T *out, StridedLayout<1> kept,
+                                    StridedLayout<1> reduced, int64_t outputs, int64_t count) {
+  using R = Reducer<Kind, T>;
+  using Acc = typename R::Acc;
+  const int64_t terms = reduced.numElements();
+  FSDP_GRID_STRIDE(o, outputs) {
+    const T *base = in + kept.offset(0, o);
+    Acc total = R::identity(), partial = R::identity();
+    int64_t inBlock = 0;
+    for (int64_t t = 0; t < terms; ++t) {
+      partial = R::combine(partial, R::read(base + reduced.offset(0, t)));
+      if (++inBlock == kBlockRows) {
+        total = R::combine(total, partial);
+        partial = R::identity();
+        inBlock = 0;
+      }
+    }
+    total = R::combine(total, partial);
+    R::finish(out + o, total, count);
+  }
+}
+
+} // namespace
+
+Status reduce(const KernelContext &ctx, ReduceKind kind, const TensorRef &in, const int64_t *axes,
+              int count, const TensorRef &out) {
+  if (in.dtype != out.dtype)
+    return Status::error("reduce: result must have the input's element type");
+  bool reduced[kMaxRank] = {};
+  for (int i = 0; i < count; ++i) {
+    if (axes[i] < 0 || axes[i] >= in.rank || (i > 0 && axes[i] <= axes[i - 1]))
+      return Status::error(cat("reduce: axes must be sorted, unique and in [0, ", in.rank, ")"));
+    reduced[axes[i]] = true;
+  }
+  // The CPU kernel's two iteration spaces (input strides).
+  int64_t strides[kMaxRank];
+  contiguousStrides(in, strides);
+  StridedLayout<1> kept, red;
+  int64_t reducedCount = 1;
+  int innermost = -1;
+  for (int d = 0; d < in.rank; ++d) {
+    StridedLayout<1> &space = reduced[d] ? red : kept;
+    space.dims[space.rank] = in.dims[d];
+    space.strides[0][space.rank++] = strides[d];
+    if (reduced[d])
+      reducedCount *= in.dims[d];
+    if (in.dims[d] != 1)
+      innermost = d;
+  }
+  if (kept.numElements() != out.numElements())
+    return Status::error(cat("reduce: result has ", out.numElements(), " elements, expected ",
+                             kept.numElements()));
+  const bool isInt = !isFloat(in.dtype);
+  if (kind == ReduceKind::Mean && isInt && reducedCount == 0 && kept.numElements() > 0)
+    return Status::error("reduce: integer mean over an empty set of elements");
+  kept.coalesce();
+  red.coalesce();
+  const bool runsInnermost = innermost < 0 || reduced[innermost];
+  const int64_t outputs = kept.numElements();
+  if (outputs == 0)
+    return Status::ok();
+
+  auto run = [&](auto kindTag, auto tag) -> Status {
+    constexpr ReduceKind Kind = decltype(kindTag)::value;
+    using T = decltype(tag);
+    if (runsInnermost)
+      return launch(ctx, "reduce", reduceRunsKernel<Kind, T>, gridForRows(outputs),
+                    dim3(kBlockThreads), in.as<const T>(), out.as<T>(), kept, red, outputs,
+                    reducedCount);
+    return launchElementwise(ctx, "reduce", outputs, reduceColumnsKernel<Kind, T>,
+                             in.as<const T>(), out.as<T>(), kept, red, outputs, reducedCount);
+  };
+  return dispatchNumeric(
+      in.dtype,
+      [&](auto tag) -> Status {
+        switch (kind) {
+        case ReduceKind::Sum:
+          return run(std::integral_constant<ReduceKind, ReduceKind::Sum>{}, tag);
+        case ReduceKind::Max:
+          return run(std::integral_constant<ReduceKind, ReduceKind::Max>{}, tag);
+        case ReduceKind::Mean:
+          return run(std::integral_constant<ReduceKind, ReduceKind::Mean>{}, tag);
+        }
+        return Status::error("reduce: unknown kind");
+      },
+      "reduce");
 }
 
 FSDP_CUDA_NAMESPACE_END

@@ -347,8 +347,9 @@ TEST_P(DeviceConformance, AFailedStreamAbortsItsChannelsGroup) {
     ASSERT_TRUE(device.copyToDevice(ids.ref.data, badIds.data(), 8).isOk());
     TensorRef in[2] = {table.ref, ids.ref};
     Launch gather = gatherLaunch(in, &out.ref, "rank1/Gather");
-    if (r == 1)
+    if (r == 1) {
       ASSERT_TRUE(device.launch(*compute, gather, 0).isOk());
+    }
     ASSERT_TRUE(device.recordEvent(*compute, *ready).isOk());
     ASSERT_TRUE(device.waitEvent(*comms, *ready).isOk());
     ASSERT_TRUE(channel.allReduce(*comms, x.ref, sum.ref, ReduceOp::Sum).isOk());
@@ -380,15 +381,43 @@ TEST(DeviceRegistry, KnowsTheCpuAndRefusesOtherNamesClearly) {
   ASSERT_TRUE(createDevice("cpu", DeviceOptions{}, device).isOk());
   EXPECT_STREQ(device->name(), "cpu");
   Status cuda = createDevice("cuda", DeviceOptions{}, device);
-  if (std::find(names.begin(), names.end(), "cuda") == names.end())
+  if (std::find(names.begin(), names.end(), "cuda") == names.end()) {
     EXPECT_NE(cuda.message().find("device 'cuda' is not available in this build"),
               std::string::npos)
         << cuda.message();
+  }
   Status unknown = createDevice("tpu", DeviceOptions{}, device);
   EXPECT_NE(unknown.message().find("unknown device 'tpu' (available: cpu"), std::string::npos)
       << unknown.message();
   EXPECT_EQ(checkDeviceName("tpu").message(), unknown.message());
   EXPECT_TRUE(checkDeviceName("cpu").isOk());
+}
+
+// The default device is a GPU exactly when the build has the cuda device
+// and the machine a GPU; without one, asking for cuda gives CUDA's reason
+// as one plain line, and a GPU index past the last is refused by number.
+TEST(DeviceRegistry, TheDefaultIsTheGpuWhenThereIsOne) {
+  std::vector<std::string> names = deviceNames();
+  const bool built = std::find(names.begin(), names.end(), "cuda") != names.end();
+  const int gpus = cudaDeviceCount();
+  if (!built) {
+    EXPECT_EQ(gpus, 0);
+  }
+  EXPECT_EQ(defaultDeviceName(), gpus > 0 ? "cuda" : "cpu");
+  if (!built)
+    return;
+  std::unique_ptr<Device> device;
+  DeviceOptions past;
+  past.ordinal = gpus;
+  Status s = createDevice("cuda", past, device);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.message().rfind("cuda: ", 0), 0u) << s.message();
+  EXPECT_EQ(s.message().find("(at "), std::string::npos) << s.message();
+  if (gpus > 0) {
+    EXPECT_NE(s.message().find(cat("there is no GPU ", gpus, ": this machine has ", gpus)),
+              std::string::npos)
+        << s.message();
+  }
 }
 
 TEST(DeviceRegistry, RegistersAndRefusesADuplicateName) {
@@ -399,8 +428,9 @@ TEST(DeviceRegistry, RegistersAndRefusesADuplicateName) {
     return Status::ok();
   };
   std::vector<std::string> names = deviceNames();
-  if (std::find(names.begin(), names.end(), "test-device") == names.end()) // --gtest_repeat
+  if (std::find(names.begin(), names.end(), "test-device") == names.end()) { // --gtest_repeat
     ASSERT_TRUE(registerDevice("test-device", factory).isOk());
+  }
   EXPECT_NE(registerDevice("test-device", factory).message().find("already registered"),
             std::string::npos);
   EXPECT_NE(registerDevice("cpu", factory).message().find("already registered"),

@@ -9,7 +9,11 @@
 // the scalars and reads the loss back, and that ModelState reads the
 // parameters back and saves them as a safetensors file that a plain numpy
 // reader (what torch's loader parses) accepts. A forward plan refuses the
-// training calls.
+// training calls. With useGraphs, on a CPU device that records what is
+// enqueued during a capture and replays it as a CUDA graph would, the
+// executor runs the first step eagerly, captures the second and replays it
+// from then on, each step's scalars and inputs reaching the replay: the
+// same bits as eager steps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +28,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 
 namespace fsdp::rt {
 namespace {
@@ -68,6 +73,116 @@ public:
 
 private:
   std::unique_ptr<Device> cpu_ = createCpuDevice();
+};
+
+/// The CPU device with step capture as CUDA graphs have it: between
+/// beginCapture and endCapture, enqueued work is recorded instead of run
+/// (and the host may not synchronize); replay enqueues the recorded work
+/// again with the same operands, kernels reading the step beginStep last
+/// wrote (as the CUDA device's step word). Counts what ran how.
+class RecordingDevice final : public Device {
+public:
+  const char *name() const override { return "recording-cpu"; }
+  Status allocate(size_t bytes, DeviceMemory &out) override { return cpu_->allocate(bytes, out); }
+  void release(DeviceMemory &memory) override { cpu_->release(memory); }
+  Status copyToDevice(void *dst, const void *src, size_t bytes) override {
+    FSDP_RETURN_IF_ERROR(notCapturing("copyToDevice"));
+    return cpu_->copyToDevice(dst, src, bytes);
+  }
+  Status copyToHost(void *dst, const void *src, size_t bytes) override {
+    FSDP_RETURN_IF_ERROR(notCapturing("copyToHost"));
+    return cpu_->copyToHost(dst, src, bytes);
+  }
+  Status createStream(std::unique_ptr<Stream> &out) override { return cpu_->createStream(out); }
+  Status createEvent(EventFlags flags, std::unique_ptr<Event> &out) override {
+    return cpu_->createEvent(flags, out);
+  }
+  Status recordEvent(Stream &stream, Event &event) override {
+    return enqueue([this, &stream, &event] { return cpu_->recordEvent(stream, event); });
+  }
+  Status waitEvent(Stream &stream, Event &event) override {
+    return enqueue([this, &stream, &event] { return cpu_->waitEvent(stream, event); });
+  }
+  Status copyAsync(Stream &stream, void *dst, const void *src, size_t bytes,
+                   CopyKind kind) override {
+    return enqueue([=, &stream] { return cpu_->copyAsync(stream, dst, src, bytes, kind); });
+  }
+  Status launch(Stream &stream, const Launch &launch, uint64_t step) override {
+    if (step != step_)
+      return Status::error("launched for another step than beginStep's");
+    if (!capturing_)
+      ++eagerLaunches;
+    return enqueue([this, &stream, &launch] {
+      ++launchesRun;
+      return cpu_->launch(stream, launch, step_);
+    });
+  }
+  Status synchronize(Stream &stream) override {
+    FSDP_RETURN_IF_ERROR(notCapturing("synchronize"));
+    return cpu_->synchronize(stream);
+  }
+  Status synchronize() override {
+    FSDP_RETURN_IF_ERROR(notCapturing("synchronize"));
+    return cpu_->synchronize();
+  }
+  Status elapsedSeconds(Event &start, Event &end, double &seconds) override {
+    return cpu_->elapsedSeconds(start, end, seconds);
+  }
+  Status beginStep(Stream &, uint64_t step) override {
+    FSDP_RETURN_IF_ERROR(notCapturing("beginStep"));
+    step_ = step;
+    steps.push_back(step);
+    return Status::ok();
+  }
+  bool canCapture() const override { return true; }
+  Status beginCapture(Stream *const *, size_t count) override {
+    FSDP_RETURN_IF_ERROR(notCapturing("beginCapture"));
+    if (count == 0)
+      return Status::error("no origin stream");
+    capturing_ = true;
+    ++captures;
+    return Status::ok();
+  }
+  Status endCapture(std::unique_ptr<Graph> &out) override {
+    if (!capturing_)
+      return Status::error("endCapture without beginCapture");
+    capturing_ = false;
+    auto graph = std::make_unique<Recorded>();
+    graph->work = std::move(recorded_);
+    recorded_.clear();
+    out = std::move(graph);
+    return Status::ok();
+  }
+  Status replay(Stream &, Graph &graph) override {
+    FSDP_RETURN_IF_ERROR(notCapturing("replay"));
+    ++replays;
+    for (const std::function<Status()> &work : static_cast<Recorded &>(graph).work)
+      FSDP_RETURN_IF_ERROR(work());
+    return Status::ok();
+  }
+
+  int eagerLaunches = 0, launchesRun = 0, captures = 0, replays = 0;
+  std::vector<uint64_t> steps; // what beginStep was given, in order
+
+private:
+  struct Recorded final : Graph {
+    std::vector<std::function<Status()>> work;
+  };
+  Status notCapturing(const char *what) const {
+    return capturing_ ? Status::error(std::string(what) + " during a capture") : Status::ok();
+  }
+  /// Runs `work` now, or records it during a capture.
+  Status enqueue(std::function<Status()> work) {
+    if (!capturing_)
+      return work();
+    recorded_.push_back(std::move(work));
+    return Status::ok();
+  }
+
+  std::unique_ptr<Device> cpu_ = createCpuDevice();
+  bool capturing_ = false;
+  uint64_t step_ = 0;
+  std::vector<std::function<Status()>> recorded_;
 };
 
 struct BufferSpec {
@@ -281,6 +396,86 @@ TEST_F(ExecutorTrainTest, ForwardPlansRefuseTrainingCalls) {
   EXPECT_NE(executor->setStep(1).message().find("has no step buffer"), std::string::npos);
   double loss;
   EXPECT_NE(executor->getLoss(loss).message().find("names no loss output"), std::string::npos);
+}
+
+/// Four steps with their own input, learning rate and step number: the
+/// loss of each, then the parameter and the optimizer state.
+struct Trajectory {
+  std::vector<double> losses;
+  std::vector<float> w, state;
+};
+
+// The step as a graph: step 1 runs eagerly, step 2 is captured and
+// replayed, steps 3 and 4 are only replayed, and every step's inputs and
+// scalars (written before run()) reach the replay: the trajectory is the
+// eager one, bit for bit.
+TEST_F(ExecutorTrainTest, GraphsReplayTheStepWithEachStepsValues) {
+  ASSERT_NO_FATAL_FAILURE(writePlan(true));
+  auto train = [&](Device &on, bool graphs, Trajectory &out) {
+    std::unique_ptr<Executor> executor;
+    ASSERT_TRUE(Executor::create(loaded, on, nullptr, executor).isOk());
+    ASSERT_TRUE(ModelState(*executor).loadWeights().isOk());
+    ASSERT_TRUE(executor->useGraphs(graphs).isOk());
+    for (int step = 1; step <= 4; ++step) {
+      std::vector<float> x(8);
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] = 0.25f * static_cast<float>(step) + 0.125f * static_cast<float>(i);
+      HostTensor xt{DType::F32, {2, 4}, std::vector<char>(32)};
+      std::memcpy(xt.data.data(), x.data(), 32);
+      ASSERT_TRUE(executor->setInput("x", xt.ref()).isOk());
+      ASSERT_TRUE(executor->setLearningRate(1.0 / step).isOk());
+      ASSERT_TRUE(executor->setStep(step).isOk());
+      Status s = executor->run();
+      ASSERT_TRUE(s.isOk()) << "step " << step << ": " << s.message();
+      double loss = 0;
+      ASSERT_TRUE(executor->getLoss(loss).isOk());
+      out.losses.push_back(loss);
+    }
+    HostTensor w, state;
+    ASSERT_TRUE(ModelState(*executor).getParameter("w", w).isOk());
+    ASSERT_TRUE(executor->getOutput("exp_avg", state).isOk());
+    out.w = floats(w);
+    out.state = floats(state);
+  };
+  Trajectory eager, replayed;
+  ASSERT_NO_FATAL_FAILURE(train(device, false, eager));
+  RecordingDevice recording;
+  ASSERT_NO_FATAL_FAILURE(train(recording, true, replayed));
+  EXPECT_EQ(replayed.losses, eager.losses);
+  EXPECT_EQ(replayed.w, eager.w);
+  EXPECT_EQ(replayed.state, eager.state);
+  const int instructions = static_cast<int>(loaded.plan().instructions()->size());
+  EXPECT_EQ(recording.eagerLaunches, instructions); // step 1 only
+  EXPECT_EQ(recording.captures, 1);
+  EXPECT_EQ(recording.replays, 3);
+  EXPECT_EQ(recording.launchesRun, 4 * instructions);
+  EXPECT_EQ(recording.steps, (std::vector<uint64_t>{0, 1, 2, 3})); // step - 1, every step
+}
+
+// Kernel times need events between the kernels: a profiled step runs
+// eagerly even once a graph is captured; and a device that cannot capture
+// refuses graphs (turning them off is always fine).
+TEST_F(ExecutorTrainTest, ProfiledStepsRunEagerlyAndOnlyCapturingDevicesTakeGraphs) {
+  ASSERT_NO_FATAL_FAILURE(writePlan(true));
+  RecordingDevice recording;
+  std::unique_ptr<Executor> executor;
+  ASSERT_TRUE(Executor::create(loaded, recording, nullptr, executor).isOk());
+  ASSERT_TRUE(executor->useGraphs(true).isOk());
+  std::vector<double> kernelSeconds;
+  for (int64_t step = 1; step <= 3; ++step)
+    ASSERT_TRUE(stepOnZeros(*executor, step).isOk());
+  ASSERT_TRUE(executor->run(&kernelSeconds).isOk());
+  const int instructions = static_cast<int>(loaded.plan().instructions()->size());
+  EXPECT_EQ(recording.captures, 1);
+  EXPECT_EQ(recording.replays, 2);
+  EXPECT_EQ(recording.eagerLaunches, 2 * instructions); // step 1 and the profiled run
+  EXPECT_FALSE(kernelSeconds.empty());
+
+  std::unique_ptr<Executor> plain;
+  ASSERT_TRUE(Executor::create(loaded, device, nullptr, plain).isOk());
+  EXPECT_EQ(plain->useGraphs(true).message(),
+            "device 'garbage-cpu' cannot replay a step as a graph");
+  EXPECT_TRUE(plain->useGraphs(false).isOk());
 }
 
 } // namespace

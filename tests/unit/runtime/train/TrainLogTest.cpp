@@ -56,6 +56,12 @@ TEST(TrainLogTest, MetricsLineHasEveryKey) {
   EXPECT_EQ(field(metricsLine(diverged), "loss"), "null");
   diverged.loss = -std::numeric_limits<float>::infinity();
   EXPECT_EQ(field(metricsLine(diverged), "loss"), "null");
+  // A device with memory of its own (CUDA) adds what it uses beyond the plan.
+  EXPECT_EQ(metricsLine(record()).find("device_context_bytes"), std::string::npos);
+  StepRecord gpu = record();
+  gpu.deviceContextBytes = 536870912;
+  EXPECT_EQ(field(metricsLine(gpu), "device_context_bytes"), "536870912");
+  EXPECT_EQ(field(metricsLine(gpu), "peak_bytes"), "12897484");
   // A step a checkpoint followed reports the save's time and size.
   EXPECT_EQ(metricsLine(record()).find("checkpoint_s"), std::string::npos);
   StepRecord saved = record();

@@ -1,6 +1,6 @@
 //===- LossShape.h - the [N, C, D] view of a classification loss ----------===//
 //
-// Shared by the loss kernels and their gradients: both read scores (or
+// Shared by both backends' loss kernels and their gradients: all read scores (or
 // their gradient) as [N, C, d...], labels as [N, d...], class weights as
 // [C], and a loss (or its gradient) with one element for "sum"/"mean" and
 // N*D for "none". One check, so forward and backward agree on what a valid
@@ -8,12 +8,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_BACKENDS_CPU_KERNELS_LOSSSHAPE_H
-#define FSDP_RUNTIME_BACKENDS_CPU_KERNELS_LOSSSHAPE_H
+#ifndef FSDP_RUNTIME_BACKENDS_LOSSSHAPE_H
+#define FSDP_RUNTIME_BACKENDS_LOSSSHAPE_H
 
-#include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/KernelKinds.h"
+#include "runtime/support/Status.h"
+#include "runtime/support/TensorRef.h"
 
-namespace fsdp::rt::cpu {
+namespace fsdp::rt {
 
 struct LossShape {
   int64_t n = 0, c = 0, d = 1;
@@ -42,6 +44,6 @@ inline Status lossShape(const char *op, const TensorRef &scores, const TensorRef
   return Status::ok();
 }
 
-} // namespace fsdp::rt::cpu
+} // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_BACKENDS_CPU_KERNELS_LOSSSHAPE_H
+#endif // FSDP_RUNTIME_BACKENDS_LOSSSHAPE_H

@@ -1,0 +1,93 @@
+//===- FusedProgram.h - the Fused kernel's program, decoded and checked ---===//
+//
+// The Fused kernel (Kernels.def) interprets a program of f32 elementwise
+// ops. Both backends decode and validate it here, before touching memory,
+// so a malformed program is refused by each with the same message: op
+// codes and operand ids in range, results naming op values, every input of
+// the results' element count or a single (broadcast) element. The op codes
+// are the ones Kernels.def lists; each backend applies an op with the
+// scalar code of its unfused kernel (runtime/math/Activations.h), so fusion
+// changes no bit on either.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_RUNTIME_BACKENDS_FUSEDPROGRAM_H
+#define FSDP_RUNTIME_BACKENDS_FUSEDPROGRAM_H
+
+#include "runtime/support/Status.h"
+#include "runtime/support/TensorRef.h"
+
+#include <cstdint>
+
+namespace fsdp::rt {
+
+/// Values (inputs + op results) a program may have.
+inline constexpr int kMaxFusedValues = 48;
+
+enum FusedOp : int64_t {
+  FusedAdd, FusedSub, FusedMul, FusedDiv, FusedNeg, FusedRelu, FusedExp, FusedLog, FusedSqrt,
+  FusedErf, FusedTanh, FusedSigmoid, FusedReluGrad, FusedErfGrad, FusedTanhGrad,
+  FusedSigmoidGrad, NumFusedOps
+};
+
+inline bool isUnaryFusedOp(int64_t op) { return op >= FusedNeg && op <= FusedSigmoid; }
+
+struct FusedStep {
+  int64_t op, a, b; // b is -1 for unary ops
+};
+
+/// A checked program: value ids 0..numInputs-1 are the inputs,
+/// numInputs + k the k-th step's result; outputOf[k] is the output step k
+/// writes, or -1.
+struct FusedProgram {
+  int numInputs = 0, numSteps = 0, numOutputs = 0;
+  int64_t n = 0; // elements of every result
+  bool scalar[kMaxFusedValues] = {}; // a one-element input broadcast over n
+  FusedStep steps[kMaxFusedValues] = {};
+  int outputOf[kMaxFusedValues] = {};
+};
+
+inline Status decodeFusedProgram(const TensorRef *inputs, int numInputs, const int64_t *ints,
+                                 int numInts, const TensorRef *outputs, int numOutputs,
+                                 FusedProgram &p) {
+  if (numInputs < 1 || numOutputs < 1 || numInts < 1)
+    return Status::error("fused: needs inputs, results and a program");
+  const int64_t numSteps = ints[0];
+  if (numSteps < 1 || numInts != 1 + 3 * numSteps + numOutputs ||
+      numInputs + numSteps > kMaxFusedValues)
+    return Status::error(cat("fused: program of ", numInts, " ints does not describe ", numSteps,
+                             " ops and ", numOutputs, " results over ", numInputs, " inputs"));
+  p.numInputs = numInputs;
+  p.numSteps = static_cast<int>(numSteps);
+  p.numOutputs = numOutputs;
+  p.n = outputs[0].numElements();
+  for (int i = 0; i < numOutputs; ++i)
+    if (outputs[i].dtype != DType::F32 || outputs[i].numElements() != p.n)
+      return Status::error("fused: results must be f32 of one element count");
+  for (int i = 0; i < numInputs; ++i) {
+    if (inputs[i].dtype != DType::F32 ||
+        (inputs[i].numElements() != p.n && inputs[i].numElements() != 1))
+      return Status::error(cat("fused: input ", i, " must be f32 with ", p.n, " elements or one"));
+    p.scalar[i] = inputs[i].numElements() == 1 && p.n != 1;
+  }
+  for (int64_t k = 0; k < numSteps; ++k) {
+    FusedStep s{ints[1 + 3 * k], ints[2 + 3 * k], ints[3 + 3 * k]};
+    const int64_t self = numInputs + k;
+    if (s.op < 0 || s.op >= NumFusedOps || s.a < 0 || s.a >= self ||
+        (isUnaryFusedOp(s.op) ? s.b != -1 : (s.b < 0 || s.b >= self)))
+      return Status::error(cat("fused: op ", k, " (code ", s.op, ") has invalid operands"));
+    p.steps[k] = s;
+    p.outputOf[k] = -1;
+  }
+  for (int i = 0; i < numOutputs; ++i) {
+    const int64_t value = ints[1 + 3 * numSteps + i] - numInputs;
+    if (value < 0 || value >= numSteps)
+      return Status::error(cat("fused: result ", i, " is not an op's value"));
+    p.outputOf[value] = i;
+  }
+  return Status::ok();
+}
+
+} // namespace fsdp::rt
+
+#endif // FSDP_RUNTIME_BACKENDS_FUSEDPROGRAM_H

@@ -1,0 +1,52 @@
+//===- DropoutKernelsTest.cpp - CUDA dropout vs CPU ------------------------===//
+//
+// The CUDA dropout kernel (DropoutKernels.cu) under SIMT emulation against
+// the CPU's: masks and values bit for bit over seeds, steps (read from the
+// device's step word), ratios and float dtypes, sizes spanning several
+// blocks and the grid-stride loop, inference, and the refusals.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tests/unit/runtime/backends/cuda/SimtKernelHarness.h"
+
+namespace fsdp::rt::cuda::simttest {
+namespace {
+
+using plan::Kernel;
+
+KernelCase dropoutCase(DType t, Dims dims, float ratio, bool training, int64_t seed,
+                       uint64_t step) {
+  KernelCase c(Kernel::Dropout);
+  c.in(uniform(t, dims, 7)).out(t, dims).out(DType::Bool, dims);
+  c.ints = {training, seed};
+  c.floats = {ratio};
+  c.step = step;
+  return c;
+}
+
+TEST(CudaDropout, MasksAndValuesAreTheCpusBits) {
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16})
+    for (float ratio : {0.1f, 0.5f, 0.9f})
+      for (uint64_t step : {0ull, 1ull, 17ull})
+        for (int64_t seed : {0, 12345})
+          expectSameAsCpu(dropoutCase(t, {3, 1111}, ratio, true, seed, step), Match::Bits);
+  // Past kMaxBlocks * 256 elements: every thread loops.
+  expectSameAsCpu(dropoutCase(DType::F32, {2200000}, 0.25f, true, 3, 9), Match::Bits);
+}
+
+TEST(CudaDropout, InferenceAndRatioZeroPassThrough) {
+  expectSameAsCpu(dropoutCase(DType::F32, {513}, 0.5f, false, 1, 1), Match::Bits);
+  expectSameAsCpu(dropoutCase(DType::BF16, {513}, 0.0f, true, 1, 1), Match::Bits);
+}
+
+TEST(CudaDropout, RefusalsAgree) {
+  expectSameAsCpu(dropoutCase(DType::F32, {8}, 1.0f, true, 1, 1), Match::Bits);
+  KernelCase badMask(Kernel::Dropout);
+  badMask.in(uniform(DType::F32, {8}, 1)).out(DType::F32, {8}).out(DType::F32, {8});
+  badMask.ints = {1, 0};
+  badMask.floats = {0.5f};
+  expectSameAsCpu(badMask, Match::Bits);
+}
+
+} // namespace
+} // namespace fsdp::rt::cuda::simttest

@@ -561,13 +561,14 @@ def memory_case(t, device):
 
 
 def oversized_case(t, device):
-    """A forward plan whose arena (an Expand to 160000 x 160000 f32, 95 GiB)
-    is larger than any GPU's memory: refused before the first step."""
+    """A forward plan whose arena (an Expand to 260000 x 260000 f32, 252
+    GiB) is larger than any single GPU's memory (H200: 141 GB, B200: 192
+    GB): refused before the first step."""
     import onnx
     from onnx import TensorProto, helper
 
     path = os.path.join(t.fresh("oversized"), "big.onnx")
-    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [160000, 160000])
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [260000, 260000])
     graph = helper.make_graph(
         [helper.make_node("Constant", [], ["s"], value=shape),
          helper.make_node("Expand", ["x", "s"], ["y"]),

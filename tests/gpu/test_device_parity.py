@@ -609,21 +609,19 @@ def gradcheck_case(t, device):
 class Case:
     name: str
     run: object
-    tiny: bool = True   # runs under cuda-simt (on the tiny models)
     gpu_only: bool = False
 
 
 CASES = [
     Case("forward gpt (loss)", forward_case("gpt-eval")),
-    Case("forward gpt (logits)", forward_case("gpt-logits"), tiny=False),
-    Case("forward transformer", forward_case("transformer-eval"), tiny=False),
+    Case("forward gpt (logits)", forward_case("gpt-logits")),
+    Case("forward transformer", forward_case("transformer-eval")),
     Case("forward mlp", forward_case("mlp-eval")),
     Case("train gpt adamw", train_case("gpt-train", ADAMW)),
     Case("train gpt --shard=full (world size 1)",
          train_case("gpt-train", ADAMW + ["--world-size=1", "--shard=full", "--wrap=blocks"])),
     Case("train gpt --offload=cpu", train_case("gpt-train", ADAMW + ["--offload=cpu"])),
-    Case("train gpt --ckpt=blocks", train_case("gpt-train", ADAMW + ["--ckpt=blocks"]),
-         tiny=False),
+    Case("train gpt --ckpt=blocks", train_case("gpt-train", ADAMW + ["--ckpt=blocks"])),
     Case("train gpt --param-dtype=bf16",
          train_case("gpt-train", ADAMW + ["--world-size=1", "--param-dtype=bf16"])),
     Case("train transformer dropout 0.1",
@@ -687,8 +685,7 @@ def main():
     size = args.size or ("tiny" if args.device == "cuda-simt" else "small")
     on_gpu = args.device == "cuda"
     cases = [c for c in CASES
-             if (on_gpu or not c.gpu_only) and (args.device != "cuda-simt" or c.tiny)
-             and (not args.only or any(s in c.name for s in args.only))]
+             if (on_gpu or not c.gpu_only) and (not args.only or any(s in c.name for s in args.only))]
     if args.list:
         for c in cases:
             print(c.name)

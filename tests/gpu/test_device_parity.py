@@ -25,9 +25,10 @@
 #     resume on the GPU bitwise equal to its uninterrupted run,
 #     --cuda-graphs=off bitwise equal to the default (on), peak_bytes equal
 #     to the CPU's (the plan's bytes) with the context's own usage reported
-#     apart (device_context_bytes), a plan larger than the GPU refused
-#     before its first step naming the bytes, and tests/e2e/test_gradcheck.py
-#     with --device=cuda.
+#     apart (device_context_bytes), --tf32 changing the losses (so TF32
+#     is off by default), no --device choosing the GPU, a plan larger than
+#     the GPU refused before its first step naming the bytes, and
+#     tests/e2e/test_gradcheck.py with --device=cuda.
 # With --device=cuda and no GPU (the NVIDIA driver finds none, or there is no
 # driver) it prints "no GPU: N GPU tests not run" once, with fsdp-run's own
 # error, and exits 77, which ctest reports as skipped (SKIP_RETURN_CODE):
@@ -544,6 +545,32 @@ def graphs_case(t, device):
     return Result(0.0, 0.0, bitwise("--cuda-graphs=off vs on", off, on))
 
 
+def tf32_case(t, device):
+    """TF32 is off unless asked: --tf32 rounds GEMM inputs to 10 mantissa
+    bits, so its losses must differ from the default run's."""
+    default = t.train(device, "gpt-train", ADAMW)
+    tf32 = t.train(device, "gpt-train", ADAMW, extra=("--tf32",))
+    if bits([r["loss"] for r in default[0]]) == bits([r["loss"] for r in tf32[0]]):
+        return Result(problems=["--tf32 gives the default run's losses bit for bit: is TF32 "
+                                "on by default, or does --tf32 do nothing?"])
+    result = compare_training(device, tf32, default)
+    return Result(result.loss_rel, result.param_rel,
+                  notes=["--tf32 against the default (information, no tolerance)"])
+
+
+def default_device_case(t, device):
+    """fsdp-run without --device picks the GPU: only the CUDA device reports
+    device_context_bytes."""
+    plan = t.plan("gpt-train", ADAMW)
+    metrics = os.path.join(t.fresh("default-device"), "metrics.jsonl")
+    t.call([t.args.fsdp_run, plan, "--steps=1", f"--metrics={metrics}",
+            *t.input_flags("gpt-train")])
+    record = read_metrics(metrics, 1, 1)[0]
+    if "device_context_bytes" not in record:
+        return Result(problems=[f"without --device, fsdp-run ran on the CPU: {record}"])
+    return Result()
+
+
 def memory_case(t, device):
     ours = t.train(device, "gpt-train", ADAMW)[0][-1]
     ref = t.train(REFERENCE, "gpt-train", ADAMW)[0][-1]
@@ -635,6 +662,8 @@ CASES = [
     Case("resume on the GPU bitwise", resume_same_device_case, gpu_only=True),
     Case("--cuda-graphs=off bitwise as on", graphs_case, gpu_only=True),
     Case("peak_bytes = plan, context apart", memory_case, gpu_only=True),
+    Case("TF32 off unless --tf32", tf32_case, gpu_only=True),
+    Case("no --device: the GPU", default_device_case, gpu_only=True),
     Case("plan larger than the GPU refused", oversized_case, gpu_only=True),
     Case("gradcheck (tests/e2e) on the GPU", gradcheck_case, gpu_only=True),
 ]

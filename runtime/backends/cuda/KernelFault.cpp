@@ -15,8 +15,8 @@ std::string describeFault(const KernelFault &f, const char *op) {
   switch (static_cast<FaultCode>(f.code)) {
   case FaultCode::None: return "";
   case FaultCode::IndexOutOfRange:
-    return cat(op, ": index ", f.value, " (at position ", f.position, ") is outside [", -f.limit,
-               ", ", f.limit, ")");
+    return cat(op, ": index ", f.value, " (at position ", f.position,
+               " of the indices) is out of range for a dimension of size ", f.limit);
   case FaultCode::LabelOutOfRange:
     return cat(op, ": label ", f.value, " at position ", f.position, " is outside [0, ", f.limit,
                ")");

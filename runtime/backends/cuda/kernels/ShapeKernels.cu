@@ -1,50 +1,251 @@
-//===- ShapeKernels.cu - (to be written) --------------------------------===//
+//===- ShapeKernels.cu - data movement on the GPU --------------------------===//
 //
-// Placeholder: each function refuses with "not implemented yet" until
-// its CUDA kernels land.
+// The data-movement family of CudaKernels.h. Nothing here does arithmetic,
+// so elements move as unsigned integers of their size (dispatchBySize) and
+// results are the CPU's bits. Transpose, slice and expand are one kernel:
+// each thread copies the output element at its position from the input
+// offset a host-built StridedLayout gives (the CPU's layouts, coalesced).
+// Concat and split copy each part's rows in one launch per part; flatten
+// zeroes the flat buffer and copies each input to its offset; gather and
+// trilu compute each output element's source. A gather index out of range
+// is an IndexOutOfRange fault and leaves its element unwritten.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/backends/cuda/CudaKernels.h"
+#include "runtime/backends/cuda/kernels/KernelSupport.cuh"
 
 FSDP_CUDA_NAMESPACE_BEGIN
+namespace {
 
-Status copy(const KernelContext &, const TensorRef &, const TensorRef &) {
-  return Status::error("cuda: copy is not implemented yet");
+int64_t product(const int64_t *dims, int begin, int end) {
+  int64_t n = 1;
+  for (int d = begin; d < end; ++d)
+    n *= dims[d];
+  return n;
 }
 
-Status transpose(const KernelContext &, const TensorRef &, const int64_t *, const TensorRef &) {
-  return Status::error("cuda: transpose is not implemented yet");
+template <typename U>
+__global__ void stridedCopyKernel(U *dst, const U *src, StridedLayout<2> layout, int64_t n) {
+  FSDP_GRID_STRIDE(i, n) { dst[layout.offset(0, i)] = src[layout.offset(1, i)]; }
 }
 
-Status concat(const KernelContext &, const TensorRef *, int, int64_t, const TensorRef &) {
-  return Status::error("cuda: concat is not implemented yet");
+template <typename U> __global__ void copyKernel(U *dst, const U *src, int64_t n) {
+  FSDP_GRID_STRIDE(i, n) { dst[i] = src[i]; }
 }
 
-Status split(const KernelContext &, const TensorRef &, int64_t, const TensorRef *, int) {
-  return Status::error("cuda: split is not implemented yet");
+template <typename U> __global__ void zeroKernel(U *dst, int64_t n) {
+  FSDP_GRID_STRIDE(i, n) { dst[i] = U(0); }
 }
 
-Status slice(const KernelContext &, const TensorRef &, const int64_t *, const int64_t *, const
-    TensorRef &) {
-  return Status::error("cuda: slice is not implemented yet");
+/// Part rows of `chunk` elements at `partOffset` within whole rows of
+/// `wholeRow` elements, `outer` rows: to the whole (concat) or from it.
+template <typename U>
+__global__ void partKernel(U *whole, U *part, int64_t outer, int64_t chunk, int64_t wholeRow,
+                           int64_t partOffset, bool toWhole) {
+  FSDP_GRID_STRIDE(i, outer * chunk) {
+    const int64_t o = i / chunk, e = i % chunk;
+    U *w = whole + o * wholeRow + partOffset + e;
+    if (toWhole)
+      *w = part[i];
+    else
+      part[i] = *w;
+  }
 }
 
-Status expand(const KernelContext &, const TensorRef &, const TensorRef &) {
-  return Status::error("cuda: expand is not implemented yet");
+template <typename U, typename I>
+__global__ void gatherKernel(const U *src, const I *idx, U *dst, int64_t outer, int64_t count,
+                             int64_t dim, int64_t inner, KernelFault *fault, uint32_t launchId) {
+  FSDP_GRID_STRIDE(e, outer * count * inner) {
+    const int64_t k = e % inner, j = (e / inner) % count, o = e / (inner * count);
+    const int64_t v = static_cast<int64_t>(idx[j]);
+    if (v < -dim || v >= dim) {
+      raiseFault(fault, launchId, FaultCode::IndexOutOfRange, v, j, dim);
+      continue;
+    }
+    dst[e] = src[(o * dim + (v < 0 ? v + dim : v)) * inner + k];
+  }
 }
 
-Status gather(const KernelContext &, const TensorRef &, const TensorRef &, int64_t, const TensorRef
-    &) {
-  return Status::error("cuda: gather is not implemented yet");
+template <typename U>
+__global__ void triluKernel(const U *src, U *dst, int64_t rows, int64_t cols, int64_t n,
+                            bool upper, int64_t k) {
+  FSDP_GRID_STRIDE(e, n) {
+    const int64_t j = e % cols, i = (e / cols) % rows;
+    const bool keep = upper ? j - i >= k : j - i <= k;
+    dst[e] = keep ? src[e] : U(0);
+  }
 }
 
-Status trilu(const KernelContext &, const TensorRef &, bool, int64_t, const TensorRef &) {
-  return Status::error("cuda: trilu is not implemented yet");
+/// The CPU kernel's strided copy, as one launch.
+Status copyStrided(const KernelContext &ctx, const StridedLayout<2> &layout, const TensorRef &in,
+                   const TensorRef &out, const char *op) {
+  const int64_t n = layout.numElements();
+  return dispatchBySize(
+      out.dtype,
+      [&](auto unit) {
+        using U = decltype(unit);
+        return launchElementwise(ctx, op, n, stridedCopyKernel<U>, out.as<U>(), in.as<const U>(),
+                                 layout, n);
+      },
+      op);
 }
 
-Status flatten(const KernelContext &, const TensorRef *, const int64_t *, int, const TensorRef &) {
-  return Status::error("cuda: flatten is not implemented yet");
+/// Concat (toWhole) or split, one launch per non-empty part.
+Status concatOrSplit(const KernelContext &ctx, const TensorRef &whole, const TensorRef *parts,
+                     int count, int64_t axis, bool toWhole, const char *op) {
+  const int ax = static_cast<int>(axis < 0 ? axis + whole.rank : axis);
+  if (ax < 0 || ax >= whole.rank)
+    return Status::error(cat(op, ": axis ", axis, " is outside the rank ", whole.rank));
+  const int64_t outer = product(whole.dims, 0, ax);
+  const int64_t inner = product(whole.dims, ax + 1, whole.rank);
+  const int64_t wholeRow = whole.dims[ax] * inner;
+  int64_t partOffset = 0;
+  for (int p = 0; p < count; ++p) {
+    const int64_t chunk = parts[p].dims[ax] * inner;
+    FSDP_RETURN_IF_ERROR(dispatchBySize(
+        whole.dtype,
+        [&](auto unit) {
+          using U = decltype(unit);
+          return launchElementwise(ctx, op, outer * chunk, partKernel<U>, whole.as<U>(),
+                                   parts[p].as<U>(), outer, chunk, wholeRow, partOffset,
+                                   toWhole);
+        },
+        op));
+    partOffset += chunk;
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Status copy(const KernelContext &ctx, const TensorRef &in, const TensorRef &out) {
+  if (in.data == out.data || in.byteSize() == 0)
+    return Status::ok();
+  const int64_t n = in.numElements();
+  return dispatchBySize(
+      in.dtype,
+      [&](auto unit) {
+        using U = decltype(unit);
+        return launchElementwise(ctx, "copy", n, copyKernel<U>, out.as<U>(), in.as<const U>(), n);
+      },
+      "copy");
+}
+
+Status flatten(const KernelContext &ctx, const TensorRef *inputs, const int64_t *offsets,
+               int count, const TensorRef &out) {
+  const int64_t total = out.numElements();
+  for (int i = 0; i < count; ++i) {
+    const TensorRef &in = inputs[i];
+    const int64_t n = in.numElements();
+    if (in.dtype != out.dtype || offsets[i] < 0 || n > total || offsets[i] > total - n)
+      return Status::error(cat("flatten: operand ", i, " (", n, " x ", dtypeName(in.dtype),
+                               " at ", offsets[i], ") does not fit in ", total, " x ",
+                               dtypeName(out.dtype)));
+  }
+  return dispatchBySize(
+      out.dtype,
+      [&](auto unit) -> Status {
+        using U = decltype(unit);
+        FSDP_RETURN_IF_ERROR(
+            launchElementwise(ctx, "flatten", total, zeroKernel<U>, out.as<U>(), total));
+        for (int i = 0; i < count; ++i)
+          FSDP_RETURN_IF_ERROR(launchElementwise(ctx, "flatten", inputs[i].numElements(),
+                                                 copyKernel<U>, out.as<U>() + offsets[i],
+                                                 inputs[i].as<const U>(),
+                                                 inputs[i].numElements()));
+        return Status::ok();
+      },
+      "flatten");
+}
+
+Status transpose(const KernelContext &ctx, const TensorRef &in, const int64_t *perm,
+                 const TensorRef &out) {
+  if (out.numElements() == 0)
+    return Status::ok();
+  int64_t inStrides[kMaxRank];
+  contiguousStrides(in, inStrides);
+  StridedLayout<2> layout;
+  layout.rank = out.rank;
+  for (int d = 0; d < out.rank; ++d)
+    layout.dims[d] = out.dims[d];
+  contiguousStrides(out, layout.strides[0]);
+  for (int d = 0; d < out.rank; ++d) {
+    if (perm[d] < 0 || perm[d] >= in.rank)
+      return Status::error(cat("transpose: perm entry ", perm[d], " is outside the rank ",
+                               in.rank));
+    layout.strides[1][d] = inStrides[perm[d]];
+  }
+  layout.coalesce();
+  return copyStrided(ctx, layout, in, out, "transpose");
+}
+
+Status concat(const KernelContext &ctx, const TensorRef *inputs, int count, int64_t axis,
+              const TensorRef &out) {
+  return concatOrSplit(ctx, out, inputs, count, axis, /*toWhole=*/true, "concat");
+}
+
+Status split(const KernelContext &ctx, const TensorRef &in, int64_t axis, const TensorRef *outputs,
+             int count) {
+  return concatOrSplit(ctx, in, outputs, count, axis, /*toWhole=*/false, "split");
+}
+
+Status slice(const KernelContext &ctx, const TensorRef &in, const int64_t *starts,
+             const int64_t *steps, const TensorRef &out) {
+  if (out.numElements() == 0)
+    return Status::ok();
+  return copyStrided(ctx, sliceLayout(out, in, starts, steps, /*wholeOperand=*/1), in, out,
+                     "slice");
+}
+
+Status expand(const KernelContext &ctx, const TensorRef &in, const TensorRef &out) {
+  if (out.numElements() == 0)
+    return Status::ok();
+  return copyStrided(ctx, broadcastLayout<2>(out, {&in}), in, out, "expand");
+}
+
+Status gather(const KernelContext &ctx, const TensorRef &data, const TensorRef &indices,
+              int64_t axis, const TensorRef &out) {
+  const int ax = static_cast<int>(axis < 0 ? axis + data.rank : axis);
+  if (ax < 0 || ax >= data.rank)
+    return Status::error(cat("gather: axis ", axis, " is outside the rank ", data.rank));
+  const int64_t count = indices.numElements(), dim = data.dims[ax];
+  const int64_t outer = product(data.dims, 0, ax), inner = product(data.dims, ax + 1, data.rank);
+  return dispatchIndex(
+      indices.dtype,
+      [&](auto indexTag) {
+        using I = decltype(indexTag);
+        return dispatchBySize(
+            data.dtype,
+            [&](auto unit) {
+              using U = decltype(unit);
+              return launchElementwise(ctx, "gather", outer * count * inner, gatherKernel<U, I>,
+                                       data.as<const U>(), indices.as<const I>(), out.as<U>(),
+                                       outer, count, dim, inner, ctx.fault, ctx.launch);
+            },
+            "gather");
+      },
+      "gather");
+}
+
+Status trilu(const KernelContext &ctx, const TensorRef &in, bool upper, int64_t k,
+             const TensorRef &out) {
+  if (in.rank < 2)
+    return Status::error(cat("trilu: rank ", in.rank, " input, at least 2 expected"));
+  const int64_t rows = in.dims[in.rank - 2], cols = in.dims[in.rank - 1];
+  const int64_t n = in.numElements();
+  if (n == 0)
+    return Status::ok();
+  // Beyond +-(rows + cols) every row is all kept or all zero (the CPU's clamp).
+  const int64_t limit = rows + cols;
+  k = k < -limit ? -limit : (k > limit ? limit : k);
+  return dispatchBySize(
+      in.dtype,
+      [&](auto unit) {
+        using U = decltype(unit);
+        return launchElementwise(ctx, "trilu", n, triluKernel<U>, in.as<const U>(), out.as<U>(),
+                                 rows, cols, n, upper, k);
+      },
+      "trilu");
 }
 
 FSDP_CUDA_NAMESPACE_END

@@ -5,8 +5,8 @@
 # every step's loss within 1e-5 relative over 10 steps and the final
 # parameters within 5e-5 relative L2 (TF32 stays off: fsdp-run's default).
 # D is `cuda` (a real GPU: the ctest `gpu-parity`, label gpu) or `cuda-simt`
-# (the CUDA kernels under emulation on the CPU: ctests labelled cuda-simt,
-# on TINY models so they run in CI in seconds). The cases:
+# (the CUDA kernels under emulation on the CPU: ctests labelled cuda-simt;
+# on these models the emulation takes seconds). The cases:
 #   - forward: forward-only plans (--mode=forward) of the GPT (its loss, and
 #     its logits), the Transformer and the MLP; every output compared;
 #   - training: the GPT unsharded, --shard=full at world size 1, with
@@ -74,8 +74,8 @@ REFERENCE = "cpu"
 SKIP_EXIT = 77  # ctest SKIP_RETURN_CODE
 TRANSFORMER_BUFFERS = r"pos\.pe|tgt_mask"
 
-# Model sizes. small: tests/models' defaults. tiny: for the SIMT emulation,
-# which runs every CUDA thread as a fiber.
+# Model sizes. small (the default): tests/models' defaults, whose larger
+# tensors take several blocks of 256 threads. tiny: the driver's own check.
 SIZES = {
     "small": {"gpt": dict(vocab=64, T=16, d=32, heads=4, layers=2), "gpt_batch": 2,
               "transformer": dict(vocab=64, T=16, d=32, heads=4, layers=2, ff=64),
@@ -703,15 +703,14 @@ def main():
     parser.add_argument("--fsdp-opt", required=True)
     parser.add_argument("--fsdp-run", required=True)
     parser.add_argument("--device", required=True, help="cuda, cuda-simt (or cpu: self-check)")
-    parser.add_argument("--size", choices=sorted(SIZES),
-                        help="model size (default: tiny for cuda-simt, else small)")
+    parser.add_argument("--size", choices=sorted(SIZES), default="small",
+                        help="model size")
     parser.add_argument("--only", nargs="*", default=[], help="cases whose name contains one")
     parser.add_argument("--list", action="store_true", help="print the cases and exit")
     parser.add_argument("--keep", help="keep the models, plans and runs in this directory")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per fsdp-run")
     args = parser.parse_args()
     args.fsdp_opt, args.fsdp_run = os.path.abspath(args.fsdp_opt), os.path.abspath(args.fsdp_run)
-    size = args.size or ("tiny" if args.device == "cuda-simt" else "small")
     on_gpu = args.device == "cuda"
     cases = [c for c in CASES
              if (on_gpu or not c.gpu_only) and (not args.only or any(s in c.name for s in args.only))]
@@ -736,10 +735,10 @@ def main():
                     return SKIP_EXIT
                 # fsdp-run found a GPU that libcuda did not: trust it, run.
         print(f"--device={args.device} against --device={REFERENCE}, one plan file each, "
-              f"{size} models, {STEPS} steps; tolerances: loss {LOSS_TOLERANCE:g} rel per "
+              f"{args.size} models, {STEPS} steps; tolerances: loss {LOSS_TOLERANCE:g} rel per "
               f"step, parameters {PARAM_TOLERANCE:g} rel L2, outputs {OUTPUT_TOLERANCE:g} rel L2")
         print(f"{'case':<44} {'max loss rel':>12} {'param rel L2':>12}  result {'s':>6}")
-        tools = Tools(args, tmp, Models(tmp, size))
+        tools = Tools(args, tmp, Models(tmp, args.size))
         passed = failed = 0
         for case in cases:
             start = time.time()

@@ -11,9 +11,9 @@
 #     plain (fp32 AdamW state is ~16 GB, which fits an 80 GB GPU) and with
 #     --offload=cpu; --depth N builds it with N + N layers instead.
 # Rows per model: fsdp-run --device=cuda with --cuda-graphs=on and off
-# (and --offload=cpu), then torch eager and torch.compile on the same
-# model, weights and batch. Columns: the median step time over --runs
-# steps after the warm-up steps (fsdp-run's step_time_s from --metrics;
+# (also with --offload=cpu for the 1b, and for the gpt with --offload), then
+# torch eager and torch.compile on the same architecture, seed and batch.
+# Columns: the median step time over --runs steps after the warm-up steps (fsdp-run's step_time_s from --metrics;
 # CUDA events around zero_grad/forward/backward/step for torch), tokens/s,
 # model TFLOP/s and MFU, the planned device bytes (fsdp-opt --emit=report
 # peak_bytes), fsdp-run's own peak_bytes and device_context_bytes, and the
@@ -28,8 +28,8 @@
 # 989 TFLOP/s bf16, 67 fp32; H100 PCIe 756 / 51; A100 312 / 19.5. A GPU
 # not in the table prints "-" for MFU.
 #
-# torch runs in another interpreter (--torch-python; default: $FSDP_VENV,
-# .venv or /work/venv, scripts/setup-venv.sh's torch 2.x); without CUDA
+# torch runs in another interpreter (--torch-python; default: the venv of
+# scripts/setup-venv.sh, $FSDP_VENV or .venv, torch 2.x); without CUDA
 # there its rows say so. No GPU: a "no GPU" line and exit 2, no numbers.
 #
 #   /usr/bin/python3 bench/gpu_step.py --build build [--models gpt 1b] [--runs 20]
@@ -147,7 +147,7 @@ def torch_worker(cfg, runs, mode):
 
 
 def default_torch_python():
-    for candidate in (os.environ.get("FSDP_VENV"), os.path.join(ROOT, ".venv"), "/work/venv"):
+    for candidate in (os.environ.get("FSDP_VENV"), os.path.join(ROOT, ".venv")):
         if candidate and os.path.exists(os.path.join(candidate, "bin", "python")):
             return os.path.join(candidate, "bin", "python")
     return None

@@ -6,9 +6,10 @@
 #      GPU-vs-CPU comparison of whole plans (forward, training, offload,
 #      checkpoint resume both ways, graphs off/on, memory, refusals,
 #      test_gradcheck.py on the GPU);
-#   2. fsdp-runtime-tests --gtest_filter='*cuda*:*Cuda*': the device
-#      conformance suite instantiated for the CUDA device (and the CUDA
-#      kernels' SIMT tests);
+#   2. fsdp-runtime-tests --gtest_filter='*cuda*:*Cuda*:GemmMapping*': the device
+#      conformance suite instantiated for the CUDA device, the CUDA
+#      kernels' SIMT tests and the cuBLAS mapping tests (FSDP_GTEST_FILTER
+#      replaces the filter);
 # and prints a summary. Logs go to BUILD/test-gpu-logs/.
 #
 # Exit status: 0 when everything ran on a GPU and passed; 1 when anything
@@ -23,7 +24,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD_DIR:-build-gpu}
 JOBS=${JOBS:-$(nproc)}
-FILTER=${FSDP_GTEST_FILTER:-'*cuda*:*Cuda*'}
+FILTER=${FSDP_GTEST_FILTER:-'*cuda*:*Cuda*:GemmMapping*'}
 LOGS="$BUILD/test-gpu-logs"
 mkdir -p "$LOGS"
 

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 
 namespace fsdp::rt {
 
@@ -46,6 +47,49 @@ inline Status matmulShape(const TensorRef &a, const TensorRef &b, const TensorRe
   s.batchRank = out.rank - (a.rank == 1 ? 0 : 1) - (b.rank == 1 ? 0 : 1);
   if (s.batchRank < std::max(a.rank - 2, b.rank - 2))
     return Status::error(cat("matmul: result rank ", out.rank, " is too small for the operands"));
+  // The result's matrix dims and each operand's batch dims (1 or the
+  // result's) are checked here, so that neither backend reads or writes
+  // beyond a buffer on a malformed launch.
+  const bool rows = a.rank > 1, cols = b.rank > 1;
+  if ((rows && out.dims[s.batchRank] != s.m) || (cols && out.dims[out.rank - 1] != s.n))
+    return Status::error(cat("matmul: result is not ", s.m, " x ", s.n));
+  for (const TensorRef *t : {&a, &b}) {
+    const int tBatchRank = t->rank == 1 ? 0 : t->rank - 2;
+    for (int d = 0; d < tBatchRank; ++d) {
+      const int64_t dim = t->dims[d], outDim = out.dims[s.batchRank - tBatchRank + d];
+      if (dim != 1 && dim != outDim)
+        return Status::error(cat("matmul: batch dim ", dim, " does not broadcast to ", outDim));
+    }
+  }
+  return Status::ok();
+}
+
+/// nn.gemm's shape: 2-D a, b and result (op(a) m x k, op(b) k x n) and a
+/// bias of rank <= 2 that broadcasts to the result, checked by both
+/// backends before any memory is touched.
+inline Status gemmShape(const TensorRef &a, const TensorRef &b, const TensorRef *c,
+                        const TensorRef &out, bool transA, bool transB, MatMulShape &s) {
+  if (a.rank != 2 || b.rank != 2 || out.rank != 2)
+    return Status::error("gemm: operands and result must be 2-D");
+  s.transA = transA;
+  s.transB = transB;
+  s.m = out.dims[0];
+  s.n = out.dims[1];
+  s.k = transA ? a.dims[0] : a.dims[1];
+  s.batchRank = 0;
+  if (a.dims[transA ? 1 : 0] != s.m || b.dims[transB ? 0 : 1] != s.n)
+    return Status::error(cat("gemm: operands do not give the ", s.m, " x ", s.n, " result"));
+  if (b.dims[transB ? 1 : 0] != s.k)
+    return Status::error("gemm: contracting dimensions differ");
+  if (c) {
+    if (c->rank > 2)
+      return Status::error("gemm: bias must have rank <= 2");
+    for (int d = 0; d < c->rank; ++d) {
+      const int64_t dim = c->dims[d], outDim = out.dims[2 - c->rank + d];
+      if (dim != 1 && dim != outDim)
+        return Status::error(cat("gemm: bias dim ", dim, " does not broadcast to ", outDim));
+    }
+  }
   return Status::ok();
 }
 
@@ -75,6 +119,15 @@ inline StridedLayout<3> matmulBatchLayout(const TensorRef &a, const TensorRef &b
     layout.dims[d] = out.dims[d];
   layout.coalesce();
   return layout;
+}
+
+/// Whether a batch folds into the rows of one product: [batch, m, k] @
+/// [k, n] with the right operand shared by the whole batch and the left one
+/// and the result contiguous and not transposed, so the batch's matrices
+/// are the consecutive rows of a (batch * m) x k one.
+inline bool foldsIntoRows(const StridedLayout<3> &batch, const MatMulShape &s) {
+  return batch.rank == 1 && !s.transA && batch.strides[2][0] == 0 &&
+         batch.strides[1][0] == s.m * s.k && batch.strides[0][0] == s.m * s.n;
 }
 
 } // namespace fsdp::rt

@@ -58,8 +58,7 @@ Status mapMatMul(const TensorRef &a, const TensorRef &b, const TensorRef &out, b
   const StridedLayout<3> batch = matmulBatchLayout(a, b, out, shape);
   // Coalescing leaves one dim of 1 for no batch at all.
   const int inner = batch.rank - 1;
-  if (batch.rank == 1 && !p.transA && batch.strides[2][0] == 0 &&
-      batch.strides[1][0] == p.m * p.k && batch.strides[0][0] == p.m * p.n) {
+  if (foldsIntoRows(batch, p)) {
     Product folded = p;
     folded.m = p.m * batch.dims[0];
     mapping.call = columnMajor(folded, 1.0, 0.0);
@@ -81,16 +80,10 @@ Status mapMatMul(const TensorRef &a, const TensorRef &b, const TensorRef &out, b
   return Status::ok();
 }
 
-Status mapGemm(const TensorRef &a, const TensorRef &b, const TensorRef &out, float alpha,
-               float beta, bool transA, bool transB, GemmMapping &mapping) {
-  if (a.rank != 2 || b.rank != 2 || out.rank != 2)
-    return Status::error("gemm: operands and result must be 2-D");
+Status mapGemm(const TensorRef &a, const TensorRef &b, const TensorRef *c, const TensorRef &out,
+               float alpha, float beta, bool transA, bool transB, GemmMapping &mapping) {
   Product p;
-  p.transA = transA;
-  p.transB = transB;
-  p.m = out.dims[0];
-  p.n = out.dims[1];
-  p.k = transA ? a.dims[0] : a.dims[1];
+  FSDP_RETURN_IF_ERROR(gemmShape(a, b, c, out, transA, transB, p));
   mapping.call = columnMajor(p, alpha, beta);
   mapping.outer = single();
   return Status::ok();

@@ -62,10 +62,11 @@ Status mapMatMul(const TensorRef &a, const TensorRef &b, const TensorRef &out, b
                  bool transB, GemmMapping &mapping);
 
 /// nn.gemm's product on 2-D operands: alpha * op(a) op(b) + beta * out,
-/// where the caller has broadcast the bias into out first (beta 0 when there
-/// is none, so out's old contents are never read).
-Status mapGemm(const TensorRef &a, const TensorRef &b, const TensorRef &out, float alpha,
-               float beta, bool transA, bool transB, GemmMapping &mapping);
+/// where the caller has broadcast the bias `c` (null when absent; checked
+/// here only, never read) into out first (beta 0 when there is none, so
+/// out's old contents are never read). The CPU kernel's refusals.
+Status mapGemm(const TensorRef &a, const TensorRef &b, const TensorRef *c, const TensorRef &out,
+               float alpha, float beta, bool transA, bool transB, GemmMapping &mapping);
 
 } // namespace fsdp::rt::cuda
 

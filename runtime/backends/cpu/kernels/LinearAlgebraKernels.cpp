@@ -149,9 +149,7 @@ void batchedMatmul(const TensorRef &a, const TensorRef &b, const TensorRef &out,
   T *outData = out.as<T>();
   // [batch, m, k] @ [k, n] (b shared by every batch, a contiguous and not
   // transposed): one product with batch * m rows instead of `batch` small ones.
-  if (layout.rank == 1 && !s.transA && layout.strides[2][0] == 0 &&
-      layout.strides[1][0] == s.m * s.k &&
-      layout.strides[0][0] == s.m * s.n) {
+  if (foldsIntoRows(layout, shape)) {
     ProductShape folded = s;
     folded.m = s.m * layout.dims[0];
     product(folded, aData, bData, outData, 1.0, 0.0);
@@ -180,14 +178,14 @@ Status gemm(const TensorRef &a, const TensorRef &b, const TensorRef *c, float al
   FSDP_RETURN_IF_ERROR(checkSameDType("gemm", a, b, out));
   if (c && c->dtype != out.dtype)
     return Status::error("gemm: bias must have the result's element type");
-  if (a.rank != 2 || b.rank != 2 || out.rank != 2)
-    return Status::error("gemm: operands and result must be 2-D");
+  MatMulShape shape;
+  FSDP_RETURN_IF_ERROR(gemmShape(a, b, c, out, transA, transB, shape));
   ProductShape s;
   s.transA = transA;
   s.transB = transB;
-  s.m = out.dims[0];
-  s.n = out.dims[1];
-  s.k = transA ? a.dims[0] : a.dims[1];
+  s.m = shape.m;
+  s.n = shape.n;
+  s.k = shape.k;
   // beta == 0 ignores c entirely (BLAS and torch.addmm semantics), so a NaN
   // in an unused bias does not leak into the result.
   const bool useBias = c && beta != 0.0f;

@@ -215,7 +215,8 @@ Status gemm(const KernelContext &ctx, const TensorRef &a, const TensorRef &b, co
   // beta == 0 ignores c entirely (BLAS and torch.addmm semantics).
   const bool useBias = c && beta != 0.0f;
   GemmMapping mapping;
-  FSDP_RETURN_IF_ERROR(mapGemm(a, b, out, alpha, useBias ? beta : 0.0f, transA, transB, mapping));
+  FSDP_RETURN_IF_ERROR(
+      mapGemm(a, b, c, out, alpha, useBias ? beta : 0.0f, transA, transB, mapping));
   if (useBias && c->data != out.data) {
     const TensorRef *ins[1] = {c};
     StridedLayout<2> layout = broadcastLayout<2>(out, ins);

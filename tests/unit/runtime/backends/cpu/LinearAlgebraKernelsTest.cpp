@@ -231,6 +231,22 @@ TEST(LinearAlgebraKernels, EmptyContractionGivesZeros) {
   }
 }
 
+TEST(LinearAlgebraKernels, ShapesThatDoNotFitAreErrors) {
+  // Each would read or write beyond a buffer if it were run.
+  Buffer a(DType::F32, {2, 3}), b(DType::F32, {3, 2}), out(DType::F32, {2, 2});
+  Buffer tall(DType::F32, {3, 2}), batched(DType::F32, {3, 2, 3}), out3(DType::F32, {2, 2, 2});
+  EXPECT_TRUE(matmul(a.ref(), b.ref(), out.ref()).isOk());
+  EXPECT_FALSE(matmul(a.ref(), b.ref(), tall.ref()).isOk());       // result not m x n
+  EXPECT_FALSE(matmul(batched.ref(), b.ref(), out3.ref()).isOk()); // batch 3 vs 2
+  Buffer wideB(DType::F32, {4, 2});
+  EXPECT_FALSE(gemm(a.ref(), wideB.ref(), nullptr, 1, 0, false, false, out.ref()).isOk());
+  EXPECT_FALSE(gemm(a.ref(), b.ref(), nullptr, 1, 0, false, false, tall.ref()).isOk());
+  Buffer row3(DType::F32, {3}), column(DType::F32, {2, 1});
+  TensorRef row3Ref = row3.ref(), columnRef = column.ref();
+  EXPECT_FALSE(gemm(a.ref(), b.ref(), &row3Ref, 1, 1, false, false, out.ref()).isOk());
+  EXPECT_TRUE(gemm(a.ref(), b.ref(), &columnRef, 1, 1, false, false, out.ref()).isOk());
+}
+
 TEST(LinearAlgebraKernels, MismatchedDTypesAreErrors) {
   Buffer a(DType::F32, {2, 2}), b(DType::F64, {2, 2}), out(DType::F32, {2, 2});
   EXPECT_FALSE(matmul(a.ref(), b.ref(), out.ref()).isOk());

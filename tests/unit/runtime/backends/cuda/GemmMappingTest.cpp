@@ -42,8 +42,9 @@ void expectMatMul(Dims aDims, Dims bDims, Dims outDims, bool transA, bool transB
     ASSERT_TRUE(cpu::matmul(a.ref(), b.ref(), want.ref(), transA, transB).isOk());
     GemmMapping mapping;
     ASSERT_TRUE(mapMatMul(a.ref(), b.ref(), got.ref(), transA, transB, mapping).isOk());
-    if (expectFolded) // one call, no batch: the batch became rows
+    if (expectFolded) { // one call, no batch: the batch became rows
       EXPECT_EQ(mapping.call.batch, 1);
+    }
     EXPECT_EQ(mapping.outer.numElements(), expectOuter);
     if (t == DType::F32)
       runColumnMajorGemm(mapping, a.as<float>(), b.as<float>(), got.as<float>());
@@ -105,7 +106,9 @@ TEST(GemmMapping, GemmScalesAndAccumulatesOntoTheBias) {
       for (int64_t i = 0; i < got.size(); ++i) // the bias broadcast first, as the kernel does
         got.set(i, bias.get(i % 5));
       GemmMapping mapping;
-      ASSERT_TRUE(mapGemm(a.ref(), b.ref(), got.ref(), 0.5f, 2.0f, transA, transB, mapping).isOk());
+      ASSERT_TRUE(mapGemm(a.ref(), b.ref(), &biasRef, got.ref(), 0.5f, 2.0f, transA, transB,
+                          mapping)
+                      .isOk());
       runColumnMajorGemm(mapping, a.as<float>(), b.as<float>(), got.as<float>());
       for (int64_t i = 0; i < want.size(); ++i)
         ASSERT_NEAR(got.get(i), want.get(i), 1e-5) << transA << transB << " element " << i;
@@ -118,7 +121,21 @@ TEST(GemmMapping, RefusesWhatTheCpuKernelRefuses) {
   EXPECT_FALSE(mapMatMul(a.ref(), b.ref(), out.ref(), false, false, mapping).isOk());
   TestTensor v(DType::F32, {4});
   EXPECT_FALSE(mapMatMul(v.ref(), a.ref(), out.ref(), true, false, mapping).isOk());
-  EXPECT_FALSE(mapGemm(v.ref(), a.ref(), out.ref(), 1, 0, false, false, mapping).isOk());
+  EXPECT_FALSE(mapGemm(v.ref(), a.ref(), nullptr, out.ref(), 1, 0, false, false, mapping).isOk());
+  // Results and batch dims that do not fit the operands (the backends would
+  // otherwise run off a buffer).
+  TestTensor c(DType::F32, {4, 2}), wide(DType::F32, {3, 5}), batched(DType::F32, {3, 3, 4});
+  EXPECT_TRUE(mapMatMul(a.ref(), c.ref(), out.ref(), false, false, mapping).isOk());
+  EXPECT_FALSE(mapMatMul(a.ref(), c.ref(), wide.ref(), false, false, mapping).isOk());
+  TestTensor out2(DType::F32, {2, 3, 2});
+  EXPECT_FALSE(mapMatMul(batched.ref(), c.ref(), out2.ref(), false, false, mapping).isOk());
+  EXPECT_FALSE(mapGemm(a.ref(), b.ref(), nullptr, out.ref(), 1, 0, false, false, mapping).isOk());
+  EXPECT_FALSE(mapGemm(a.ref(), c.ref(), nullptr, wide.ref(), 1, 0, false, false, mapping).isOk());
+  TestTensor row(DType::F32, {3}), column(DType::F32, {3, 1});
+  const TensorRef rowRef = row.ref(), columnRef = column.ref();
+  EXPECT_FALSE(mapGemm(a.ref(), c.ref(), &rowRef, out.ref(), 1, 1, false, false, mapping).isOk());
+  EXPECT_TRUE(
+      mapGemm(a.ref(), c.ref(), &columnRef, out.ref(), 1, 1, false, false, mapping).isOk());
 }
 
 } // namespace

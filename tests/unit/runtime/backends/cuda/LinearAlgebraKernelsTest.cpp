@@ -80,6 +80,29 @@ TEST(CudaLinearAlgebra, RefusalsAgree) {
   contraction.in(uniform(DType::F32, {2, 3}, 1)).in(uniform(DType::F32, {4, 2}, 2)).out(
       DType::F32, {2, 2});
   expectSameAsCpu(contraction, Match::Bits);
+  // A result or batch that does not fit the operands, and gemm's shapes.
+  KernelCase result(Kernel::MatMul);
+  result.in(uniform(DType::F32, {2, 3}, 1)).in(uniform(DType::F32, {3, 2}, 2)).out(DType::F32,
+                                                                                  {2, 3});
+  expectSameAsCpu(result, Match::Bits);
+  KernelCase batch(Kernel::MatMul);
+  batch.in(uniform(DType::F32, {3, 2, 3}, 1)).in(uniform(DType::F32, {3, 2}, 2)).out(
+      DType::F32, {2, 2, 2});
+  expectSameAsCpu(batch, Match::Bits);
+  for (Dims bias : {Dims{3}, Dims{2, 3}, Dims{1, 1, 2}}) {
+    KernelCase g(Kernel::Gemm);
+    g.in(uniform(DType::F32, {2, 3}, 1)).in(uniform(DType::F32, {3, 2}, 2));
+    g.in(uniform(DType::F32, bias, 3)).out(DType::F32, {2, 2});
+    g.ints = {0, 0};
+    g.floats = {1.0f, 1.0f};
+    expectSameAsCpu(g, Match::Bits);
+  }
+  KernelCase gemmK(Kernel::Gemm);
+  gemmK.in(uniform(DType::F32, {2, 3}, 1)).in(uniform(DType::F32, {4, 2}, 2)).absent().out(
+      DType::F32, {2, 2});
+  gemmK.ints = {0, 0};
+  gemmK.floats = {1.0f, 0.0f};
+  expectSameAsCpu(gemmK, Match::Bits);
 }
 
 } // namespace

@@ -16,6 +16,7 @@
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/MatMulShape.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
+#include "runtime/math/ProductScalar.h"
 
 #include <cblas.h>
 
@@ -33,42 +34,6 @@ struct ProductShape {
   bool transA = false, transB = false;
 };
 
-/// Accumulator of the naive loop: float for 16-bit floats; for integers
-/// uint64_t, whose wrap-around gives the low bits of the exact product sum
-/// without signed-overflow undefined behaviour.
-template <typename T>
-using NaiveAcc = std::conditional_t<kIsIntStorage<T>, uint64_t, ComputeType<T>>;
-
-template <typename T> NaiveAcc<T> toAcc(T v) {
-  if constexpr (kIsIntStorage<T>)
-    return static_cast<uint64_t>(v); // modular: sign-extends negative values
-  else
-    return toCompute(v);
-}
-
-/// Writes alpha * acc + beta * old (old is read only when beta != 0, as in
-/// BLAS). Integers stay exact when alpha is 1 and beta is 0 or 1; other
-/// scalings go through double, like the ONNX reference's float scalars.
-template <typename T> void storeScaled(T *dst, NaiveAcc<T> acc, double alpha, double beta) {
-  if constexpr (kIsIntStorage<T>) {
-    if (alpha == 1.0 && (beta == 0.0 || beta == 1.0)) {
-      uint64_t sum = acc + (beta == 0.0 ? 0 : static_cast<uint64_t>(*dst));
-      *dst = static_cast<T>(sum);
-      return;
-    }
-    double product = std::is_signed_v<T> ? static_cast<double>(static_cast<int64_t>(acc))
-                                         : static_cast<double>(acc);
-    double value = alpha * product + (beta == 0.0 ? 0.0 : beta * static_cast<double>(*dst));
-    *dst = static_cast<T>(value);
-  } else {
-    using C = ComputeType<T>;
-    C value = static_cast<C>(alpha) * acc;
-    if (beta != 0.0)
-      value += static_cast<C>(beta) * load(dst);
-    store(dst, value);
-  }
-}
-
 /// Columns of out accumulated at once by the naive loop (a stack buffer:
 /// kernels do not allocate).
 constexpr int64_t kNaiveColumns = 256;
@@ -81,19 +46,19 @@ void naiveProduct(const ProductShape &s, const T *a, const T *b, T *out, double 
                   double beta) {
   const int64_t aRow = s.transA ? 1 : s.k, aCol = s.transA ? s.m : 1;
   const int64_t bRow = s.transB ? 1 : s.n, bCol = s.transB ? s.k : 1;
-  NaiveAcc<T> acc[kNaiveColumns];
+  ProductAcc<T> acc[kNaiveColumns];
   for (int64_t i = 0; i < s.m; ++i) {
     for (int64_t j0 = 0; j0 < s.n; j0 += kNaiveColumns) {
       const int64_t width = std::min(kNaiveColumns, s.n - j0);
-      std::fill(acc, acc + width, NaiveAcc<T>(0));
+      std::fill(acc, acc + width, ProductAcc<T>(0));
       for (int64_t kk = 0; kk < s.k; ++kk) {
-        const NaiveAcc<T> lhs = toAcc(a[i * aRow + kk * aCol]);
+        const ProductAcc<T> lhs = toProductAcc(a[i * aRow + kk * aCol]);
         const T *bRowPtr = b + kk * bRow + j0 * bCol;
         for (int64_t j = 0; j < width; ++j)
-          acc[j] += lhs * toAcc(bRowPtr[j * bCol]);
+          acc[j] += lhs * toProductAcc(bRowPtr[j * bCol]);
       }
       for (int64_t j = 0; j < width; ++j)
-        storeScaled(out + i * s.n + j0 + j, acc[j], alpha, beta);
+        storeScaledProduct(out + i * s.n + j0 + j, acc[j], alpha, beta);
     }
   }
 }

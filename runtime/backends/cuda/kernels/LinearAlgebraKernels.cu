@@ -22,6 +22,7 @@
 
 #include "runtime/backends/cuda/GemmMapping.h"
 #include "runtime/backends/cuda/kernels/KernelSupport.cuh"
+#include "runtime/math/ProductScalar.h"
 
 #if defined(FSDP_SIMT_EMULATION)
 #include "runtime/backends/cuda/simt/CblasGemm.h"
@@ -33,39 +34,6 @@
 
 FSDP_CUDA_NAMESPACE_BEGIN
 namespace {
-
-/// The naive loop's accumulator (as the CPU kernel's): float for 16-bit
-/// floats; for integers uint64_t, whose wrap-around gives the low bits of
-/// the exact sum without signed overflow.
-template <typename T>
-using NaiveAcc = std::conditional_t<kIsIntStorage<T>, uint64_t, ComputeType<T>>;
-
-template <typename T> FSDP_HD_INLINE NaiveAcc<T> toAcc(T v) {
-  if constexpr (kIsIntStorage<T>)
-    return static_cast<uint64_t>(v);
-  else
-    return toCompute(v);
-}
-
-/// alpha * acc + beta * old, old read only when beta != 0 (the CPU's).
-template <typename T> FSDP_HD_INLINE void storeScaled(T *dst, NaiveAcc<T> acc, double alpha,
-                                                     double beta) {
-  if constexpr (kIsIntStorage<T>) {
-    if (alpha == 1.0 && (beta == 0.0 || beta == 1.0)) {
-      *dst = static_cast<T>(acc + (beta == 0.0 ? 0 : static_cast<uint64_t>(*dst)));
-      return;
-    }
-    double product = std::is_signed_v<T> ? static_cast<double>(static_cast<int64_t>(acc))
-                                         : static_cast<double>(acc);
-    *dst = static_cast<T>(alpha * product + (beta == 0.0 ? 0.0 : beta * static_cast<double>(*dst)));
-  } else {
-    using C = ComputeType<T>;
-    C value = static_cast<C>(alpha) * acc;
-    if (beta != 0.0)
-      value += static_cast<C>(beta) * load(dst);
-    store(dst, value);
-  }
-}
 
 /// One thread per element of C over every outer position and batch entry
 /// of the description: C(i, j) = alpha * sum_l op(A)(i, l) op(B)(l, j) + beta
@@ -82,14 +50,14 @@ __global__ void naiveGemmKernel(GemmMapping mapping, const T *left, const T *rig
     const T *A = right + mapping.outer.offset(2, outer) + entry * g.strideA;
     const T *B = left + mapping.outer.offset(1, outer) + entry * g.strideB;
     T *C = c + mapping.outer.offset(0, outer) + entry * g.strideC;
-    NaiveAcc<T> acc = 0;
+    ProductAcc<T> acc = 0;
     for (int64_t l = 0; l < g.k; ++l) {
       // The CPU multiplies a's element by b's: BLAS's B (left) first.
-      NaiveAcc<T> lhs = toAcc(g.transB ? B[j + l * g.ldb] : B[l + j * g.ldb]);
-      NaiveAcc<T> rhs = toAcc(g.transA ? A[l + i * g.lda] : A[i + l * g.lda]);
+      ProductAcc<T> lhs = toProductAcc(g.transB ? B[j + l * g.ldb] : B[l + j * g.ldb]);
+      ProductAcc<T> rhs = toProductAcc(g.transA ? A[l + i * g.lda] : A[i + l * g.lda]);
       acc += lhs * rhs;
     }
-    storeScaled(C + i + j * g.ldc, acc, g.alpha, g.beta);
+    storeScaledProduct(C + i + j * g.ldc, acc, g.alpha, g.beta);
   }
 }
 

@@ -5,15 +5,15 @@
 // so a malformed program is refused by each with the same message: op
 // codes and operand ids in range, results naming op values, every input of
 // the results' element count or a single (broadcast) element. The op codes
-// are the ones Kernels.def lists; each backend applies an op with the
-// scalar code of its unfused kernel (runtime/math/Activations.h), so fusion
-// changes no bit on either.
+// are the ones Kernels.def lists (runtime/math/FusedOps.h, with each op's
+// scalar code, the one table both backends apply).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_RUNTIME_BACKENDS_FUSEDPROGRAM_H
 #define FSDP_RUNTIME_BACKENDS_FUSEDPROGRAM_H
 
+#include "runtime/math/FusedOps.h"
 #include "runtime/support/Status.h"
 #include "runtime/support/TensorRef.h"
 
@@ -23,14 +23,6 @@ namespace fsdp::rt {
 
 /// Values (inputs + op results) a program may have.
 inline constexpr int kMaxFusedValues = 48;
-
-enum FusedOp : int64_t {
-  FusedAdd, FusedSub, FusedMul, FusedDiv, FusedNeg, FusedRelu, FusedExp, FusedLog, FusedSqrt,
-  FusedErf, FusedTanh, FusedSigmoid, FusedReluGrad, FusedErfGrad, FusedTanhGrad,
-  FusedSigmoidGrad, NumFusedOps
-};
-
-inline bool isUnaryFusedOp(int64_t op) { return op >= FusedNeg && op <= FusedSigmoid; }
 
 struct FusedStep {
   int64_t op, a, b; // b is -1 for unary ops

@@ -6,15 +6,15 @@
 // operands from the inputs in place or from earlier ops' results held in
 // stack buffers, and writing a program result straight into its output.
 // Memory traffic is one read of each input and one write of each result,
-// instead of a round trip through memory per op. Every op uses the same
-// scalar math as its unfused kernel (plain IEEE arithmetic,
-// Activations.h), so fusion changes no bit.
+// instead of a round trip through memory per op. Every op is the scalar code
+// of its unfused kernel, from the table both backends share
+// (runtime/math/FusedOps.h), so fusion changes no bit.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/FusedProgram.h"
-#include "runtime/math/Activations.h"
+#include "runtime/math/FusedOps.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 
 #include <algorithm>
@@ -36,24 +36,7 @@ void applyOp(int64_t op, const float *a, const float *b, float *d, int64_t n) {
         d[i] = fn(a[SA * i], b[SB * i]);
     });
   };
-  switch (op) {
-  case FusedAdd: return each([](float x, float y) { return x + y; });
-  case FusedSub: return each([](float x, float y) { return x - y; });
-  case FusedMul: return each([](float x, float y) { return x * y; });
-  case FusedDiv: return each([](float x, float y) { return x / y; });
-  case FusedNeg: return each([](float x, float) { return -x; });
-  case FusedRelu: return each([](float x, float) { return reluOf(x); });
-  case FusedExp: return each([](float x, float) { return expOf(x); });
-  case FusedLog: return each([](float x, float) { return std::log(x); });
-  case FusedSqrt: return each([](float x, float) { return std::sqrt(x); });
-  case FusedErf: return each([](float x, float) { return erfOf(x); });
-  case FusedTanh: return each([](float x, float) { return tanhOf(x); });
-  case FusedSigmoid: return each([](float x, float) { return sigmoidOf(x); });
-  case FusedReluGrad: return each([](float y, float g) { return reluGradOf(y, g); });
-  case FusedErfGrad: return each([](float x, float g) { return erfGradOf(x, g); });
-  case FusedTanhGrad: return each([](float y, float g) { return tanhGradOf(y, g); });
-  case FusedSigmoidGrad: return each([](float y, float g) { return sigmoidGradOf(y, g); });
-  }
+  withFusedOp(op, each);
 }
 
 } // namespace

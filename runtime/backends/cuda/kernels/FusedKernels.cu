@@ -5,13 +5,15 @@
 // thread then runs the whole program for its elements with the values in
 // registers (local memory for long programs), reading each input once and
 // writing each result once. Each op is the scalar code of its unfused
-// kernel (runtime/math/Activations.h), so results are the CPU's bits.
+// kernel, from the table the CPU kernel applies (runtime/math/FusedOps.h),
+// so results are the CPU's bits (log: libdevice's on a GPU, within an ulp
+// of glibc's; the SIMT build calls glibc's).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/FusedProgram.h"
 #include "runtime/backends/cuda/kernels/KernelSupport.cuh"
-#include "runtime/math/Activations.h"
+#include "runtime/math/FusedOps.h"
 
 #include <cmath>
 
@@ -24,25 +26,9 @@ struct FusedOperands {
   float *outputs[kMaxFusedValues];
 };
 
+/// Step k's op on one element (FusedOps.h: the CPU's table).
 __device__ inline float applyFusedOp(int64_t op, float x, float y) {
-  switch (op) {
-  case FusedAdd: return x + y;
-  case FusedSub: return x - y;
-  case FusedMul: return x * y;
-  case FusedDiv: return x / y;
-  case FusedNeg: return -x;
-  case FusedRelu: return reluOf(x);
-  case FusedExp: return expOf(x);
-  case FusedLog: return std::log(x);
-  case FusedSqrt: return std::sqrt(x);
-  case FusedErf: return erfOf(x);
-  case FusedTanh: return tanhOf(x);
-  case FusedSigmoid: return sigmoidOf(x);
-  case FusedReluGrad: return reluGradOf(x, y);
-  case FusedErfGrad: return erfGradOf(x, y);
-  case FusedTanhGrad: return tanhGradOf(x, y);
-  default: return sigmoidGradOf(x, y);
-  }
+  return withFusedOp(op, [&](auto fn) { return fn(x, y); });
 }
 
 __global__ void fusedKernel(FusedProgram p, FusedOperands io) {

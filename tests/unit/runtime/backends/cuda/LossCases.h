@@ -29,9 +29,14 @@ struct LossLayout {
   Dims scores, labels;
 };
 inline const LossLayout kLossLayouts[] = {
-    {{6, 5}, {6}},         {{1, 1}, {1}},         {{3, 4, 7}, {3, 7}},
-    {{2, 11, 3, 5}, {2, 3, 5}}, {{16, 10, 7}, {16, 7}}, {{1000, 37}, {1000}},
-    {{8, 50, 130}, {8, 130}},   {{0, 5}, {0}}};
+    {{6, 5}, {6}},
+    {{1, 1}, {1}},
+    {{3, 4, 7}, {3, 7}},
+    {{2, 11, 3, 5}, {2, 3, 5}},
+    {{16, 10, 7}, {16, 7}},
+    {{1000, 37}, {1000}},     // 37k gradient elements: 145 blocks
+    {{8, 50, 130}, {8, 130}}, // 1040 positions of 50 classes, d = 130
+    {{0, 5}, {0}}};           // an empty batch
 
 /// ints[1..2] of a loss instruction: no ignore_index, a valid class, -100.
 struct IgnoreSetting {

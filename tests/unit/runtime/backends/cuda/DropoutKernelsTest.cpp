@@ -53,6 +53,18 @@ TEST(CudaDropout, StepChangesTheMask) {
   EXPECT_NE(ra.outputs[1].storage, rb.outputs[1].storage);
 }
 
+/// An unplanned mask (null data) is not written; the values are the same.
+TEST(CudaDropout, UnplannedMask) {
+  for (bool training : {true, false}) {
+    KernelCase c(Kernel::Dropout);
+    c.in(uniform(DType::BF16, {3000}, 7)).out(DType::BF16, {3000}).unplanned(DType::Bool, {3000});
+    c.ints = {training, 5};
+    c.floats = {0.4f};
+    c.step = 3;
+    expectSameAsCpu(c, Match::Bits);
+  }
+}
+
 TEST(CudaDropout, InferenceAndRatioZeroPassThrough) {
   expectSameAsCpu(dropoutCase(DType::F32, {513}, 0.5f, false, 1, 1), Match::Bits);
   expectSameAsCpu(dropoutCase(DType::BF16, {513}, 0.0f, true, 1, 1), Match::Bits);
@@ -65,6 +77,8 @@ TEST(CudaDropout, RefusalsAgree) {
   ints.in(uniform(DType::I32, {8}, 1)).out(DType::I32, {8}).out(DType::Bool, {8});
   ints.ints = {1, 0};
   ints.floats = {0.5f};
+  expectSameAsCpu(ints, Match::Bits);
+  ints.ints = {0, 0}; // inference on integers: whatever the CPU does
   expectSameAsCpu(ints, Match::Bits);
   KernelCase badMask(Kernel::Dropout);
   badMask.in(uniform(DType::F32, {8}, 1)).out(DType::F32, {8}).out(DType::F32, {8});

@@ -12,12 +12,13 @@
 // count of the taken positions, exact in any order, so the block's
 // threads count a share each and combine them in a fixed tree; with
 // weights it runs in double over positions in row-major order, as on the
-// CPU, on the block's thread 0 (the CPU's bits need that order).
+// CPU (the CPU's bits need that order; OrderedSum.cuh).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/LossShape.h"
 #include "runtime/backends/cuda/kernels/KernelSupport.cuh"
+#include "runtime/backends/cuda/kernels/OrderedSum.cuh"
 #include "runtime/math/FastMath.h"
 
 FSDP_CUDA_NAMESPACE_BEGIN
@@ -58,21 +59,24 @@ __device__ inline ComputeType<T> blockScale(const GradParams &q, const L *labels
   if (q.reduction == Reduction::Sum)
     return -scalar;
   const int64_t positions = q.shape.n * q.shape.d;
-  __shared__ int64_t counts[kBlockThreads];
-  __shared__ double weightedSum;
-  int64_t count = 0;
-  if (!w) {
-    for (int64_t p = threadIdx.x; p < positions; p += blockDim.x)
-      count += takesLabel(q, static_cast<int64_t>(labels[p]), p, false) ? 1 : 0;
-  } else if (threadIdx.x == 0) {
-    double sum = 0;
-    for (int64_t p = 0; p < positions; ++p) {
-      const int64_t label = static_cast<int64_t>(labels[p]);
-      if (takesLabel(q, label, p, false))
-        sum += load(w + label);
-    }
-    weightedSum = sum;
+  if (w) {
+    double weightSum[1];
+    orderedBlockSums<1>(
+        positions,
+        [&](int64_t p, double(&terms)[1]) {
+          const int64_t label = static_cast<int64_t>(labels[p]);
+          if (!takesLabel(q, label, p, false))
+            return false;
+          terms[0] = load(w + label);
+          return true;
+        },
+        weightSum);
+    return -(scalar / static_cast<C>(weightSum[0]));
   }
+  __shared__ int64_t counts[kBlockThreads];
+  int64_t count = 0;
+  for (int64_t p = threadIdx.x; p < positions; p += blockDim.x)
+    count += takesLabel(q, static_cast<int64_t>(labels[p]), p, false) ? 1 : 0;
   counts[threadIdx.x] = count;
   __syncthreads();
   for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
@@ -81,8 +85,7 @@ __device__ inline ComputeType<T> blockScale(const GradParams &q, const L *labels
     __syncthreads();
   }
   // The count is the CPU's sum of ones in double, exactly.
-  const double weightSum = w ? weightedSum : static_cast<double>(counts[0]);
-  return -(scalar / static_cast<C>(weightSum));
+  return -(scalar / static_cast<C>(static_cast<double>(counts[0])));
 }
 
 /// g at position p (whose label is valid and not ignored).

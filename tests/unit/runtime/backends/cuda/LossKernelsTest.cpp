@@ -4,7 +4,7 @@
 // CPU's: NLL over reductions, class weights, ignore_index (absent, a valid
 // class, -100), the layouts of LossCases.h (up to thousands of positions,
 // an empty batch), f32/f64/f16/bf16 with i32/i64 labels, bit for bit (the
-// sums run in the CPU's order and precision on one thread); a mean over
+// sums run in the CPU's order and precision on one block); a mean over
 // only ignored positions (NaN on both); softmax cross-entropy, which is
 // the CUDA log-softmax then the same NLL, within 1e-6 (1e-14 for f64) of
 // the CPU because log-softmax's log of the row sum is each machine's

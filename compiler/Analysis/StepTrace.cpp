@@ -38,7 +38,7 @@ std::string micros(double seconds) {
 }
 
 const char *streamName(uint8_t stream) {
-  return stream == 0 ? "compute stream" : "communication stream";
+  return stream == 0 ? "compute stream" : stream == 1 ? "communication stream" : "copy stream";
 }
 
 const char *boundName(CostBound bound) {

@@ -75,8 +75,8 @@ private:
   /// updates overwrite their argument's buffer, and a persistent
   /// all-gather writes the gathered buffer its shard argument lies in.
   llvm::DenseMap<Value, uint32_t> inPlace;
-  /// Async collectives, their waiters and the buffers they hold
-  /// (StreamOrder.h); each one's instruction index.
+  /// Async ops (collectives, offload copies), their waiters and the
+  /// buffers they hold (StreamOrder.h); each one's instruction index.
   StreamOrder streams;
   llvm::DenseMap<Operation *, uint32_t> asyncInstruction;
   /// Both by the op they happen at (asking every collective and every held
@@ -89,7 +89,9 @@ private:
   /// communication stream last waited for (a later collective needs no
   /// second wait on it, the stream runs in order).
   std::optional<size_t> lastCompute;
-  int64_t commWaited = -1;
+  /// The compute instruction's event each async stream last waited for (a
+  /// later async op of that stream needs no second wait on it).
+  llvm::DenseMap<int64_t, int64_t> streamWaited;
 };
 
 uint32_t Placer::eventOf(ScheduledInstruction &inst) {
@@ -358,15 +360,20 @@ void Placer::schedule(Operation &op) {
   auto &instructions = out.instructions;
   instructions.push_back({&op});
   ScheduledInstruction &inst = instructions.back();
-  if (streams.collectives.count(&op)) {
-    inst.stream = dist::kCommStream;
+  if (auto async = streams.asyncOps.find(&op); async != streams.asyncOps.end()) {
+    const int64_t stream = async->second.stream;
+    inst.stream = static_cast<uint8_t>(stream);
     asyncInstruction[&op] = instructions.size() - 1;
     if (lastCompute) {
       uint32_t event = eventOf(instructions[*lastCompute]);
-      if (static_cast<int64_t>(event) != commWaited)
+      auto waited = streamWaited.find(stream);
+      if (waited == streamWaited.end() || waited->second != static_cast<int64_t>(event))
         inst.waits.push_back(event);
-      commWaited = event;
+      streamWaited[stream] = event;
     }
+    // Results of the other async stream it reads (scheduled earlier).
+    for (Operation *producer : async->second.waitsFor)
+      inst.waits.push_back(eventOf(instructions[asyncInstruction.lookup(producer)]));
   } else {
     lastCompute = instructions.size() - 1;
     for (Operation *c : waitsAt.lookup(&op))
@@ -420,7 +427,7 @@ void Placer::copyReturnedValues(func::ReturnOp ret) {
     out.buffers.push_back(copy);
     uint32_t target = out.buffers.size() - 1;
     std::vector<uint32_t> waits;
-    for (auto &[c, async] : streams.collectives)
+    for (auto &[c, async] : streams.asyncOps)
       if (!async.waiter && !waitedForAll)
         waits.push_back(eventOf(out.instructions[asyncInstruction.lookup(c)]));
     waitedForAll = true;
@@ -449,7 +456,7 @@ LogicalResult Placer::run() {
   if (failed(findInPlaceUpdates(body)))
     return failure();
   streams = findStreamOrder(body, out.views);
-  for (auto &[c, async] : streams.collectives)
+  for (auto &[c, async] : streams.asyncOps)
     if (async.waiter)
       waitsAt[async.waiter].push_back(c);
   for (auto &[owner, until] : streams.heldUntil)
@@ -477,7 +484,7 @@ LogicalResult Placer::run() {
   out.hostBytes = hostTop;
   out.arenaBytes = ArenaAllocator::align(arena.peak());
   out.arenaLowerBound = arena.peakLive();
-  out.numStreams = streams.collectives.empty() ? 1 : 2;
+  out.numStreams = streams.numStreams;
   return success();
 }
 

@@ -1,10 +1,13 @@
-//===- StreamOrder.cpp - how async collectives meet the compute stream ----===//
+//===- StreamOrder.cpp - how async streams meet the compute stream --------===//
 //
-// One walk in program order keeps the collectives not yet waited for; each
-// compute op that reads one's result or operand owners becomes its waiter.
-// Completion points then run backwards (the earliest waiter of this or any
-// later collective), and each owner a collective uses is held until the
-// later of its last compute reader and that point.
+// One walk in program order keeps the async ops not yet waited for; each
+// compute op that reads one's result or operand owners becomes its waiter,
+// and each async op that reads a result of the other async stream records
+// the wait. Completion points then run backwards (the earliest of its own
+// waiter, the completion of the next op of its stream, and that of any
+// async op of the other stream that waited for it), and each owner an
+// async op uses is held until the later of its last compute reader and
+// that point.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +19,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -23,52 +27,83 @@ using namespace mlir;
 
 namespace fsdp {
 
-bool isAsyncCollective(Operation *op) {
+int64_t asyncStreamOf(Operation *op) {
   auto stream = op->getAttrOfType<IntegerAttr>(dist::kStreamAttr);
-  return stream && stream.getInt() == dist::kCommStream;
+  if (!stream)
+    return dist::kComputeStream;
+  const int64_t s = stream.getInt();
+  return s == dist::kCommStream || s == dist::kCopyStream ? s : dist::kComputeStream;
 }
 
 StreamOrder findStreamOrder(Block &body, const BufferViews &views) {
   StreamOrder order;
-  auto &asyncOps = order.collectives;
+  auto &asyncOps = order.asyncOps;
   auto &heldUntil = order.heldUntil;
   llvm::DenseMap<Operation *, size_t> position;
   for (Operation &op : body)
     position[&op] = position.size();
+  // The op of a stream known complete first: null is never (the end).
+  auto earlier = [&](Operation *a, Operation *b) {
+    if (!a)
+      return b;
+    if (!b)
+      return a;
+    return position[a] < position[b] ? a : b;
+  };
   std::vector<Operation *> pending;
+  llvm::DenseMap<Operation *, llvm::SmallVector<Operation *>> waitedBy;
   for (Operation &op : body.without_terminator()) {
     if (views.isView(&op) || isa<nn::ConstantOp>(op))
       continue;
-    if (isAsyncCollective(&op)) {
-      AsyncCollective &async = asyncOps[&op];
-      for (Value v : op.getOperands())
-        async.roots.push_back(views.rootOf(v));
-      async.roots.append(op.result_begin(), op.result_end());
-      pending.push_back(&op);
-      continue;
-    }
-    // The communication stream runs in order, so only compute ops wait.
     llvm::SmallDenseSet<Value> reads;
     for (Value v : op.getOperands())
       reads.insert(views.rootOf(v));
+    if (int64_t stream = asyncStreamOf(&op)) {
+      AsyncOp &async = asyncOps[&op];
+      async.stream = stream;
+      for (Value v : op.getOperands())
+        async.roots.push_back(views.rootOf(v));
+      async.roots.append(op.result_begin(), op.result_end());
+      // A result of the other async stream is ready only once that op is.
+      for (Operation *c : pending) {
+        if (asyncOps[c].stream == stream)
+          continue;
+        if (llvm::any_of(c->getResults(), [&](Value r) { return reads.count(r); })) {
+          async.waitsFor.push_back(c);
+          waitedBy[c].push_back(&op);
+        }
+      }
+      pending.push_back(&op);
+      continue;
+    }
+    // Async streams run in order, so only compute ops wait here.
     llvm::erase_if(pending, [&](Operation *c) {
-      AsyncCollective &async = asyncOps[c];
+      AsyncOp &async = asyncOps[c];
       if (llvm::none_of(async.roots, [&](Value r) { return reads.count(r); }))
         return false;
       async.waiter = &op;
       return true;
     });
   }
-  Operation *earliest = nullptr;
+  // Completion, backwards: a later op of the same stream completes after
+  // this one, and so does an op of the other stream that waited for it.
+  llvm::DenseMap<int64_t, Operation *> laterComplete;
+  llvm::DenseMap<int64_t, bool> seen;
   for (auto it = asyncOps.rbegin(); it != asyncOps.rend(); ++it) {
-    Operation *done = it->second.waiter;
-    if (earliest && (!done || position[earliest] < position[done]))
-      done = earliest;
-    it->second.complete = earliest = done;
+    AsyncOp &async = it->second;
+    Operation *done = async.waiter;
+    if (seen[async.stream])
+      done = earlier(done, laterComplete[async.stream]);
+    for (Operation *consumer : waitedBy.lookup(it->first))
+      done = earlier(done, asyncOps[consumer].complete);
+    async.complete = done;
+    laterComplete[async.stream] = done;
+    seen[async.stream] = true;
+    order.numStreams = std::max<unsigned>(order.numStreams, async.stream + 1);
   }
-  // Operand owners (and unread results) stay allocated until the
-  // collective is known complete: the later of their last compute reader
-  // and that point, or for good when nothing waits for it.
+  // Operand owners (and unread results) stay allocated until the op is
+  // known complete: the later of their last compute reader and that point,
+  // or for good when nothing waits for it.
   for (auto &[op, async] : asyncOps) {
     auto extend = [&, waiter = async.complete](Value owner) {
       std::optional<Operation *> current;

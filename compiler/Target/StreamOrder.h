@@ -1,15 +1,20 @@
-//===- StreamOrder.h - how async collectives meet the compute stream ------===//
+//===- StreamOrder.h - how async streams meet the compute stream ----------===//
 //
-// A collective marked `fsdp.stream = 1` (compiler/Transforms/
-// ScheduleCollectives.h) runs on the communication stream, which executes
-// in plan order on its own. The plan orders it against the compute stream
+// A collective marked `fsdp.stream = 1` runs on the communication stream and
+// an offload copy marked `fsdp.stream = 2` on the copy stream
+// (compiler/Transforms/ScheduleCollectives.h); each stream executes in plan
+// order on its own. The plan orders an async op against the compute stream
 // with two events: it starts once every compute instruction before it is
 // done (the emitter makes it wait for the last one), and its waiter, the
 // first compute op that reads its result or touches its operands, waits for
-// it. In between, the compute stream must not reuse the bytes it reads or
-// writes, so this analysis also says how long each buffer owner it uses
-// stays allocated: until the collective is known complete, which is its
-// own waiter or that of any later collective (the stream runs in order).
+// it. An async op that reads the result of an async op on the other async
+// stream (a gather of a shard just copied to the device, a host copy of a
+// reduced gradient) also waits for that op's event. In between, the
+// compute stream must not reuse the bytes an async op reads or writes, so
+// this analysis also says how long each buffer owner it uses stays
+// allocated: until the op is known complete, which is its own waiter's
+// point, that of any later op of its stream (a stream runs in order), or
+// that of an async op of the other stream that waited for it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,7 +30,9 @@
 
 namespace fsdp {
 
-struct AsyncCollective {
+struct AsyncOp {
+  /// The stream it runs on (dist::kCommStream or dist::kCopyStream).
+  int64_t stream = 0;
   /// The first compute op that reads its result or touches its operands
   /// (null: nothing does; the end of the step drains the stream).
   mlir::Operation *waiter = nullptr;
@@ -33,18 +40,22 @@ struct AsyncCollective {
   mlir::Operation *complete = nullptr;
   /// The owners of its operands' bytes, and its results.
   llvm::SmallVector<mlir::Value> roots;
+  /// Async ops of the other stream whose results it reads: it waits for them.
+  llvm::SmallVector<mlir::Operation *> waitsFor;
 };
 
 struct StreamOrder {
-  /// The async collectives in program order.
-  llvm::MapVector<mlir::Operation *, AsyncCollective> collectives;
-  /// Buffer owners an async collective uses past their last compute
-  /// reader: the op after which they are released (null: never).
+  /// The async ops in program order.
+  llvm::MapVector<mlir::Operation *, AsyncOp> asyncOps;
+  /// Buffer owners an async op uses past their last compute reader: the op
+  /// after which they are released (null: never).
   llvm::DenseMap<mlir::Value, mlir::Operation *> heldUntil;
+  /// The number of streams the plan needs (1 + the highest stream used).
+  unsigned numStreams = 1;
 };
 
-/// Whether `op` runs on the communication stream.
-bool isAsyncCollective(mlir::Operation *op);
+/// The stream `op` runs on asynchronously, or 0 (the compute stream).
+int64_t asyncStreamOf(mlir::Operation *op);
 
 /// Analyzes `body` (views as findBufferViews found them).
 StreamOrder findStreamOrder(mlir::Block &body, const BufferViews &views);

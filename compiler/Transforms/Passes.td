@@ -296,7 +296,8 @@ def ScheduleCollectivesPass
                 "non-root units in full";
   let description = [{
     Every fsdp collective gets `fsdp.stream = 1` (the communication stream,
-    asynchronous); the all-gather of the unit `prefetch` places ahead is
+    asynchronous) and every offload copy (`fsdp.to_device`, `fsdp.to_host`)
+    `fsdp.stream = 2` (the copy stream); the all-gather of the unit `prefetch` places ahead is
     issued when a unit starts, unless `limit-all-gathers` non-root units are
     already in full; optimizer updates move up behind the next reduction.
     Only positions and streams change, so the step computes the same bits.

@@ -280,11 +280,16 @@ void Scheduler::overlapOptimizer() {
 }
 
 void Scheduler::run() {
-  // Every collective runs on the communication stream.
+  // Every collective runs on the communication stream, and every offload
+  // copy (--offload=cpu) on the copy stream, so host transfers overlap
+  // compute and collectives; a to_device moves up with the gather that
+  // reads it (prefetch below), a to_host runs while the backward goes on.
   OpBuilder b(step.getContext());
   step.walk([&](Operation *op) {
     if (isa<dist::AllGatherOp, dist::ReduceScatterOp, dist::AllReduceOp>(op))
       op->setAttr(dist::kStreamAttr, b.getI64IntegerAttr(dist::kCommStream));
+    else if (isa<dist::ToDeviceOp, dist::ToHostOp>(op))
+      op->setAttr(dist::kStreamAttr, b.getI64IntegerAttr(dist::kCopyStream));
   });
   // The loss: what the averaged loss all-reduce that the step returns reads.
   Operation *ret = body.getTerminator();

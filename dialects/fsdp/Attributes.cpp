@@ -36,7 +36,7 @@ struct Known {
 std::optional<Known> lookup(StringRef name) {
   return llvm::StringSwitch<std::optional<Known>>(name)
       .Cases(kWorldSizeAttr, kCheckpointChoiceAttr, Known{Place::Operation, "the module"})
-      .Case(kStreamAttr, Known{Place::Operation, "an fsdp collective"})
+      .Case(kStreamAttr, Known{Place::Operation, "an fsdp collective or offload copy"})
       .Case(kRecomputeAttr, Known{Place::Operation, "an operation"})
       .Cases(kUnitAttr, kHostAttr, Known{Place::Argument, "a function argument"})
       .Default(std::nullopt);
@@ -51,7 +51,7 @@ LogicalResult verifyPlace(Operation *op, NamedAttribute attr, Place found) {
     return op->emitError("unknown fsdp attribute '") << name << "'";
   bool right = known->place == found;
   if (right && name == kStreamAttr)
-    right = isa<AllGatherOp, ReduceScatterOp, AllReduceOp>(op);
+    right = isa<AllGatherOp, ReduceScatterOp, AllReduceOp, ToDeviceOp, ToHostOp>(op);
   else if (right && (name == kWorldSizeAttr || name == kCheckpointChoiceAttr))
     right = isa<ModuleOp>(op);
   if (right)
@@ -174,11 +174,15 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op, NamedAttribut
     if (!isa<StringAttr>(value))
       return op->emitError("'") << name << "' must be a string, not " << value;
   } else if (name == kStreamAttr) {
+    // Collectives run on the communication stream, offload copies on the
+    // copy stream; either may stay on the compute stream.
     IntegerAttr stream = getI64(value);
-    if (!stream || (stream.getInt() != kComputeStream && stream.getInt() != kCommStream))
+    const bool copy = isa<ToDeviceOp, ToHostOp>(op);
+    const int64_t async = copy ? kCopyStream : kCommStream;
+    if (!stream || (stream.getInt() != kComputeStream && stream.getInt() != async))
       return op->emitError("'") << name << "' must be the i64 stream " << kComputeStream
-                                << " (compute) or " << kCommStream << " (communication), not "
-                                << value;
+                                << " (compute) or " << async
+                                << (copy ? " (copy)" : " (communication)") << ", not " << value;
   } else if (!getName(value)) { // kRecomputeAttr
     return op->emitError("'") << name << "' must name a block (a non-empty string), not " << value;
   }

@@ -37,12 +37,14 @@ namespace fsdp::dist {
 inline constexpr llvm::StringLiteral kUnitAttr = "fsdp.unit";
 /// On the module: the world size (a positive i64) the step was sharded for.
 inline constexpr llvm::StringLiteral kWorldSizeAttr = "fsdp.world_size";
-/// On an fsdp collective: the stream it runs on (i64, kComputeStream or
-/// kCommStream; absent: the compute stream, synchronously in program order).
+/// On an fsdp collective or offload copy: the stream it runs on (i64:
+/// kComputeStream, kCommStream for collectives, kCopyStream for to_device
+/// and to_host; absent: the compute stream, synchronously in program order).
 inline constexpr llvm::StringLiteral kStreamAttr = "fsdp.stream";
-/// The stream values of `fsdp.stream`: the plan has these two streams.
+/// The stream values of `fsdp.stream`: a plan has at most these three.
 inline constexpr int64_t kComputeStream = 0;
 inline constexpr int64_t kCommStream = 1;
+inline constexpr int64_t kCopyStream = 2;
 /// On an op: a recomputed clone, naming (a non-empty string) the block whose
 /// activation it recomputes (compiler/Transforms/RecomputeActivations.h).
 inline constexpr llvm::StringLiteral kRecomputeAttr = "fsdp.recompute";

@@ -357,17 +357,20 @@ Status checkParameter(const plan::Parameter &param, size_t index, const plan::Pl
 
 } // namespace
 
-/// Streams and events: the runtime has a compute stream (0) and a
+/// Streams and events: the runtime has a compute stream (0), a
 /// communication stream (1) that runs only collectives, and then runs every
-/// collective (one thread per rank uses the communicators). Each waited
-/// event is signalled by exactly one instruction of the other stream, and
-/// running both streams in plan order, each instruction once its events are
-/// signalled, reaches the end (no wait that can never be satisfied).
+/// collective (one thread per rank uses the communicators), and a copy
+/// stream (2) that runs only copies (--offload=cpu's host transfers). Each
+/// waited event is signalled by exactly one instruction of another stream,
+/// and running the streams in plan order, each instruction once its events
+/// are signalled, reaches the end (no wait that can never be satisfied).
 static Status checkStreams(const plan::Plan &plan, const std::string &path) {
   size_t numInstructions = count(plan.instructions());
-  if (plan.num_streams() > 2)
+  constexpr int kStreams = 3;
+  if (plan.num_streams() > kStreams)
     return Status::error(cat(path, ": plan has ", int(plan.num_streams()),
-                             " streams; the runtime runs at most 2 (compute, communication)"));
+                             " streams; the runtime runs at most 3 (compute, communication, "
+                             "copy)"));
   std::vector<int64_t> signaller(plan.num_events(), -1);
   bool hasComm = false;
   for (size_t i = 0; i < numInstructions; ++i) {
@@ -376,6 +379,9 @@ static Status checkStreams(const plan::Plan &plan, const std::string &path) {
     if (inst.stream() == 1 && !isCollective(static_cast<uint16_t>(inst.kernel())))
       return Status::error(cat(path, ": instruction ", i, " (", kernelName(static_cast<uint16_t>(inst.kernel())),
                                ") is on the communication stream but is no collective"));
+    if (inst.stream() == 2 && inst.kernel() != plan::Kernel::Copy)
+      return Status::error(cat(path, ": instruction ", i, " (", kernelName(static_cast<uint16_t>(inst.kernel())),
+                               ") is on the copy stream but is no copy"));
     if (inst.signal_event() < 0)
       continue;
     int64_t &first = signaller[inst.signal_event()];
@@ -400,12 +406,12 @@ static Status checkStreams(const plan::Plan &plan, const std::string &path) {
                                  " of its own stream"));
     }
   }
-  // The two queues, run in plan order.
+  // The queues, run in plan order.
   std::vector<uint8_t> signaled(plan.num_events(), 0);
-  std::vector<size_t> queue[2];
+  std::vector<size_t> queue[kStreams];
   for (size_t i = 0; i < numInstructions; ++i)
-    queue[plan.instructions()->Get(i)->stream() == 0 ? 0 : 1].push_back(i);
-  size_t head[2] = {0, 0};
+    queue[plan.instructions()->Get(i)->stream()].push_back(i);
+  size_t head[kStreams] = {0, 0, 0};
   auto ready = [&](size_t i) {
     const plan::Instruction &inst = *plan.instructions()->Get(i);
     for (size_t w = 0; w < count(inst.wait_events()); ++w)
@@ -415,7 +421,7 @@ static Status checkStreams(const plan::Plan &plan, const std::string &path) {
   };
   for (bool progress = true; progress;) {
     progress = false;
-    for (int q = 0; q < 2; ++q)
+    for (int q = 0; q < kStreams; ++q)
       while (head[q] < queue[q].size() && ready(queue[q][head[q]])) {
         int32_t e = plan.instructions()->Get(queue[q][head[q]])->signal_event();
         if (e >= 0)
@@ -424,7 +430,7 @@ static Status checkStreams(const plan::Plan &plan, const std::string &path) {
         progress = true;
       }
   }
-  for (int q = 0; q < 2; ++q)
+  for (int q = 0; q < kStreams; ++q)
     if (head[q] < queue[q].size())
       return Status::error(cat(path, ": the streams deadlock: instruction ", queue[q][head[q]],
                                " (stream ", q, ") waits for an event that is never signalled "

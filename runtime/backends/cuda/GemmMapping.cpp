@@ -10,15 +10,14 @@
 
 #include "runtime/backends/cuda/GemmMapping.h"
 
+#include "runtime/backends/MatMulShape.h"
+
 #include <algorithm>
 
 namespace fsdp::rt::cuda {
 namespace {
 
-struct Product {
-  int64_t m = 0, n = 0, k = 0;
-  bool transA = false, transB = false;
-};
+using Product = MatMulShape;
 
 /// The column-major call of one row-major product (file comment).
 ColumnMajorGemm columnMajor(const Product &p, double alpha, double beta) {
@@ -41,32 +40,6 @@ ColumnMajorGemm columnMajor(const Product &p, double alpha, double beta) {
   return g;
 }
 
-/// Batch strides in elements, whole matrices per step, 0 for a broadcast
-/// operand: operand 0 out, 1 a, 2 b.
-StridedLayout<3> batchLayout(const TensorRef &a, const TensorRef &b, const TensorRef &out,
-                             int batchRank, const Product &p) {
-  StridedLayout<3> layout;
-  layout.rank = batchRank;
-  const TensorRef *operands[3] = {&out, &a, &b};
-  const int64_t matrixSize[3] = {p.m * p.n, p.m * p.k, p.k * p.n};
-  for (int op = 0; op < 3; ++op) {
-    const TensorRef &t = *operands[op];
-    const int tBatchRank = op == 0 ? batchRank : (t.rank == 1 ? 0 : t.rank - 2);
-    int64_t stride = matrixSize[op];
-    for (int d = batchRank - 1; d >= 0; --d) {
-      const int td = d - (batchRank - tBatchRank);
-      const bool present = td >= 0 && t.dims[td] != 1;
-      layout.strides[op][d] = present ? stride : 0;
-      if (td >= 0)
-        stride *= t.dims[td];
-    }
-  }
-  for (int d = 0; d < batchRank; ++d)
-    layout.dims[d] = out.dims[d];
-  layout.coalesce();
-  return layout;
-}
-
 /// A one-position outer loop at offset 0.
 StridedLayout<3> single() {
   StridedLayout<3> one;
@@ -79,24 +52,10 @@ StridedLayout<3> single() {
 
 Status mapMatMul(const TensorRef &a, const TensorRef &b, const TensorRef &out, bool transA,
                  bool transB, GemmMapping &mapping) {
-  if (a.rank < 1 || b.rank < 1)
-    return Status::error("matmul: operands must have rank >= 1");
-  if ((transA && a.rank < 2) || (transB && b.rank < 2))
-    return Status::error("matmul: a transposed operand must have rank >= 2");
-  Product p;
-  p.transA = transA;
-  p.transB = transB;
-  p.m = a.rank == 1 ? 1 : a.dims[a.rank - (transA ? 1 : 2)];
-  p.k = a.dims[a.rank - (transA ? 2 : 1)];
-  p.n = b.rank == 1 ? 1 : b.dims[b.rank - (transB ? 2 : 1)];
-  const int64_t bK = b.rank == 1 ? b.dims[0] : b.dims[b.rank - (transB ? 1 : 2)];
-  if (bK != p.k)
-    return Status::error("matmul: contracting dimensions differ");
-  const int batchRank = out.rank - (a.rank == 1 ? 0 : 1) - (b.rank == 1 ? 0 : 1);
-  if (batchRank < std::max(a.rank - 2, b.rank - 2))
-    return Status::error(cat("matmul: result rank ", out.rank, " is too small for the operands"));
-
-  StridedLayout<3> batch = batchLayout(a, b, out, batchRank, p);
+  MatMulShape shape;
+  FSDP_RETURN_IF_ERROR(matmulShape(a, b, out, transA, transB, shape));
+  const Product &p = shape;
+  const StridedLayout<3> batch = matmulBatchLayout(a, b, out, shape);
   // Coalescing leaves one dim of 1 for no batch at all.
   const int inner = batch.rank - 1;
   if (batch.rank == 1 && !p.transA && batch.strides[2][0] == 0 &&

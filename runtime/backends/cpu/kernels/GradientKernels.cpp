@@ -18,6 +18,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
+#include "runtime/backends/ReductionSpace.h"
 #include "runtime/math/Activations.h"
 
 #include <algorithm>
@@ -369,30 +370,12 @@ Status reduceMaxGrad(const TensorRef &x, const TensorRef &y, const TensorRef &dy
   FSDP_RETURN_IF_ERROR(requireSameType("reduce_max_grad", y, dy));
   if (y.dtype != x.dtype)
     return Status::error("reduce_max_grad: y must have x's element type");
-  bool reduced[kMaxRank] = {};
-  for (int i = 0; i < count; ++i) {
-    if (axes[i] < 0 || axes[i] >= x.rank || (i > 0 && axes[i] <= axes[i - 1]))
-      return Status::error(
-          cat("reduce_max_grad: axes must be sorted, unique and in [0, ", x.rank, ")"));
-    reduced[axes[i]] = true;
-  }
-  // x's dims split into the kept space (y's row-major order) and the
-  // reduced one, as ReductionKernels.cpp splits them.
-  int64_t strides[kMaxRank];
-  contiguousStrides(x, strides);
-  StridedLayout<1> kept, red;
-  for (int d = 0; d < x.rank; ++d) {
-    StridedLayout<1> &space = reduced[d] ? red : kept;
-    space.dims[space.rank] = x.dims[d];
-    space.strides[0][space.rank++] = strides[d];
-  }
-  if (kept.numElements() != y.numElements())
-    return Status::error(cat("reduce_max_grad: y has ", y.numElements(), " elements, expected ",
-                             kept.numElements()));
+  ReductionSpace space;
+  FSDP_RETURN_IF_ERROR(
+      reductionSpace("reduce_max_grad", x, axes, count, y.numElements(), space));
+  const StridedLayout<1> &kept = space.kept, &red = space.reduced;
   if (x.numElements() == 0)
     return Status::ok();
-  kept.coalesce();
-  red.coalesce();
   return dispatchFloat(
       x.dtype, [&](auto tag) { reduceMaxGradImpl<decltype(tag)>(x, y, dy, kept, red, dx); },
       "reduce_max_grad");

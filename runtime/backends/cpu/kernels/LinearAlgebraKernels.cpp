@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/MatMulShape.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 
 #include <cblas.h>
@@ -133,37 +134,16 @@ Status checkSameDType(const char *op, const TensorRef &a, const TensorRef &b,
   return Status::ok();
 }
 
-/// The batch loop of matmul: operand 0 is out, 1 is a, 2 is b; strides are
-/// in elements and count whole matrices (0 where an operand broadcasts).
-StridedLayout<3> batchLayout(const TensorRef &a, const TensorRef &b, const TensorRef &out,
-                             int batchRank, const ProductShape &s) {
-  StridedLayout<3> layout;
-  layout.rank = batchRank;
-  const TensorRef *operands[3] = {&out, &a, &b};
-  const int64_t matrixSize[3] = {s.m * s.n, s.m * s.k, s.k * s.n};
-  for (int op = 0; op < 3; ++op) {
-    const TensorRef &t = *operands[op];
-    // A 1-D operand has no batch dims; otherwise its last two are the matrix.
-    const int tBatchRank = op == 0 ? batchRank : (t.rank == 1 ? 0 : t.rank - 2);
-    int64_t stride = matrixSize[op];
-    for (int d = batchRank - 1; d >= 0; --d) {
-      const int td = d - (batchRank - tBatchRank);
-      const bool present = td >= 0 && t.dims[td] != 1;
-      layout.strides[op][d] = present ? stride : 0;
-      if (td >= 0)
-        stride *= t.dims[td];
-    }
-  }
-  for (int d = 0; d < batchRank; ++d)
-    layout.dims[d] = out.dims[d];
-  layout.coalesce();
-  return layout;
-}
-
 template <typename T>
-void batchedMatmul(const TensorRef &a, const TensorRef &b, const TensorRef &out, int batchRank,
-                   ProductShape s) {
-  StridedLayout<3> layout = batchLayout(a, b, out, batchRank, s);
+void batchedMatmul(const TensorRef &a, const TensorRef &b, const TensorRef &out,
+                   const MatMulShape &shape) {
+  const StridedLayout<3> layout = matmulBatchLayout(a, b, out, shape);
+  ProductShape s;
+  s.m = shape.m;
+  s.n = shape.n;
+  s.k = shape.k;
+  s.transA = shape.transA;
+  s.transB = shape.transB;
   const T *aData = a.as<T>();
   const T *bData = b.as<T>();
   T *outData = out.as<T>();
@@ -189,26 +169,10 @@ void batchedMatmul(const TensorRef &a, const TensorRef &b, const TensorRef &out,
 Status matmul(const TensorRef &a, const TensorRef &b, const TensorRef &out, bool transA,
               bool transB) {
   FSDP_RETURN_IF_ERROR(checkSameDType("matmul", a, b, out));
-  if (a.rank < 1 || b.rank < 1)
-    return Status::error("matmul: operands must have rank >= 1");
-  if ((transA && a.rank < 2) || (transB && b.rank < 2))
-    return Status::error("matmul: a transposed operand must have rank >= 2");
-  // 1-D promotion: a vector lhs is one row, a vector rhs one column. A
-  // transposed operand stores each matrix with its last two dims swapped.
-  ProductShape s;
-  s.transA = transA;
-  s.transB = transB;
-  s.m = a.rank == 1 ? 1 : a.dims[a.rank - (transA ? 1 : 2)];
-  s.k = a.dims[a.rank - (transA ? 2 : 1)];
-  s.n = b.rank == 1 ? 1 : b.dims[b.rank - (transB ? 2 : 1)];
-  const int64_t bK = b.rank == 1 ? b.dims[0] : b.dims[b.rank - (transB ? 1 : 2)];
-  if (bK != s.k)
-    return Status::error("matmul: contracting dimensions differ");
-  const int batchRank = out.rank - (a.rank == 1 ? 0 : 1) - (b.rank == 1 ? 0 : 1);
-  if (batchRank < std::max(a.rank - 2, b.rank - 2))
-    return Status::error(cat("matmul: result rank ", out.rank, " is too small for the operands"));
+  MatMulShape shape;
+  FSDP_RETURN_IF_ERROR(matmulShape(a, b, out, transA, transB, shape));
   return dispatchNumeric(
-      out.dtype, [&](auto tag) { batchedMatmul<decltype(tag)>(a, b, out, batchRank, s); }, "matmul");
+      out.dtype, [&](auto tag) { batchedMatmul<decltype(tag)>(a, b, out, shape); }, "matmul");
 }
 
 Status gemm(const TensorRef &a, const TensorRef &b, const TensorRef *c, float alpha, float beta,

@@ -15,6 +15,7 @@
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/math/OptimizerUpdate.h"
+#include "runtime/backends/OptimizerOperands.h"
 
 #include <cmath>
 
@@ -22,20 +23,6 @@ namespace fsdp::rt::cpu {
 namespace {
 
 constexpr DTypeSet kOptimizerTypes = bitOf(DType::F32) | bitOf(DType::F64);
-
-Status requireLike(const char *op, const char *what, const TensorRef &t, const TensorRef &param) {
-  if (t.dtype == param.dtype && t.numElements() == param.numElements())
-    return Status::ok();
-  return Status::error(cat(op, ": ", what, " must have the parameter's type (",
-                           dtypeName(param.dtype), " x ", param.numElements(), "), not ",
-                           dtypeName(t.dtype), " x ", t.numElements()));
-}
-
-Status readScalar(const char *op, const char *what, const TensorRef &t, DType dtype) {
-  if (t.dtype == dtype && t.numElements() == 1 && t.data)
-    return Status::ok();
-  return Status::error(cat(op, ": ", what, " must be a ", dtypeName(dtype), " scalar"));
-}
 
 /// One AdamW pass: the step's scalars and the operands.
 template <typename T> struct AdamWStep {
@@ -124,14 +111,8 @@ Status adamw(const TensorRef &param, const TensorRef &grad, const TensorRef &exp
              const AdamWConfig &config, const TensorRef &paramOut, const TensorRef &expAvgOut,
              const TensorRef &expAvgSqOut) {
   const char *op = "adamw";
-  FSDP_RETURN_IF_ERROR(requireLike(op, "grad", grad, param));
-  FSDP_RETURN_IF_ERROR(requireLike(op, "exp_avg", expAvg, param));
-  FSDP_RETURN_IF_ERROR(requireLike(op, "exp_avg_sq", expAvgSq, param));
-  FSDP_RETURN_IF_ERROR(requireLike(op, "the updated parameter", paramOut, param));
-  FSDP_RETURN_IF_ERROR(requireLike(op, "the updated exp_avg", expAvgOut, param));
-  FSDP_RETURN_IF_ERROR(requireLike(op, "the updated exp_avg_sq", expAvgSqOut, param));
-  FSDP_RETURN_IF_ERROR(readScalar(op, "lr", lr, DType::F64));
-  FSDP_RETURN_IF_ERROR(readScalar(op, "step", step, DType::I64));
+  FSDP_RETURN_IF_ERROR(checkAdamWOperands(param, grad, expAvg, expAvgSq, lr, step, paramOut,
+                                          expAvgOut, expAvgSqOut));
   const int64_t stepNumber = *step.as<const int64_t>();
   if (stepNumber < 1)
     return Status::error(cat(op, ": step ", stepNumber, " (steps count from 1)"));
@@ -149,15 +130,8 @@ Status sgd(const TensorRef &param, const TensorRef &grad, const TensorRef *momen
            const TensorRef &lr, const SgdConfig &config, const TensorRef &paramOut,
            const TensorRef *bufferOut) {
   const char *op = "sgd";
-  FSDP_RETURN_IF_ERROR(requireLike(op, "grad", grad, param));
-  FSDP_RETURN_IF_ERROR(requireLike(op, "the updated parameter", paramOut, param));
-  if ((momentumBuffer == nullptr) != (bufferOut == nullptr))
-    return Status::error("sgd: the momentum buffer needs both its operand and its result");
-  if (momentumBuffer) {
-    FSDP_RETURN_IF_ERROR(requireLike(op, "momentum_buffer", *momentumBuffer, param));
-    FSDP_RETURN_IF_ERROR(requireLike(op, "the updated momentum_buffer", *bufferOut, param));
-  }
-  FSDP_RETURN_IF_ERROR(readScalar(op, "lr", lr, DType::F64));
+  FSDP_RETURN_IF_ERROR(
+      checkSgdOperands(param, grad, momentumBuffer, lr, paramOut, bufferOut));
   const double learningRate = *lr.as<const double>();
   return dispatch<kOptimizerTypes>(
       param.dtype,

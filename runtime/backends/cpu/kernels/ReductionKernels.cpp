@@ -30,6 +30,7 @@
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/math/Reducer.h"
+#include "runtime/backends/ReductionSpace.h"
 
 #include <algorithm>
 #include <cmath>
@@ -138,36 +139,14 @@ Status reduce(ReduceKind kind, const TensorRef &in, const int64_t *axes, int cou
               const TensorRef &out) {
   if (in.dtype != out.dtype)
     return Status::error("reduce: result must have the input's element type");
-  bool reduced[kMaxRank] = {};
-  for (int i = 0; i < count; ++i) {
-    if (axes[i] < 0 || axes[i] >= in.rank || (i > 0 && axes[i] <= axes[i - 1]))
-      return Status::error(cat("reduce: axes must be sorted, unique and in [0, ", in.rank, ")"));
-    reduced[axes[i]] = true;
-  }
-  // Split the dims into the two iteration spaces (input strides).
-  int64_t strides[kMaxRank];
-  contiguousStrides(in, strides);
-  StridedLayout<1> kept, red;
-  int64_t reducedCount = 1;
-  int innermost = -1; // the innermost dim that is not size 1
-  for (int d = 0; d < in.rank; ++d) {
-    StridedLayout<1> &space = reduced[d] ? red : kept;
-    space.dims[space.rank] = in.dims[d];
-    space.strides[0][space.rank++] = strides[d];
-    if (reduced[d])
-      reducedCount *= in.dims[d];
-    if (in.dims[d] != 1)
-      innermost = d;
-  }
-  if (kept.numElements() != out.numElements())
-    return Status::error(cat("reduce: result has ", out.numElements(), " elements, expected ",
-                             kept.numElements()));
+  ReductionSpace space;
+  FSDP_RETURN_IF_ERROR(reductionSpace("reduce", in, axes, count, out.numElements(), space));
+  const StridedLayout<1> &kept = space.kept, &red = space.reduced;
+  const int64_t reducedCount = space.reducedCount;
   const bool isInt = !isFloat(in.dtype);
   if (kind == ReduceKind::Mean && isInt && reducedCount == 0 && kept.numElements() > 0)
     return Status::error("reduce: integer mean over an empty set of elements");
-  kept.coalesce();
-  red.coalesce();
-  const bool runsInnermost = innermost < 0 || reduced[innermost];
+  const bool runsInnermost = space.runsInnermost;
 
   auto run = [&](auto kindTag, auto tag) {
     constexpr ReduceKind Kind = decltype(kindTag)::value;

@@ -16,6 +16,7 @@
 
 #include "runtime/backends/cuda/kernels/KernelSupport.cuh"
 #include "runtime/math/OptimizerUpdate.h"
+#include "runtime/backends/OptimizerOperands.h"
 
 
 FSDP_CUDA_NAMESPACE_BEGIN
@@ -46,20 +47,6 @@ __global__ void sgdKernel(SgdHyper hyper, const double *lr, const T *p, const T 
   }
 }
 
-Status requireLike(const char *op, const char *what, const TensorRef &t, const TensorRef &param) {
-  if (t.dtype == param.dtype && t.numElements() == param.numElements())
-    return Status::ok();
-  return Status::error(cat(op, ": ", what, " must have the parameter's type (",
-                           dtypeName(param.dtype), " x ", param.numElements(), "), not ",
-                           dtypeName(t.dtype), " x ", t.numElements()));
-}
-
-Status requireScalar(const char *op, const char *what, const TensorRef &t, DType dtype) {
-  if (t.dtype == dtype && t.numElements() == 1 && t.data)
-    return Status::ok();
-  return Status::error(cat(op, ": ", what, " must be a ", dtypeName(dtype), " scalar"));
-}
-
 } // namespace
 
 Status adamw(const KernelContext &ctx, const TensorRef &param, const TensorRef &grad,
@@ -67,14 +54,8 @@ Status adamw(const KernelContext &ctx, const TensorRef &param, const TensorRef &
              const TensorRef &step, const AdamWConfig &config, const TensorRef &paramOut,
              const TensorRef &expAvgOut, const TensorRef &expAvgSqOut) {
   const char *op = "adamw";
-  FSDP_RETURN_IF_ERROR(requireLike(op, "grad", grad, param));
-  FSDP_RETURN_IF_ERROR(requireLike(op, "exp_avg", expAvg, param));
-  FSDP_RETURN_IF_ERROR(requireLike(op, "exp_avg_sq", expAvgSq, param));
-  FSDP_RETURN_IF_ERROR(requireLike(op, "the updated parameter", paramOut, param));
-  FSDP_RETURN_IF_ERROR(requireLike(op, "the updated exp_avg", expAvgOut, param));
-  FSDP_RETURN_IF_ERROR(requireLike(op, "the updated exp_avg_sq", expAvgSqOut, param));
-  FSDP_RETURN_IF_ERROR(requireScalar(op, "lr", lr, DType::F64));
-  FSDP_RETURN_IF_ERROR(requireScalar(op, "step", step, DType::I64));
+  FSDP_RETURN_IF_ERROR(checkAdamWOperands(param, grad, expAvg, expAvgSq, lr, step, paramOut,
+                                          expAvgOut, expAvgSqOut));
   const AdamWHyper hyper = hyperOf(config);
   const int64_t n = param.numElements();
   return dispatch<kOptimizerTypes>(
@@ -95,15 +76,8 @@ Status sgd(const KernelContext &ctx, const TensorRef &param, const TensorRef &gr
            const TensorRef *momentumBuffer, const TensorRef &lr, const SgdConfig &config,
            const TensorRef &paramOut, const TensorRef *bufferOut) {
   const char *op = "sgd";
-  FSDP_RETURN_IF_ERROR(requireLike(op, "grad", grad, param));
-  FSDP_RETURN_IF_ERROR(requireLike(op, "the updated parameter", paramOut, param));
-  if ((momentumBuffer == nullptr) != (bufferOut == nullptr))
-    return Status::error("sgd: the momentum buffer needs both its operand and its result");
-  if (momentumBuffer) {
-    FSDP_RETURN_IF_ERROR(requireLike(op, "momentum_buffer", *momentumBuffer, param));
-    FSDP_RETURN_IF_ERROR(requireLike(op, "the updated momentum_buffer", *bufferOut, param));
-  }
-  FSDP_RETURN_IF_ERROR(requireScalar(op, "lr", lr, DType::F64));
+  FSDP_RETURN_IF_ERROR(
+      checkSgdOperands(param, grad, momentumBuffer, lr, paramOut, bufferOut));
   const SgdHyper hyper = hyperOf(config);
   const int64_t n = param.numElements();
   return dispatch<kOptimizerTypes>(

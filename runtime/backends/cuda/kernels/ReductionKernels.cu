@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/kernels/LaneFold.cuh"
+#include "runtime/backends/ReductionSpace.h"
 #include "runtime/math/Reducer.h"
 
 #include <limits>
@@ -87,36 +88,14 @@ Status reduce(const KernelContext &ctx, ReduceKind kind, const TensorRef &in, co
               int count, const TensorRef &out) {
   if (in.dtype != out.dtype)
     return Status::error("reduce: result must have the input's element type");
-  bool reduced[kMaxRank] = {};
-  for (int i = 0; i < count; ++i) {
-    if (axes[i] < 0 || axes[i] >= in.rank || (i > 0 && axes[i] <= axes[i - 1]))
-      return Status::error(cat("reduce: axes must be sorted, unique and in [0, ", in.rank, ")"));
-    reduced[axes[i]] = true;
-  }
-  // The CPU kernel's two iteration spaces (input strides).
-  int64_t strides[kMaxRank];
-  contiguousStrides(in, strides);
-  StridedLayout<1> kept, red;
-  int64_t reducedCount = 1;
-  int innermost = -1;
-  for (int d = 0; d < in.rank; ++d) {
-    StridedLayout<1> &space = reduced[d] ? red : kept;
-    space.dims[space.rank] = in.dims[d];
-    space.strides[0][space.rank++] = strides[d];
-    if (reduced[d])
-      reducedCount *= in.dims[d];
-    if (in.dims[d] != 1)
-      innermost = d;
-  }
-  if (kept.numElements() != out.numElements())
-    return Status::error(cat("reduce: result has ", out.numElements(), " elements, expected ",
-                             kept.numElements()));
+  ReductionSpace space;
+  FSDP_RETURN_IF_ERROR(reductionSpace("reduce", in, axes, count, out.numElements(), space));
+  const StridedLayout<1> &kept = space.kept, &red = space.reduced;
+  const int64_t reducedCount = space.reducedCount;
   const bool isInt = !isFloat(in.dtype);
   if (kind == ReduceKind::Mean && isInt && reducedCount == 0 && kept.numElements() > 0)
     return Status::error("reduce: integer mean over an empty set of elements");
-  kept.coalesce();
-  red.coalesce();
-  const bool runsInnermost = innermost < 0 || reduced[innermost];
+  const bool runsInnermost = space.runsInnermost;
   const int64_t outputs = kept.numElements();
   if (outputs == 0)
     return Status::ok();

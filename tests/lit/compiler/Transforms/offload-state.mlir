@@ -1,6 +1,7 @@
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 shard=full},fsdp-offload-state)' | FileCheck %s
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 shard=none},fsdp-offload-state)' | FileCheck %s --check-prefix=NONE
 // RUN: not fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-offload-state)' 2>&1 | FileCheck %s --check-prefix=UNSHARDED
+// RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 shard=full},fsdp-offload-state,fsdp-schedule-collectives)' | FileCheck %s --check-prefix=STREAMS
 
 // fsdp-offload-state (compiler/Transforms/OffloadState.cpp) on a two-block
 // MLP sharded over two ranks: shards and the lr the optimizer reads are
@@ -46,3 +47,11 @@ func.func @forward(%w0: tensor<4x4xf32> {nn.param = "layers.0.w"}, %w1: tensor<4
 // NONE-NEXT: fsdp.to_host
 
 // UNSHARDED: error: --offload=cpu keeps shard units in host memory, but the step is not sharded (give --world-size or --shard)
+
+// Scheduled: offload copies run on the copy stream (2), collectives on the
+// communication stream (1); a prefetched gather takes its device copy along.
+// STREAMS-LABEL: func.func @train_step(
+// STREAMS: %[[D0:[0-9]+]] = fsdp.to_device %{{.+}} {fsdp.stream = 2 : i64} : tensor<8xf32>
+// STREAMS-NEXT: fsdp.all_gather %[[D0]] {{.*}}fsdp.stream = 1 : i64
+// STREAMS: %[[R:[0-9]+]] = fsdp.reduce_scatter {{.*}}fsdp.stream = 1 : i64
+// STREAMS-NEXT: fsdp.to_host %[[R]] {fsdp.stream = 2 : i64} : tensor<8xf32>

@@ -82,20 +82,29 @@ module attributes {fsdp.checkpoint_choice = 1} {
 
 // -----
 
-// Only collectives run on a stream of their own.
+// Only collectives and offload copies run on a stream of their own.
 func.func @stream_on_compute(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'fsdp.stream' belongs on an fsdp collective, not on 'nn.neg'}}
+  // expected-error @+1 {{'fsdp.stream' belongs on an fsdp collective or offload copy, not on 'nn.neg'}}
   %0 = nn.neg %x {fsdp.stream = 1 : i64} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
 // -----
 
-// The plan has two streams: compute (0) and communication (1).
+// Collectives run on compute (0) or communication (1); offload copies on
+// compute or the copy stream (2).
 func.func @stream_out_of_range(%x: tensor<4xf32>) -> tensor<8xf32> {
   // expected-error @+1 {{'fsdp.stream' must be the i64 stream 0 (compute) or 1 (communication), not 2 : i64}}
   %0 = fsdp.all_gather %x {groups = array<i64: 0, 1>, group_size = 2, fsdp.stream = 2 : i64} : tensor<4xf32> -> tensor<8xf32>
   return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @copy_on_the_communication_stream(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'fsdp.stream' must be the i64 stream 0 (compute) or 2 (copy), not 1 : i64}}
+  %0 = fsdp.to_device %x {fsdp.stream = 1 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
 }
 
 // -----

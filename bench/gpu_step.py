@@ -1,0 +1,370 @@
+#!/usr/bin/python3
+# Training-step benchmark on one GPU (issue 16), run on demand on a machine
+# with an NVIDIA GPU. Two models, each a whole training step (forward,
+# backward, AdamW: lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01),
+# fp32 with TF32 off (fsdp-run's default; torch is told the same):
+#   - gpt: the benchmark GPT of bench/gpt_common.py (layers 4, d 256, heads
+#     4, T 128, batch 8, vocab 512; the --layers/--d/... flags change it);
+#   - 1b: the seeds' 1B Transformer of bench/plan_transformer_1b.py
+#     (nn.Transformer d_model 1024, 64 heads, 32 + 32 layers, ff 4096,
+#     vocab 33,278, dropout 0.2; batch 1 x 35 tokens), at world size 1:
+#     plain (fp32 AdamW state is ~16 GB, which fits an 80 GB GPU) and with
+#     --offload=cpu; --depth N builds it with N + N layers instead.
+# Rows per model: fsdp-run --device=cuda with --cuda-graphs=on and off
+# (also with --offload=cpu for the 1b, and for the gpt with --offload), then
+# torch eager and torch.compile on the same architecture, seed and batch.
+# Columns: the median step time over --runs steps after the warm-up steps (fsdp-run's step_time_s from --metrics;
+# CUDA events around zero_grad/forward/backward/step for torch), tokens/s,
+# model TFLOP/s and MFU, the planned device bytes (fsdp-opt --emit=report
+# peak_bytes), fsdp-run's own peak_bytes and device_context_bytes, and the
+# process's device memory as nvidia-smi saw it (max over the run).
+#
+# Model FLOPs per step (PaLM's appendix B way, recompute not counted):
+# 6 x (parameters outside the embeddings) x tokens, plus 12 x T x d x
+# tokens per attention block (GPT: one per layer; the Transformer: encoder
+# self, decoder self and cross). MFU is against the peak of the dtype the
+# plans compute in (fp32, TF32 off); the bf16 peak is shown for scale.
+# Peaks (dense, no sparsity) from NVIDIA's data sheets: H100 SXM / H200
+# 989 TFLOP/s bf16, 67 fp32; H100 PCIe 756 / 51; A100 312 / 19.5. A GPU
+# not in the table prints "-" for MFU.
+#
+# torch runs in another interpreter (--torch-python; default: the venv of
+# scripts/setup-venv.sh, $FSDP_VENV or .venv, torch 2.x); without CUDA
+# there its rows say so. No GPU: a "no GPU" line and exit 2, no numbers.
+#
+#   /usr/bin/python3 bench/gpu_step.py --build build [--models gpt 1b] [--runs 20]
+#   /usr/bin/python3 bench/gpu_step.py --models 1b --depth 8 --runs 5
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..")
+sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+import gpu_probe  # noqa: E402  (the GPUs the driver sees)
+
+WARMUP = 3  # the first step captures the CUDA graph; torch.compile compiles
+NO_GPU_EXIT = 2
+ADAMW = ["--optimizer=adamw", "--lr=0.001", "--weight-decay=0.01"]
+BUFFERS = r"pos\.pe|tgt_mask"  # the Transformer's float buffers (not parameters)
+
+# Dense peak TFLOP/s by GPU name (NVIDIA data sheets), and the cost-model
+# profile of fsdp-opt --device for the planned step time.
+PEAKS = [  # (name contains, bf16, fp32, fsdp-opt --device)
+    ("H100 PCIe", 756.0, 51.0, "h100"),
+    ("H100", 989.0, 67.0, "h100"),
+    ("H200", 989.0, 67.0, "h100"),
+    ("A100", 312.0, 19.5, "a100"),
+]
+
+GPT_DEFAULT = dict(layers=4, d=256, heads=4, T=128, batch=8, vocab=512)
+TRANSFORMER_1B = dict(vocab=33278, d=1024, heads=64, layers=32, ff=4096, T=35, batch=1,
+                      dropout=0.2)
+
+
+# --------------------------------------------------------------------------
+# Models (built with a fixed seed in whichever interpreter asks)
+# --------------------------------------------------------------------------
+
+def model_config(args, which):
+    if which == "gpt":
+        return dict(family="gpt", layers=args.layers, d=args.d, heads=args.heads, T=args.T,
+                    batch=args.batch, vocab=args.vocab)
+    cfg = dict(TRANSFORMER_1B, family="transformer")
+    if args.depth:
+        cfg["layers"] = args.depth
+    return cfg
+
+
+def build(cfg):
+    """(model, {input name: tensor}) in training mode."""
+    import torch
+    import export_models as em
+
+    torch.manual_seed(em.SEED)
+    gen = torch.Generator().manual_seed(em.SEED)
+    if cfg["family"] == "gpt":
+        model = em.GPT(vocab=cfg["vocab"], T=cfg["T"], d=cfg["d"], heads=cfg["heads"],
+                       layers=cfg["layers"])
+        inputs = em.gpt_inputs(gen, vocab=cfg["vocab"], T=cfg["T"], batch=cfg["batch"])
+    else:
+        with torch.no_grad():
+            model = em.Seq2SeqTransformer(vocab=cfg["vocab"], T=cfg["T"], d=cfg["d"],
+                                          heads=cfg["heads"], layers=cfg["layers"],
+                                          ff=cfg["ff"], dropout=cfg["dropout"])
+        inputs = em.transformer_inputs(gen, vocab=cfg["vocab"], T=cfg["T"], batch=cfg["batch"])
+    model.train()
+    return model, inputs
+
+
+def flops_per_step(cfg, model):
+    """Model FLOPs of one training step (see the header)."""
+    embeddings = {"tok_emb.weight", "pos_emb.weight", "embedding.weight"}
+    dense = sum(p.numel() for n, p in model.named_parameters() if n not in embeddings)
+    tokens = cfg["batch"] * cfg["T"]
+    blocks = cfg["layers"] * (1 if cfg["family"] == "gpt" else 3)
+    return 6 * dense * tokens + 12 * blocks * cfg["T"] * cfg["d"] * tokens
+
+
+# --------------------------------------------------------------------------
+# torch side (run in the --torch-python interpreter)
+# --------------------------------------------------------------------------
+
+def torch_worker(cfg, runs, mode):
+    import torch
+
+    if not torch.cuda.is_available():
+        return {"error": f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no GPU"}
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model, inputs = build(cfg)
+    model = model.cuda()
+    batch = [t.cuda() for t in inputs.values()]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                                  weight_decay=0.01)
+    step_model = torch.compile(model) if mode == "compile" else model
+    torch.cuda.reset_peak_memory_stats()
+    times = []
+    for _ in range(WARMUP + runs):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        optimizer.zero_grad(set_to_none=True)
+        loss = step_model(*batch)
+        loss.backward()
+        optimizer.step()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return {"times": times[WARMUP:], "peak_bytes": torch.cuda.max_memory_allocated(),
+            "torch": torch.__version__}
+
+
+def default_torch_python():
+    for candidate in (os.environ.get("FSDP_VENV"), os.path.join(ROOT, ".venv")):
+        if candidate and os.path.exists(os.path.join(candidate, "bin", "python")):
+            return os.path.join(candidate, "bin", "python")
+    return None
+
+
+def run_torch(args, cfg, mode):
+    if not args.torch_python:
+        return {"error": "no torch 2.x interpreter (scripts/setup-venv.sh, or --torch-python)"}
+    command = [args.torch_python, os.path.abspath(__file__), "--torch-worker", mode,
+               "--worker-config", json.dumps(cfg), f"--runs={args.runs}"]
+    sampler = MemorySampler()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler.start(process.pid)
+    out, err = process.communicate()
+    sampler.stop()
+    if process.returncode != 0:
+        return {"error": f"exit {process.returncode}: {err.strip().splitlines()[-1] if err else ''}"}
+    result = json.loads(out.strip().splitlines()[-1])
+    result["smi_bytes"] = sampler.peak
+    return result
+
+
+# --------------------------------------------------------------------------
+# fsdp side
+# --------------------------------------------------------------------------
+
+class MemorySampler:
+    """The largest device memory nvidia-smi reports for one process while
+    it runs (None without nvidia-smi)."""
+
+    def __init__(self):
+        self.peak, self.pid, self.done = None, None, threading.Event()
+
+    def start(self, pid):
+        self.pid = pid
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def loop(self):
+        while not self.done.is_set():
+            try:
+                out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                                      "--format=csv,noheader,nounits"],
+                                     capture_output=True, text=True, timeout=10).stdout
+            except (OSError, subprocess.TimeoutExpired):
+                return
+            for line in out.splitlines():
+                fields = [f.strip() for f in line.split(",")]
+                if len(fields) == 2 and fields[0] == str(self.pid) and fields[1].isdigit():
+                    self.peak = max(self.peak or 0, int(fields[1]) * 2**20)
+            self.done.wait(0.2)
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+
+
+def tool(args, name):
+    return os.path.join(args.build, "bin", name)
+
+
+def export(cfg, tmp):
+    """ONNX model and one .npy per input; returns (path, input flags, model)."""
+    import numpy
+    import export_models as em
+
+    model, inputs = build(cfg)
+    path = os.path.join(tmp, f"{cfg['family']}.onnx")
+    em.export(model, inputs, path, 17, "train")
+    flags = []
+    for name, tensor in inputs.items():
+        npy = os.path.join(tmp, f"{name}.npy")
+        numpy.save(npy, tensor.numpy())
+        flags.append(f"--input={name}={npy}")
+    return path, flags, model
+
+
+def compile_plan(args, onnx_path, plan, flags, profile):
+    command = [tool(args, "fsdp-opt"), onnx_path, *flags]
+    subprocess.run(command + ["-o", plan], check=True, stdout=subprocess.DEVNULL)
+    report = plan + ".report.json"
+    subprocess.run(command + ["--emit=report", "--report-format=json", "-o", report]
+                   + ([f"--device={profile}"] if profile else []),
+                   check=True, stdout=subprocess.DEVNULL)
+    with open(report) as f:
+        return json.load(f)
+
+
+def run_fsdp(args, plan, inputs, graphs, tmp):
+    metrics = os.path.join(tmp, f"metrics-{os.path.basename(plan)}-{graphs}.jsonl")
+    command = [tool(args, "fsdp-run"), plan, "--device=cuda", f"--cuda-graphs={graphs}",
+               f"--steps={WARMUP + args.runs}", f"--metrics={metrics}", *inputs]
+    sampler = MemorySampler()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    sampler.start(process.pid)
+    _, err = process.communicate()
+    sampler.stop()
+    if process.returncode != 0:
+        return {"error": f"exit {process.returncode}: {err.strip()}"}
+    with open(metrics) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    last = records[-1]
+    return {"times": [r["step_time_s"] for r in records[WARMUP:]],
+            "peak_bytes": last.get("peak_bytes"),
+            "context_bytes": last.get("device_context_bytes"), "smi_bytes": sampler.peak}
+
+
+# --------------------------------------------------------------------------
+# Table
+# --------------------------------------------------------------------------
+
+def mib(value):
+    return "-" if value is None else f"{value / 2**20:.1f}"
+
+
+def print_header():
+    print(f"  {'run':<34} | {'step ms':>8} | {'tok/s':>9} | {'TFLOP/s':>7} | {'MFU f32':>7} | "
+          f"{'MFU bf16':>8} | {'plan MiB':>8} | {'peak MiB':>8} | {'ctx MiB':>7} | "
+          f"{'smi MiB':>7}")
+
+
+def print_row(label, result, tokens, flops, peak, planned=None):
+    if "error" in result:
+        print(f"  {label:<34} | {result['error']}")
+        return None
+    step = statistics.median(result["times"])
+    tflops = flops / step / 1e12
+    mfu32 = f"{tflops / peak[1] * 100:.1f}%" if peak else "-"
+    mfu16 = f"{tflops / peak[0] * 100:.1f}%" if peak else "-"
+    print(f"  {label:<34} | {step * 1e3:>8.2f} | {tokens / step:>9.0f} | {tflops:>7.2f} | "
+          f"{mfu32:>7} | {mfu16:>8} | {mib(planned):>8} | {mib(result.get('peak_bytes')):>8} | "
+          f"{mib(result.get('context_bytes')):>7} | {mib(result.get('smi_bytes')):>7}", flush=True)
+    return tokens / step
+
+
+def bench_model(args, which, peak, tmp):
+    cfg = model_config(args, which)
+    work = os.path.join(tmp, which)
+    os.makedirs(work)
+    onnx_path, inputs, model = export(cfg, work)
+    params = sum(p.numel() for p in model.parameters())
+    flops = flops_per_step(cfg, model)
+    tokens = cfg["batch"] * cfg["T"]
+    del model
+    shape = ", ".join(f"{k} {v}" for k, v in cfg.items() if k != "family")
+    print(f"\n{which}: {cfg['family']}, {shape}; {params / 1e6:.1f}M parameters, "
+          f"{flops / 1e9:.1f} GFLOP per step; median of {args.runs} steps after {WARMUP}")
+    print_header()
+    base = ADAMW + ([f"--freeze={BUFFERS}"] if cfg["family"] == "transformer" else [])
+    configs = [("fsdp-run", base)]
+    if which == "1b" or args.offload:
+        configs.append(("fsdp-run --offload=cpu", base + ["--offload=cpu"]))
+    speeds = {}
+    for label, flags in configs:
+        plan = os.path.join(work, label.replace(" ", "_").replace("=", "-") + ".plan")
+        report = compile_plan(args, onnx_path, plan, flags, peak[2] if peak else None)
+        for graphs in ("on", "off"):
+            result = run_fsdp(args, plan, inputs, graphs, work)
+            speeds[(label, graphs)] = print_row(f"{label} graphs {graphs}", result, tokens,
+                                                flops, peak, report.get("peak_bytes"))
+            smi, context = result.get("smi_bytes"), result.get("context_bytes")
+            if smi is not None and context is not None and report.get("peak_bytes"):
+                expected = report["peak_bytes"] + context
+                print(f"  {'    memory check':<34} | nvidia-smi {mib(smi)} MiB vs planned + "
+                      f"context {mib(expected)} MiB ({(smi - expected) / 2**20:+.1f} MiB)")
+        predicted = report.get("predicted_step_s")
+        if predicted:
+            print(f"  {'  cost model':<34} | {predicted * 1e3:>8.2f} | the planned step "
+                  f"(fsdp-opt --emit=report --device={peak[2] if peak else 'default'})")
+    for mode in ("eager", "compile"):
+        result = run_torch(args, cfg, mode)
+        label = {"eager": "torch eager", "compile": "torch.compile"}[mode] + (
+            f" ({result['torch']})" if "torch" in result else "")
+        speeds[mode] = print_row(label, result, tokens, flops, peak)
+    ours, eager = speeds.get(("fsdp-run", "on")), speeds.get("eager")
+    if ours and eager:
+        print(f"  fsdp-run (graphs on) / torch eager tokens/s: {ours / eager:.2f}x "
+              f"(target >= 1.2x on the GPT)")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default="build", help="build directory holding bin/")
+    parser.add_argument("--models", nargs="+", default=["gpt", "1b"], choices=["gpt", "1b"])
+    parser.add_argument("--runs", type=int, default=20, help="timed steps (median)")
+    parser.add_argument("--depth", type=int, help="1b: encoder and decoder layers (default 32)")
+    parser.add_argument("--offload", action="store_true", help="gpt: add --offload=cpu rows")
+    parser.add_argument("--torch-python", default=default_torch_python(),
+                        help="interpreter with torch 2.x + CUDA for the torch rows")
+    for name, value in GPT_DEFAULT.items():
+        parser.add_argument(f"--{name}", type=int, default=value, help=f"gpt: {name}")
+    # Internal: run torch's side of one model in this interpreter, print JSON.
+    parser.add_argument("--torch-worker", choices=["eager", "compile"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker-config", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.torch_worker:
+        print(json.dumps(torch_worker(json.loads(args.worker_config), args.runs,
+                                      args.torch_worker)))
+        return 0
+    found, why = gpu_probe.gpus()
+    if not found:
+        print(f"no GPU: {why}; bench/gpu_step.py measures nothing without one")
+        return NO_GPU_EXIT
+    name, total = found[0]
+    peak = next(((bf16, fp32, profile) for key, bf16, fp32, profile in PEAKS if key in name),
+                None)
+    print(f"GPU 0: {name}, {total / 2**30:.1f} GiB; peak "
+          + (f"{peak[0]:g} TFLOP/s bf16, {peak[1]:g} fp32 (dense, NVIDIA data sheet)" if peak
+             else "unknown (not in bench/gpu_step.py's table): no MFU"))
+    print(f"fp32, TF32 off; torch from {args.torch_python or 'nowhere'}")
+    with tempfile.TemporaryDirectory(prefix="gpu-step-") as tmp:
+        for which in args.models:
+            bench_model(args, which, peak, tmp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

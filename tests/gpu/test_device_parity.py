@@ -1,0 +1,765 @@
+#!/usr/bin/python3
+# One plan, two devices: the same plan file run by `fsdp-run --device=D` and
+# by `fsdp-run --device=cpu` (the reference, itself proven against torch by
+# tests/e2e) must agree within the numerics contract (docs/design.md):
+# every step's loss within 1e-5 relative over 10 steps and the final
+# parameters within 5e-5 relative L2 (TF32 stays off: fsdp-run's default).
+# D is `cuda` (a real GPU: the ctest `gpu-parity`, label gpu) or `cuda-simt`
+# (the CUDA kernels under emulation on the CPU: ctests labelled cuda-simt;
+# on these models the emulation takes seconds). The cases:
+#   - forward: forward-only plans (--mode=forward) of the GPT (its loss, and
+#     its logits), the Transformer and the MLP; every output compared;
+#   - training: the GPT unsharded, --shard=full at world size 1, with
+#     --offload=cpu, --ckpt=blocks and --param-dtype=bf16; the Transformer
+#     with dropout (the masks come from the shared counter RNG, so they are
+#     the CPU's bit for bit); the MLP with SGD + Nesterov momentum;
+#   - a negative control: the device's run against a CPU run with lr x 1.1
+#     must FAIL the same comparison, so a comparison that cannot fail is
+#     caught;
+#   - checkpoints: saved after 5 steps on the CPU and resumed on D to step
+#     10, and the reverse, both equal to the uninterrupted CPU run; the two
+#     devices write checkpoints of the same files and tensors;
+#   - bad input: a token id out of the vocabulary is refused on both
+#     devices (exit 1, no hang);
+#   - on a real GPU only: two runs bitwise equal (no atomics in reductions),
+#     resume on the GPU bitwise equal to its uninterrupted run,
+#     --cuda-graphs=off bitwise equal to the default (on), peak_bytes equal
+#     to the CPU's (the plan's bytes) with the context's own usage reported
+#     apart (device_context_bytes), --tf32 changing the losses (so TF32
+#     is off by default), no --device choosing the GPU, a plan larger than
+#     the GPU refused before its first step naming the bytes, and
+#     tests/e2e/test_gradcheck.py with --device=cuda.
+# With --device=cuda and no GPU (the NVIDIA driver finds none, or there is no
+# driver) it prints "no GPU: N GPU tests not run" once, with fsdp-run's own
+# error, and exits 77, which ctest reports as skipped (SKIP_RETURN_CODE):
+# nothing counts as passed. On a machine with a GPU, fsdp-run failing to
+# use it is a failure like any other.
+#
+# Prints one row per case (and the losses and worst parameters of a failed
+# comparison), then "N passed, M failed"; exit 1 on any failure.
+#
+#   /usr/bin/python3 tests/gpu/test_device_parity.py --fsdp-opt build/bin/fsdp-opt \
+#       --fsdp-run build/bin/fsdp-run --device cuda|cuda-simt|cpu
+#       [--size small|tiny] [--only SUBSTRING ...] [--list] [--keep DIR]
+#
+# --device=cpu compares the CPU with itself (every row exact but the
+# negative control's): a check of this driver.
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import numpy
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+sys.path.insert(0, HERE)
+import gpu_probe  # noqa: E402  (which GPUs the driver sees)
+
+LOSS_TOLERANCE = 1e-5   # relative, every step
+PARAM_TOLERANCE = 5e-5  # relative L2 over all parameters, after the last step
+OUTPUT_TOLERANCE = 1e-5  # relative L2 of each forward output
+STEPS = 10
+RESUME_AT = 5
+REFERENCE = "cpu"
+SKIP_EXIT = 77  # ctest SKIP_RETURN_CODE
+TRANSFORMER_BUFFERS = r"pos\.pe|tgt_mask"
+
+# Model sizes. small (the default): tests/models' defaults, whose larger
+# tensors take several blocks of 256 threads. tiny: the driver's own check.
+SIZES = {
+    "small": {"gpt": dict(vocab=64, T=16, d=32, heads=4, layers=2), "gpt_batch": 2,
+              "transformer": dict(vocab=64, T=16, d=32, heads=4, layers=2, ff=64),
+              "transformer_batch": 2,
+              "mlp": dict(in_dim=16, d=32, hidden=64, layers=2, classes=10), "mlp_batch": 8},
+    "tiny": {"gpt": dict(vocab=32, T=8, d=16, heads=2, layers=2), "gpt_batch": 2,
+             "transformer": dict(vocab=32, T=8, d=16, heads=2, layers=1, ff=32),
+             "transformer_batch": 1,
+             "mlp": dict(in_dim=8, d=16, hidden=16, layers=2, classes=5), "mlp_batch": 4},
+}
+
+ADAMW = ["--optimizer=adamw", "--lr=0.001", "--weight-decay=0.01"]
+ADAMW_EPS6 = ADAMW + ["--eps=1e-06"]  # see test_train_parity.py: attention's key bias
+SGD_NESTEROV = ["--optimizer=sgd", "--lr=0.05", "--weight-decay=0.01", "--momentum=0.9",
+                "--nesterov"]
+
+
+class Failure(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------
+
+SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8",
+                      "I32": "<i4", "I16": "<i2", "I8": "i1", "U8": "u1", "BOOL": "?"}
+
+
+def safetensors_header(path):
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        return json.loads(f.read(size)), 8 + size
+
+
+def read_safetensors(path):
+    """{name: float64 or integer array}; bf16 widened exactly to f32."""
+    header, start = safetensors_header(path)
+    with open(path, "rb") as f:
+        blob = f.read()[start:]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if info["dtype"] not in SAFETENSORS_DTYPES:
+            raise Failure(f"{path}: tensor '{name}' has unsupported dtype {info['dtype']}")
+        begin, end = info["data_offsets"]
+        array = numpy.frombuffer(blob[begin:end], SAFETENSORS_DTYPES[info["dtype"]])
+        if info["dtype"] == "BF16":
+            array = (array.astype(numpy.uint32) << 16).view(numpy.float32)
+        out[name] = array.reshape(info["shape"]).astype(array.dtype.newbyteorder("="))
+    return out
+
+
+def read_metrics(path, first, last):
+    if not os.path.exists(path):
+        raise Failure(f"no metrics file {path}")
+    with open(path) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    steps = [r.get("step") for r in records]
+    if steps != list(range(first, last + 1)):
+        raise Failure(f"{path}: steps {steps}, expected {first}..{last}")
+    return records
+
+
+def bits(values):
+    return numpy.asarray(values, dtype=numpy.float32).view(numpy.uint32).tolist()
+
+
+# --------------------------------------------------------------------------
+# Models (tests/models' families, exported with torch 1.13 like tests/e2e)
+# --------------------------------------------------------------------------
+
+@dataclass
+class Model:
+    family: str    # gpt | transformer | mlp
+    mode: str      # train | eval
+    output: str = "loss"  # or logits (the GPT without targets)
+    dropout: float = 0.0
+
+
+MODELS = {
+    "gpt-train": Model("gpt", "train"),
+    "gpt-eval": Model("gpt", "eval"),
+    "gpt-logits": Model("gpt", "eval", output="logits"),
+    "transformer-eval": Model("transformer", "eval"),
+    "transformer-dropout-train": Model("transformer", "train", dropout=0.1),
+    "mlp-train": Model("mlp", "train"),
+    "mlp-eval": Model("mlp", "eval"),
+}
+
+
+class Models:
+    """Exports each model once, on first use, with S = 2b + 1 samples of
+    data (so sampling wraps around inside 10 steps)."""
+
+    def __init__(self, tmp, size):
+        self.tmp, self.size, self.done = tmp, SIZES[size], {}
+
+    def get(self, key):
+        if key not in self.done:
+            self.done[key] = self.export(key, MODELS[key])
+        return self.done[key]
+
+    def export(self, key, m):
+        import torch
+        import export_models as em
+
+        sizes = self.size
+        config = dict(sizes[m.family])
+        batch = sizes[f"{m.family}_batch"]
+        torch.manual_seed(em.SEED)
+        if m.family == "gpt":
+            model = em.GPT(**config)
+        elif m.family == "transformer":
+            model = em.Seq2SeqTransformer(dropout=m.dropout, **config)
+        else:
+            model = em.MLPClassifier(**config)
+        em.break_symmetry(model)
+        model.train(m.mode == "train")
+        gen = torch.Generator().manual_seed(em.SEED)
+        if m.family == "gpt":
+            example = em.gpt_inputs(gen, vocab=config["vocab"], T=config["T"], batch=batch)
+        elif m.family == "transformer":
+            example = em.transformer_inputs(gen, vocab=config["vocab"], T=config["T"], batch=batch)
+        else:
+            example = em.mlp_inputs(gen, batch=batch, in_dim=config["in_dim"],
+                                    classes=config["classes"])
+        if m.output == "logits":
+            example = {"idx": example["idx"]}
+        path = os.path.join(self.tmp, key + ".onnx")
+        em.export(model, example, path, 17, m.mode, output=m.output)
+        # Data: forward plans take the exact batch; training plans S samples.
+        rng = numpy.random.default_rng(len(key))
+        samples = batch if m.mode == "eval" else 2 * batch + 1
+        inputs = {}
+        for name, tensor in example.items():
+            shape = [samples] + list(tensor.shape[1:])
+            if tensor.dtype == torch.float32:
+                array = rng.standard_normal(shape).astype(numpy.float32)
+            else:
+                high = config["classes"] if m.family == "mlp" else config["vocab"]
+                array = rng.integers(0, high, shape).astype(numpy.int64)
+            inputs[name] = os.path.join(self.tmp, f"{key}.{name}.npy")
+            numpy.save(inputs[name], array)
+        return {"onnx": path, "inputs": inputs, "config": config}
+
+
+# --------------------------------------------------------------------------
+# Tools
+# --------------------------------------------------------------------------
+
+class Tools:
+    def __init__(self, args, tmp, models):
+        self.args, self.tmp, self.models = args, tmp, models
+        self.count = 0
+        self.plans = {}
+        self.runs = {}
+
+    def fresh(self, name):
+        self.count += 1
+        path = os.path.join(self.tmp, f"{self.count:03d}-{name}")
+        os.makedirs(path)
+        return path
+
+    def call(self, command, expect_ok=True, timeout=None):
+        timeout = timeout or self.args.timeout
+        try:
+            out = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise Failure(f"no answer after {timeout} s (hung?): {' '.join(command)}")
+        if expect_ok and out.returncode != 0:
+            raise Failure(f"exit {out.returncode}: {' '.join(command)}\n"
+                          f"{(out.stderr or out.stdout).strip()}")
+        return out
+
+    def plan(self, model, flags):
+        """One plan per (model, flags), compiled once: every device runs the
+        same file."""
+        key = (model, tuple(flags))
+        if key not in self.plans:
+            path = os.path.join(self.fresh("plan"), "step.plan")
+            self.call([self.args.fsdp_opt, self.models.get(model)["onnx"], "-o", path, *flags])
+            self.plans[key] = path
+        return self.plans[key]
+
+    def input_flags(self, model):
+        return [f"--input={n}={f}" for n, f in self.models.get(model)["inputs"].items()]
+
+    def train(self, device, model, flags, steps=STEPS, extra=(), first=1):
+        """(metrics records, {name: final parameter}, run dir) of one
+        training run; identical requests reuse the first run's result."""
+        plan = self.plan(model, flags)
+        key = (device, plan, steps, tuple(extra))
+        if key in self.runs:
+            return self.runs[key]
+        work = self.fresh(f"train-{device}")
+        metrics = os.path.join(work, "metrics.jsonl")
+        weights = os.path.join(work, "weights.safetensors")
+        self.call([self.args.fsdp_run, plan, f"--device={device}", f"--steps={steps}",
+                   f"--metrics={metrics}", f"--save-weights={weights}",
+                   *self.input_flags(model), *extra])
+        result = (read_metrics(metrics, first, steps), read_safetensors(weights), work)
+        self.runs[key] = result
+        return result
+
+    def forward(self, device, model, flags=("--mode=forward",)):
+        """{output name: array} of one forward run."""
+        plan = self.plan(model, list(flags))
+        outputs = os.path.join(self.fresh(f"forward-{device}"), "outputs")
+        self.call([self.args.fsdp_run, plan, f"--device={device}", f"--outputs={outputs}",
+                   *self.input_flags(model)])
+        files = sorted(f for f in os.listdir(outputs) if f.endswith(".npy"))
+        if not files:
+            raise Failure(f"fsdp-run --device={device} wrote no outputs")
+        return {f[:-4]: numpy.load(os.path.join(outputs, f)) for f in files}
+
+
+# --------------------------------------------------------------------------
+# Comparisons (problems as text; a failed one shows the numbers)
+# --------------------------------------------------------------------------
+
+@dataclass
+class Result:
+    loss_rel: float = math.nan
+    param_rel: float = math.nan
+    problems: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # printed under the row
+
+
+def difference(ours, reference):
+    """ours - reference elementwise, 0 where they are equal (so the -inf of
+    a frozen causal mask compares equal to itself)."""
+    ours, reference = numpy.asarray(ours, numpy.float64), numpy.asarray(reference, numpy.float64)
+    with numpy.errstate(invalid="ignore"):
+        return numpy.where(ours == reference, 0.0, ours - reference)
+
+
+def relative_l2(ours, reference):
+    reference = numpy.asarray(reference, numpy.float64)
+    norm = numpy.linalg.norm(reference[numpy.isfinite(reference)])
+    diff = numpy.linalg.norm(difference(ours, reference))
+    return float(diff / norm) if norm > 0 else (0.0 if diff == 0 else math.inf)
+
+
+def compare_losses(device, records, ref_records, result):
+    ours = numpy.array([r.get("loss") if r.get("loss") is not None else math.nan
+                        for r in records], numpy.float64)
+    theirs = numpy.array([r.get("loss") if r.get("loss") is not None else math.nan
+                          for r in ref_records], numpy.float64)
+    rel = numpy.abs(ours - theirs) / numpy.abs(theirs)
+    result.loss_rel = float(numpy.max(rel)) if len(rel) else math.nan
+    if not (numpy.all(numpy.isfinite(ours)) and result.loss_rel <= LOSS_TOLERANCE):
+        lines = [f"losses differ (max rel {result.loss_rel:.2e}, tolerance {LOSS_TOLERANCE:g}):",
+                 f"  {'step':>4} {REFERENCE:>16} {device:>16} {'rel':>9}"]
+        for r, a, b, d in zip(records, theirs, ours, rel):
+            flag = "  <--" if not d <= LOSS_TOLERANCE else ""
+            lines.append(f"  {r['step']:>4} {a:>16.9g} {b:>16.9g} {d:>9.2e}{flag}")
+        result.problems.append("\n".join(lines))
+
+
+def compare_params(device, weights, ref_weights, result, tolerance=PARAM_TOLERANCE):
+    if sorted(weights) != sorted(ref_weights):
+        result.problems.append(f"saved parameters differ: only on {device} "
+                               f"{sorted(set(weights) - set(ref_weights))}, only on {REFERENCE} "
+                               f"{sorted(set(ref_weights) - set(weights))}")
+        return
+    shapes = [n for n in ref_weights if weights[n].shape != ref_weights[n].shape]
+    if shapes:
+        result.problems.append("parameter shapes differ: " + ", ".join(
+            f"{n} {list(weights[n].shape)} vs {list(ref_weights[n].shape)}" for n in shapes))
+        return
+    names = sorted(ref_weights)
+    result.param_rel = relative_l2(numpy.concatenate([weights[n].ravel() for n in names]),
+                                   numpy.concatenate([ref_weights[n].ravel() for n in names]))
+    if not result.param_rel <= tolerance:
+        worst = sorted(names, key=lambda n: -relative_l2(weights[n], ref_weights[n]))[:5]
+        lines = [f"parameters rel L2 {result.param_rel:.2e} > {tolerance:g}; worst tensors:"]
+        for n in worst:
+            d = numpy.abs(difference(weights[n], ref_weights[n]))
+            at = numpy.unravel_index(int(numpy.argmax(d)), d.shape) if d.size else ()
+            lines.append(f"  {n} {list(ref_weights[n].shape)}: rel L2 "
+                         f"{relative_l2(weights[n], ref_weights[n]):.2e}, max |diff| "
+                         f"{d.max() if d.size else 0:.3e} at {list(map(int, at))} "
+                         f"({REFERENCE} {ref_weights[n][at]!r}, {device} {weights[n][at]!r})")
+        result.problems.append("\n".join(lines))
+
+
+def compare_training(device, run, ref_run):
+    result = Result()
+    compare_losses(device, run[0], ref_run[0], result)
+    compare_params(device, run[1], ref_run[1], result)
+    return result
+
+
+def bitwise(label, run, other):
+    """Problems if two runs' losses or weights differ in any bit."""
+    problems = []
+    if bits([r["loss"] for r in run[0]]) != bits([r["loss"] for r in other[0]]):
+        problems.append(f"{label}: losses {[r['loss'] for r in run[0]]} vs "
+                        f"{[r['loss'] for r in other[0]]}")
+    if sorted(run[1]) != sorted(other[1]) or any(
+            not numpy.array_equal(run[1][n], other[1][n]) for n in run[1]):
+        problems.append(f"{label}: the saved weights differ")
+    return problems
+
+
+# --------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------
+
+def forward_case(model):
+    def case(t, device):
+        ours, ref = t.forward(device, model), t.forward(REFERENCE, model)
+        result = Result()
+        if sorted(ours) != sorted(ref):
+            result.problems.append(f"outputs {sorted(ours)} vs {REFERENCE}'s {sorted(ref)}")
+            return result
+        worst = 0.0
+        for name in ref:
+            if ours[name].shape != ref[name].shape or ours[name].dtype != ref[name].dtype:
+                result.problems.append(f"output {name}: {ours[name].dtype} "
+                                       f"{list(ours[name].shape)} vs {ref[name].dtype} "
+                                       f"{list(ref[name].shape)}")
+                continue
+            rel = relative_l2(ours[name], ref[name])
+            worst = max(worst, rel)
+            if not rel <= OUTPUT_TOLERANCE:
+                d = numpy.abs(difference(ours[name], ref[name])).ravel()
+                i = int(numpy.argmax(d))
+                result.problems.append(
+                    f"output {name}: rel L2 {rel:.2e} > {OUTPUT_TOLERANCE:g}; max |diff| "
+                    f"{d[i]:.3e} at flat {i} ({REFERENCE} {ref[name].ravel()[i]!r}, "
+                    f"{device} {ours[name].ravel()[i]!r})")
+        result.loss_rel = worst
+        return result
+    return case
+
+
+def train_case(model, flags):
+    def case(t, device):
+        return compare_training(device, t.train(device, model, flags),
+                                t.train(REFERENCE, model, flags))
+    return case
+
+
+def negative_case(t, device):
+    """The device's run against a CPU run at lr x 1.1 must fail."""
+    result = compare_training(device, t.train(device, "gpt-train", ADAMW),
+                              t.train(REFERENCE, "gpt-train", ADAMW, extra=("--lr=0.0011",)))
+    verdict = Result(result.loss_rel, result.param_rel)
+    if not result.problems:
+        verdict.problems.append(f"the comparison accepted a {REFERENCE} run with lr x 1.1")
+    return verdict
+
+
+def checkpoint_layout(ckpt):
+    """{file: {tensor: (dtype, shape)} or None} of a step-N directory."""
+    layout = {}
+    for f in sorted(os.listdir(ckpt)):
+        path = os.path.join(ckpt, f)
+        if f.endswith(".safetensors"):
+            header, _ = safetensors_header(path)
+            layout[f] = {n: (i["dtype"], i["shape"]) for n, i in header.items()
+                         if n != "__metadata__"}
+        elif f.endswith(".fsdp"):  # the plan: the same file on every device
+            with open(path, "rb") as plan:
+                layout[f] = plan.read()
+        else:  # COMMIT holds content hashes: present, not equal
+            layout[f] = None
+    return layout
+
+
+def resume_case(t, device):
+    """5 steps on one device, --save; resumed to step 10 on the other; both
+    ways, each against the uninterrupted CPU run."""
+    flags = ADAMW
+    full = t.train(REFERENCE, "gpt-train", flags)
+    result = Result(0.0, 0.0)
+    layouts = {}
+    for first, second in ((REFERENCE, device), (device, REFERENCE)):
+        ckpt = os.path.join(t.fresh(f"ckpt-{first}"), "ckpt")
+        t.train(first, "gpt-train", flags, steps=RESUME_AT, extra=(f"--save={ckpt}",))
+        steps = sorted(os.listdir(ckpt)) if os.path.isdir(ckpt) else []
+        if len(steps) != 1 or not steps[0].startswith("step-"):
+            result.problems.append(f"--device={first} --save wrote {steps} into {ckpt}, "
+                                   f"expected one step-N directory")
+            continue
+        step_dir = os.path.join(ckpt, steps[0])
+        layouts[first] = checkpoint_layout(step_dir)
+        resumed = t.train(second, "gpt-train", flags, extra=(f"--resume={ckpt}",),
+                          first=RESUME_AT + 1)
+        part = compare_training(second, resumed, (full[0][RESUME_AT:], full[1]))
+        result.loss_rel = max(result.loss_rel, part.loss_rel)
+        result.param_rel = max(result.param_rel, part.param_rel)
+        result.problems += [f"saved on {first}, resumed on {second}: {p}" for p in part.problems]
+    if len(layouts) == 2 and layouts[REFERENCE] != layouts[device]:
+        result.problems.append(f"the checkpoints differ in files or tensors: {REFERENCE} "
+                               f"{layouts[REFERENCE]}, {device} {layouts[device]}")
+    return result
+
+
+def bad_token_case(t, device):
+    """A token id equal to the vocabulary size is refused on both devices."""
+    entry = t.models.get("gpt-eval")
+    bad = dict(entry["inputs"])
+    idx = numpy.load(bad["idx"])
+    idx[-1, -1] = entry["config"]["vocab"]
+    bad["idx"] = os.path.join(t.fresh("bad-token"), "idx.npy")
+    numpy.save(bad["idx"], idx)
+    plan = t.plan("gpt-eval", ["--mode=forward"])
+    result = Result()
+    messages = {}
+    for d in (REFERENCE, device):
+        out = t.call([t.args.fsdp_run, plan, f"--device={d}",
+                      *[f"--input={n}={f}" for n, f in bad.items()]], expect_ok=False)
+        messages[d] = out.stderr.strip()
+        if out.returncode != 1 or not messages[d]:
+            result.problems.append(f"--device={d}: exit {out.returncode} (expected 1 with a "
+                                   f"message): {messages[d] or out.stdout.strip()}")
+    if result.problems:
+        return result
+    # Refused for the right reason: the CPU names the node ("error:
+    # /tok_emb/Gather: ...") and the bad index; so must the device (a kernel
+    # that is missing or crashes also exits 1).
+    node = re.search(r"error: (\S+?):", messages[REFERENCE])
+    for what in ([node.group(1)] if node else []) + [f"index {entry['config']['vocab']}"]:
+        for d in (REFERENCE, device):
+            if what not in messages[d]:
+                result.problems.append(f"--device={d} does not say '{what}': {messages[d]}")
+    result.notes += [f"{d}: {messages[d].splitlines()[-1]}" for d in (REFERENCE, device)]
+    return result
+
+
+# Cases that only a real GPU can run.
+
+def determinism_case(t, device):
+    first = t.train(device, "gpt-train", ADAMW)
+    second = rerun(t, device, "gpt-train", ADAMW)
+    return Result(0.0, 0.0, bitwise("two runs", first, second))
+
+
+def rerun(t, device, model, flags, extra=()):
+    """A second, uncached run of the same request."""
+    key = (device, t.plan(model, flags), STEPS, tuple(extra))
+    cached = t.runs.pop(key, None)
+    try:
+        return t.train(device, model, flags, extra=extra)
+    finally:
+        if cached is not None:
+            t.runs[key] = cached
+
+
+def resume_same_device_case(t, device):
+    full = t.train(device, "gpt-train", ADAMW)
+    ckpt = os.path.join(t.fresh("ckpt-same"), "ckpt")
+    t.train(device, "gpt-train", ADAMW, steps=RESUME_AT, extra=(f"--save={ckpt}",))
+    resumed = t.train(device, "gpt-train", ADAMW, extra=(f"--resume={ckpt}",),
+                      first=RESUME_AT + 1)
+    return Result(0.0, 0.0, bitwise("resumed vs uninterrupted",
+                                    resumed, (full[0][RESUME_AT:], full[1])))
+
+
+def graphs_case(t, device):
+    on = t.train(device, "gpt-train", ADAMW)
+    off = t.train(device, "gpt-train", ADAMW, extra=("--cuda-graphs=off",))
+    return Result(0.0, 0.0, bitwise("--cuda-graphs=off vs on", off, on))
+
+
+def tf32_case(t, device):
+    """TF32 is off unless asked: --tf32 rounds GEMM inputs to 10 mantissa
+    bits, so its losses must differ from the default run's."""
+    default = t.train(device, "gpt-train", ADAMW)
+    tf32 = t.train(device, "gpt-train", ADAMW, extra=("--tf32",))
+    if bits([r["loss"] for r in default[0]]) == bits([r["loss"] for r in tf32[0]]):
+        return Result(problems=["--tf32 gives the default run's losses bit for bit: is TF32 "
+                                "on by default, or does --tf32 do nothing?"])
+    result = compare_training(device, tf32, default)
+    return Result(result.loss_rel, result.param_rel,
+                  notes=["--tf32 against the default (information, no tolerance)"])
+
+
+def default_device_case(t, device):
+    """fsdp-run without --device picks the GPU: only the CUDA device reports
+    device_context_bytes."""
+    plan = t.plan("gpt-train", ADAMW)
+    metrics = os.path.join(t.fresh("default-device"), "metrics.jsonl")
+    t.call([t.args.fsdp_run, plan, "--steps=1", f"--metrics={metrics}",
+            *t.input_flags("gpt-train")])
+    record = read_metrics(metrics, 1, 1)[0]
+    if "device_context_bytes" not in record:
+        return Result(problems=[f"without --device, fsdp-run ran on the CPU: {record}"])
+    return Result()
+
+
+def memory_case(t, device):
+    ours = t.train(device, "gpt-train", ADAMW)[0][-1]
+    ref = t.train(REFERENCE, "gpt-train", ADAMW)[0][-1]
+    result = Result()
+    if ours.get("peak_bytes") != ref.get("peak_bytes"):
+        result.problems.append(f"peak_bytes {ours.get('peak_bytes')} on {device}, "
+                               f"{ref.get('peak_bytes')} on {REFERENCE} (both: the plan's bytes)")
+    context = ours.get("device_context_bytes")
+    if not isinstance(context, int) or context <= 0:
+        result.problems.append(f"device_context_bytes is {context!r}, expected the CUDA "
+                               f"context's own bytes (> 0)")
+    else:
+        result.notes.append(f"peak_bytes {ours['peak_bytes']}, device_context_bytes {context}")
+    return result
+
+
+def oversized_case(t, device):
+    """A forward plan whose arena (an Expand to 260000 x 260000 f32, 252
+    GiB) is larger than any single GPU's memory (H200: 141 GB, B200: 192
+    GB): refused before the first step."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    path = os.path.join(t.fresh("oversized"), "big.onnx")
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [260000, 260000])
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["s"], value=shape),
+         helper.make_node("Expand", ["x", "s"], ["y"]),
+         helper.make_node("ReduceSum", ["y"], ["loss"], keepdims=0)],
+        "oversized", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    plan = path[:-5] + ".plan"
+    t.call([t.args.fsdp_opt, path, "--mode=forward", "-o", plan])
+    x = path[:-5] + ".x.npy"
+    numpy.save(x, numpy.ones([1], numpy.float32))
+    out = t.call([t.args.fsdp_run, plan, f"--device={device}", f"--input=x={x}"],
+                 expect_ok=False, timeout=120)
+    result = Result()
+    message = out.stderr.strip()
+    if out.returncode != 1 or "bytes" not in message or "available" not in message:
+        result.problems.append(f"expected exit 1 naming the planned and available bytes; "
+                               f"got exit {out.returncode}: {message or out.stdout.strip()}")
+    else:
+        result.notes.append(message.splitlines()[-1])
+    return result
+
+
+def gradcheck_case(t, device):
+    script = os.path.join(ROOT, "tests", "e2e", "test_gradcheck.py")
+    out = t.call([sys.executable, script, "--fsdp-opt", t.args.fsdp_opt, "--fsdp-run",
+                  t.args.fsdp_run, f"--device={device}"], expect_ok=False, timeout=3600)
+    tail = (out.stdout.strip().splitlines() or [""])[-1]
+    if out.returncode != 0:
+        failed = [line for line in out.stdout.splitlines() if "FAIL" in line]
+        return Result(problems=[f"test_gradcheck.py --device={device}: exit "
+                                f"{out.returncode}, {tail}\n" + "\n".join(failed[:20]) +
+                                (out.stderr.strip()[-2000:] if not failed else "")])
+    return Result(notes=[tail])
+
+
+@dataclass
+class Case:
+    name: str
+    run: object
+    gpu_only: bool = False
+
+
+CASES = [
+    Case("forward gpt (loss)", forward_case("gpt-eval")),
+    Case("forward gpt (logits)", forward_case("gpt-logits")),
+    Case("forward transformer", forward_case("transformer-eval")),
+    Case("forward mlp", forward_case("mlp-eval")),
+    Case("train gpt adamw", train_case("gpt-train", ADAMW)),
+    Case("train gpt --shard=full (world size 1)",
+         train_case("gpt-train", ADAMW + ["--world-size=1", "--shard=full", "--wrap=blocks"])),
+    Case("train gpt --offload=cpu", train_case("gpt-train", ADAMW + ["--offload=cpu"])),
+    Case("train gpt --ckpt=blocks", train_case("gpt-train", ADAMW + ["--ckpt=blocks"])),
+    Case("train gpt --param-dtype=bf16",
+         train_case("gpt-train", ADAMW + ["--world-size=1", "--param-dtype=bf16"])),
+    Case("train transformer dropout 0.1",
+         train_case("transformer-dropout-train",
+                    ADAMW_EPS6 + [f"--freeze={TRANSFORMER_BUFFERS}"])),
+    Case("train mlp sgd nesterov", train_case("mlp-train", SGD_NESTEROV)),
+    Case("negative: vs cpu at lr x1.1 must differ", negative_case),
+    Case("resume cpu->device and device->cpu", resume_case),
+    Case("bad token id refused on both", bad_token_case),
+    Case("two runs bitwise equal", determinism_case, gpu_only=True),
+    Case("resume on the GPU bitwise", resume_same_device_case, gpu_only=True),
+    Case("--cuda-graphs=off bitwise as on", graphs_case, gpu_only=True),
+    Case("peak_bytes = plan, context apart", memory_case, gpu_only=True),
+    Case("TF32 off unless --tf32", tf32_case, gpu_only=True),
+    Case("no --device: the GPU", default_device_case, gpu_only=True),
+    Case("plan larger than the GPU refused", oversized_case, gpu_only=True),
+    Case("gradcheck (tests/e2e) on the GPU", gradcheck_case, gpu_only=True),
+]
+
+
+# --------------------------------------------------------------------------
+# Does fsdp-run run on the device? (Whether a GPU is here: gpu_probe.py.)
+# --------------------------------------------------------------------------
+
+def probe_device(args, tmp, device):
+    """Runs a two-node forward plan on `device`: (ok, fsdp-run's message)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    path = os.path.join(tmp, "probe.onnx")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "x"], ["y"]),
+         helper.make_node("ReduceSum", ["y"], ["loss"], keepdims=0)],
+        "probe", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    plan, x = path[:-5] + ".plan", path[:-5] + ".x.npy"
+    numpy.save(x, numpy.arange(4, dtype=numpy.float32))
+    compiled = subprocess.run([args.fsdp_opt, path, "--mode=forward", "-o", plan],
+                              capture_output=True, text=True)
+    if compiled.returncode != 0:
+        sys.exit(f"fsdp-opt cannot compile the probe model: {compiled.stderr.strip()}")
+    out = subprocess.run([args.fsdp_run, plan, f"--device={device}", f"--input=x={x}"],
+                         capture_output=True, text=True, timeout=300)
+    return out.returncode == 0, (out.stderr or out.stdout).strip()
+
+
+# --------------------------------------------------------------------------
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--fsdp-opt", required=True)
+    parser.add_argument("--fsdp-run", required=True)
+    parser.add_argument("--device", required=True, help="cuda, cuda-simt (or cpu: self-check)")
+    parser.add_argument("--size", choices=sorted(SIZES), default="small",
+                        help="model size")
+    parser.add_argument("--only", nargs="*", default=[], help="cases whose name contains one")
+    parser.add_argument("--list", action="store_true", help="print the cases and exit")
+    parser.add_argument("--keep", help="keep the models, plans and runs in this directory")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds per fsdp-run")
+    args = parser.parse_args()
+    args.fsdp_opt, args.fsdp_run = os.path.abspath(args.fsdp_opt), os.path.abspath(args.fsdp_run)
+    on_gpu = args.device == "cuda"
+    cases = [c for c in CASES
+             if (on_gpu or not c.gpu_only) and (not args.only or any(s in c.name for s in args.only))]
+    if args.list:
+        for c in cases:
+            print(c.name)
+        return 0
+    if not cases:
+        sys.exit(f"--only {args.only} matched no case for --device={args.device}")
+
+    tmp = args.keep or tempfile.mkdtemp(prefix="device-parity-")
+    os.makedirs(tmp, exist_ok=True)
+    try:
+        if on_gpu:
+            found, why = gpu_probe.gpus()
+            if not found:
+                ok, message = probe_device(args, tmp, "cuda")
+                if not ok:
+                    last = message.splitlines()[-1] if message else "no message"
+                    print(f"no GPU: {len(cases)} GPU tests not run")
+                    print(f"  ({why}; fsdp-run --device=cuda: {last})")
+                    return SKIP_EXIT
+                # fsdp-run found a GPU that libcuda did not: trust it, run.
+        print(f"--device={args.device} against --device={REFERENCE}, one plan file each, "
+              f"{args.size} models, {STEPS} steps; tolerances: loss {LOSS_TOLERANCE:g} rel per "
+              f"step, parameters {PARAM_TOLERANCE:g} rel L2, outputs {OUTPUT_TOLERANCE:g} rel L2")
+        print(f"{'case':<44} {'max loss rel':>12} {'param rel L2':>12}  result {'s':>6}")
+        tools = Tools(args, tmp, Models(tmp, args.size))
+        passed = failed = 0
+        for case in cases:
+            start = time.time()
+            try:
+                result = case.run(tools, args.device)
+            except Failure as e:
+                result = Result(problems=[str(e)])
+            ok = not result.problems
+            passed += ok
+            failed += not ok
+            fmt = lambda x: "-" if x is None or math.isnan(x) else f"{x:.2e}"
+            print(f"{case.name:<44} {fmt(result.loss_rel):>12} {fmt(result.param_rel):>12}  "
+                  f"{'PASS' if ok else 'FAIL':<6} {time.time() - start:>6.1f}", flush=True)
+            for p in result.notes + result.problems:
+                print("    " + p.replace("\n", "\n    "), flush=True)
+        print(f"{passed} passed, {failed} failed")
+        return 1 if failed else 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

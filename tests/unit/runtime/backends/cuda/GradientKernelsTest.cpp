@@ -399,5 +399,28 @@ TEST(CudaGradient, ReduceMaxGradientAxesTiesAndNaN) {
   expectSameAsCpu(empty, Match::Bits);
 }
 
+// More rows than the largest grid has 16-thread segments (8192 blocks of
+// 16): the row kernels' second round of the segment loop.
+TEST(CudaGradient, MoreRowsThanTheGridHasSegments) {
+  const int64_t rows = 8192 * 16 + 37;
+  KernelCase s(Kernel::SoftmaxGrad);
+  s.in(uniform(DType::F32, {rows, 2}, 33, -2, 0))
+      .in(uniform(DType::F32, {rows, 2}, 34))
+      .out(DType::F32, {rows, 2});
+  s.ints = {1};
+  expectSameAsCpu(s, Match::Bits);
+  KernelCase ln(Kernel::LayerNormGrad);
+  ln.in(uniform(DType::F32, {rows, 2}, 35))
+      .in(uniform(DType::F32, {2}, 36, 0.5, 1.5))
+      .in(uniform(DType::F32, {rows, 1}, 37, -0.5, 0.5))
+      .in(uniform(DType::F32, {rows, 1}, 38, 0.5, 2))
+      .in(uniform(DType::F32, {rows, 2}, 39))
+      .out(DType::F32, {rows, 2})
+      .out(DType::F32, {2})
+      .out(DType::F32, {2});
+  ln.ints = {1};
+  expectSameAsCpu(ln, Match::Bits);
+}
+
 } // namespace
 } // namespace fsdp::rt::cuda::simttest

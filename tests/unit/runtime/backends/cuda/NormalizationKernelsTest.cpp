@@ -190,5 +190,16 @@ TEST(CudaNormalization, MoreRefusalsAgree) {
   expectSameAsCpu(layerNorm(DType::F32, DType::F32, DType::I32, DType::I32, 1), Match::Bits);
 }
 
+// More rows than the largest grid has 16-thread segments (8192 blocks of
+// 16 segments): the segment loop's second round, and the grid-stride
+// loop's second pass for the columns.
+TEST(CudaNormalization, MoreRowsThanTheGridHasSegments) {
+  const int64_t rows = 8192 * 16 + 37;
+  KernelCase s(Kernel::Softmax);
+  s.in(uniform(DType::F32, {rows, 3}, 31, -5, 5)).out(DType::F32, {rows, 3});
+  s.ints = {1};
+  expectSameAsCpu(s, Match::Bits);
+}
+
 } // namespace
 } // namespace fsdp::rt::cuda::simttest

@@ -138,5 +138,18 @@ TEST(CudaReduction, MoreRefusalsAgree) {
                   Match::Bits);
 }
 
+// More outputs than the largest grid has 16-thread segments (8192 blocks
+// of 16): the segment loop's second round, with idle segments beside
+// working ones in its last warps.
+TEST(CudaReduction, MoreOutputsThanTheGridHasSegments) {
+  const int64_t outputs = 8192 * 16 + 37;
+  for (Kernel kind : {Kernel::ReduceSum, Kernel::ReduceMax}) {
+    KernelCase c(kind);
+    c.in(uniform(DType::F32, {outputs, 3}, 32, -5, 5)).out(DType::F32, {outputs});
+    c.ints = {1};
+    expectSameAsCpu(c, Match::Bits);
+  }
+}
+
 } // namespace
 } // namespace fsdp::rt::cuda::simttest

@@ -174,8 +174,8 @@ __global__ void checkIndicesKernel(const I *idx, int64_t count, int64_t dim, Ker
 /// A thread per (outer, inner) column; indices out of range (faulted by
 /// checkIndicesKernel) add nothing.
 template <typename T, typename I>
-__global__ void gatherGradKernel(const I *idx, const T *dy, T *ddata, int64_t outer,
-                                 int64_t count, int64_t dim, int64_t inner) {
+__global__ void gatherGradKernel(const I *idx, const T *dy, T *ddata, int64_t outer, int64_t count,
+                                 int64_t dim, int64_t inner) {
   using C = ComputeType<T>;
   FSDP_GRID_STRIDE(column, outer * inner) {
     const int64_t o = column / inner, k = column % inner;

@@ -49,9 +49,9 @@ __global__ void reduceRunsKernel(const T *in, T *out, StridedLayout<1> kept,
       const T *run = active ? base + reduced.offset(0, r * runLength) : base;
       for (int64_t start = 0; start < runLength; start += kPiece) {
         const int64_t rest = runLength - start < kPiece ? runLength - start : kPiece;
-        const Acc piece = laneFold(lane, active ? rest : 0, R::identity(),
-                                   [&](int64_t i) { return R::read(run + start + i); },
-                                   Combine<R>{});
+        const Acc piece = laneFold(
+            lane, active ? rest : 0, R::identity(),
+            [&](int64_t i) { return R::read(run + start + i); }, Combine<R>{});
         total = R::combine(total, piece);
       }
     }

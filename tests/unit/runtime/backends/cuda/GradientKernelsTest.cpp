@@ -190,8 +190,8 @@ TEST(CudaGradient, SoftmaxGradientEdgeShapes) {
   // Rows of 1 and 33, rank 1, a middle axis past one block of columns, the
   // first axis, many rows over several blocks, empty.
   const std::vector<std::pair<Dims, int64_t>> cases = {
-      {{9, 1}, 1},    {{5, 33}, 1},  {{1000}, 0},    {{2, 9, 300}, 1},
-      {{33, 4}, 0},   {{2500, 3}, 1}, {{3, 0, 4}, 1}, {{1, 1}, 0}};
+      {{9, 1}, 1},  {{5, 33}, 1},   {{1000}, 0},    {{2, 9, 300}, 1},
+      {{33, 4}, 0}, {{2500, 3}, 1}, {{3, 0, 4}, 1}, {{1, 1}, 0}};
   for (DType t : kFloats)
     for (const auto &[dims, axis] : cases)
       for (Kernel k : {Kernel::SoftmaxGrad, Kernel::LogSoftmaxGrad}) {
@@ -202,13 +202,15 @@ TEST(CudaGradient, SoftmaxGradientEdgeShapes) {
         expectSameAsCpu(c, Match::Bits);
       }
   KernelCase badAxis(Kernel::SoftmaxGrad);
-  badAxis.in(uniform(DType::F32, {2, 3}, 1)).in(uniform(DType::F32, {2, 3}, 2)).out(DType::F32,
-                                                                                     {2, 3});
+  badAxis.in(uniform(DType::F32, {2, 3}, 1))
+      .in(uniform(DType::F32, {2, 3}, 2))
+      .out(DType::F32, {2, 3});
   badAxis.ints = {2};
   expectSameAsCpu(badAxis, Match::Bits);
   KernelCase mismatch(Kernel::LogSoftmaxGrad);
-  mismatch.in(uniform(DType::F32, {2, 3}, 1)).in(uniform(DType::F64, {2, 3}, 2)).out(DType::F32,
-                                                                                      {2, 3});
+  mismatch.in(uniform(DType::F32, {2, 3}, 1))
+      .in(uniform(DType::F64, {2, 3}, 2))
+      .out(DType::F32, {2, 3});
   mismatch.ints = {1};
   expectSameAsCpu(mismatch, Match::Bits);
 }
@@ -220,10 +222,10 @@ TEST(CudaGradient, LayerNormGradientEdgeShapesAndStatisticTypes) {
     int64_t axis;
   };
   const Case cases[] = {
-      {DType::F32, DType::F32, {5, 1}, 1},     {DType::F32, DType::F32, {0, 8}, 1},
-      {DType::F16, DType::F16, {7, 33}, 1},    {DType::BF16, DType::BF16, {3, 4, 9}, 1},
-      {DType::F16, DType::F64, {4, 20}, 1},    {DType::F64, DType::F32, {6, 7}, 1},
-      {DType::F32, DType::F32, {1500, 3}, 1},  {DType::F32, DType::F32, {2, 3, 4}, 0},
+      {DType::F32, DType::F32, {5, 1}, 1},    {DType::F32, DType::F32, {0, 8}, 1},
+      {DType::F16, DType::F16, {7, 33}, 1},   {DType::BF16, DType::BF16, {3, 4, 9}, 1},
+      {DType::F16, DType::F64, {4, 20}, 1},   {DType::F64, DType::F32, {6, 7}, 1},
+      {DType::F32, DType::F32, {1500, 3}, 1}, {DType::F32, DType::F32, {2, 3, 4}, 0},
       {DType::F32, DType::F32, {3, 1300}, 1},
   };
   for (const Case &k : cases) {
@@ -259,11 +261,11 @@ TEST(CudaGradient, LayerNormGradientRefusalsAgree) {
     c.ints = {axis};
     return c;
   };
-  expectSameAsCpu(grad({5}, {3, 1}, DType::F32, 1), Match::Bits);    // scale of 5, not 4
-  expectSameAsCpu(grad({4}, {2, 1}, DType::F32, 1), Match::Bits);    // 2 means for 3 rows
-  expectSameAsCpu(grad({4}, {3, 1}, DType::F64, 1), Match::Bits);    // mean f64, inv f32
-  expectSameAsCpu(grad({4}, {3, 1}, DType::F32, 2), Match::Bits);    // axis past the rank
-  expectSameAsCpu(grad({4}, {3, 1}, DType::F32, -1), Match::Bits);   // negative axis
+  expectSameAsCpu(grad({5}, {3, 1}, DType::F32, 1), Match::Bits);  // scale of 5, not 4
+  expectSameAsCpu(grad({4}, {2, 1}, DType::F32, 1), Match::Bits);  // 2 means for 3 rows
+  expectSameAsCpu(grad({4}, {3, 1}, DType::F64, 1), Match::Bits);  // mean f64, inv f32
+  expectSameAsCpu(grad({4}, {3, 1}, DType::F32, 2), Match::Bits);  // axis past the rank
+  expectSameAsCpu(grad({4}, {3, 1}, DType::F32, -1), Match::Bits); // negative axis
 }
 
 TEST(CudaGradient, GatherGradientShapesAndRefusals) {
@@ -291,28 +293,33 @@ TEST(CudaGradient, GatherGradientShapesAndRefusals) {
     }
   // An index out of range is refused even when there is nothing to add.
   KernelCase emptyColumns(Kernel::GatherGrad);
-  emptyColumns.in(values(DType::I64, {2}, {0, 3})).in(TestTensor(DType::F32, {2, 0})).out(
-      DType::F32, {3, 0});
+  emptyColumns.in(values(DType::I64, {2}, {0, 3}))
+      .in(TestTensor(DType::F32, {2, 0}))
+      .out(DType::F32, {3, 0});
   emptyColumns.ints = {0};
   expectSameAsCpu(emptyColumns, Match::Bits);
   KernelCase negative(Kernel::GatherGrad);
-  negative.in(values(DType::I32, {2}, {0, -4})).in(uniform(DType::F32, {2, 2}, 1)).out(
-      DType::F32, {3, 2});
+  negative.in(values(DType::I32, {2}, {0, -4}))
+      .in(uniform(DType::F32, {2, 2}, 1))
+      .out(DType::F32, {3, 2});
   negative.ints = {0};
   expectSameAsCpu(negative, Match::Bits);
   KernelCase floatIndices(Kernel::GatherGrad);
-  floatIndices.in(values(DType::F32, {2}, {0, 1})).in(uniform(DType::F32, {2, 2}, 1)).out(
-      DType::F32, {3, 2});
+  floatIndices.in(values(DType::F32, {2}, {0, 1}))
+      .in(uniform(DType::F32, {2, 2}, 1))
+      .out(DType::F32, {3, 2});
   floatIndices.ints = {0};
   expectSameAsCpu(floatIndices, Match::Bits);
   KernelCase wrongDy(Kernel::GatherGrad);
-  wrongDy.in(values(DType::I32, {2}, {0, 1})).in(uniform(DType::F32, {3, 2}, 1)).out(DType::F32,
-                                                                                    {3, 2});
+  wrongDy.in(values(DType::I32, {2}, {0, 1}))
+      .in(uniform(DType::F32, {3, 2}, 1))
+      .out(DType::F32, {3, 2});
   wrongDy.ints = {0};
   expectSameAsCpu(wrongDy, Match::Bits);
   KernelCase badAxis(Kernel::GatherGrad);
-  badAxis.in(values(DType::I32, {2}, {0, 1})).in(uniform(DType::F32, {2, 2}, 1)).out(DType::F32,
-                                                                                    {3, 2});
+  badAxis.in(values(DType::I32, {2}, {0, 1}))
+      .in(uniform(DType::F32, {2, 2}, 1))
+      .out(DType::F32, {3, 2});
   badAxis.ints = {2};
   expectSameAsCpu(badAxis, Match::Bits);
 }
@@ -355,7 +362,7 @@ TEST(CudaGradient, ReduceMaxGradientAxesTiesAndNaN) {
     std::vector<int64_t> axes;
     Dims out;
   };
-  const Case cases[] = {{{6, 33}, {1}, {6, 1}},     {{5, 6, 7}, {0, 2}, {1, 6, 1}},
+  const Case cases[] = {{{6, 33}, {1}, {6, 1}},      {{5, 6, 7}, {0, 2}, {1, 6, 1}},
                         {{3, 4, 5}, {1}, {3, 1, 5}}, {{2, 3, 4}, {0, 1, 2}, {1, 1, 1}},
                         {{300, 7}, {0}, {1, 7}},     {{4, 1}, {1}, {4, 1}}};
   for (DType t : kFloats)

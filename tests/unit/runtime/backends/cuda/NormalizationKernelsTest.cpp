@@ -81,8 +81,8 @@ TEST(CudaNormalization, SoftmaxEdgeShapesAndSpecialValues) {
   // Rank 1, rows of one element, a middle axis past one block of columns,
   // the first axis of odd length, many short rows (several blocks).
   const std::vector<std::pair<Dims, int64_t>> cases = {
-      {{1}, 0},         {{7}, 0},        {{1000}, 0},   {{300, 1}, 1},
-      {{2, 7, 300}, 1}, {{33, 7}, 0},    {{2000, 3}, 1}, {{1, 1, 1}, 2}};
+      {{1}, 0},         {{7}, 0},     {{1000}, 0},    {{300, 1}, 1},
+      {{2, 7, 300}, 1}, {{33, 7}, 0}, {{2000, 3}, 1}, {{1, 1, 1}, 2}};
   for (DType t : kFloats)
     for (const auto &[dims, axis] : cases) {
       SCOPED_TRACE(std::string(dtypeName(t)) + " axis " + std::to_string(axis));

@@ -74,11 +74,21 @@ TEST(CudaReduction, OddLengthsPiecesAndManyOutputs) {
   // strided runs (a middle and the last axis reduced); columns past one
   // block of threads and past one flush; size-1 dims everywhere; no axes.
   const Case cases[] = {
-      {{6, 1}, {1}, {6}},           {{5, 33}, {1}, {5}},           {{2, 1024}, {1}, {2}},
-      {{2, 1025}, {1}, {2}},        {{1, 4100}, {1}, {1}},         {{3000, 5}, {1}, {3000}},
-      {{3, 5, 2, 4}, {1, 3}, {3, 2}}, {{129, 1030}, {0}, {1030}},  {{1, 1}, {1}, {1}},
-      {{1, 7, 1}, {0, 2}, {7}},     {{4, 1, 6}, {1}, {4, 6}},      {{3, 4}, {}, {3, 4}},
-      {{1000}, {0}, {}},            {{7, 2, 65}, {0, 1}, {65}},    {{0}, {0}, {}},
+      {{6, 1}, {1}, {6}},
+      {{5, 33}, {1}, {5}},
+      {{2, 1024}, {1}, {2}},
+      {{2, 1025}, {1}, {2}},
+      {{1, 4100}, {1}, {1}},
+      {{3000, 5}, {1}, {3000}},
+      {{3, 5, 2, 4}, {1, 3}, {3, 2}},
+      {{129, 1030}, {0}, {1030}},
+      {{1, 1}, {1}, {1}},
+      {{1, 7, 1}, {0, 2}, {7}},
+      {{4, 1, 6}, {1}, {4, 6}},
+      {{3, 4}, {}, {3, 4}},
+      {{1000}, {0}, {}},
+      {{7, 2, 65}, {0, 1}, {65}},
+      {{0}, {0}, {}},
   };
   const DType types[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::U8};
   for (Kernel kind : {Kernel::ReduceSum, Kernel::ReduceMax, Kernel::ReduceMean})
@@ -117,23 +127,17 @@ TEST(CudaReduction, IntegerSumsWrapAndMeansTruncate) {
 }
 
 TEST(CudaReduction, MoreRefusalsAgree) {
-  auto reduceCase = [](Kernel kind, DType in, DType out, Dims outDims,
-                       std::vector<int64_t> axes) {
+  auto reduceCase = [](Kernel kind, DType in, DType out, Dims outDims, std::vector<int64_t> axes) {
     KernelCase c(kind);
     c.in(uniform(in, {2, 3, 4}, 1)).out(out, std::move(outDims));
     c.ints = std::move(axes);
     return c;
   };
-  expectSameAsCpu(reduceCase(Kernel::ReduceSum, DType::F32, DType::F16, {2, 3}, {2}),
-                  Match::Bits);
-  expectSameAsCpu(reduceCase(Kernel::ReduceMax, DType::F32, DType::F32, {2, 4}, {2}),
-                  Match::Bits);
-  expectSameAsCpu(reduceCase(Kernel::ReduceMean, DType::F32, DType::F32, {2}, {1, 1}),
-                  Match::Bits);
-  expectSameAsCpu(reduceCase(Kernel::ReduceSum, DType::F32, DType::F32, {2, 3}, {3}),
-                  Match::Bits);
-  expectSameAsCpu(reduceCase(Kernel::ReduceSum, DType::F32, DType::F32, {2, 3}, {-1}),
-                  Match::Bits);
+  expectSameAsCpu(reduceCase(Kernel::ReduceSum, DType::F32, DType::F16, {2, 3}, {2}), Match::Bits);
+  expectSameAsCpu(reduceCase(Kernel::ReduceMax, DType::F32, DType::F32, {2, 4}, {2}), Match::Bits);
+  expectSameAsCpu(reduceCase(Kernel::ReduceMean, DType::F32, DType::F32, {2}, {1, 1}), Match::Bits);
+  expectSameAsCpu(reduceCase(Kernel::ReduceSum, DType::F32, DType::F32, {2, 3}, {3}), Match::Bits);
+  expectSameAsCpu(reduceCase(Kernel::ReduceSum, DType::F32, DType::F32, {2, 3}, {-1}), Match::Bits);
   expectSameAsCpu(reduceCase(Kernel::ReduceSum, DType::Bool, DType::Bool, {2, 3}, {2}),
                   Match::Bits);
 }

@@ -109,7 +109,7 @@ TEST(CudaNormalization, SoftmaxEdgeShapesAndSpecialValues) {
     }
 }
 
-TEST(CudaNormalization, EmptyTensorsWriteNothing) {
+TEST(CudaNormalization, EmptyTensors) {
   for (Dims dims : {Dims{0, 5}, Dims{3, 0}, Dims{2, 0, 4}}) {
     KernelCase s(Kernel::Softmax);
     s.in(TestTensor(DType::F32, dims)).out(DType::F32, dims);
@@ -126,6 +126,17 @@ TEST(CudaNormalization, EmptyTensorsWriteNothing) {
   ln.ints = {1};
   ln.floats = {1e-5f};
   expectSameAsCpu(ln, Match::Bits);
+  // Rows of no elements: the statistics are 0/0 (NaN) on both.
+  KernelCase emptyRows(Kernel::LayerNorm);
+  emptyRows.in(TestTensor(DType::F32, {3, 0}))
+      .in(TestTensor(DType::F32, {0}))
+      .absent()
+      .out(DType::F32, {3, 0})
+      .out(DType::F32, {3, 1})
+      .out(DType::F32, {3, 1});
+  emptyRows.ints = {1};
+  emptyRows.floats = {1e-5f};
+  expectSameAsCpu(emptyRows, Match::Bits);
 }
 
 TEST(CudaNormalization, LayerNormStatisticTypesAndBroadcasts) {

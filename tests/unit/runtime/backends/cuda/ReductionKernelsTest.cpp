@@ -89,6 +89,7 @@ TEST(CudaReduction, OddLengthsPiecesAndManyOutputs) {
       {{1000}, {0}, {}},
       {{7, 2, 65}, {0, 1}, {65}},
       {{0}, {0}, {}},
+      {{0, 5}, {1}, {0}},
   };
   const DType types[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::U8};
   for (Kernel kind : {Kernel::ReduceSum, Kernel::ReduceMax, Kernel::ReduceMean})

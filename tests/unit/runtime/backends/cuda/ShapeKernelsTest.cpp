@@ -324,5 +324,34 @@ TEST(CudaShape, FlattenRefusesInputsOutsideTheResult) {
   expectSameAsCpu(mixed, Match::Bits);
 }
 
+/// Past kMaxBlocks * 256 elements every thread of the grid-stride loops
+/// handles several elements.
+TEST(CudaShape, PastTheGrid) {
+  KernelCase t(Kernel::Transpose);
+  t.in(pattern(DType::U8, {1100, 2001}, 1)).out(DType::U8, {2001, 1100});
+  t.ints = {1, 0};
+  expectSameAsCpu(t, Match::Bits);
+  KernelCase cat(Kernel::Concat);
+  cat.in(pattern(DType::BF16, {2, 1100001}, 2)).in(pattern(DType::BF16, {2, 3}, 3));
+  cat.out(DType::BF16, {2, 1100004});
+  cat.ints = {1};
+  expectSameAsCpu(cat, Match::Bits);
+  expectSameAsCpu(gatherCase(DType::F32, DType::I64, {{2, 1100001}, {2}, {1, -2}, 0}),
+                  Match::Bits);
+  std::vector<double> indices(2200000, 1);
+  indices[2100000] = 2; // refused, from a thread's later pass
+  expectSameAsCpu(gatherCase(DType::U8, DType::I32, {{2}, {2200000}, indices, 0}), Match::Bits);
+  KernelCase tri(Kernel::Trilu);
+  tri.in(pattern(DType::U8, {2, 1100, 1001}, 4));
+  staleOut(tri, DType::U8, {2, 1100, 1001}, 5);
+  tri.ints = {1, 3};
+  expectSameAsCpu(tri, Match::Bits);
+  KernelCase flat(Kernel::Flatten);
+  flat.in(pattern(DType::F32, {2200000}, 6));
+  staleOut(flat, DType::F32, {2200005}, 7);
+  flat.ints = {2};
+  expectSameAsCpu(flat, Match::Bits);
+}
+
 } // namespace
 } // namespace fsdp::rt::cuda::simttest

@@ -250,5 +250,17 @@ TEST(CudaTorchExport, CumSumWrapsIntegersAndRefuses) {
   expectSameAsCpu(mismatch, Match::Bits);
 }
 
+/// Past kMaxBlocks * 256 elements (or cumsum lines) every thread of the
+/// grid-stride loops handles several.
+TEST(CudaTorchExport, PastTheGrid) {
+  KernelCase g(Kernel::Gelu);
+  g.in(mathInput(DType::F32, 2200000, 1)).out(DType::F32, {2200000});
+  g.ints = {1};
+  expectSameAsCpu(g, Match::Bits);
+  expectSameAsCpu(padCase(DType::I64, {2200000}, {1, 2}, -100), Match::Bits);
+  expectSameAsCpu(tileCase(DType::U8, {1100, 1}, {1, 2001}), Match::Bits);
+  expectSameAsCpu(cumsumCase(DType::F32, {2, 2200000}, 0, 1, 0), Match::Bits);
+}
+
 } // namespace
 } // namespace fsdp::rt::cuda::simttest

@@ -8,7 +8,8 @@
 // Concat and split copy each part's rows in one launch per part; flatten
 // zeroes the flat buffer and copies each input to its offset; gather and
 // trilu compute each output element's source. A gather index out of range
-// is an IndexOutOfRange fault and leaves its element unwritten.
+// is an IndexOutOfRange fault and leaves its element unwritten (checked
+// even when the output is empty, as the CPU checks every index first).
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +64,18 @@ __global__ void gatherKernel(const U *src, const I *idx, U *dst, int64_t outer, 
       continue;
     }
     dst[e] = src[(o * dim + (v < 0 ? v + dim : v)) * inner + k];
+  }
+}
+
+/// Checks the indices alone, for a gather whose output is empty but whose
+/// indices are not: the CPU refuses a bad index before looking at sizes.
+template <typename I>
+__global__ void checkIndicesKernel(const I *idx, int64_t count, int64_t dim, KernelFault *fault,
+                                   uint32_t launchId) {
+  FSDP_GRID_STRIDE(j, count) {
+    const int64_t v = static_cast<int64_t>(idx[j]);
+    if (v < -dim || v >= dim)
+      raiseFault(fault, launchId, FaultCode::IndexOutOfRange, v, j, dim);
   }
 }
 
@@ -214,6 +227,9 @@ Status gather(const KernelContext &ctx, const TensorRef &data, const TensorRef &
       indices.dtype,
       [&](auto indexTag) {
         using I = decltype(indexTag);
+        if (outer * inner == 0)
+          return launchElementwise(ctx, "gather", count, checkIndicesKernel<I>,
+                                   indices.as<const I>(), count, dim, ctx.fault, ctx.launch);
         return dispatchBySize(
             data.dtype,
             [&](auto unit) {

@@ -5,8 +5,9 @@
 // size 1, 2, 4, 8 and bool, with distinct per-element bit patterns so a
 // misplaced element or a value moved through a float register cannot pass)
 // plus sizes that span several blocks: copy (every dtype, aliased, empty),
-// transposes that keep and that move the innermost dim, rank 0 and zero
-// size; slices with negative steps and zero-size results; expand
+// transposes that keep the innermost dim (strided copy) and that move it
+// (shared-memory tiles, ragged and more tiles than blocks), rank 0 and
+// zero size; slices with negative steps and zero-size results; expand
 // broadcasts; concat and split with empty parts; gather with negative
 // indices, scalar and empty index tensors, and out-of-range indices that
 // both refuse, also where the result is empty; trilu both ways with large
@@ -80,7 +81,8 @@ TEST(CudaShape, TransposeMatchesCpu) {
       {{1, 5, 1, 3}, {3, 1, 0, 2}}, {{3, 1}, {1, 0}},           {{6, 1, 4}, {2, 1, 0}},
       {{7}, {0}},                   {{}, {}},                   {{0, 3}, {1, 0}},
       {{2, 3, 4}, {0, 1, 2}},       {{3, 40, 2, 35}, {0, 3, 2, 1}},
-      {{2, 3, 40, 5}, {1, 0, 2, 3}},
+      {{2, 3, 40, 5}, {1, 0, 2, 3}}, {{5, 64, 96}, {0, 2, 1}}, {{3, 31, 33}, {2, 1, 0}},
+      {{1, 257}, {1, 0}},           {{257, 1}, {1, 0}},         {{33, 2, 65}, {2, 1, 0}},
   };
   for (DType t : kSizes)
     for (const Case &c : cases) {
@@ -331,6 +333,11 @@ TEST(CudaShape, PastTheGrid) {
   t.in(pattern(DType::U8, {1100, 2001}, 1)).out(DType::U8, {2001, 1100});
   t.ints = {1, 0};
   expectSameAsCpu(t, Match::Bits);
+  // Tiled (the innermost dim moves) with more tiles than blocks.
+  KernelCase tiles(Kernel::Transpose);
+  tiles.in(pattern(DType::F16, {8200, 2, 33}, 8)).out(DType::F16, {8200, 33, 2});
+  tiles.ints = {0, 2, 1};
+  expectSameAsCpu(tiles, Match::Bits);
   KernelCase cat(Kernel::Concat);
   cat.in(pattern(DType::BF16, {2, 1100001}, 2)).in(pattern(DType::BF16, {2, 3}, 3));
   cat.out(DType::BF16, {2, 1100004});

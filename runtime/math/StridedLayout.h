@@ -135,6 +135,23 @@ inline StridedLayout<2> sliceLayout(const TensorRef &part, const TensorRef &whol
   return layout;
 }
 
+/// For a transpose's coalesced layout (operand 1 the permuted input): the
+/// dim q other than the innermost along which the input is densest, when
+/// the innermost output dim does not read the input more densely than q
+/// does (the transpose moves the innermost dim: both backends copy square
+/// tiles over (q, innermost) so reads and writes stay local); -1 when rows
+/// copy as they are.
+inline int transposeTileDim(const StridedLayout<2> &layout) {
+  const int inner = layout.rank - 1;
+  if (inner <= 0)
+    return -1;
+  int q = 0;
+  for (int d = 1; d < inner; ++d)
+    if (layout.strides[1][d] < layout.strides[1][q])
+      q = d;
+  return layout.strides[1][q] > layout.strides[1][inner] ? -1 : q;
+}
+
 } // namespace fsdp::rt
 
 #endif // FSDP_RUNTIME_MATH_STRIDEDLAYOUT_H

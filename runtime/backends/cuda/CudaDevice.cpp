@@ -45,6 +45,7 @@
 
 #include "runtime/backends/cuda/CudaDevice.h"
 
+#include "runtime/backends/cuda/CublasLibrary.h"
 #include "runtime/backends/cuda/CudaLaunch.h"
 #include "runtime/plan/KernelTable.h"
 
@@ -78,7 +79,7 @@ Status cudaFailure(cudaError_t error, const std::string &what) {
 #define FSDP_CUBLAS_RETURN_IF_ERROR(call, what)                                                    \
   do {                                                                                             \
     if (cublasStatus_t fsdpBlasStatus_ = (call); fsdpBlasStatus_ != CUBLAS_STATUS_SUCCESS)         \
-      return Status::error(cat("cuda: ", what, ": ", cublasGetStatusString(fsdpBlasStatus_)));     \
+      return Status::error(cat("cuda: ", what, ": ", cuda::cublas().statusString(fsdpBlasStatus_)));     \
   } while (false)
 
 /// cuBLAS's recommended workspace: 32 MiB on Hopper and later, 4 MiB
@@ -237,11 +238,11 @@ public:
     s->device = this;
     FSDP_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking),
                               "cudaStreamCreateWithFlags");
-    FSDP_CUBLAS_RETURN_IF_ERROR(cublasCreate(&s->blas), "cublasCreate");
-    FSDP_CUBLAS_RETURN_IF_ERROR(cublasSetStream(s->blas, s->stream), "cublasSetStream");
+    FSDP_CUBLAS_RETURN_IF_ERROR(cuda::cublas().create(&s->blas), "cublasCreate");
+    FSDP_CUBLAS_RETURN_IF_ERROR(cuda::cublas().setStream(s->blas, s->stream), "cublasSetStream");
     FSDP_CUDA_RETURN_IF_ERROR(cudaMalloc(&s->workspace, workspaceBytes_), "cudaMalloc of the ",
                               workspaceBytes_, "-byte cuBLAS workspace");
-    FSDP_CUBLAS_RETURN_IF_ERROR(cublasSetWorkspace(s->blas, s->workspace, workspaceBytes_),
+    FSDP_CUBLAS_RETURN_IF_ERROR(cuda::cublas().setWorkspace(s->blas, s->workspace, workspaceBytes_),
                                 "cublasSetWorkspace");
     s->context.stream = s->stream;
     s->context.blas = s->blas;
@@ -574,7 +575,7 @@ CudaStream::~CudaStream() {
   device->forget(this);
   cudaSetDevice(device->ordinal());
   if (blas)
-    cublasDestroy(blas);
+    cuda::cublas().destroy(blas);
   cudaFree(workspace);
   if (stream)
     cudaStreamDestroy(stream);
@@ -602,6 +603,9 @@ Status createCudaDevice(const DeviceOptions &options, std::unique_ptr<Device> &o
   if (options.ordinal < 0 || options.ordinal >= count)
     return Status::error(cat("cuda: there is no GPU ", options.ordinal, ": this machine has ",
                              count, " (GPUs 0..", count - 1, ")"));
+  // Streams create their cuBLAS handles: open the library first.
+  const cuda::CublasLibrary *blas = nullptr;
+  FSDP_RETURN_IF_ERROR(cuda::loadCublas(blas));
   auto device = std::make_unique<CudaDevice>(options);
   FSDP_RETURN_IF_ERROR(device->init());
   out = std::move(device);

@@ -24,6 +24,7 @@ std::string describeFault(const KernelFault &f, const char *op) {
     return cat(op, ": integer division by zero at position ", f.position);
   case FaultCode::PositionOutOfRange:
     return cat(op, ": position ", f.value, " is outside a dimension of ", f.limit);
+  case FaultCode::StepOutOfRange: return cat(op, ": step ", f.value, " (steps count from 1)");
   }
   return cat(op, ": fault code ", f.code);
 }

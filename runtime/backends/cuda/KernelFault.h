@@ -27,6 +27,7 @@ enum class FaultCode : int32_t {
   LabelOutOfRange,  // losses: value, position, limit = the class count
   DivisionByZero,   // integer division: position
   PositionOutOfRange, // slice gradient: value = the position, limit = the dim size
+  StepOutOfRange,     // adamw: value = the step read from device memory (steps count from 1)
 };
 
 /// The first fault of a step. `launch` identifies the instruction (the

@@ -218,14 +218,10 @@ Status transpose(const TensorRef &in, const int64_t *perm, const TensorRef &out)
     layout.strides[1][d] = inStrides[perm[d]];
   layout.coalesce();
 
-  int inner = layout.rank - 1;
   // The dim the input walks contiguously; tiles only pay when it is not
   // already the innermost output dim.
-  int q = 0;
-  for (int d = 1; d < inner; ++d)
-    if (layout.strides[1][d] < layout.strides[1][q])
-      q = d;
-  if (inner == 0 || layout.strides[1][q] > layout.strides[1][inner])
+  const int q = transposeTileDim(layout);
+  if (q < 0)
     return copyStrided(layout, in, out, "transpose");
   return dispatchBySize(
       out.dtype,

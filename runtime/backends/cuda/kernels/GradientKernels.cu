@@ -13,7 +13,8 @@
 //   inner) column walks the indices in order and adds dy's slices into the
 //   rows they name: each element receives its terms in the CPU's order and
 //   no two threads touch one element, so no atomics; an index out of range
-//   is an IndexOutOfRange fault and adds nothing;
+//   is an IndexOutOfRange fault (a thread per index checks them all, even
+//   when dy is empty, as the CPU does) and adds nothing;
 // - slice's adjoint: zero, then dy written at the sliced positions;
 // - reduce-max's adjoint: one thread per kept position counts the ties and
 //   shares dy among them.
@@ -158,19 +159,30 @@ __global__ void layerNormGradColumnsKernel(const T *x, const U *mean, const U *i
 
 // --- Gather, slice, reduce max ------------------------------------------------------------
 
+/// A thread per index: one out of range is a fault, whatever the shape of
+/// dy (the CPU refuses it even when dy and the result are empty).
+template <typename I>
+__global__ void checkIndicesKernel(const I *idx, int64_t count, int64_t dim, KernelFault *fault,
+                                   uint32_t launchId) {
+  FSDP_GRID_STRIDE(j, count) {
+    const int64_t v = static_cast<int64_t>(idx[j]);
+    if (v < -dim || v >= dim)
+      raiseFault(fault, launchId, FaultCode::IndexOutOfRange, v, j, dim);
+  }
+}
+
+/// A thread per (outer, inner) column; indices out of range (faulted by
+/// checkIndicesKernel) add nothing.
 template <typename T, typename I>
-__global__ void gatherGradKernel(const I *idx, const T *dy, T *ddata, int64_t outer,
-                                 int64_t count, int64_t dim, int64_t inner, KernelFault *fault,
-                                 uint32_t launchId) {
+__global__ void gatherGradKernel(const I *idx, const T *dy, T *ddata, int64_t outer, int64_t count,
+                                 int64_t dim, int64_t inner) {
   using C = ComputeType<T>;
   FSDP_GRID_STRIDE(column, outer * inner) {
     const int64_t o = column / inner, k = column % inner;
     for (int64_t j = 0; j < count; ++j) {
       const int64_t v = static_cast<int64_t>(idx[j]);
-      if (v < -dim || v >= dim) {
-        raiseFault(fault, launchId, FaultCode::IndexOutOfRange, v, j, dim);
+      if (v < -dim || v >= dim)
         continue;
-      }
       T *at = ddata + (o * dim + (v < 0 ? v + dim : v)) * inner + k;
       store(at, static_cast<C>(load(at) + load(dy + (o * count + j) * inner + k)));
     }
@@ -334,10 +346,13 @@ Status gatherGrad(const KernelContext &ctx, const TensorRef &indices, const Tens
             indices.dtype,
             [&](auto indexTag) -> Status {
               using I = decltype(indexTag);
+              FSDP_RETURN_IF_ERROR(launchElementwise(ctx, "gather_grad", count,
+                                                     checkIndicesKernel<I>, indices.as<const I>(),
+                                                     count, dim, ctx.fault, ctx.launch));
               FSDP_RETURN_IF_ERROR(zero(ctx, "gather_grad", ddata));
               return launchElementwise(ctx, "gather_grad", outer * inner, gatherGradKernel<T, I>,
                                        indices.as<const I>(), dy.as<const T>(), ddata.as<T>(),
-                                       outer, count, dim, inner, ctx.fault, ctx.launch);
+                                       outer, count, dim, inner);
             },
             "gather_grad indices");
       },

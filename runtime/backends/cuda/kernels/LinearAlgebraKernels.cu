@@ -27,7 +27,7 @@
 #if defined(FSDP_SIMT_EMULATION)
 #include "runtime/backends/cuda/simt/CblasGemm.h"
 #else
-#include <cublas_v2.h>
+#include "runtime/backends/cuda/CublasLibrary.h"
 #endif
 
 #include <type_traits>
@@ -111,14 +111,14 @@ Status cublasProduct(const KernelContext &ctx, const char *op, const GemmMapping
   for (int64_t o = 0, outer = mapping.outer.numElements(); o < outer; ++o) {
     int64_t offC, offLeft, offRight;
     mapping.offsets(o, offC, offLeft, offRight);
-    cublasStatus_t status = cublasGemmStridedBatchedEx(
+    cublasStatus_t status = cublas().gemmStridedBatchedEx(
         handle, g.transA ? CUBLAS_OP_T : CUBLAS_OP_N, g.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
         static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), alpha,
         right + offRight, type, static_cast<int>(g.lda), g.strideA, left + offLeft, type,
         static_cast<int>(g.ldb), g.strideB, beta, c + offC, type, static_cast<int>(g.ldc),
         g.strideC, static_cast<int>(g.batch), compute, CUBLAS_GEMM_DEFAULT);
     if (status != CUBLAS_STATUS_SUCCESS)
-      return Status::error(cat(op, ": cublasGemmStridedBatchedEx: ", cublasGetStatusString(status)));
+      return Status::error(cat(op, ": cublasGemmStridedBatchedEx: ", cublas().statusString(status)));
   }
   return Status::ok();
 }

@@ -4,17 +4,21 @@
 // formulas (LossGradKernels.cpp): each non-ignored position's gradient at
 // its label is g = w[t] * -(dloss[/ weight sum]) in the tensor's type;
 // softmax cross-entropy's is onehot(g) - exp(log_prob) * g. One thread per
-// result element writes it directly (no zeroing pass). For "mean" the
-// weight sum runs in double over positions in row-major order, as on the
-// CPU: thread 0 of every block sums into shared memory (each block repeats
-// the short sequential sum rather than reading another kernel's result,
-// so the launch needs no scratch memory and stays one kernel) and checks
-// every label, raising LabelOutOfRange for a bad one.
+// result element writes it directly (no zeroing pass); the thread of a
+// position's class-0 element checks its label and raises LabelOutOfRange
+// for a bad one (that position's elements are written as zeros). Only
+// "mean" needs a sum over positions, and each block computes it for
+// itself (no scratch memory, one kernel): without class weights it is a
+// count of the taken positions, exact in any order, so the block's
+// threads count a share each and combine them in a fixed tree; with
+// weights it runs in double over positions in row-major order, as on the
+// CPU (the CPU's bits need that order; OrderedSum.cuh).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/LossShape.h"
 #include "runtime/backends/cuda/kernels/KernelSupport.cuh"
+#include "runtime/backends/cuda/kernels/OrderedSum.cuh"
 #include "runtime/math/FastMath.h"
 
 FSDP_CUDA_NAMESPACE_BEGIN
@@ -29,32 +33,59 @@ struct GradParams {
   uint32_t launch;
 };
 
-/// The block's scale, -(dloss[/ weight sum]) (unused for "none"), after
-/// thread 0 checked the labels and summed the weights.
+/// Whether a position with this label takes a gradient (not ignored, in
+/// range); raises LabelOutOfRange for a label out of range when `report`.
+__device__ inline bool takesLabel(const GradParams &q, int64_t label, int64_t p, bool report) {
+  if (q.ignores && label == q.ignoreIndex)
+    return false;
+  if (label >= 0 && label < q.shape.c)
+    return true;
+  if (report)
+    raiseFault(q.fault, q.launch, FaultCode::LabelOutOfRange, label, p, q.shape.c);
+  return false;
+}
+
+/// The scale -(dloss[/ weight sum]) of "sum" and "mean" (unused for
+/// "none"). Every thread of the block calls it (it synchronizes the block
+/// for "mean").
 template <typename T, typename L>
 __device__ inline ComputeType<T> blockScale(const GradParams &q, const L *labels, const T *w,
                                             const T *dloss) {
   using C = ComputeType<T>;
-  __shared__ double sharedScale;
-  if (threadIdx.x == 0) {
-    double weightSum = 0;
-    for (int64_t p = 0; p < q.shape.n * q.shape.d; ++p) {
-      const int64_t label = static_cast<int64_t>(labels[p]);
-      if (q.ignores && label == q.ignoreIndex)
-        continue;
-      if (label < 0 || label >= q.shape.c) {
-        raiseFault(q.fault, q.launch, FaultCode::LabelOutOfRange, label, p, q.shape.c);
-        continue;
-      }
-      weightSum += w ? load(w + label) : C(1);
-    }
-    // torch divides in the tensor's type: -(grad_output / total_weight).
-    const C scalar = q.reduction == Reduction::None ? C(0) : load(dloss);
-    const C scale = -(q.reduction == Reduction::Mean ? scalar / static_cast<C>(weightSum) : scalar);
-    sharedScale = static_cast<double>(scale);
+  if (q.reduction == Reduction::None)
+    return C(0);
+  // torch divides in the tensor's type: -(grad_output / total_weight).
+  const C scalar = load(dloss);
+  if (q.reduction == Reduction::Sum)
+    return -scalar;
+  const int64_t positions = q.shape.n * q.shape.d;
+  if (w) {
+    double weightSum[1];
+    orderedBlockSums<1>(
+        positions,
+        [&](int64_t p, double(&terms)[1]) {
+          const int64_t label = static_cast<int64_t>(labels[p]);
+          if (!takesLabel(q, label, p, false))
+            return false;
+          terms[0] = load(w + label);
+          return true;
+        },
+        weightSum);
+    return -(scalar / static_cast<C>(weightSum[0]));
   }
+  __shared__ int64_t counts[kBlockThreads];
+  int64_t count = 0;
+  for (int64_t p = threadIdx.x; p < positions; p += blockDim.x)
+    count += takesLabel(q, static_cast<int64_t>(labels[p]), p, false) ? 1 : 0;
+  counts[threadIdx.x] = count;
   __syncthreads();
-  return static_cast<C>(sharedScale);
+  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride)
+      counts[threadIdx.x] += counts[threadIdx.x + stride];
+    __syncthreads();
+  }
+  // The count is the CPU's sum of ones in double, exactly.
+  return -(scalar / static_cast<C>(static_cast<double>(counts[0])));
 }
 
 /// g at position p (whose label is valid and not ignored).
@@ -65,7 +96,8 @@ __device__ inline ComputeType<T> gradientAt(const GradParams &q, const T *w, con
   return w ? load(w + label) * s : s;
 }
 
-/// Element e of [N, C, D] and whether its position takes a gradient.
+/// Element e of [N, C, D] and whether its position takes a gradient; the
+/// class-0 element reports its position's bad label.
 template <typename L>
 __device__ inline bool locate(const GradParams &q, const L *labels, int64_t e, int64_t &p,
                               int64_t &c, int64_t &label) {
@@ -73,7 +105,7 @@ __device__ inline bool locate(const GradParams &q, const L *labels, int64_t e, i
   c = nc % q.shape.c;
   p = (nc / q.shape.c) * q.shape.d + d;
   label = static_cast<int64_t>(labels[p]);
-  return !(q.ignores && label == q.ignoreIndex) && label >= 0 && label < q.shape.c;
+  return takesLabel(q, label, p, c == 0);
 }
 
 template <typename T, typename L>

@@ -4,9 +4,10 @@
 // kernels' conventions (LossKernels.cpp; the [N, C, D] view of
 // runtime/backends/LossShape.h). "none" writes each position's loss from
 // its own thread. "sum" and "mean" accumulate in double over positions in
-// row-major order, as the CPU does, so one thread runs the sum: the
-// result is the CPU's bits, and N * D positions (thousands of tokens) take
-// microseconds. A label outside [0, C) that is not ignored is a
+// row-major order, as the CPU does, so one block runs the sum
+// (OrderedSum.cuh: the positions' terms computed in parallel, added in
+// order): the result is the CPU's bits. A label outside [0, C) that is
+// not ignored is a
 // LabelOutOfRange fault; its position contributes nothing. Softmax
 // cross-entropy is the CUDA log-softmax (NormalizationKernels.cu) followed
 // by the same loss, as on the CPU.
@@ -15,6 +16,7 @@
 
 #include "runtime/backends/LossShape.h"
 #include "runtime/backends/cuda/kernels/KernelSupport.cuh"
+#include "runtime/backends/cuda/kernels/OrderedSum.cuh"
 
 #include <type_traits>
 
@@ -59,20 +61,26 @@ __global__ void lossNoneKernel(LossParams q, const T *x, const L *labels, const 
   }
 }
 
-/// The sequential sum of "sum" and "mean", on one thread.
+/// The CPU's sequential double sums of "sum" and "mean", on one block:
+/// every position adds its loss and class weight (0 and 0 when ignored).
 template <typename T, typename L>
 __global__ void lossSumKernel(LossParams q, const T *x, const L *labels, const T *w, T *loss,
                               bool mean) {
   using C = ComputeType<T>;
-  using Acc = std::conditional_t<std::is_floating_point_v<C>, double, C>;
-  Acc lossSum = 0, weightSum = 0;
-  for (int64_t p = 0; p < q.shape.n * q.shape.d; ++p) {
-    C value, classWeight;
-    positionLoss(q, x, labels, w, p, value, classWeight);
-    lossSum += value;
-    weightSum += classWeight;
-  }
-  store(loss, static_cast<C>(mean ? lossSum / weightSum : lossSum));
+  static_assert(std::is_floating_point_v<C>, "the CPU accumulates floats in double");
+  double sums[2];
+  orderedBlockSums<2>(
+      q.shape.n * q.shape.d,
+      [&](int64_t p, double(&terms)[2]) {
+        C value, classWeight;
+        positionLoss(q, x, labels, w, p, value, classWeight);
+        terms[0] = value;
+        terms[1] = classWeight;
+        return true;
+      },
+      sums);
+  if (threadIdx.x == 0)
+    store(loss, static_cast<C>(mean ? sums[0] / sums[1] : sums[0]));
 }
 
 } // namespace
@@ -99,7 +107,7 @@ Status nllLoss(const KernelContext &ctx, const TensorRef &input, const TensorRef
                 return launchElementwise(ctx, "loss", q.shape.n * q.shape.d,
                                          lossNoneKernel<T, L>, q, input.as<const T>(),
                                          target.as<const L>(), w, loss.as<T>());
-              return launch(ctx, "loss", lossSumKernel<T, L>, dim3(1), dim3(1), q,
+              return launch(ctx, "loss", lossSumKernel<T, L>, dim3(1), dim3(kBlockThreads), q,
                             input.as<const T>(), target.as<const L>(), w, loss.as<T>(),
                             reduction == Reduction::Mean);
             },

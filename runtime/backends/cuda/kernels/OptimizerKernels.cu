@@ -7,9 +7,10 @@
 // double operations; nothing is read back to the host, and a captured
 // graph replays unchanged). Hyperparameters are the decimal doubles the
 // CPU kernel uses, computed on the host. In place: results may be their
-// operands' buffers. A step below 1 cannot be reported from inside the
-// kernel without a fault code of its own; the executor never writes one
-// (Executor::setStep refuses it), so the kernel reads it as given.
+// operands' buffers. A step below 1 (which the CPU refuses; the executor
+// never writes one) is a StepOutOfRange fault and the kernel writes
+// nothing, so the update is refused as on the CPU, even for an empty
+// tensor (the launch always has a block to read the step).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,8 +27,14 @@ constexpr DTypeSet kOptimizerTypes = bitOf(DType::F32) | bitOf(DType::F64);
 template <typename T>
 __global__ void adamwKernel(AdamWHyper hyper, const double *lr, const int64_t *step, const T *p,
                             const T *g, const T *m, const T *v, T *pOut, T *mOut, T *vOut,
-                            int64_t n) {
-  const AdamWScalars<T> s = adamwScalars<T>(hyper, *lr, *step);
+                            int64_t n, KernelFault *fault, uint32_t launchId) {
+  const int64_t stepNumber = *step;
+  if (stepNumber < 1) {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+      raiseFault(fault, launchId, FaultCode::StepOutOfRange, stepNumber, 0, 1);
+    return;
+  }
+  const AdamWScalars<T> s = adamwScalars<T>(hyper, *lr, stepNumber);
   FSDP_GRID_STRIDE(i, n) { adamwElement(s, p[i], g[i], m[i], v[i], pOut[i], mOut[i], vOut[i]); }
 }
 
@@ -55,11 +62,12 @@ Status adamw(const KernelContext &ctx, const TensorRef &param, const TensorRef &
       param.dtype,
       [&](auto tag) {
         using T = decltype(tag);
-        return launchElementwise(ctx, op, n, adamwKernel<T>, hyper, lr.as<const double>(),
-                                 step.as<const int64_t>(), param.as<const T>(),
-                                 grad.as<const T>(), expAvg.as<const T>(),
-                                 expAvgSq.as<const T>(), paramOut.as<T>(), expAvgOut.as<T>(),
-                                 expAvgSqOut.as<T>(), n);
+        // Not launchElementwise: an empty tensor still checks the step.
+        return launch(ctx, op, adamwKernel<T>, gridFor(n), dim3(kBlockThreads), hyper,
+                      lr.as<const double>(), step.as<const int64_t>(), param.as<const T>(),
+                      grad.as<const T>(), expAvg.as<const T>(), expAvgSq.as<const T>(),
+                      paramOut.as<T>(), expAvgOut.as<T>(), expAvgSqOut.as<T>(), n, ctx.fault,
+                      ctx.launch);
       },
       op);
 }

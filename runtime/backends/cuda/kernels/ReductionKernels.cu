@@ -43,13 +43,15 @@ __global__ void reduceRunsKernel(const T *in, T *out, StridedLayout<1> kept,
   FSDP_SEGMENT_LOOP(o, active, lane, outputs) {
     const T *base = in + (active ? kept.offset(0, o) : 0);
     Acc total = R::identity();
-    for (int64_t r = 0; r < (active ? runs : 0); ++r) {
-      const T *run = base + reduced.offset(0, r * runLength);
+    // Every segment runs the same folds (LaneFold.cuh: the shuffles are
+    // warp-collective); one without an output folds empty pieces.
+    for (int64_t r = 0; r < runs; ++r) {
+      const T *run = active ? base + reduced.offset(0, r * runLength) : base;
       for (int64_t start = 0; start < runLength; start += kPiece) {
-        const int64_t n = runLength - start < kPiece ? runLength - start : kPiece;
-        const Acc piece = laneFold(lane, n, R::identity(),
-                                   [&](int64_t i) { return R::read(run + start + i); },
-                                   Combine<R>{});
+        const int64_t rest = runLength - start < kPiece ? runLength - start : kPiece;
+        const Acc piece = laneFold(
+            lane, active ? rest : 0, R::identity(),
+            [&](int64_t i) { return R::read(run + start + i); }, Combine<R>{});
         total = R::combine(total, piece);
       }
     }

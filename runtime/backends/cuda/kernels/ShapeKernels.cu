@@ -4,11 +4,14 @@
 // so elements move as unsigned integers of their size (dispatchBySize) and
 // results are the CPU's bits. Transpose, slice and expand are one kernel:
 // each thread copies the output element at its position from the input
-// offset a host-built StridedLayout gives (the CPU's layouts, coalesced).
+// offset a host-built StridedLayout gives (the CPU's layouts, coalesced),
+// except a transpose that moves the innermost dim, which goes through
+// shared-memory tiles as the CPU's goes through cache-sized tiles.
 // Concat and split copy each part's rows in one launch per part; flatten
 // zeroes the flat buffer and copies each input to its offset; gather and
 // trilu compute each output element's source. A gather index out of range
-// is an IndexOutOfRange fault and leaves its element unwritten.
+// is an IndexOutOfRange fault and leaves its element unwritten (checked
+// even when the output is empty, as the CPU checks every index first).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +30,44 @@ int64_t product(const int64_t *dims, int begin, int end) {
 template <typename U>
 __global__ void stridedCopyKernel(U *dst, const U *src, StridedLayout<2> layout, int64_t n) {
   FSDP_GRID_STRIDE(i, n) { dst[layout.offset(0, i)] = src[layout.offset(1, i)]; }
+}
+
+/// Tile edge of transposes that move the innermost dim; a block of
+/// kBlockThreads threads covers a tile in kTile / kTileRows passes.
+constexpr int kTile = 32;
+constexpr int kTileRows = kBlockThreads / kTile;
+static_assert(kBlockThreads % kTile == 0, "a block is whole tile rows");
+
+/// A transpose that moves the innermost dim, over (q, innermost) in
+/// kTile x kTile tiles, one tile per block and pass: the block reads the
+/// tile along q (the input's contiguous dim) into shared memory and writes
+/// it along the innermost output dim, so both sides are coalesced (a
+/// per-element copy would read the input one strided element at a time).
+/// `outer` walks the remaining dims (rank 0 when none). The tile loop
+/// depends on blockIdx only, so every thread of a block reaches each
+/// barrier.
+template <typename U>
+__global__ void transposeTileKernel(U *dst, const U *src, StridedLayout<2> outer, int64_t rows,
+                                    int64_t cols, int64_t outRowStride, int64_t outColStride,
+                                    int64_t inRowStride, int64_t inColStride, int64_t tilesR,
+                                    int64_t tilesC, int64_t numTiles) {
+  __shared__ U staged[kTile][kTile + 1]; // [column][row]; +1 spreads the banks
+  const int lane = static_cast<int>(threadIdx.x) % kTile;
+  const int row = static_cast<int>(threadIdx.x) / kTile;
+  for (int64_t t = blockIdx.x; t < numTiles; t += gridDim.x) {
+    const int64_t o = t / (tilesR * tilesC), rest = t % (tilesR * tilesC);
+    const int64_t i0 = rest / tilesC * kTile, j0 = rest % tilesC * kTile;
+    const U *in = src + outer.offset(1, o);
+    U *out = dst + outer.offset(0, o);
+    for (int c = row; c < kTile; c += kTileRows)
+      if (i0 + lane < rows && j0 + c < cols)
+        staged[c][lane] = in[(i0 + lane) * inRowStride + (j0 + c) * inColStride];
+    __syncthreads();
+    for (int r = row; r < kTile; r += kTileRows)
+      if (i0 + r < rows && j0 + lane < cols)
+        out[(i0 + r) * outRowStride + (j0 + lane) * outColStride] = staged[lane][r];
+    __syncthreads(); // the tile is read before the next pass overwrites it
+  }
 }
 
 template <typename U> __global__ void copyKernel(U *dst, const U *src, int64_t n) {
@@ -66,6 +107,18 @@ __global__ void gatherKernel(const U *src, const I *idx, U *dst, int64_t outer, 
   }
 }
 
+/// Checks the indices alone, for a gather whose output is empty but whose
+/// indices are not: the CPU refuses a bad index before looking at sizes.
+template <typename I>
+__global__ void checkIndicesKernel(const I *idx, int64_t count, int64_t dim, KernelFault *fault,
+                                   uint32_t launchId) {
+  FSDP_GRID_STRIDE(j, count) {
+    const int64_t v = static_cast<int64_t>(idx[j]);
+    if (v < -dim || v >= dim)
+      raiseFault(fault, launchId, FaultCode::IndexOutOfRange, v, j, dim);
+  }
+}
+
 template <typename U>
 __global__ void triluKernel(const U *src, U *dst, int64_t rows, int64_t cols, int64_t n,
                             bool upper, int64_t k) {
@@ -88,6 +141,36 @@ Status copyStrided(const KernelContext &ctx, const StridedLayout<2> &layout, con
                                  layout, n);
       },
       op);
+}
+
+/// The tiled transpose of `layout` over (q, innermost): the CPU's tiling,
+/// one launch.
+Status transposeTiles(const KernelContext &ctx, const StridedLayout<2> &layout, int q,
+                      const TensorRef &in, const TensorRef &out) {
+  const int inner = layout.rank - 1;
+  StridedLayout<2> outer;
+  for (int d = 0; d < inner; ++d) {
+    if (d == q)
+      continue;
+    outer.dims[outer.rank] = layout.dims[d];
+    for (int k = 0; k < 2; ++k)
+      outer.strides[k][outer.rank] = layout.strides[k][d];
+    ++outer.rank;
+  }
+  const int64_t rows = layout.dims[q], cols = layout.dims[inner];
+  const int64_t tilesR = (rows + kTile - 1) / kTile, tilesC = (cols + kTile - 1) / kTile;
+  const int64_t numTiles = outer.numElements() * tilesR * tilesC;
+  const dim3 grid(static_cast<unsigned>(numTiles < kMaxBlocks ? numTiles : kMaxBlocks));
+  return dispatchBySize(
+      out.dtype,
+      [&](auto unit) {
+        using U = decltype(unit);
+        return launch(ctx, "transpose", transposeTileKernel<U>, grid, dim3(kBlockThreads),
+                      out.as<U>(), in.as<const U>(), outer, rows, cols, layout.strides[0][q],
+                      layout.strides[0][inner], layout.strides[1][q], layout.strides[1][inner],
+                      tilesR, tilesC, numTiles);
+      },
+      "transpose");
 }
 
 /// Concat (toWhole) or split, one launch per non-empty part.
@@ -176,7 +259,10 @@ Status transpose(const KernelContext &ctx, const TensorRef &in, const int64_t *p
     layout.strides[1][d] = inStrides[perm[d]];
   }
   layout.coalesce();
-  return copyStrided(ctx, layout, in, out, "transpose");
+  const int q = transposeTileDim(layout);
+  if (q < 0)
+    return copyStrided(ctx, layout, in, out, "transpose");
+  return transposeTiles(ctx, layout, q, in, out);
 }
 
 Status concat(const KernelContext &ctx, const TensorRef *inputs, int count, int64_t axis,
@@ -214,6 +300,9 @@ Status gather(const KernelContext &ctx, const TensorRef &data, const TensorRef &
       indices.dtype,
       [&](auto indexTag) {
         using I = decltype(indexTag);
+        if (outer * inner == 0)
+          return launchElementwise(ctx, "gather", count, checkIndicesKernel<I>,
+                                   indices.as<const I>(), count, dim, ctx.fault, ctx.launch);
         return dispatchBySize(
             data.dtype,
             [&](auto unit) {

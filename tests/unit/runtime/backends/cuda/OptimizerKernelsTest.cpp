@@ -3,7 +3,10 @@
 // The CUDA optimizer kernels (OptimizerKernels.cu) under SIMT emulation
 // against the CPU's, updating in place as the plans do: AdamW over steps
 // (bias corrections), weight decay, f32 and f64; SGD plain, with momentum,
-// Nesterov and weight decay. Bit for bit: both run OptimizerUpdate.h.
+// Nesterov and weight decay, and a zero momentum buffer (torch's first
+// step); sizes of 0, 1, 7, 257 and several blocks; separate result
+// buffers; the refusals (a step below 1 is a device fault on CUDA). Bit
+// for bit: both run OptimizerUpdate.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,7 +57,93 @@ TEST(CudaOptimizer, SgdVariantsAreTheCpusBits) {
   }
 }
 
+KernelCase adamwCase(DType t, int64_t n, double lr, int64_t step) {
+  KernelCase c(Kernel::AdamW);
+  c.in(uniform(t, {n}, 1))
+      .in(uniform(t, {n}, 2, -0.1, 0.1))
+      .in(uniform(t, {n}, 3, -0.01, 0.01))
+      .in(uniform(t, {n}, 4, 0, 0.001))
+      .in(values(DType::F64, {}, {lr}))
+      .in(values(DType::I64, {}, {static_cast<double>(step)}));
+  c.floats = {0.9f, 0.999f, 1e-8f, 0.01f};
+  return c;
+}
+
+KernelCase sgdCase(DType t, int64_t n, bool withBuffer, bool nesterov, float wd) {
+  KernelCase c(Kernel::Sgd);
+  c.in(uniform(t, {n}, 5)).in(uniform(t, {n}, 6, -0.1, 0.1));
+  withBuffer ? (void)c.in(uniform(t, {n}, 7, -0.1, 0.1)) : (void)c.absent();
+  c.in(values(DType::F64, {}, {0.05}));
+  c.ints = {nesterov};
+  c.floats = {withBuffer ? 0.9f : 0.0f, wd};
+  return c;
+}
+
+TEST(CudaOptimizer, OddSizesAndSeparateResults) {
+  for (DType t : {DType::F32, DType::F64})
+    for (int64_t n : {0, 1, 7, 257, 70001}) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + " n " + std::to_string(n));
+      KernelCase inPlace = adamwCase(t, n, 1e-3, 3);
+      inPlace.inPlace(0).inPlace(2).inPlace(3);
+      expectSameAsCpu(inPlace, Match::Bits);
+      KernelCase separate = adamwCase(t, n, 1e-3, 3);
+      separate.out(t, {n}).out(t, {n}).out(t, {n});
+      expectSameAsCpu(separate, Match::Bits);
+      for (bool withBuffer : {false, true}) {
+        KernelCase s = sgdCase(t, n, withBuffer, withBuffer, 0.01f);
+        s.inPlace(0);
+        if (withBuffer)
+          s.inPlace(2);
+        expectSameAsCpu(s, Match::Bits);
+        KernelCase apart = sgdCase(t, n, withBuffer, false, 0.0f);
+        apart.out(t, {n});
+        if (withBuffer)
+          apart.out(t, {n});
+        expectSameAsCpu(apart, Match::Bits);
+      }
+    }
+}
+
+/// torch's first momentum step clones d_p into the buffer; the kernels
+/// start from a zero buffer, which must give the same bits (signed zeros
+/// and tiny gradients included).
+TEST(CudaOptimizer, ZeroMomentumBuffer) {
+  for (DType t : {DType::F32, DType::F64})
+    for (bool nesterov : {false, true}) {
+      KernelCase c(Kernel::Sgd);
+      TestTensor grad = uniform(t, {1000}, 11, -1e-30, 1e-30);
+      grad.set(0, -0.0);
+      grad.set(1, 0.0);
+      c.in(uniform(t, {1000}, 10)).in(grad).in(values(t, {1000}, std::vector<double>(1000, 0.0)));
+      c.in(values(DType::F64, {}, {0.01}));
+      c.inPlace(0).inPlace(2);
+      c.ints = {nesterov};
+      c.floats = {0.9f, 0.0f};
+      expectSameAsCpu(c, Match::Bits);
+    }
+}
+
 TEST(CudaOptimizer, RefusalsAgree) {
+  // A step below 1: the CPU's Status, CUDA's StepOutOfRange fault (also
+  // for an empty tensor); nothing is written.
+  for (int64_t step : {0, -3})
+    for (int64_t n : {0, 600}) {
+      KernelCase c = adamwCase(DType::F32, n, 1e-3, step);
+      c.inPlace(0).inPlace(2).inPlace(3);
+      expectSameAsCpu(c, Match::Bits);
+    }
+  KernelCase lr32 = adamwCase(DType::F32, 4, 1e-3, 1);
+  lr32.inputs[4] = values(DType::F32, {}, {1e-3});
+  lr32.inPlace(0).inPlace(2).inPlace(3);
+  expectSameAsCpu(lr32, Match::Bits);
+  KernelCase intLr = sgdCase(DType::F32, 4, false, false, 0.0f);
+  intLr.inputs[3] = values(DType::I64, {}, {1});
+  intLr.inPlace(0);
+  expectSameAsCpu(intLr, Match::Bits);
+  KernelCase shortGrad = sgdCase(DType::F64, 4, true, false, 0.0f);
+  shortGrad.inputs[1] = uniform(DType::F64, {3}, 2);
+  shortGrad.inPlace(0).inPlace(2);
+  expectSameAsCpu(shortGrad, Match::Bits);
   KernelCase mismatched(Kernel::AdamW);
   mismatched.in(uniform(DType::F32, {4}, 1))
       .in(uniform(DType::F32, {5}, 2))

@@ -5,7 +5,9 @@
 // runs, pieces of 1024 past one piece), leading and middle axes (the
 // thread-per-output columns, past one flush of 64 terms), all axes, every
 // numeric dtype (integers wrap; integer means truncate), NaN in max, empty
-// reductions, and the refusals. Bit for bit.
+// reductions, runs of 1, 33, 1024, 1025 and several pieces, thousands of
+// outputs (several blocks), size-1 dims, no axes at all, and the
+// refusals. Bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,6 +67,93 @@ TEST(CudaReduction, RefusalsAgree) {
   emptyMean.in(TestTensor(DType::I32, {3, 0})).out(DType::I32, {3});
   emptyMean.ints = {1};
   expectSameAsCpu(emptyMean, Match::Bits);
+}
+
+TEST(CudaReduction, OddLengthsPiecesAndManyOutputs) {
+  // Runs of 1, 33, exactly one piece, one past it and several pieces;
+  // strided runs (a middle and the last axis reduced); columns past one
+  // block of threads and past one flush; size-1 dims everywhere; no axes.
+  const Case cases[] = {
+      {{6, 1}, {1}, {6}},
+      {{5, 33}, {1}, {5}},
+      {{2, 1024}, {1}, {2}},
+      {{2, 1025}, {1}, {2}},
+      {{1, 4100}, {1}, {1}},
+      {{3000, 5}, {1}, {3000}},
+      {{3, 5, 2, 4}, {1, 3}, {3, 2}},
+      {{129, 1030}, {0}, {1030}},
+      {{1, 1}, {1}, {1}},
+      {{1, 7, 1}, {0, 2}, {7}},
+      {{4, 1, 6}, {1}, {4, 6}},
+      {{3, 4}, {}, {3, 4}},
+      {{1000}, {0}, {}},
+      {{7, 2, 65}, {0, 1}, {65}},
+      {{0}, {0}, {}},
+      {{0, 5}, {1}, {0}},
+  };
+  const DType types[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::U8};
+  for (Kernel kind : {Kernel::ReduceSum, Kernel::ReduceMax, Kernel::ReduceMean})
+    for (DType t : types)
+      for (const Case &k : cases) {
+        SCOPED_TRACE(std::string(kernelName(kind)) + " " + dtypeName(t) + " " +
+                     std::to_string(k.in.size()) + "-d");
+        KernelCase c(kind);
+        c.in(uniform(t, k.in, 11, -100, 100)).out(t, k.out);
+        c.ints = k.axes;
+        expectSameAsCpu(c, Match::Bits);
+      }
+}
+
+TEST(CudaReduction, IntegerSumsWrapAndMeansTruncate) {
+  // Large values whose sums overflow every integer width, and negative
+  // means that truncate toward zero.
+  for (DType t : {DType::I8, DType::U8, DType::I32, DType::I64})
+    for (Kernel kind : {Kernel::ReduceSum, Kernel::ReduceMean}) {
+      TestTensor x(t, {3, 70});
+      for (int64_t i = 0; i < x.size(); ++i)
+        x.set(i, t == DType::U8 ? 200 + i % 50 : (i % 2 ? 1 : -1) * (100 + i % 27));
+      if (t == DType::I32)
+        for (int64_t i = 0; i < x.size(); ++i)
+          x.set(i, (i % 3 ? 1 : -1) * 2.1e9);
+      if (t == DType::I64)
+        for (int64_t i = 0; i < x.size(); ++i)
+          x.set(i, (i % 3 ? 1 : -1) * 9.0e18);
+      for (int64_t axis : {0, 1}) {
+        KernelCase c(kind);
+        c.in(x).out(t, axis == 0 ? Dims{70} : Dims{3});
+        c.ints = {axis};
+        expectSameAsCpu(c, Match::Bits);
+      }
+    }
+}
+
+TEST(CudaReduction, MoreRefusalsAgree) {
+  auto reduceCase = [](Kernel kind, DType in, DType out, Dims outDims, std::vector<int64_t> axes) {
+    KernelCase c(kind);
+    c.in(uniform(in, {2, 3, 4}, 1)).out(out, std::move(outDims));
+    c.ints = std::move(axes);
+    return c;
+  };
+  expectSameAsCpu(reduceCase(Kernel::ReduceSum, DType::F32, DType::F16, {2, 3}, {2}), Match::Bits);
+  expectSameAsCpu(reduceCase(Kernel::ReduceMax, DType::F32, DType::F32, {2, 4}, {2}), Match::Bits);
+  expectSameAsCpu(reduceCase(Kernel::ReduceMean, DType::F32, DType::F32, {2}, {1, 1}), Match::Bits);
+  expectSameAsCpu(reduceCase(Kernel::ReduceSum, DType::F32, DType::F32, {2, 3}, {3}), Match::Bits);
+  expectSameAsCpu(reduceCase(Kernel::ReduceSum, DType::F32, DType::F32, {2, 3}, {-1}), Match::Bits);
+  expectSameAsCpu(reduceCase(Kernel::ReduceSum, DType::Bool, DType::Bool, {2, 3}, {2}),
+                  Match::Bits);
+}
+
+// More outputs than the largest grid has 16-thread segments (8192 blocks
+// of 16): the segment loop's second round, with idle segments beside
+// working ones in its last warps.
+TEST(CudaReduction, MoreOutputsThanTheGridHasSegments) {
+  const int64_t outputs = 8192 * 16 + 37;
+  for (Kernel kind : {Kernel::ReduceSum, Kernel::ReduceMax}) {
+    KernelCase c(kind);
+    c.in(uniform(DType::F32, {outputs, 3}, 32, -5, 5)).out(DType::F32, {outputs});
+    c.ints = {1};
+    expectSameAsCpu(c, Match::Bits);
+  }
 }
 
 } // namespace

@@ -46,6 +46,7 @@ struct KernelCase {
   struct Output {
     TestTensor tensor;
     int aliasInput = -1;
+    bool unplanned = false; // passed with null data (an unused result)
   };
   std::vector<Output> outputs;
   std::vector<int64_t> ints;
@@ -63,6 +64,12 @@ struct KernelCase {
   }
   KernelCase &out(DType dtype, Dims dims) {
     outputs.push_back({TestTensor(dtype, std::move(dims)), -1});
+    return *this;
+  }
+  /// A result the plan leaves without a buffer (its data null, as the
+  /// executor passes an unused dropout mask): written by neither side.
+  KernelCase &unplanned(DType dtype, Dims dims) {
+    outputs.push_back({TestTensor(dtype, std::move(dims)), -1, true});
     return *this;
   }
   KernelCase &inPlace(int input) {
@@ -87,6 +94,8 @@ struct LaunchedCase {
     for (size_t i = 0; i < outputs.size(); ++i) {
       int alias = c.outputs[i].aliasInput;
       outRefs.push_back(alias >= 0 ? inRefs.at(alias) : outputs[i].ref());
+      if (c.outputs[i].unplanned)
+        outRefs.back().data = nullptr;
     }
     launch.kernel = static_cast<uint16_t>(c.kernel);
     launch.inputs = inRefs.data();

@@ -2,7 +2,8 @@
 //
 // The gradient kernels of CudaKernels.h other than the losses', each in the
 // CPU kernel's order of operations (GradientKernels.cpp), so results are
-// the CPU's bits:
+// the CPU's bits, except f64's exp (erf's and log-softmax's gradients):
+// glibc on the CPU, libdevice here, within an ulp:
 // - activation and dropout gradients: one thread per element with the
 //   shared scalar code (runtime/math/Activations.h);
 // - softmax and layer norm: row sums in double folded by a 16-thread
@@ -12,8 +13,10 @@
 // - gather's adjoint: the result is zeroed, then one thread per (outer,
 //   inner) column walks the indices in order and adds dy's slices into the
 //   rows they name: each element receives its terms in the CPU's order and
-//   no two threads touch one element, so no atomics; an index out of range
-//   is an IndexOutOfRange fault and adds nothing;
+//   no two threads touch one element, so no atomics; the indices are
+//   checked first by a thread each (an index out of range is an
+//   IndexOutOfRange fault, even with nothing to add) and a bad one adds
+//   nothing;
 // - slice's adjoint: zero, then dy written at the sliced positions;
 // - reduce-max's adjoint: one thread per kept position counts the ties and
 //   shares dy among them.
@@ -158,19 +161,29 @@ __global__ void layerNormGradColumnsKernel(const T *x, const U *mean, const U *i
 
 // --- Gather, slice, reduce max ------------------------------------------------------------
 
+/// Every index in [-dim, dim), one thread per index: checked apart from
+/// the adds so an index is refused even when it has nothing to add (empty
+/// slices), as the CPU checks them all before adding.
+template <typename I>
+__global__ void checkIndicesKernel(const I *idx, int64_t count, int64_t dim, KernelFault *fault,
+                                   uint32_t launchId) {
+  FSDP_GRID_STRIDE(j, count) {
+    const int64_t v = static_cast<int64_t>(idx[j]);
+    if (v < -dim || v >= dim)
+      raiseFault(fault, launchId, FaultCode::IndexOutOfRange, v, j, dim);
+  }
+}
+
 template <typename T, typename I>
 __global__ void gatherGradKernel(const I *idx, const T *dy, T *ddata, int64_t outer,
-                                 int64_t count, int64_t dim, int64_t inner, KernelFault *fault,
-                                 uint32_t launchId) {
+                                 int64_t count, int64_t dim, int64_t inner) {
   using C = ComputeType<T>;
   FSDP_GRID_STRIDE(column, outer * inner) {
     const int64_t o = column / inner, k = column % inner;
     for (int64_t j = 0; j < count; ++j) {
       const int64_t v = static_cast<int64_t>(idx[j]);
-      if (v < -dim || v >= dim) {
-        raiseFault(fault, launchId, FaultCode::IndexOutOfRange, v, j, dim);
-        continue;
-      }
+      if (v < -dim || v >= dim)
+        continue; // faulted by checkIndicesKernel; nothing written out of bounds
       T *at = ddata + (o * dim + (v < 0 ? v + dim : v)) * inner + k;
       store(at, static_cast<C>(load(at) + load(dy + (o * count + j) * inner + k)));
     }
@@ -253,12 +266,12 @@ Status softmaxGrad(const KernelContext &ctx, const TensorRef &y, const TensorRef
   FSDP_RETURN_IF_ERROR(requireSameType(op, dy, dx));
   const int64_t outer = dimProduct(y, 0, static_cast<int>(axis)), len = y.dims[axis],
                 inner = dimProduct(y, static_cast<int>(axis) + 1, y.rank);
-  if (outer * len * inner == 0)
-    return Status::ok();
   return dispatchFloat(
       y.dtype,
       [&](auto tag) {
         using T = decltype(tag);
+        if (outer * len * inner == 0) // after the type check, as the CPU
+          return Status::ok();
         if (inner == 1)
           return launch(ctx, op, softmaxGradRowsKernel<T>, gridForRows(outer),
                         dim3(kBlockThreads), y.as<const T>(), dy.as<const T>(), dx.as<T>(), outer,
@@ -334,10 +347,13 @@ Status gatherGrad(const KernelContext &ctx, const TensorRef &indices, const Tens
             indices.dtype,
             [&](auto indexTag) -> Status {
               using I = decltype(indexTag);
+              FSDP_RETURN_IF_ERROR(launchElementwise(ctx, "gather_grad", count,
+                                                     checkIndicesKernel<I>, indices.as<const I>(),
+                                                     count, dim, ctx.fault, ctx.launch));
               FSDP_RETURN_IF_ERROR(zero(ctx, "gather_grad", ddata));
               return launchElementwise(ctx, "gather_grad", outer * inner, gatherGradKernel<T, I>,
                                        indices.as<const I>(), dy.as<const T>(), ddata.as<T>(),
-                                       outer, count, dim, inner, ctx.fault, ctx.launch);
+                                       outer, count, dim, inner);
             },
             "gather_grad indices");
       },

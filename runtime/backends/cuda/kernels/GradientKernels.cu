@@ -2,7 +2,8 @@
 //
 // The gradient kernels of CudaKernels.h other than the losses', each in the
 // CPU kernel's order of operations (GradientKernels.cpp), so results are
-// the CPU's bits:
+// the CPU's bits, except f64's exp (erf's and log-softmax's gradients):
+// glibc on the CPU, libdevice here, within an ulp:
 // - activation and dropout gradients: one thread per element with the
 //   shared scalar code (runtime/math/Activations.h);
 // - softmax and layer norm: row sums in double folded by a 16-thread
@@ -265,12 +266,12 @@ Status softmaxGrad(const KernelContext &ctx, const TensorRef &y, const TensorRef
   FSDP_RETURN_IF_ERROR(requireSameType(op, dy, dx));
   const int64_t outer = dimProduct(y, 0, static_cast<int>(axis)), len = y.dims[axis],
                 inner = dimProduct(y, static_cast<int>(axis) + 1, y.rank);
-  if (outer * len * inner == 0)
-    return Status::ok();
   return dispatchFloat(
       y.dtype,
       [&](auto tag) {
         using T = decltype(tag);
+        if (outer * len * inner == 0) // after the type check, as the CPU
+          return Status::ok();
         if (inner == 1)
           return launch(ctx, op, softmaxGradRowsKernel<T>, gridForRows(outer),
                         dim3(kBlockThreads), y.as<const T>(), dy.as<const T>(), dx.as<T>(), outer,

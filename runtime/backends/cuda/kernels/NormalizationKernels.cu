@@ -2,8 +2,10 @@
 //
 // Softmax / log-softmax along an axis and LayerNormalization, in the CPU
 // kernels' order of operations (NormalizationKernels.cpp), so results are
-// the CPU's bits (log-softmax's log of the row sum is each machine's
-// library: within an ulp):
+// the CPU's bits, except where a machine's math library is called:
+// log-softmax's log of the row sum, and f64's exp (the shared fast exp is
+// f32's only), glibc on the CPU and libdevice here, within an ulp (the
+// emulated tests run glibc on both sides, so they show bits):
 // - softmax over the last dim: a 16-thread segment per row folds the
 //   maximum and the sum of exponentials in the CPU's 16-lane order
 //   (LaneFold.cuh), then writes the row;
@@ -115,12 +117,14 @@ Status softmax(const KernelContext &ctx, const TensorRef &in, int64_t axis, bool
   const int64_t outer = dimProduct(in, 0, static_cast<int>(axis));
   const int64_t len = in.dims[axis];
   const int64_t inner = dimProduct(in, static_cast<int>(axis) + 1, in.rank);
-  if (outer * len * inner == 0)
-    return Status::ok();
   return dispatchFloat(
       in.dtype,
       [&](auto tag) {
         using T = decltype(tag);
+        // Empty: nothing to launch, but only after the type check, as the
+        // CPU refuses an empty integer tensor too.
+        if (outer * len * inner == 0)
+          return Status::ok();
         if (inner == 1)
           return launch(ctx, op, softmaxRowsKernel<T>, gridForRows(outer), dim3(kBlockThreads),
                         in.as<const T>(), out.as<T>(), outer, len, log);
@@ -141,8 +145,6 @@ Status layerNorm(const KernelContext &ctx, const TensorRef &x, const TensorRef &
     return Status::error("layer_norm: mean and inv_std_dev must share an element type");
   const int64_t rows = dimProduct(x, 0, static_cast<int>(axis));
   const int64_t size = dimProduct(x, static_cast<int>(axis), x.rank);
-  if (rows == 0)
-    return Status::ok();
   // The normalized block as a tensor of its own, so scale and bias
   // broadcast onto it (as the CPU kernel lays it out).
   TensorRef block;
@@ -159,6 +161,8 @@ Status layerNorm(const KernelContext &ctx, const TensorRef &x, const TensorRef &
             mean.dtype,
             [&](auto statTag) {
               using U = decltype(statTag);
+              if (rows == 0) // after the type checks, as the CPU
+                return Status::ok();
               return launch(ctx, "layer_norm", layerNormKernel<T, U>, gridForRows(rows),
                             dim3(kBlockThreads), x.as<const T>(), scale.as<const T>(),
                             bias ? bias->as<const T>() : nullptr, y.as<T>(), mean.as<U>(),

@@ -99,12 +99,14 @@ Status reduce(const KernelContext &ctx, ReduceKind kind, const TensorRef &in, co
     return Status::error("reduce: integer mean over an empty set of elements");
   const bool runsInnermost = space.runsInnermost;
   const int64_t outputs = kept.numElements();
-  if (outputs == 0)
-    return Status::ok();
 
   auto run = [&](auto kindTag, auto tag) -> Status {
     constexpr ReduceKind Kind = decltype(kindTag)::value;
     using T = decltype(tag);
+    // No outputs: nothing to launch, but only after the type check, as the
+    // CPU refuses an empty bool tensor too.
+    if (outputs == 0)
+      return Status::ok();
     if (runsInnermost)
       return launch(ctx, "reduce", reduceRunsKernel<Kind, T>, gridForRows(outputs),
                     dim3(kBlockThreads), in.as<const T>(), out.as<T>(), kept, red, outputs,

@@ -37,6 +37,28 @@ TEST(CudaGradient, ActivationAndDropoutGradients) {
   }
 }
 
+TEST(CudaGradient, SoftmaxGradientLengthsAndWideColumns) {
+  // Rows of 1 and 33, many rows (several blocks of segments), more columns
+  // than the CPU's 1024-column chunk, in place over dy.
+  const std::vector<std::pair<Dims, int64_t>> cases = {
+      {{9, 1}, 1}, {{5, 33}, 1}, {{2100, 3}, 1}, {{2, 4, 1100}, 1}, {{3, 1, 6}, 1}};
+  for (DType t : kFloats)
+    for (Kernel k : {Kernel::SoftmaxGrad, Kernel::LogSoftmaxGrad}) {
+      for (const auto &[dims, axis] : cases) {
+        KernelCase c(k);
+        c.in(uniform(t, dims, 4, -2, 0)).in(uniform(t, dims, 5)).out(t, dims);
+        c.ints = {axis};
+        expectSameAsCpu(c, Match::Bits);
+      }
+      for (int64_t axis : {0, 1}) {
+        KernelCase inPlace(k);
+        inPlace.in(uniform(t, {33, 40}, 6, -3, 0)).in(uniform(t, {33, 40}, 7)).inPlace(1);
+        inPlace.ints = {axis};
+        expectSameAsCpu(inPlace, Match::Bits);
+      }
+    }
+}
+
 TEST(CudaGradient, SoftmaxGradients) {
   const std::vector<std::pair<Dims, int64_t>> cases = {
       {{4, 7}, 1}, {{2, 1030}, 1}, {{600, 5}, 1}, {{3, 6, 5}, 1}, {{4, 3, 2}, 0}};
@@ -76,6 +98,59 @@ TEST(CudaGradient, LayerNormGradient) {
     }
 }
 
+TEST(CudaGradient, LayerNormGradientStatisticsTypesAndEdges) {
+  // Statistics stored in another float type; rows of one element; no rows
+  // (dscale and dbias are zeros); many rows and a wide normalized block.
+  struct Case {
+    DType t, stat;
+    Dims x;
+    int64_t axis;
+  };
+  const Case cases[] = {{DType::F32, DType::F16, {7, 33}, 1},
+                        {DType::F32, DType::BF16, {7, 33}, 1},
+                        {DType::BF16, DType::F32, {5, 2, 9}, 1},
+                        {DType::F64, DType::F32, {4, 7}, 1},
+                        {DType::F32, DType::F32, {6, 1}, 1},
+                        {DType::F16, DType::F16, {0, 7}, 1},
+                        {DType::F32, DType::F32, {1500, 3}, 1},
+                        {DType::F32, DType::F32, {3, 1100}, 1}};
+  for (const Case &k : cases) {
+    SCOPED_TRACE(std::string(dtypeName(k.t)) + " stats " + dtypeName(k.stat));
+    Dims stats = k.x, block(k.x.begin() + k.axis, k.x.end());
+    for (size_t d = static_cast<size_t>(k.axis); d < stats.size(); ++d)
+      stats[d] = 1;
+    KernelCase c(Kernel::LayerNormGrad);
+    c.in(uniform(k.t, k.x, 1))
+        .in(uniform(k.t, block, 2, 0.5, 1.5))
+        .in(uniform(k.stat, stats, 3, -0.5, 0.5))
+        .in(uniform(k.stat, stats, 4, 0.5, 2))
+        .in(uniform(k.t, k.x, 5))
+        .out(k.t, k.x)
+        .out(k.t, block)
+        .out(k.t, block);
+    c.ints = {k.axis};
+    expectSameAsCpu(c, Match::Bits);
+  }
+}
+
+TEST(CudaGradient, GatherGradientManyRowsAndColumns) {
+  // A vocabulary-sized table: many columns (several blocks of threads), a
+  // long index list with every row hit several times, and inner = 1.
+  std::vector<double> ids(600);
+  for (size_t i = 0; i < ids.size(); ++i)
+    ids[i] = static_cast<double>((i * 37) % 50) - (i % 7 == 0 ? 50 : 0);
+  for (DType t : {DType::F32, DType::BF16}) {
+    KernelCase c(Kernel::GatherGrad);
+    c.in(values(DType::I32, {600}, ids)).in(uniform(t, {600, 40}, 8)).out(t, {50, 40});
+    c.ints = {0};
+    expectSameAsCpu(c, Match::Bits);
+    KernelCase last(Kernel::GatherGrad);
+    last.in(values(DType::I64, {4}, {2, -1, 2, 0})).in(uniform(t, {300, 4}, 9)).out(t, {300, 3});
+    last.ints = {-1};
+    expectSameAsCpu(last, Match::Bits);
+  }
+}
+
 TEST(CudaGradient, GatherGradientAddsRepeatedIndicesInOrder) {
   for (DType t : kFloats)
     for (DType it : {DType::I32, DType::I64}) {
@@ -96,6 +171,37 @@ TEST(CudaGradient, GatherGradientAddsRepeatedIndicesInOrder) {
       DType::F32, {10, 4});
   bad.ints = {0};
   expectSameAsCpu(bad, Match::Bits);
+  KernelCase badNegative(Kernel::GatherGrad);
+  badNegative.in(values(DType::I32, {2}, {-11, 2})).in(uniform(DType::F32, {2, 4}, 8));
+  badNegative.out(DType::F32, {10, 4});
+  badNegative.ints = {0};
+  expectSameAsCpu(badNegative, Match::Bits);
+  // Nothing to add (empty slices), yet an index out of range is refused.
+  KernelCase badEmpty(Kernel::GatherGrad);
+  badEmpty.in(values(DType::I64, {3}, {1, 20, 2})).in(TestTensor(DType::F32, {3, 0}));
+  badEmpty.out(DType::F32, {10, 0});
+  badEmpty.ints = {0};
+  expectSameAsCpu(badEmpty, Match::Bits);
+  KernelCase noIndices(Kernel::GatherGrad);
+  noIndices.in(TestTensor(DType::I64, {0})).in(TestTensor(DType::F32, {0, 4}));
+  noIndices.out(DType::F32, {10, 4});
+  noIndices.ints = {0};
+  expectSameAsCpu(noIndices, Match::Bits);
+  KernelCase badAxis(Kernel::GatherGrad);
+  badAxis.in(values(DType::I64, {1}, {0})).in(uniform(DType::F32, {1, 4}, 8));
+  badAxis.out(DType::F32, {10, 4});
+  badAxis.ints = {2};
+  expectSameAsCpu(badAxis, Match::Bits);
+  KernelCase badCount(Kernel::GatherGrad);
+  badCount.in(values(DType::I64, {2}, {0, 1})).in(uniform(DType::F32, {3, 4}, 8));
+  badCount.out(DType::F32, {10, 4});
+  badCount.ints = {0};
+  expectSameAsCpu(badCount, Match::Bits);
+  KernelCase floatIndices(Kernel::GatherGrad);
+  floatIndices.in(values(DType::F32, {1}, {0})).in(uniform(DType::F32, {1, 4}, 8));
+  floatIndices.out(DType::F32, {10, 4});
+  floatIndices.ints = {0};
+  expectSameAsCpu(floatIndices, Match::Bits);
 }
 
 TEST(CudaGradient, SliceGradientWritesTheSlicedPositions) {
@@ -109,6 +215,14 @@ TEST(CudaGradient, SliceGradientWritesTheSlicedPositions) {
   outside.in(uniform(DType::F32, {4}, 1)).out(DType::F32, {5});
   outside.ints = {3, 1};
   expectSameAsCpu(outside, Match::Bits);
+  KernelCase empty(Kernel::SliceGrad);
+  empty.in(TestTensor(DType::F32, {0, 3})).out(DType::F32, {4, 5});
+  empty.ints = {9, 0, 1, 1};
+  expectSameAsCpu(empty, Match::Bits);
+  KernelCase large(Kernel::SliceGrad);
+  large.in(uniform(DType::BF16, {300, 20}, 2)).out(DType::BF16, {601, 41});
+  large.ints = {600, 1, -2, 2};
+  expectSameAsCpu(large, Match::Bits);
 }
 
 TEST(CudaGradient, ReduceMaxGradientSharesAmongTies) {
@@ -124,6 +238,91 @@ TEST(CudaGradient, ReduceMaxGradientSharesAmongTies) {
     cols.ints = {0};
     expectSameAsCpu(cols, Match::Bits);
   }
+  // Many outputs, several reduced axes, and a NaN max (no tie: NaN shares).
+  for (DType t : {DType::F32, DType::BF16}) {
+    TestTensor x(t, {30, 4, 50});
+    for (int64_t i = 0; i < x.size(); ++i)
+      x.set(i, static_cast<double>((i * 7) % 5));
+    x.set(3, NAN);
+    TestTensor y(t, {30, 1, 1});
+    for (int64_t i = 0; i < y.size(); ++i)
+      y.set(i, 4);
+    y.set(0, NAN);
+    KernelCase c(Kernel::ReduceMaxGrad);
+    c.in(x).in(y).in(uniform(t, {30, 1, 1}, 3)).out(t, {30, 4, 50});
+    c.ints = {1, 2};
+    expectSameAsCpu(c, Match::Bits);
+    TestTensor y2(t, {1, 4, 50});
+    for (int64_t i = 0; i < y2.size(); ++i)
+      y2.set(i, 4);
+    KernelCase lead(Kernel::ReduceMaxGrad);
+    lead.in(x).in(y2).in(uniform(t, {1, 4, 50}, 4)).out(t, {30, 4, 50});
+    lead.ints = {0};
+    expectSameAsCpu(lead, Match::Bits);
+  }
+}
+
+TEST(CudaGradient, EmptyTensorsAndRefusalsAgree) {
+  for (Kernel k : {Kernel::SoftmaxGrad, Kernel::LogSoftmaxGrad})
+    for (DType t : {DType::F32, DType::I32}) {
+      KernelCase c(k);
+      c.in(TestTensor(t, {0, 4})).in(TestTensor(t, {0, 4})).out(t, {0, 4});
+      c.ints = {1};
+      expectSameAsCpu(c, Match::Bits);
+      KernelCase axis(k);
+      axis.in(uniform(DType::F32, {2, 4}, 1)).in(uniform(DType::F32, {2, 4}, 2));
+      axis.out(DType::F32, {2, 4});
+      axis.ints = {2};
+      expectSameAsCpu(axis, Match::Bits);
+    }
+  KernelCase mismatched(Kernel::SoftmaxGrad);
+  mismatched.in(uniform(DType::F32, {2, 4}, 1)).in(uniform(DType::F32, {2, 5}, 2));
+  mismatched.out(DType::F32, {2, 4});
+  mismatched.ints = {1};
+  expectSameAsCpu(mismatched, Match::Bits);
+  for (Kernel k : {Kernel::ReluGrad, Kernel::SigmoidGrad}) {
+    expectSameAsCpu(KernelCase(k).in(TestTensor(DType::F32, {0})).in(TestTensor(DType::F32, {0}))
+                        .out(DType::F32, {0}),
+                    Match::Bits);
+    expectSameAsCpu(KernelCase(k).in(uniform(DType::I32, {5}, 1)).in(uniform(DType::I32, {5}, 2))
+                        .out(DType::I32, {5}),
+                    Match::Bits);
+    expectSameAsCpu(KernelCase(k).in(uniform(DType::F32, {5}, 1)).in(uniform(DType::F16, {5}, 2))
+                        .out(DType::F32, {5}),
+                    Match::Bits);
+  }
+  auto dropout = [](DType maskType, float ratio) {
+    KernelCase d(Kernel::DropoutGrad);
+    d.in(uniform(DType::F32, {6}, 3)).in(TestTensor(maskType, {6})).out(DType::F32, {6});
+    d.floats = {ratio};
+    return d;
+  };
+  expectSameAsCpu(dropout(DType::U8, 0.5f), Match::Bits);
+  expectSameAsCpu(dropout(DType::Bool, 1.0f), Match::Bits);
+  expectSameAsCpu(dropout(DType::Bool, -0.1f), Match::Bits);
+  expectSameAsCpu(dropout(DType::Bool, 0.0f), Match::Bits);
+  auto layerNorm = [](Dims scaleDims, Dims statDims, int64_t axis) {
+    KernelCase c(Kernel::LayerNormGrad);
+    c.in(uniform(DType::F32, {4, 6}, 1))
+        .in(uniform(DType::F32, scaleDims, 2))
+        .in(uniform(DType::F32, statDims, 3))
+        .in(uniform(DType::F32, statDims, 4))
+        .in(uniform(DType::F32, {4, 6}, 5))
+        .out(DType::F32, {4, 6})
+        .out(DType::F32, scaleDims)
+        .out(DType::F32, scaleDims);
+    c.ints = {axis};
+    return c;
+  };
+  expectSameAsCpu(layerNorm({6}, {4, 1}, 1), Match::Bits);
+  expectSameAsCpu(layerNorm({5}, {4, 1}, 1), Match::Bits);
+  expectSameAsCpu(layerNorm({6}, {3, 1}, 1), Match::Bits);
+  expectSameAsCpu(layerNorm({6}, {4, 1}, 2), Match::Bits);
+  KernelCase reduceAxes(Kernel::ReduceMaxGrad);
+  reduceAxes.in(uniform(DType::F32, {2, 3}, 1)).in(uniform(DType::F32, {2, 1}, 2));
+  reduceAxes.in(uniform(DType::F32, {2, 1}, 3)).out(DType::F32, {2, 3});
+  reduceAxes.ints = {3};
+  expectSameAsCpu(reduceAxes, Match::Bits);
 }
 
 TEST(CudaGradient, ElementwiseGradientsOverOddSizesAndSpecialValues) {

@@ -83,6 +83,94 @@ TEST(CudaNormalization, LayerNormRowsScalesAndStatistics) {
       }
 }
 
+TEST(CudaNormalization, SoftmaxWideColumnsExtremesAndInPlace) {
+  // More columns than the CPU's 1024-column chunk, a length-1 axis in the
+  // middle, and rows holding -inf, a huge score and a NaN.
+  for (DType t : kFloats)
+    for (bool log : {false, true}) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + (log ? " log" : ""));
+      const Kernel k = log ? Kernel::LogSoftmax : Kernel::Softmax;
+      const double tol = t == DType::F64 ? 1e-15 : 1e-6;
+      auto check = [&](const KernelCase &c) {
+        log ? expectSameAsCpu(c, Match::Close, tol) : expectSameAsCpu(c, Match::Bits);
+      };
+      KernelCase wide(k);
+      wide.in(uniform(t, {2, 3, 1100}, 4, -5, 5)).out(t, {2, 3, 1100});
+      wide.ints = {1};
+      check(wide);
+      KernelCase single(k);
+      single.in(uniform(t, {3, 1, 7}, 5)).out(t, {3, 1, 7});
+      single.ints = {1};
+      check(single);
+      TestTensor x = uniform(t, {4, 9}, 6, -3, 3);
+      x.set(0, -INFINITY);
+      x.set(10, 60000);
+      x.set(20, NAN);
+      for (int64_t i = 27; i < 36; ++i)
+        x.set(i, -INFINITY); // a row of -inf: NaN everywhere
+      for (int64_t axis : {0, 1}) {
+        KernelCase extremes(k);
+        extremes.in(x).out(t, {4, 9});
+        extremes.ints = {axis};
+        check(extremes);
+      }
+      // In place (the plans reuse a dead input's buffer): the row folds
+      // finish reading before any thread writes.
+      for (int64_t axis : {0, 1}) {
+        KernelCase inPlace(k);
+        inPlace.in(uniform(t, {40, 33}, 7, -4, 4)).inPlace(0);
+        inPlace.ints = {axis};
+        check(inPlace);
+      }
+    }
+}
+
+TEST(CudaNormalization, EmptyTensors) {
+  for (DType t : kFloats) {
+    for (const auto &[dims, axis] : std::vector<std::pair<Dims, int64_t>>{
+             {{0, 5}, 1}, {{3, 0}, 1}, {{2, 0, 4}, 1}, {{0, 3, 4}, 1}}) {
+      KernelCase c(Kernel::Softmax);
+      c.in(TestTensor(t, dims)).out(t, dims);
+      c.ints = {axis};
+      expectSameAsCpu(c, Match::Bits);
+    }
+    KernelCase noRows(Kernel::LayerNorm);
+    noRows.in(TestTensor(t, {0, 7})).in(uniform(t, {7}, 1)).absent();
+    noRows.out(t, {0, 7}).out(DType::F32, {0, 1}).out(DType::F32, {0, 1});
+    noRows.ints = {1};
+    noRows.floats = {1e-5f};
+    expectSameAsCpu(noRows, Match::Bits);
+  }
+  // An empty tensor of a type the kernel does not take is still refused.
+  KernelCase ints(Kernel::Softmax);
+  ints.in(TestTensor(DType::I32, {0, 3})).out(DType::I32, {0, 3});
+  ints.ints = {1};
+  expectSameAsCpu(ints, Match::Bits);
+  KernelCase intNorm(Kernel::LayerNorm);
+  intNorm.in(TestTensor(DType::I32, {0, 3})).in(TestTensor(DType::I32, {3})).absent();
+  intNorm.out(DType::I32, {0, 3}).out(DType::F32, {0, 1}).out(DType::F32, {0, 1});
+  intNorm.ints = {1};
+  intNorm.floats = {1e-5f};
+  expectSameAsCpu(intNorm, Match::Bits);
+}
+
+TEST(CudaNormalization, LayerNormSixteenBitAndMixedStatistics) {
+  // ONNX's stash_type: statistics stored in another float type than x.
+  const std::pair<DType, DType> pairs[] = {{DType::F32, DType::F16},  {DType::F32, DType::BF16},
+                                           {DType::F32, DType::F64},  {DType::BF16, DType::F32},
+                                           {DType::F16, DType::F16},  {DType::F64, DType::F32}};
+  for (const auto &[t, stat] : pairs) {
+    SCOPED_TRACE(std::string(dtypeName(t)) + " stats " + dtypeName(stat));
+    KernelCase c(Kernel::LayerNorm);
+    c.in(uniform(t, {37, 65}, 1, -3, 3)).in(uniform(t, {65}, 2, 0.5, 1.5));
+    c.in(uniform(t, {65}, 3, -1, 1));
+    c.out(t, {37, 65}).out(stat, {37, 1}).out(stat, {37, 1});
+    c.ints = {1};
+    c.floats = {1e-3f};
+    expectSameAsCpu(c, Match::Bits);
+  }
+}
+
 TEST(CudaNormalization, RefusalsAgree) {
   KernelCase badAxis(Kernel::Softmax);
   badAxis.in(uniform(DType::F32, {2, 3}, 1)).out(DType::F32, {2, 3});
@@ -92,6 +180,24 @@ TEST(CudaNormalization, RefusalsAgree) {
   ints.in(uniform(DType::I32, {2, 3}, 1)).out(DType::I32, {2, 3});
   ints.ints = {1};
   expectSameAsCpu(ints, Match::Bits);
+  KernelCase wrongResult(Kernel::Softmax);
+  wrongResult.in(uniform(DType::F32, {2, 3}, 1)).out(DType::F16, {2, 3});
+  wrongResult.ints = {1};
+  expectSameAsCpu(wrongResult, Match::Bits);
+  auto norm = [](DType x, DType scale, DType stat, DType inv, int64_t axis) {
+    KernelCase c(Kernel::LayerNorm);
+    c.in(uniform(x, {4, 6}, 1)).in(uniform(scale, {6}, 2)).absent();
+    c.out(x, {4, 6}).out(stat, {4, 1}).out(inv, {4, 1});
+    c.ints = {axis};
+    c.floats = {1e-5f};
+    return c;
+  };
+  expectSameAsCpu(norm(DType::F32, DType::F32, DType::F32, DType::F32, 2), Match::Bits);
+  expectSameAsCpu(norm(DType::F32, DType::F32, DType::F32, DType::F32, -1), Match::Bits);
+  expectSameAsCpu(norm(DType::F32, DType::F16, DType::F32, DType::F32, 1), Match::Bits);
+  expectSameAsCpu(norm(DType::F32, DType::F32, DType::F32, DType::F64, 1), Match::Bits);
+  expectSameAsCpu(norm(DType::F32, DType::F32, DType::I32, DType::I32, 1), Match::Bits);
+  expectSameAsCpu(norm(DType::I64, DType::I64, DType::F32, DType::F32, 1), Match::Bits);
 }
 
 TEST(CudaNormalization, SoftmaxEdgeShapesAndSpecialValues) {

@@ -232,7 +232,7 @@ TEST(CudaNormalization, SoftmaxEdgeShapesAndSpecialValues) {
     }
 }
 
-TEST(CudaNormalization, EmptyTensors) {
+TEST(CudaNormalization, EmptyTensorsOfRefusedTypes) {
   for (Dims dims : {Dims{0, 5}, Dims{3, 0}, Dims{2, 0, 4}}) {
     KernelCase s(Kernel::Softmax);
     s.in(TestTensor(DType::F32, dims)).out(DType::F32, dims);

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/OperandChecks.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 
 #include <cmath>
@@ -45,13 +46,6 @@ void compareTyped(ComparePredicate predicate, const TensorRef &a, const TensorRe
   case ComparePredicate::Gt: runPredicate<T>(a, b, out, [](C x, C y) { return x > y; }); break;
   case ComparePredicate::Ge: runPredicate<T>(a, b, out, [](C x, C y) { return x >= y; }); break;
   }
-}
-
-Status requireBoolOut(const char *op, const TensorRef &out) {
-  if (out.dtype == DType::Bool)
-    return Status::ok();
-  return Status::error(cat(op, ": result element type ", dtypeName(out.dtype),
-                           " where bool was expected"));
 }
 
 /// Applies `test` to every element of a float tensor, writing bool.

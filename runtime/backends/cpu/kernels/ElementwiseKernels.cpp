@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/OperandChecks.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/math/Activations.h"
 #include "runtime/math/ElementwiseOps.h"
@@ -178,13 +179,6 @@ template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, con
     return Status::ok();
   }
   return unsupportedDType(unaryName(kind), in.dtype);
-}
-
-Status requireDType(const char *op, const TensorRef &t, DType expected) {
-  if (t.dtype == expected)
-    return Status::ok();
-  return Status::error(cat(op, ": element type ", dtypeName(t.dtype), " where ",
-                           dtypeName(expected), " was expected"));
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/OperandChecks.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/backends/ReductionSpace.h"
 #include "runtime/math/Activations.h"
@@ -30,21 +31,6 @@ namespace {
 
 /// Columns whose double sums live on the stack at once (8 KiB per array).
 constexpr int64_t kColumns = 1024;
-
-int64_t dimProduct(const TensorRef &t, int from, int to) {
-  int64_t n = 1;
-  for (int d = from; d < to; ++d)
-    n *= t.dims[d];
-  return n;
-}
-
-Status requireSameType(const char *op, const TensorRef &a, const TensorRef &b) {
-  if (a.dtype == b.dtype && a.numElements() == b.numElements())
-    return Status::ok();
-  return Status::error(cat(op, ": operands must share the element type and count (",
-                           dtypeName(a.dtype), " x ", a.numElements(), " vs ",
-                           dtypeName(b.dtype), " x ", b.numElements(), ")"));
-}
 
 // --- Activations -------------------------------------------------------------------
 

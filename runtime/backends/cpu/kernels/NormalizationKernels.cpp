@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/OperandChecks.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/math/FastMath.h"
 
@@ -107,14 +108,6 @@ void softmaxStrided(const T *in, T *out, int64_t outer, int64_t len, int64_t inn
           store(y + i * inner + j, softmaxValue(load(x + i * inner + j), max[j], sum[j], log));
     }
   }
-}
-
-/// Product of dims [from, to).
-int64_t dimProduct(const TensorRef &t, int from, int to) {
-  int64_t n = 1;
-  for (int d = from; d < to; ++d)
-    n *= t.dims[d];
-  return n;
 }
 
 /// Layer norm with input/scale/bias/y of storage type T and statistics of

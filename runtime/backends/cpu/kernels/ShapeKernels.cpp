@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/OperandChecks.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 
 #include <algorithm>
@@ -27,13 +28,6 @@ namespace {
 constexpr int64_t kTransposeTile = 32;
 
 int64_t normalizeAxis(int64_t axis, int rank) { return axis < 0 ? axis + rank : axis; }
-
-int64_t product(const int64_t *dims, int begin, int end) {
-  int64_t n = 1;
-  for (int d = begin; d < end; ++d)
-    n *= dims[d];
-  return n;
-}
 
 /// Copies a layout<2> (operand 0 the contiguous output, operand 1 a strided
 /// view of `in`) row by row: contiguous rows are memcpy, broadcast rows a
@@ -104,8 +98,8 @@ void concatOrSplit(const TensorRef &whole, const TensorRef *parts, int count, in
                    bool toWhole) {
   int ax = static_cast<int>(normalizeAxis(axis, whole.rank));
   size_t elem = dtypeSize(whole.dtype);
-  int64_t outer = product(whole.dims, 0, ax);
-  size_t innerBytes = static_cast<size_t>(product(whole.dims, ax + 1, whole.rank)) * elem;
+  int64_t outer = dimsProduct(whole.dims, 0, ax);
+  size_t innerBytes = static_cast<size_t>(dimsProduct(whole.dims, ax + 1, whole.rank)) * elem;
   size_t wholeRowBytes = static_cast<size_t>(whole.dims[ax]) * innerBytes;
   char *wholeBase = static_cast<char *>(whole.data);
   size_t partOffset = 0;
@@ -137,8 +131,8 @@ Status gatherTyped(const TensorRef &data, const TensorRef &indices, int ax, cons
                                " of the indices) is out of range for dimension ", ax,
                                " of size ", dim));
   }
-  int64_t outer = product(data.dims, 0, ax);
-  int64_t inner = product(data.dims, ax + 1, data.rank);
+  int64_t outer = dimsProduct(data.dims, 0, ax);
+  int64_t inner = dimsProduct(data.dims, ax + 1, data.rank);
   if (outer == 0 || inner == 0 || count == 0)
     return Status::ok();
   return dispatchBySize(
@@ -265,7 +259,7 @@ Status trilu(const TensorRef &in, bool upper, int64_t k, const TensorRef &out) {
   if (in.rank < 2)
     return Status::error(cat("trilu: rank ", in.rank, " input, at least 2 expected"));
   int64_t rows = in.dims[in.rank - 2], cols = in.dims[in.rank - 1];
-  int64_t batch = product(in.dims, 0, in.rank - 2);
+  int64_t batch = dimsProduct(in.dims, 0, in.rank - 2);
   if (rows == 0 || cols == 0 || batch == 0)
     return Status::ok();
   // Clamping k keeps i + k from overflowing; beyond +-(rows + cols) every

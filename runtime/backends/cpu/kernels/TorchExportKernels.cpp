@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/OperandChecks.h"
 #include "runtime/math/Activations.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 
@@ -36,13 +37,6 @@ template <typename T> void mathTyped(MathKind kind, const TensorRef &in, const T
   case MathKind::Sin: mapUnary<T>(in, out, [](C x) { return std::sin(x); }); break;
   case MathKind::Softplus: mapUnary<T>(in, out, [](C x) { return softplusOf(x); }); break;
   }
-}
-
-Status requireLike(const char *op, const TensorRef &t, const TensorRef &like) {
-  if (t.dtype == like.dtype && t.numElements() == like.numElements())
-    return Status::ok();
-  return Status::error(cat(op, ": operand ", shapeText(t), " where ", shapeText(like),
-                           " was expected"));
 }
 
 /// Calls row(index) for every multi-index over dims [0, rank - 1) of `t`

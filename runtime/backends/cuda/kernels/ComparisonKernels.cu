@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/kernels/KernelSupport.cuh"
+#include "runtime/backends/OperandChecks.h"
 
 FSDP_CUDA_NAMESPACE_BEGIN
 namespace {
@@ -65,13 +66,6 @@ __global__ void classifyKernel(bool *out, const T *in, int64_t n, bool nan, bool
     auto x = load(in + i);
     out[i] = nan ? x != x : (std::isinf(x) && (x > 0 ? positive : negative));
   }
-}
-
-Status requireBoolOut(const char *op, const TensorRef &out) {
-  if (out.dtype == DType::Bool)
-    return Status::ok();
-  return Status::error(cat(op, ": result element type ", dtypeName(out.dtype),
-                           " where bool was expected"));
 }
 
 template <ComparePredicate P, typename T>

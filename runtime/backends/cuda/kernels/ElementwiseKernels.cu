@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/kernels/KernelSupport.cuh"
+#include "runtime/backends/OperandChecks.h"
 #include "runtime/math/Activations.h"
 #include "runtime/math/ElementwiseOps.h"
 
@@ -109,13 +110,6 @@ template <typename U> __global__ void copyKernel(U *out, const U *in, int64_t n)
 }
 
 // --- Host side --------------------------------------------------------------------------
-
-Status requireDType(const char *op, const TensorRef &t, DType expected) {
-  if (t.dtype == expected)
-    return Status::ok();
-  return Status::error(cat(op, ": element type ", dtypeName(t.dtype), " where ",
-                           dtypeName(expected), " was expected"));
-}
 
 template <BinaryKind Kind, typename T, typename E>
 Status launchBinary(const KernelContext &ctx, const TensorRef &a, const TensorRef &b,

@@ -23,26 +23,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/kernels/LaneFold.cuh"
+#include "runtime/backends/OperandChecks.h"
 #include "runtime/backends/ReductionSpace.h"
 #include "runtime/math/Activations.h"
 
 FSDP_CUDA_NAMESPACE_BEGIN
 namespace {
-
-int64_t dimProduct(const TensorRef &t, int from, int to) {
-  int64_t n = 1;
-  for (int d = from; d < to; ++d)
-    n *= t.dims[d];
-  return n;
-}
-
-Status requireSameType(const char *op, const TensorRef &a, const TensorRef &b) {
-  if (a.dtype == b.dtype && a.numElements() == b.numElements())
-    return Status::ok();
-  return Status::error(cat(op, ": operands must share the element type and count (",
-                           dtypeName(a.dtype), " x ", a.numElements(), " vs ",
-                           dtypeName(b.dtype), " x ", b.numElements(), ")"));
-}
 
 // --- Elementwise -------------------------------------------------------------------
 

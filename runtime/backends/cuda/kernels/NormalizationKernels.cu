@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/kernels/LaneFold.cuh"
+#include "runtime/backends/OperandChecks.h"
 #include "runtime/math/FastMath.h"
 
 #include <cmath>
@@ -96,13 +97,6 @@ __global__ void layerNormKernel(const T *x, const T *scale, const T *bias, T *y,
       store(y + row * size + i, value);
     }
   }
-}
-
-int64_t dimProduct(const TensorRef &t, int from, int to) {
-  int64_t n = 1;
-  for (int d = from; d < to; ++d)
-    n *= t.dims[d];
-  return n;
 }
 
 } // namespace

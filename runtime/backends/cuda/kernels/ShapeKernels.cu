@@ -16,16 +16,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/kernels/KernelSupport.cuh"
+#include "runtime/backends/OperandChecks.h"
 
 FSDP_CUDA_NAMESPACE_BEGIN
 namespace {
-
-int64_t product(const int64_t *dims, int begin, int end) {
-  int64_t n = 1;
-  for (int d = begin; d < end; ++d)
-    n *= dims[d];
-  return n;
-}
 
 template <typename U>
 __global__ void stridedCopyKernel(U *dst, const U *src, StridedLayout<2> layout, int64_t n) {
@@ -179,8 +173,8 @@ Status concatOrSplit(const KernelContext &ctx, const TensorRef &whole, const Ten
   const int ax = static_cast<int>(axis < 0 ? axis + whole.rank : axis);
   if (ax < 0 || ax >= whole.rank)
     return Status::error(cat(op, ": axis ", axis, " is outside the rank ", whole.rank));
-  const int64_t outer = product(whole.dims, 0, ax);
-  const int64_t inner = product(whole.dims, ax + 1, whole.rank);
+  const int64_t outer = dimsProduct(whole.dims, 0, ax);
+  const int64_t inner = dimsProduct(whole.dims, ax + 1, whole.rank);
   const int64_t wholeRow = whole.dims[ax] * inner;
   int64_t partOffset = 0;
   for (int p = 0; p < count; ++p) {
@@ -295,7 +289,7 @@ Status gather(const KernelContext &ctx, const TensorRef &data, const TensorRef &
   if (ax < 0 || ax >= data.rank)
     return Status::error(cat("gather: axis ", axis, " is outside the rank ", data.rank));
   const int64_t count = indices.numElements(), dim = data.dims[ax];
-  const int64_t outer = product(data.dims, 0, ax), inner = product(data.dims, ax + 1, data.rank);
+  const int64_t outer = dimsProduct(data.dims, 0, ax), inner = dimsProduct(data.dims, ax + 1, data.rank);
   return dispatchIndex(
       indices.dtype,
       [&](auto indexTag) {

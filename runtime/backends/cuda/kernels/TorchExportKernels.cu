@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/kernels/KernelSupport.cuh"
+#include "runtime/backends/OperandChecks.h"
 #include "runtime/math/Activations.h"
 
 #include <cmath>
@@ -112,13 +113,6 @@ __global__ void cumsumKernel(const T *x, T *o, int64_t outer, int64_t len, int64
         sum += v;
     }
   }
-}
-
-Status requireLike(const char *op, const TensorRef &t, const TensorRef &like) {
-  if (t.dtype == like.dtype && t.numElements() == like.numElements())
-    return Status::ok();
-  return Status::error(cat(op, ": operand ", shapeText(t), " where ", shapeText(like),
-                           " was expected"));
 }
 
 } // namespace

@@ -1,0 +1,67 @@
+//===- OperandChecks.h - operand checks every backend's kernels make -------===//
+//
+// The small checks and shape products at the top of the kernel families,
+// written once for both backends (CPU and CUDA), so a kernel refuses the
+// same operands with the same words whichever backend runs it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_RUNTIME_BACKENDS_OPERANDCHECKS_H
+#define FSDP_RUNTIME_BACKENDS_OPERANDCHECKS_H
+
+#include "runtime/support/Status.h"
+#include "runtime/support/TensorRef.h"
+
+#include <cstdint>
+
+namespace fsdp::rt {
+
+/// The product of dims[begin, end).
+inline int64_t dimsProduct(const int64_t *dims, int begin, int end) {
+  int64_t n = 1;
+  for (int d = begin; d < end; ++d)
+    n *= dims[d];
+  return n;
+}
+
+/// The product of t's dims [from, to).
+inline int64_t dimProduct(const TensorRef &t, int from, int to) {
+  return dimsProduct(t.dims, from, to);
+}
+
+/// `t` has element type `expected`.
+inline Status requireDType(const char *op, const TensorRef &t, DType expected) {
+  if (t.dtype == expected)
+    return Status::ok();
+  return Status::error(cat(op, ": element type ", dtypeName(t.dtype), " where ",
+                           dtypeName(expected), " was expected"));
+}
+
+/// A comparison's or classification's result is bool.
+inline Status requireBoolOut(const char *op, const TensorRef &out) {
+  if (out.dtype == DType::Bool)
+    return Status::ok();
+  return Status::error(cat(op, ": result element type ", dtypeName(out.dtype),
+                           " where bool was expected"));
+}
+
+/// `a` and `b` share an element type and count (a gradient and its value).
+inline Status requireSameType(const char *op, const TensorRef &a, const TensorRef &b) {
+  if (a.dtype == b.dtype && a.numElements() == b.numElements())
+    return Status::ok();
+  return Status::error(cat(op, ": operands must share the element type and count (",
+                           dtypeName(a.dtype), " x ", a.numElements(), " vs ",
+                           dtypeName(b.dtype), " x ", b.numElements(), ")"));
+}
+
+/// `t` has `like`'s element type and count, named by shape in the error.
+inline Status requireLike(const char *op, const TensorRef &t, const TensorRef &like) {
+  if (t.dtype == like.dtype && t.numElements() == like.numElements())
+    return Status::ok();
+  return Status::error(cat(op, ": operand ", shapeText(t), " where ", shapeText(like),
+                           " was expected"));
+}
+
+} // namespace fsdp::rt
+
+#endif // FSDP_RUNTIME_BACKENDS_OPERANDCHECKS_H

@@ -19,14 +19,7 @@
 # peak_bytes), fsdp-run's own peak_bytes and device_context_bytes, and the
 # process's device memory as nvidia-smi saw it (max over the run).
 #
-# Model FLOPs per step (PaLM's appendix B way, recompute not counted):
-# 6 x (parameters outside the embeddings) x tokens, plus 12 x T x d x
-# tokens per attention block (GPT: one per layer; the Transformer: encoder
-# self, decoder self and cross). MFU is against the peak of the dtype the
-# plans compute in (fp32, TF32 off); the bf16 peak is shown for scale.
-# Peaks (dense, no sparsity) from NVIDIA's data sheets: H100 SXM / H200
-# 989 TFLOP/s bf16, 67 fp32; H100 PCIe 756 / 51; A100 312 / 19.5. A GPU
-# not in the table prints "-" for MFU.
+# Model FLOPs, MFU peaks and the memory sampler: bench/gpu_common.py.
 #
 # torch runs in another interpreter (--torch-python; default: the venv of
 # scripts/setup-venv.sh, $FSDP_VENV or .venv, torch 2.x); without CUDA
@@ -42,76 +35,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..")
-sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
-import gpu_probe  # noqa: E402  (the GPUs the driver sees)
+from gpu_common import (ADAMW, BUFFERS, GPT_DEFAULT, NO_GPU_EXIT, MemorySampler, build,
+                        compile_plan, default_torch_python, export, flops_per_step, mib,
+                        model_config, peak_of, tool)
+import gpu_probe  # noqa: E402  (the GPUs the driver sees; tests/gpu, on gpu_common's path)
 
 WARMUP = 3  # the first step captures the CUDA graph; torch.compile compiles
-NO_GPU_EXIT = 2
-ADAMW = ["--optimizer=adamw", "--lr=0.001", "--weight-decay=0.01"]
-BUFFERS = r"pos\.pe|tgt_mask"  # the Transformer's float buffers (not parameters)
-
-# Dense peak TFLOP/s by GPU name (NVIDIA data sheets), and the cost-model
-# profile of fsdp-opt --device for the planned step time.
-PEAKS = [  # (name contains, bf16, fp32, fsdp-opt --device)
-    ("H100 PCIe", 756.0, 51.0, "h100"),
-    ("H100", 989.0, 67.0, "h100"),
-    ("H200", 989.0, 67.0, "h100"),
-    ("A100", 312.0, 19.5, "a100"),
-]
-
-GPT_DEFAULT = dict(layers=4, d=256, heads=4, T=128, batch=8, vocab=512)
-TRANSFORMER_1B = dict(vocab=33278, d=1024, heads=64, layers=32, ff=4096, T=35, batch=1,
-                      dropout=0.2)
-
-
-# --------------------------------------------------------------------------
-# Models (built with a fixed seed in whichever interpreter asks)
-# --------------------------------------------------------------------------
-
-def model_config(args, which):
-    if which == "gpt":
-        return dict(family="gpt", layers=args.layers, d=args.d, heads=args.heads, T=args.T,
-                    batch=args.batch, vocab=args.vocab)
-    cfg = dict(TRANSFORMER_1B, family="transformer")
-    if args.depth:
-        cfg["layers"] = args.depth
-    return cfg
-
-
-def build(cfg):
-    """(model, {input name: tensor}) in training mode."""
-    import torch
-    import export_models as em
-
-    torch.manual_seed(em.SEED)
-    gen = torch.Generator().manual_seed(em.SEED)
-    if cfg["family"] == "gpt":
-        model = em.GPT(vocab=cfg["vocab"], T=cfg["T"], d=cfg["d"], heads=cfg["heads"],
-                       layers=cfg["layers"])
-        inputs = em.gpt_inputs(gen, vocab=cfg["vocab"], T=cfg["T"], batch=cfg["batch"])
-    else:
-        with torch.no_grad():
-            model = em.Seq2SeqTransformer(vocab=cfg["vocab"], T=cfg["T"], d=cfg["d"],
-                                          heads=cfg["heads"], layers=cfg["layers"],
-                                          ff=cfg["ff"], dropout=cfg["dropout"])
-        inputs = em.transformer_inputs(gen, vocab=cfg["vocab"], T=cfg["T"], batch=cfg["batch"])
-    model.train()
-    return model, inputs
-
-
-def flops_per_step(cfg, model):
-    """Model FLOPs of one training step (see the header)."""
-    embeddings = {"tok_emb.weight", "pos_emb.weight", "embedding.weight"}
-    dense = sum(p.numel() for n, p in model.named_parameters() if n not in embeddings)
-    tokens = cfg["batch"] * cfg["T"]
-    blocks = cfg["layers"] * (1 if cfg["family"] == "gpt" else 3)
-    return 6 * dense * tokens + 12 * blocks * cfg["T"] * cfg["d"] * tokens
-
 
 # --------------------------------------------------------------------------
 # torch side (run in the --torch-python interpreter)
@@ -146,13 +76,6 @@ def torch_worker(cfg, runs, mode):
             "torch": torch.__version__}
 
 
-def default_torch_python():
-    for candidate in (os.environ.get("FSDP_VENV"), os.path.join(ROOT, ".venv")):
-        if candidate and os.path.exists(os.path.join(candidate, "bin", "python")):
-            return os.path.join(candidate, "bin", "python")
-    return None
-
-
 def run_torch(args, cfg, mode):
     if not args.torch_python:
         return {"error": "no torch 2.x interpreter (scripts/setup-venv.sh, or --torch-python)"}
@@ -173,68 +96,6 @@ def run_torch(args, cfg, mode):
 # --------------------------------------------------------------------------
 # fsdp side
 # --------------------------------------------------------------------------
-
-class MemorySampler:
-    """The largest device memory nvidia-smi reports for one process while
-    it runs (None without nvidia-smi)."""
-
-    def __init__(self):
-        self.peak, self.pid, self.done = None, None, threading.Event()
-
-    def start(self, pid):
-        self.pid = pid
-        self.thread = threading.Thread(target=self.loop, daemon=True)
-        self.thread.start()
-
-    def loop(self):
-        while not self.done.is_set():
-            try:
-                out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
-                                      "--format=csv,noheader,nounits"],
-                                     capture_output=True, text=True, timeout=10).stdout
-            except (OSError, subprocess.TimeoutExpired):
-                return
-            for line in out.splitlines():
-                fields = [f.strip() for f in line.split(",")]
-                if len(fields) == 2 and fields[0] == str(self.pid) and fields[1].isdigit():
-                    self.peak = max(self.peak or 0, int(fields[1]) * 2**20)
-            self.done.wait(0.2)
-
-    def stop(self):
-        self.done.set()
-        self.thread.join()
-
-
-def tool(args, name):
-    return os.path.join(args.build, "bin", name)
-
-
-def export(cfg, tmp):
-    """ONNX model and one .npy per input; returns (path, input flags, model)."""
-    import numpy
-    import export_models as em
-
-    model, inputs = build(cfg)
-    path = os.path.join(tmp, f"{cfg['family']}.onnx")
-    em.export(model, inputs, path, 17, "train")
-    flags = []
-    for name, tensor in inputs.items():
-        npy = os.path.join(tmp, f"{name}.npy")
-        numpy.save(npy, tensor.numpy())
-        flags.append(f"--input={name}={npy}")
-    return path, flags, model
-
-
-def compile_plan(args, onnx_path, plan, flags, profile):
-    command = [tool(args, "fsdp-opt"), onnx_path, *flags]
-    subprocess.run(command + ["-o", plan], check=True, stdout=subprocess.DEVNULL)
-    report = plan + ".report.json"
-    subprocess.run(command + ["--emit=report", "--report-format=json", "-o", report]
-                   + ([f"--device={profile}"] if profile else []),
-                   check=True, stdout=subprocess.DEVNULL)
-    with open(report) as f:
-        return json.load(f)
-
 
 def run_fsdp(args, plan, inputs, graphs, tmp):
     metrics = os.path.join(tmp, f"metrics-{os.path.basename(plan)}-{graphs}.jsonl")
@@ -259,10 +120,6 @@ def run_fsdp(args, plan, inputs, graphs, tmp):
 # --------------------------------------------------------------------------
 # Table
 # --------------------------------------------------------------------------
-
-def mib(value):
-    return "-" if value is None else f"{value / 2**20:.1f}"
-
 
 def print_header():
     print(f"  {'run':<34} | {'step ms':>8} | {'tok/s':>9} | {'TFLOP/s':>7} | {'MFU f32':>7} | "
@@ -354,11 +211,10 @@ def main():
         print(f"no GPU: {why}; bench/gpu_step.py measures nothing without one")
         return NO_GPU_EXIT
     name, total = found[0]
-    peak = next(((bf16, fp32, profile) for key, bf16, fp32, profile in PEAKS if key in name),
-                None)
+    peak = peak_of(name)
     print(f"GPU 0: {name}, {total / 2**30:.1f} GiB; peak "
           + (f"{peak[0]:g} TFLOP/s bf16, {peak[1]:g} fp32 (dense, NVIDIA data sheet)" if peak
-             else "unknown (not in bench/gpu_step.py's table): no MFU"))
+             else "unknown (not in bench/gpu_common.py's table): no MFU"))
     print(f"fp32, TF32 off; torch from {args.torch_python or 'nowhere'}")
     with tempfile.TemporaryDirectory(prefix="gpu-step-") as tmp:
         for which in args.models:

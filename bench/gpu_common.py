@@ -191,3 +191,48 @@ class MemorySampler:
 
     def max_per_gpu(self):
         return max(self.per_gpu.values()) if self.per_gpu else None
+
+
+def torch_timed_steps(model, batch, steps):
+    """Trains `model` (on the GPU) for `steps` AdamW steps on `batch` (the
+    benchmarks' optimizer: lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay
+    0.01) and returns each step's time, measured by CUDA events around
+    zero_grad, forward, backward and the optimizer step. The peak memory
+    counter is reset first."""
+    import torch
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                                  weight_decay=0.01)
+    torch.cuda.reset_peak_memory_stats()
+    times = []
+    for _ in range(steps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        optimizer.zero_grad(set_to_none=True)
+        loss = model(*batch)
+        loss.backward()
+        optimizer.step()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return times
+
+
+def run_sampled(command, timeout, env=None):
+    """Runs `command` while sampling its GPU memory: (return code or None
+    on timeout, stdout, stderr, the busiest GPU's peak bytes, all GPUs'
+    peak bytes)."""
+    sampler = MemorySampler()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env)
+    sampler.start(process.pid)
+    try:
+        out, err = process.communicate(timeout=timeout)
+        code = process.returncode
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
+        code = None
+    finally:
+        sampler.stop()
+    return code, out, err, sampler.max_per_gpu(), sampler.peak

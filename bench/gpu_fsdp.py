@@ -51,13 +51,12 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
-from gpu_common import (ADAMW, BUFFERS, GPT_DEFAULT, NO_GPU_EXIT, MemorySampler, build,
-                        compile_plan, default_torch_python, export, flops_per_step, mib,
-                        model_config, peak_of, tool)
+from gpu_common import (ADAMW, BUFFERS, GPT_DEFAULT, NO_GPU_EXIT, build, compile_plan,
+                        default_torch_python, export, flops_per_step, mib, model_config, peak_of,
+                        run_sampled, tool, torch_timed_steps)
 import gpu_probe  # noqa: E402  (tests/gpu, on gpu_common's path)
 
 WARMUP = 3  # step 2 captures the CUDA graph
@@ -102,20 +101,7 @@ def fsdp2_worker(cfg, strategy, ckpt, runs, result_path):
     for block in blocks:
         fully_shard(block, mesh=mesh, reshard_after_forward=reshard)
     fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
-                                  weight_decay=0.01)
-    torch.cuda.reset_peak_memory_stats()
-    times = []
-    for _ in range(WARMUP + runs):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        optimizer.zero_grad(set_to_none=True)
-        loss = model(*batch)
-        loss.backward()
-        optimizer.step()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
+    times = torch_timed_steps(model, batch, WARMUP + runs)
     if rank == 0:
         with open(result_path, "w") as f:
             json.dump({"times": times[WARMUP:], "peak_bytes": torch.cuda.max_memory_allocated(),
@@ -133,23 +119,15 @@ def run_fsdp2(args, cfg, strategy, ckpt, work):
                os.path.abspath(__file__), "--fsdp2-worker", f"--strategy={strategy}",
                "--worker-config", json.dumps(cfg), f"--runs={args.runs}",
                f"--result={result_path}"] + (["--worker-ckpt"] if ckpt else [])
-    sampler = MemorySampler()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
-    sampler.start(process.pid)
-    try:
-        _, err = process.communicate(timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    code, _, err, busiest, _ = run_sampled(command, TIMEOUT_S)
+    if code is None:
         return {"error": f"timed out after {TIMEOUT_S} s"}
-    finally:
-        sampler.stop()
-    if process.returncode != 0 or not os.path.exists(result_path):
+    if code != 0 or not os.path.exists(result_path):
         tail = (err.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"exit {process.returncode}: {tail}"}
+        return {"error": f"exit {code}: {tail}"}
     with open(result_path) as f:
         result = json.load(f)
-    result["smi_bytes"] = sampler.max_per_gpu()
+    result["smi_bytes"] = busiest
     return result
 
 
@@ -173,26 +151,18 @@ def run_fsdp(args, plan, inputs, work, profile=False):
     steps = PROFILE_STEPS if profile else WARMUP + args.runs
     run = [tool(args, "fsdp-run"), plan, "--device=cuda", f"--steps={steps}",
            f"--metrics={metrics}", *inputs] + (["--profile"] if profile else [])
-    sampler = MemorySampler()
-    process = subprocess.Popen(launch_command(args, run), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    sampler.start(process.pid)
-    try:
-        out, err = process.communicate(timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    code, out, err, busiest, _ = run_sampled(launch_command(args, run), TIMEOUT_S)
+    if code is None:
         return {"error": f"timed out after {TIMEOUT_S} s"}
-    finally:
-        sampler.stop()
-    if process.returncode != 0:
-        return {"error": f"exit {process.returncode}: {err.strip()}"}
+    if code != 0:
+        return {"error": f"exit {code}: {err.strip()}"}
     with open(metrics) as f:
         records = [json.loads(line) for line in f if line.strip()]
     last = records[-1]
     result = {"times": [r["step_time_s"] for r in records[WARMUP:]] if not profile else None,
               "peak_bytes": last.get("peak_bytes"),
               "context_bytes": last.get("device_context_bytes"),
-              "smi_bytes": sampler.max_per_gpu()}
+              "smi_bytes": busiest}
     if profile:
         result["exposed_s"] = parse_exposed(out)
     return result

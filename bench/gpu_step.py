@@ -32,13 +32,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
-from gpu_common import (ADAMW, BUFFERS, GPT_DEFAULT, NO_GPU_EXIT, MemorySampler, build,
-                        compile_plan, default_torch_python, export, flops_per_step, mib,
-                        model_config, peak_of, tool)
+from gpu_common import (ADAMW, BUFFERS, GPT_DEFAULT, NO_GPU_EXIT, build, compile_plan,
+                        default_torch_python, export, flops_per_step, mib, model_config, peak_of,
+                        run_sampled, tool, torch_timed_steps)
 import gpu_probe  # noqa: E402  (the GPUs the driver sees; tests/gpu, on gpu_common's path)
 
 WARMUP = 3  # the first step captures the CUDA graph; torch.compile compiles
@@ -57,21 +56,8 @@ def torch_worker(cfg, runs, mode):
     model, inputs = build(cfg)
     model = model.cuda()
     batch = [t.cuda() for t in inputs.values()]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
-                                  weight_decay=0.01)
     step_model = torch.compile(model) if mode == "compile" else model
-    torch.cuda.reset_peak_memory_stats()
-    times = []
-    for _ in range(WARMUP + runs):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        optimizer.zero_grad(set_to_none=True)
-        loss = step_model(*batch)
-        loss.backward()
-        optimizer.step()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
+    times = torch_timed_steps(step_model, batch, WARMUP + runs)
     return {"times": times[WARMUP:], "peak_bytes": torch.cuda.max_memory_allocated(),
             "torch": torch.__version__}
 
@@ -81,15 +67,11 @@ def run_torch(args, cfg, mode):
         return {"error": "no torch 2.x interpreter (scripts/setup-venv.sh, or --torch-python)"}
     command = [args.torch_python, os.path.abspath(__file__), "--torch-worker", mode,
                "--worker-config", json.dumps(cfg), f"--runs={args.runs}"]
-    sampler = MemorySampler()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sampler.start(process.pid)
-    out, err = process.communicate()
-    sampler.stop()
-    if process.returncode != 0:
-        return {"error": f"exit {process.returncode}: {err.strip().splitlines()[-1] if err else ''}"}
+    code, out, err, _, smi = run_sampled(command, None)
+    if code != 0:
+        return {"error": f"exit {code}: {err.strip().splitlines()[-1] if err else ''}"}
     result = json.loads(out.strip().splitlines()[-1])
-    result["smi_bytes"] = sampler.peak
+    result["smi_bytes"] = smi
     return result
 
 
@@ -101,20 +83,15 @@ def run_fsdp(args, plan, inputs, graphs, tmp):
     metrics = os.path.join(tmp, f"metrics-{os.path.basename(plan)}-{graphs}.jsonl")
     command = [tool(args, "fsdp-run"), plan, "--device=cuda", f"--cuda-graphs={graphs}",
                f"--steps={WARMUP + args.runs}", f"--metrics={metrics}", *inputs]
-    sampler = MemorySampler()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
-    sampler.start(process.pid)
-    _, err = process.communicate()
-    sampler.stop()
-    if process.returncode != 0:
-        return {"error": f"exit {process.returncode}: {err.strip()}"}
+    code, _, err, _, smi = run_sampled(command, None)
+    if code != 0:
+        return {"error": f"exit {code}: {err.strip()}"}
     with open(metrics) as f:
         records = [json.loads(line) for line in f if line.strip()]
     last = records[-1]
     return {"times": [r["step_time_s"] for r in records[WARMUP:]],
             "peak_bytes": last.get("peak_bytes"),
-            "context_bytes": last.get("device_context_bytes"), "smi_bytes": sampler.peak}
+            "context_bytes": last.get("device_context_bytes"), "smi_bytes": smi}
 
 
 # --------------------------------------------------------------------------

@@ -439,8 +439,8 @@ Status Executor::beginProfiledStep() {
     for (size_t i = 0; i < n; ++i)
       if (!waits_[i].empty())
         waitTimer_[i] = static_cast<int32_t>(count++);
-    originTimer_ = count++;
-    count += streams_.size();
+    originTimer_ = count;
+    count += 2 * streams_.size();
     timing_.resize(count);
     for (std::unique_ptr<Event> &event : timing_)
       if (Status s = device_.createEvent(EventFlags::Timing, event); !s) {
@@ -448,14 +448,19 @@ Status Executor::beginProfiledStep() {
         return s;
       }
   }
-  if (streams_.empty())
-    return Status::ok();
-  return device_.recordEvent(*streams_[0], *timing_[originTimer_]);
+  // Every stream's start, before any of its work: the streams are idle
+  // (the last step synchronized them), and the first to start work starts
+  // the step, whichever its worker or hardware queue reaches first.
+  for (size_t q = 0; q < streams_.size(); ++q)
+    FSDP_RETURN_IF_ERROR(device_.recordEvent(*streams_[q], *timing_[originTimer_ + q]));
+  return Status::ok();
 }
 
 Status Executor::endProfiledStep() {
-  for (size_t q = 0; q < streams_.size(); ++q)
-    FSDP_RETURN_IF_ERROR(device_.recordEvent(*streams_[q], *timing_[originTimer_ + 1 + q]));
+  const size_t numStreams = streams_.size();
+  for (size_t q = 0; q < numStreams; ++q)
+    FSDP_RETURN_IF_ERROR(
+        device_.recordEvent(*streams_[q], *timing_[originTimer_ + numStreams + q]));
   return Status::ok();
 }
 
@@ -471,11 +476,15 @@ Status Executor::addProfile(StepProfile &profile) {
   auto elapsed = [&](size_t from, size_t to, double &seconds) {
     return device_.elapsedSeconds(*timing_[from], *timing_[to], seconds);
   };
-  // The step ends with its last stream; stream 0 ends with its own work.
-  double stepEnd = 0, computeEnd = 0;
+  // Times from stream 0's start (another stream's may be earlier: then
+  // negative). The step runs from the first stream's start to the last
+  // one's end; stream 0 ends with its own work.
+  double stepStart = 0, stepEnd = 0, computeEnd = 0;
   for (size_t q = 0; q < numStreams; ++q) {
-    double end = 0;
-    FSDP_RETURN_IF_ERROR(elapsed(originTimer_, originTimer_ + 1 + q, end));
+    double start = 0, end = 0;
+    FSDP_RETURN_IF_ERROR(elapsed(originTimer_, originTimer_ + q, start));
+    FSDP_RETURN_IF_ERROR(elapsed(originTimer_, originTimer_ + numStreams + q, end));
+    stepStart = std::min(stepStart, start);
     stepEnd = std::max(stepEnd, end);
     if (q == 0)
       computeEnd = end;
@@ -493,7 +502,7 @@ Status Executor::addProfile(StepProfile &profile) {
     if (q == 0)
       exposed += waited + (isCollective(launches_[i].kernel) ? seconds : 0.0);
   }
-  profile.stepSeconds += stepEnd;
+  profile.stepSeconds += stepEnd - stepStart;
   profile.exposedCommunicationSeconds += exposed;
   ++profile.steps;
   return Status::ok();

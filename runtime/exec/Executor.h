@@ -217,8 +217,8 @@ private:
   std::vector<uint32_t> issueOrder_;
 
   // --- Profiling (run with a StepProfile; Executor.cpp's profiling block).
-  /// Makes the timing events the first time, then records the step's
-  /// origin on stream 0, before anything else of the step.
+  /// Makes the timing events the first time, then records each stream's
+  /// start, before anything else of the step.
   Status beginProfiledStep();
   /// Records each stream's end, after the step's last work on it.
   Status endProfiledStep();
@@ -226,7 +226,8 @@ private:
   Status addProfile(StepProfile &profile);
   /// Timing events: launch i's start and end at 2i and 2i + 1, then one
   /// before the waits of each launch that waits (waitTimer_[i], -1 for
-  /// none), the origin (originTimer_) and each stream's end after it.
+  /// none), then each stream's start (from originTimer_), then each
+  /// stream's end.
   std::vector<std::unique_ptr<Event>> timing_;
   std::vector<int32_t> waitTimer_;
   size_t originTimer_ = 0;

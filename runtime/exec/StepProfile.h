@@ -1,8 +1,8 @@
 //===- StepProfile.h - what a profiled step measured ----------------------===//
 //
 // Executor::run(&profile) brackets every instruction, every point where a
-// stream waits for another stream's event, the step's start and each
-// stream's end with timing events on the device (CUDA events on a GPU,
+// stream waits for another stream's event, and each stream's start and end
+// with timing events on the device (CUDA events on a GPU,
 // completion times on the CPU's stream workers), and adds what they
 // measured here. The numbers are device time, the same on every backend:
 // an instruction's time runs from its stream reaching it (after its waits)
@@ -32,8 +32,7 @@ struct StepProfile {
   /// One entry per plan stream: the time its instructions ran, and the
   /// time its waits for other streams' events held it.
   std::vector<double> streamBusySeconds, streamWaitSeconds;
-  /// From the step's start on the compute stream to the end of the last
-  /// stream's work.
+  /// From the first stream's start to the end of the last stream's work.
   double stepSeconds = 0;
   /// The compute stream held up by communication (and copies): see above.
   double exposedCommunicationSeconds = 0;

@@ -72,7 +72,6 @@ struct InstructionDesc {
 
 using Bindings = std::vector<std::pair<std::string, uint32_t>>;
 
-/// Everything plan.fbs's Plan holds, by field.
 /// The cost model's step prediction the plan carries (plan.fbs
 /// CostPrediction).
 struct PredictionDesc {
@@ -81,6 +80,7 @@ struct PredictionDesc {
   double exposedSeconds = 0;
 };
 
+/// Everything plan.fbs's Plan holds, by field.
 struct PlanDescription {
   std::vector<BufferDesc> buffers;
   std::vector<InstructionDesc> instructions;

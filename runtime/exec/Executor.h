@@ -87,9 +87,9 @@ public:
   /// time; a profiled step allocates nothing after that.
   Status run(StepProfile *profile = nullptr);
   /// Replays the step as a captured graph from the second run() on (see
-  /// above); runs asked for kernel times still enqueue eagerly, since the
-  /// timing events go between the kernels. An error if the device cannot
-  /// capture. Off by default.
+  /// above); profiled runs still enqueue eagerly, since the timing events
+  /// go between the kernels. An error if the device cannot capture. Off by
+  /// default.
   Status useGraphs(bool on);
   /// Copies the named graph output to the host.
   Status getOutput(const std::string &name, HostTensor &out) const;

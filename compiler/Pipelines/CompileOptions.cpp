@@ -344,7 +344,8 @@ const std::vector<FlagSpec> &flagTable() {
        }},
       enumFlag("device", deviceNames, &CompileOptions::device,
                "device profile of the cost model whose predicted step "
-               "times --emit=report and --emit=trace show"),
+               "times --emit=report and --emit=trace show and a plan "
+               "carries (fsdp-run --profile prints it)"),
       enumFlag("fusion", fusionNames, &CompileOptions::fusion,
                "fuse chains of elementwise ops in plans (results are the "
                "same bits either way)"),
@@ -487,8 +488,10 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
        opts.emit == EmitKind::Plan || opts.emit == EmitKind::Report ||
            opts.emit == EmitKind::Trace,
        "--emit=plan, --emit=report or --emit=trace"},
-      {"device", opts.emit == EmitKind::Report || opts.emit == EmitKind::Trace,
-       "--emit=report or --emit=trace (only they predict times)"},
+      {"device",
+       opts.emit == EmitKind::Plan || opts.emit == EmitKind::Report ||
+           opts.emit == EmitKind::Trace,
+       "--emit=plan, --emit=report or --emit=trace (only they predict times)"},
       {"momentum", sgd, "--optimizer=sgd"},
       {"nesterov", sgd, "--optimizer=sgd"},
       {"beta1", !sgd, "--optimizer=adamw"},

@@ -12,6 +12,7 @@
 
 #include "compiler/Pipelines/Pipeline.h"
 
+#include "compiler/Analysis/CostModel.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
 #include "compiler/Pipelines/AutoCheckpoint.h"
 #include "compiler/Transforms/Passes.h"
@@ -71,6 +72,7 @@ PlanEmitOptions planEmitOptionsFor(const CompileOptions &opts) {
   PlanEmitOptions options;
   options.planPath = opts.outputPath;
   options.mode = opts.mode == Mode::Forward ? "forward" : "train";
+  options.costDevice = &deviceProfile(opts.device);
   if (opts.mode == Mode::Train) {
     options.optimizer = opts.optimizer == OptimizerKind::Sgd ? "sgd" : "adamw";
     options.baseLr = opts.lr;

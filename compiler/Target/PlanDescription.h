@@ -17,6 +17,7 @@
 #include "runtime/support/DType.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,14 @@ struct InstructionDesc {
 
 using Bindings = std::vector<std::pair<std::string, uint32_t>>;
 
+/// The cost model's step prediction the plan carries (plan.fbs
+/// CostPrediction).
+struct PredictionDesc {
+  std::string device;
+  double stepSeconds = 0, computeSeconds = 0, communicationSeconds = 0;
+  double exposedSeconds = 0;
+};
+
 /// Everything plan.fbs's Plan holds, by field.
 struct PlanDescription {
   std::vector<BufferDesc> buffers;
@@ -89,6 +98,7 @@ struct PlanDescription {
   uint32_t lrBuffer = rt::kNoBuffer, stepBuffer = rt::kNoBuffer;
   std::string lossOutput;
   double baseLr = 0.0;
+  std::optional<PredictionDesc> prediction;
 };
 
 } // namespace fsdp

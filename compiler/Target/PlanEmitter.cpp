@@ -7,12 +7,17 @@
 // MatMul's transpose flags, because a transpose read in place by its
 // matmuls is placement's finding, not the op's. The parameter and unit
 // tables come from the step's arguments. Serialization (PlanSerializer.cpp)
-// writes the weights, then the plan.
+// writes the weights, then the plan. A plan file also carries the cost
+// model's prediction of its own step: the emitter serializes the plan once
+// without it, predicts that (the prediction reads instructions, buffers
+// and streams only, so it is the same plan's), and writes it with the
+// numbers, exactly those --emit=report prints for the same flags.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Target/PlanEmitter.h"
 
+#include "compiler/Analysis/CostModel.h"
 #include "compiler/Target/PlanPlacement.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
@@ -125,6 +130,18 @@ void describeStep(func::FuncOp func, const PlanEmitOptions &options, PlanDescrip
       options.mode == "train" && !plan.outputs.empty() ? plan.outputs.front().first : "";
 }
 
+/// The cost model's prediction of `plan`'s step on `device`.
+FailureOr<PredictionDesc> predictPlan(func::FuncOp func, const PlanDescription &plan,
+                                      const DeviceProfile &device) {
+  std::vector<uint8_t> bytes = serializePlan(plan);
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size());
+  if (!plan::VerifyPlanBuffer(verifier))
+    return func.emitError("internal error: the emitted plan fails verification");
+  StepPrediction step = predictStep(*plan::GetPlan(bytes.data()), device);
+  return PredictionDesc{device.name, step.stepSeconds, step.computeSeconds,
+                        step.communicationSeconds, step.exposedCommunicationSeconds};
+}
+
 LogicalResult emitStep(func::FuncOp func, const PlanEmitOptions &options,
                        const WeightLookup &weights, EmittedPlan &result) {
   FailureOr<PlanPlacement> placed = placeStep(func);
@@ -175,6 +192,12 @@ LogicalResult emitStep(func::FuncOp func, const PlanEmitOptions &options,
   if (options.planBytes) {
     *options.planBytes = serializePlan(plan);
     return success();
+  }
+  if (options.costDevice) {
+    FailureOr<PredictionDesc> prediction = predictPlan(func, plan, *options.costDevice);
+    if (failed(prediction))
+      return failure();
+    plan.prediction = std::move(*prediction);
   }
   rt::Status status = writePlan(plan, options.planPath);
   if (!status.isOk())

@@ -25,6 +25,8 @@
 
 namespace fsdp {
 
+struct DeviceProfile;
+
 struct PlanEmitOptions {
   std::string planPath;      // where to write; the weights go beside it
   std::string mode = "forward"; // "train" emits @train_step, "forward" @forward
@@ -38,6 +40,11 @@ struct PlanEmitOptions {
   /// written either: what --emit=report analyzes. planPath still names the
   /// plan (its weights file name is recorded) but nothing is written there.
   std::vector<uint8_t> *planBytes = nullptr;
+  /// When set, a plan file carries the cost model's prediction of its step
+  /// on this profile (plan.fbs CostPrediction; compiler/Analysis/
+  /// CostModel.h's predictStep, which --emit=report prints). In-memory
+  /// plans (planBytes) leave it out: their callers predict them directly.
+  const DeviceProfile *costDevice = nullptr;
 };
 
 /// What was written, for the driver's summary line.

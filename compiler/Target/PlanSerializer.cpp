@@ -2,9 +2,9 @@
 //
 // One FlatBufferBuilder pass over the description's tables in plan.fbs's
 // order (buffers, instructions, parameters, units, bindings, constants,
-// then the root). The order of the builder's calls is the plan's byte
-// layout: keep it when editing, or plans stop being byte-identical across
-// builds (scripts/compare-builds.py checks).
+// the cost prediction, then the root). The order of the builder's calls
+// is the plan's byte layout: keep it when editing, or plans stop being
+// byte-identical across builds (scripts/compare-builds.py checks).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +48,11 @@ void build(const PlanDescription &p, flatbuffers::FlatBufferBuilder &fbb) {
   auto fbInputs = bindings(p.inputs), fbOutputs = bindings(p.outputs), fbState = bindings(p.state);
   fbb.ForceVectorAlignment(p.constantData.size(), 1, rt::kBufferAlignment);
   auto fbConstants = fbb.CreateVector(p.constantData);
+  flatbuffers::Offset<plan::CostPrediction> fbPrediction;
+  if (const std::optional<PredictionDesc> &c = p.prediction)
+    fbPrediction = plan::CreateCostPrediction(fbb, fbb.CreateString(c->device), c->stepSeconds,
+                                              c->computeSeconds, c->communicationSeconds,
+                                              c->exposedSeconds);
   auto root = plan::CreatePlan(
       fbb, rt::kPlanFormatVersion, fbb.CreateString("fsdp-opt"), fbb.CreateString(p.source),
       fbb.CreateString(p.mode), p.worldSize, fbb.CreateVector(fbBuffers),
@@ -56,7 +61,7 @@ void build(const PlanDescription &p, flatbuffers::FlatBufferBuilder &fbb) {
       fbb.CreateString(p.weightsFile), p.weightsHash, p.numEvents, fbState, p.lrBuffer,
       p.stepBuffer, fbb.CreateString(p.lossOutput), fbb.CreateString(p.optimizer), p.baseLr,
       fbb.CreateString(p.strategy), fbb.CreateString(p.paramDtype), fbb.CreateString(p.reduceDtype),
-      p.hostBytes);
+      p.hostBytes, fbPrediction);
   plan::FinishPlanBuffer(fbb, root);
 }
 

@@ -154,7 +154,8 @@ public:
   /// synchronize() of every stream of the device; the first failure found.
   virtual Status synchronize() = 0;
   /// The device time between the completions of two timing events'
-  /// latest records, once both have completed (cudaEventElapsedTime).
+  /// latest records, once both have completed (cudaEventElapsedTime);
+  /// negative when `end` completed first.
   virtual Status elapsedSeconds(Event &start, Event &end, double &seconds) = 0;
 
   /// Enqueues on `stream` what the device needs to know before step

@@ -330,6 +330,9 @@ Status Executor::enqueueCollective(Stream &stream, const Launch &launch,
 Status Executor::enqueue(size_t i, bool timed) {
   const Launch &launch = launches_[i];
   Stream &stream = *streams_[streamOf_[i]];
+  if (timed && waitTimer_[i] >= 0)
+    if (Status s = device_.recordEvent(stream, *timing_[waitTimer_[i]]); !s)
+      return s;
   for (uint32_t e : waits_[i])
     if (Status s = device_.waitEvent(stream, *events_[e]); !s)
       return s;
@@ -391,38 +394,23 @@ Status Executor::captureStep() {
   return Status::ok();
 }
 
-Status Executor::addKernelTimes(std::vector<double> &kernelSeconds) {
-  for (size_t i = 0; i < launches_.size(); ++i) {
-    double seconds = 0;
-    FSDP_RETURN_IF_ERROR(device_.elapsedSeconds(*timing_[2 * i], *timing_[2 * i + 1], seconds));
-    const uint16_t kernel = launches_[i].kernel;
-    if (kernelSeconds.size() <= kernel)
-      kernelSeconds.resize(kernel + 1, 0.0);
-    kernelSeconds[kernel] += seconds;
-  }
-  return Status::ok();
-}
-
-Status Executor::run(std::vector<double> *kernelSeconds) {
+Status Executor::run(StepProfile *profile) {
   Status s;
-  // Profiling brackets every launch with a pair of timing events on its
-  // stream, made the first time; the streams still overlap.
-  if (kernelSeconds && timing_.empty()) {
-    timing_.resize(2 * launches_.size());
-    for (size_t e = 0; s && e < timing_.size(); ++e)
-      s = device_.createEvent(EventFlags::Timing, timing_[e]);
-  }
+  if (profile)
+    s = beginProfiledStep();
   if (s && !streams_.empty())
     s = device_.beginStep(*streams_[0], step_);
   if (s)
-    s = enqueueStep(kernelSeconds != nullptr);
+    s = enqueueStep(profile != nullptr);
+  if (s && profile)
+    s = endProfiledStep();
   // Every stream drains, even after a failure, so no work of this step is
   // left running; the first stream's failure is the step's.
   for (std::unique_ptr<Stream> &stream : streams_)
     if (Status synced = device_.synchronize(*stream); s && !synced)
       s = synced;
-  if (s && kernelSeconds)
-    s = addKernelTimes(*kernelSeconds);
+  if (s && profile)
+    s = addProfile(*profile);
   if (!s) {
     // A failed eager step may not have set everything up: warm up again.
     warm_ = false;
@@ -432,6 +420,91 @@ Status Executor::run(std::vector<double> *kernelSeconds) {
     return s;
   }
   ++step_;
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Profiling: timing events on the plan's own streams, enqueued between its
+// work (so the streams still overlap as in any step), read back once the
+// step has synchronized. Device time only, through Device.h, so the CPU
+// and CUDA devices measure alike. A profiled step enqueues eagerly
+// (enqueueStep), since a captured graph holds no events between kernels.
+//===----------------------------------------------------------------------===//
+
+Status Executor::beginProfiledStep() {
+  if (timing_.empty()) {
+    const size_t n = launches_.size();
+    waitTimer_.assign(n, -1);
+    size_t count = 2 * n;
+    for (size_t i = 0; i < n; ++i)
+      if (!waits_[i].empty())
+        waitTimer_[i] = static_cast<int32_t>(count++);
+    originTimer_ = count;
+    count += 2 * streams_.size();
+    timing_.resize(count);
+    for (std::unique_ptr<Event> &event : timing_)
+      if (Status s = device_.createEvent(EventFlags::Timing, event); !s) {
+        timing_.clear();
+        return s;
+      }
+  }
+  // Every stream's start, before any of its work: the streams are idle
+  // (the last step synchronized them), and the first to start work starts
+  // the step, whichever its worker or hardware queue reaches first.
+  for (size_t q = 0; q < streams_.size(); ++q)
+    FSDP_RETURN_IF_ERROR(device_.recordEvent(*streams_[q], *timing_[originTimer_ + q]));
+  return Status::ok();
+}
+
+Status Executor::endProfiledStep() {
+  const size_t numStreams = streams_.size();
+  for (size_t q = 0; q < numStreams; ++q)
+    FSDP_RETURN_IF_ERROR(
+        device_.recordEvent(*streams_[q], *timing_[originTimer_ + numStreams + q]));
+  return Status::ok();
+}
+
+Status Executor::addProfile(StepProfile &profile) {
+  const size_t n = launches_.size(), numStreams = streams_.size();
+  if (profile.steps == 0) {
+    profile.instructionSeconds.assign(n, 0.0);
+    profile.streamBusySeconds.assign(numStreams, 0.0);
+    profile.streamWaitSeconds.assign(numStreams, 0.0);
+  }
+  if (profile.instructionSeconds.size() != n || profile.streamBusySeconds.size() != numStreams)
+    return Status::error(cat(plan_.path(), ": the step profile holds another plan's steps"));
+  auto elapsed = [&](size_t from, size_t to, double &seconds) {
+    return device_.elapsedSeconds(*timing_[from], *timing_[to], seconds);
+  };
+  // Times from stream 0's start (another stream's may be earlier: then
+  // negative). The step runs from the first stream's start to the last
+  // one's end; stream 0 ends with its own work.
+  double stepStart = 0, stepEnd = 0, computeEnd = 0;
+  for (size_t q = 0; q < numStreams; ++q) {
+    double start = 0, end = 0;
+    FSDP_RETURN_IF_ERROR(elapsed(originTimer_, originTimer_ + q, start));
+    FSDP_RETURN_IF_ERROR(elapsed(originTimer_, originTimer_ + numStreams + q, end));
+    stepStart = std::min(stepStart, start);
+    stepEnd = std::max(stepEnd, end);
+    if (q == 0)
+      computeEnd = end;
+  }
+  double exposed = std::max(0.0, stepEnd - computeEnd);
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t q = streamOf_[i];
+    double seconds = 0, waited = 0;
+    FSDP_RETURN_IF_ERROR(elapsed(2 * i, 2 * i + 1, seconds));
+    if (waitTimer_[i] >= 0)
+      FSDP_RETURN_IF_ERROR(elapsed(waitTimer_[i], 2 * i, waited));
+    profile.instructionSeconds[i] += seconds;
+    profile.streamBusySeconds[q] += seconds;
+    profile.streamWaitSeconds[q] += waited;
+    if (q == 0)
+      exposed += waited + (isCollective(launches_[i].kernel) ? seconds : 0.0);
+  }
+  profile.stepSeconds += stepEnd - stepStart;
+  profile.exposedCommunicationSeconds += exposed;
+  ++profile.steps;
   return Status::ok();
 }
 

@@ -55,6 +55,7 @@
 #include "runtime/channels/Communicator.h"
 #include "runtime/device/Channel.h"
 #include "runtime/device/Device.h"
+#include "runtime/exec/StepProfile.h"
 #include "runtime/support/HostTensor.h"
 #include "runtime/plan/PlanFile.h"
 
@@ -79,15 +80,16 @@ public:
   /// Copies a host tensor into the named graph input; dtype and shape must
   /// match the plan exactly.
   Status setInput(const std::string &name, const TensorRef &value);
-  /// Runs every instruction once (one step). With `kernelSeconds`, also
-  /// adds each instruction's time on the device to its kernel's entry
-  /// (indexed by fsdp::plan::Kernel), measured between timing events
-  /// recorded around it on its stream.
-  Status run(std::vector<double> *kernelSeconds = nullptr);
+  /// Runs every instruction once (one step). With `profile`, also adds
+  /// what timing events on the device measured (StepProfile.h): each
+  /// instruction's time, each stream's busy and waiting time, the step's
+  /// time and its exposed communication. The events are made the first
+  /// time; a profiled step allocates nothing after that.
+  Status run(StepProfile *profile = nullptr);
   /// Replays the step as a captured graph from the second run() on (see
-  /// above); runs asked for kernel times still enqueue eagerly, since the
-  /// timing events go between the kernels. An error if the device cannot
-  /// capture. Off by default.
+  /// above); profiled runs still enqueue eagerly, since the timing events
+  /// go between the kernels. An error if the device cannot capture. Off by
+  /// default.
   Status useGraphs(bool on);
   /// Copies the named graph output to the host.
   Status getOutput(const std::string &name, HostTensor &out) const;
@@ -175,16 +177,14 @@ private:
                    Communicator *&out);
   /// The device channel over `group` (made the first time it is asked for).
   Status channelOf(Communicator *group, Channel *&out);
-  /// Enqueues instruction `index` with its waits and signal, between its
-  /// two timing events when `timed`.
+  /// Enqueues instruction `index` with its waits and signal; when `timed`,
+  /// between its two timing events, with one before its waits.
   Status enqueue(size_t index, bool timed);
   /// Enqueues the step: eagerly, or as a graph (captured the first time).
   Status enqueueStep(bool timed);
   /// Records the step's work as graph_ (every instruction, eagerly
   /// enqueued under capture).
   Status captureStep();
-  /// Adds each instruction's time between its timing events.
-  Status addKernelTimes(std::vector<double> &kernelSeconds);
   Status enqueueCollective(Stream &stream, const Launch &launch, const Collective &collective);
   Status bindingBuffer(bool input, const std::string &name, uint32_t &buffer) const;
   Status zeroPersistent();
@@ -215,8 +215,22 @@ private:
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<std::unique_ptr<Event>> events_;
   std::vector<uint32_t> issueOrder_;
-  /// Profiling: a start and an end event per launch (made when first asked).
+
+  // --- Profiling (run with a StepProfile; Executor.cpp's profiling block).
+  /// Makes the timing events the first time, then records each stream's
+  /// start, before anything else of the step.
+  Status beginProfiledStep();
+  /// Records each stream's end, after the step's last work on it.
+  Status endProfiledStep();
+  /// Adds what the events of the step just synchronized measured.
+  Status addProfile(StepProfile &profile);
+  /// Timing events: launch i's start and end at 2i and 2i + 1, then one
+  /// before the waits of each launch that waits (waitTimer_[i], -1 for
+  /// none), then each stream's start (from originTimer_), then each
+  /// stream's end.
   std::vector<std::unique_ptr<Event>> timing_;
+  std::vector<int32_t> waitTimer_;
+  size_t originTimer_ = 0;
   /// CUDA graphs (useGraphs): whether on, whether a step has run eagerly
   /// since, and the captured step.
   bool graphs_ = false;

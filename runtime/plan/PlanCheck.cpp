@@ -21,7 +21,9 @@
 #include "runtime/support/TensorRef.h"
 #include "runtime/plan/plan_generated.h"
 
+#include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace fsdp::rt {
@@ -438,6 +440,26 @@ static Status checkStreams(const plan::Plan &plan, const std::string &path) {
   return Status::ok();
 }
 
+/// The cost prediction a plan may carry: what fsdp-run --profile prints
+/// beside its measurements, so it must be a profile's finite seconds.
+static Status checkPrediction(const plan::Plan &plan, const std::string &path) {
+  const plan::CostPrediction *c = plan.prediction();
+  if (!c)
+    return Status::ok();
+  if (!c->device() || c->device()->size() == 0)
+    return Status::error(path + ": the cost prediction names no device profile");
+  const std::pair<const char *, double> fields[] = {
+      {"step_s", c->step_s()},
+      {"compute_s", c->compute_s()},
+      {"communication_s", c->communication_s()},
+      {"exposed_communication_s", c->exposed_communication_s()}};
+  for (const auto &[name, seconds] : fields)
+    if (!std::isfinite(seconds) || seconds < 0)
+      return Status::error(cat(path, ": the cost prediction's ", name, " is ", seconds,
+                               ", not a finite number of seconds >= 0"));
+  return Status::ok();
+}
+
 Status checkPlan(const plan::Plan &plan, const std::string &path) {
   if (plan.format_version() != kPlanFormatVersion)
     return Status::error(path + ": plan format version mismatch");
@@ -461,6 +483,7 @@ Status checkPlan(const plan::Plan &plan, const std::string &path) {
     FSDP_RETURN_IF_ERROR(checkUnit(*plan.units()->Get(i), i, plan, path));
   for (size_t i = 0; i < count(plan.parameters()); ++i)
     FSDP_RETURN_IF_ERROR(checkParameter(*plan.parameters()->Get(i), i, plan, path));
+  FSDP_RETURN_IF_ERROR(checkPrediction(plan, path));
   return Status::ok();
 }
 

@@ -134,6 +134,14 @@ std::string dumpPlan(const LoadedPlan &loaded) {
        << " loss=\"" << (p.loss_output() ? p.loss_output()->str() : "") << "\" lr="
        << bufferOrNone(p.lr_buffer()) << " step=" << bufferOrNone(p.step_buffer()) << "\n";
   }
+  // Exact (17 digits), so a test can hold it against the report's numbers.
+  if (const plan::CostPrediction *c = p.prediction()) {
+    os.precision(17);
+    os << "predicted device=" << (c->device() ? c->device()->str() : "")
+       << " step_s=" << c->step_s() << " compute_s=" << c->compute_s()
+       << " communication_s=" << c->communication_s()
+       << " exposed_communication_s=" << c->exposed_communication_s() << "\n";
+  }
   return os.str();
 }
 

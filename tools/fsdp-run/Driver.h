@@ -1,10 +1,10 @@
 //===- Driver.h - fsdp-run's command line and shared helpers --------------===//
 //
 // What fsdp-run.cpp parses and the forward and training runs (Train.cpp)
-// read, plus the helpers both use: the one-line error exit, writing outputs
-// and the per-kernel profile table. Flags that only training plans take are
-// optional values here, so a run can tell "not given" from any value and
-// refuse them on a forward plan. Runs return a Status rather than exiting:
+// read, plus the helpers both use: the one-line error exit and writing
+// outputs (--profile's tables are ProfileReport.h's). Flags that only
+// training plans take are optional values here, so a run can tell "not
+// given" from any value and refuse them on a forward plan. Runs return a Status rather than exiting:
 // with several ranks in one process, the driver reports the rank that
 // failed first once, after every rank has stopped.
 //
@@ -53,9 +53,6 @@ int fail(const std::string &message);
 
 /// Writes each graph output to DIR/<name>.npy.
 rt::Status writeOutputs(const std::string &dir, const rt::Executor &executor);
-
-/// Per-kernel time, largest first, as milliseconds per run and a share.
-void printProfile(const std::vector<double> &kernelSeconds, int64_t runs);
 
 } // namespace fsdp::run
 

@@ -18,6 +18,7 @@
 #include "runtime/checkpoint/ModelState.h"
 #include "runtime/train/DataSource.h"
 #include "runtime/train/TrainLog.h"
+#include "tools/fsdp-run/ProfileReport.h"
 #include "tools/fsdp-run/Progress.h"
 
 #include <unistd.h>
@@ -108,7 +109,7 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
   bool terminal = isatty(STDOUT_FILENO) && !comm::launchedUnderMpi();
   Progress progress(stdout, terminal, firstStep, lastStep,
                     opts.logEvery ? *opts.logEvery : defaultLogEvery(lastStep));
-  std::vector<double> kernelSeconds;
+  StepProfile profile;
   for (int64_t step = firstStep; step <= lastStep; ++step) {
     StepRecord record;
     DType lossType = DType::F32;
@@ -124,7 +125,7 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
     if (s)
       s = executor.setStep(step);
     if (s)
-      s = executor.run(opts.profile ? &kernelSeconds : nullptr);
+      s = executor.run(opts.profile ? &profile : nullptr);
     if (s)
       s = executor.getLoss(record.loss, &lossType);
     if (!s)
@@ -161,9 +162,11 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
       std::printf("time per step: %.3f ms (%lld steps, %zu bytes planned)\n",
                   progress.seconds() * 1e3 / (lastStep - firstStep + 1),
                   static_cast<long long>(lastStep - firstStep + 1), executor.allocatedBytes());
-    if (opts.profile)
-      printProfile(kernelSeconds, lastStep - firstStep + 1);
   }
+  // --profile: collective (every rank), rank 0 prints.
+  if (opts.profile && firstStep <= lastStep)
+    if (Status s = reportProfile(executor, profile, opts.device); !s)
+      return s;
   if (!opts.saveWeightsPath.empty()) {
     if (Status s = ModelState(executor).saveWeights(opts.saveWeightsPath); !s)
       return s;

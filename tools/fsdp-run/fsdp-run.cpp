@@ -35,6 +35,7 @@
 #include "runtime/plan/PlanCheck.h"
 #include "runtime/train/TrainLog.h"
 #include "tools/fsdp-run/Driver.h"
+#include "tools/fsdp-run/ProfileReport.h"
 #include "tools/fsdp-run/Train.h"
 
 #include <sys/stat.h>
@@ -75,20 +76,6 @@ Status writeOutputs(const std::string &dir, const Executor &executor) {
       return s;
   }
   return Status::ok();
-}
-
-void printProfile(const std::vector<double> &kernelSeconds, int64_t runs) {
-  std::vector<std::pair<double, uint16_t>> rows;
-  double total = 0;
-  for (size_t k = 0; k < kernelSeconds.size(); ++k)
-    if (kernelSeconds[k] > 0) {
-      rows.emplace_back(kernelSeconds[k], static_cast<uint16_t>(k));
-      total += kernelSeconds[k];
-    }
-  std::sort(rows.rbegin(), rows.rend());
-  std::printf("%-22s %10s %7s\n", "kernel", "ms/run", "share");
-  for (const auto &[secs, kernel] : rows)
-    std::printf("%-22s %10.3f %6.1f%%\n", kernelName(kernel), secs * 1e3 / runs, 100 * secs / total);
 }
 
 namespace {
@@ -149,7 +136,10 @@ const char *kUsage =
     "  --cuda-graphs=on|off   cuda: replay each step as one CUDA graph, captured on the\n"
     "                         second step (default on; --profile steps run eagerly)\n"
     "  --time                 print the mean time per run\n"
-    "  --profile              print the time spent in each kernel\n"
+    "  --profile              print the time spent in each kernel, then the overlap of\n"
+    "                         the streams: busy and waiting time, the step, exposed\n"
+    "                         communication (the compute stream held up by the others),\n"
+    "                         beside the cost model's prediction the plan carries\n"
     "  --dump                 print the plan as text and exit\n";
 
 bool parseInt(const std::string &text, int64_t &value) {
@@ -313,16 +303,18 @@ Status runForward(const RunOptions &opts, Executor &executor) {
     if (Status s = executor.setInput(name, value.ref()); !s)
       return Status::error(path + ": " + s.message());
   }
-  std::vector<double> kernelSeconds;
+  StepProfile profile;
   auto start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < opts.steps; ++step)
-    if (Status s = executor.run(opts.profile ? &kernelSeconds : nullptr); !s)
+    if (Status s = executor.run(opts.profile ? &profile : nullptr); !s)
       return s;
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // --profile: collective (every rank), rank 0 prints.
+  if (opts.profile)
+    if (Status s = reportProfile(executor, profile, opts.device); !s)
+      return s;
   if (executor.rank() != 0)
     return Status::ok();
-  if (opts.profile)
-    printProfile(kernelSeconds, opts.steps);
   if (opts.timing)
     std::cout << "time per run: " << seconds / opts.steps * 1e3 << " ms (" << opts.steps
               << " runs, " << executor.allocatedBytes() << " bytes planned)\n";

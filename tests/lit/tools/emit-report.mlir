@@ -93,9 +93,10 @@
 // RUN: fsdp-opt %s --emit=report --report-format=json --world-size=2 --shard=grad-op --device=cpu | %python -c "import json, sys; r = json.load(sys.stdin); c = r['configurations']; assert r['device'] == 'cpu' and r['predicted_step_s'] > 0 and abs(r['predicted_step_s'] - r['predicted_compute_s'] - r['predicted_exposed_communication_s']) < 1e-9, r; assert [x['name'] for x in c] == ['none (DDP)', 'grad-op', 'full', 'full + ckpt', 'full + offload'], c; k = [x for x in c if x['chosen']]; assert len(k) == 1 and k[0]['name'] == 'grad-op' and k[0]['peak_bytes'] == r['peak_bytes'] and k[0]['predicted_step_s'] == r['predicted_step_s'], k; assert 'host memory' in c[4]['note']; assert all(x['peak_bytes'] > 0 and x['predicted_step_s'] > 0 for x in c[:3] + c[4:]); print('configurations', len(c))" | FileCheck %s --check-prefix=CONFIGS
 // CONFIGS: configurations 5
 
-// --device means nothing to outputs that predict no time.
-// RUN: not fsdp-opt %s --emit=plan --device=cpu -o %t/x.plan 2>&1 | FileCheck %s --check-prefix=NODEVICE
-// NODEVICE: fsdp-opt: error: --device requires --emit=report or --emit=trace
+// --device means nothing to outputs that predict no time (a plan carries
+// its predicted step, so --emit=plan takes it).
+// RUN: not fsdp-opt %s --emit=mlir --stop-after=train --device=cpu 2>&1 | FileCheck %s --check-prefix=NODEVICE
+// NODEVICE: fsdp-opt: error: --device requires --emit=plan, --emit=report or --emit=trace
 
 // --report-format means nothing without --emit=report.
 // RUN: not fsdp-opt %s --emit=plan --report-format=json -o %t/x.plan 2>&1 | FileCheck %s --check-prefix=NOREPORT

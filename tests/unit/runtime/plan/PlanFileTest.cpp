@@ -14,7 +14,8 @@
 // element counts fit the group size, Flatten's offsets place every input
 // inside its result, each unit's shards cover its padded flat buffer from a
 // persistent shard buffer, and a parameter without a buffer lies inside a
-// sharded unit.
+// sharded unit. A plan's cost prediction names its profile and holds
+// finite seconds.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,11 +25,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <optional>
 #include <sstream>
+#include <tuple>
 #include <unistd.h>
 
 namespace {
@@ -40,6 +43,9 @@ struct PlanSpec {
   uint32_t operand = 0;
   std::vector<int64_t> ints = {1};
   uint64_t arenaBytes = 64;
+  /// The cost prediction the plan carries, if any: device, step_s,
+  /// exposed_communication_s.
+  std::optional<std::tuple<std::string, double, double>> prediction;
 };
 
 /// A one-instruction plan: softmax of a persistent f32[4] into the arena.
@@ -59,11 +65,30 @@ std::vector<uint8_t> buildPlan(const PlanSpec &spec) {
   std::vector<flatbuffers::Offset<plan::Binding>> in{
       plan::CreateBinding(fbb, fbb.CreateString("x"), 0)},
       out{plan::CreateBinding(fbb, fbb.CreateString("y"), 1)};
-  auto root = plan::CreatePlan(fbb, rt::kPlanFormatVersion, fbb.CreateString("test"),
-                               fbb.CreateString(""), fbb.CreateString("forward"), 1,
-                               fbb.CreateVector(buffers), fbb.CreateVector(instructions), 0, 0,
-                               fbb.CreateVector(in), fbb.CreateVector(out), 64, spec.arenaBytes);
-  plan::FinishPlanBuffer(fbb, root);
+  flatbuffers::Offset<plan::CostPrediction> prediction;
+  if (spec.prediction) {
+    const auto &[device, step, exposed] = *spec.prediction;
+    prediction = plan::CreateCostPrediction(fbb, fbb.CreateString(device), step, step / 2,
+                                            step / 4, exposed);
+  }
+  auto producer = fbb.CreateString("test"), source = fbb.CreateString(""),
+       mode = fbb.CreateString("forward");
+  auto bufferTable = fbb.CreateVector(buffers);
+  auto instructionTable = fbb.CreateVector(instructions);
+  auto inTable = fbb.CreateVector(in), outTable = fbb.CreateVector(out);
+  plan::PlanBuilder root(fbb);
+  root.add_format_version(rt::kPlanFormatVersion);
+  root.add_producer(producer);
+  root.add_source(source);
+  root.add_mode(mode);
+  root.add_buffers(bufferTable);
+  root.add_instructions(instructionTable);
+  root.add_inputs(inTable);
+  root.add_outputs(outTable);
+  root.add_persistent_bytes(64);
+  root.add_arena_bytes(spec.arenaBytes);
+  root.add_prediction(prediction);
+  plan::FinishPlanBuffer(fbb, root.Finish());
   return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
 }
 
@@ -216,6 +241,26 @@ TEST_F(PlanFileTest, SemanticErrorsAreRefused) {
   PlanSpec unaligned;
   unaligned.arenaBytes = 60;
   EXPECT_FALSE(writeAndLoad(buildPlan(unaligned)).isOk());
+}
+
+// The cost prediction a plan may carry must name its device profile and
+// give finite, non-negative seconds.
+TEST_F(PlanFileTest, CostPredictionIsChecked) {
+  PlanSpec spec;
+  spec.prediction = {"h100", 1e-3, 2e-4};
+  ASSERT_TRUE(writeAndLoad(buildPlan(spec)).isOk());
+  spec.prediction = {"", 1e-3, 2e-4};
+  EXPECT_NE(writeAndLoad(buildPlan(spec)).message().find("names no device profile"),
+            std::string::npos);
+  spec.prediction = {"h100", std::nan(""), 0};
+  EXPECT_NE(writeAndLoad(buildPlan(spec)).message().find("the cost prediction's step_s is nan"),
+            std::string::npos);
+  spec.prediction = {"h100", 1e-3, -1};
+  const std::string message = writeAndLoad(buildPlan(spec)).message();
+  EXPECT_NE(message.find("exposed_communication_s is -1"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("not a finite number of seconds >= 0"), std::string::npos) << message;
 }
 
 TEST_F(PlanFileTest, TrainingPlanLoads) {

@@ -170,9 +170,15 @@ def run_fsdp(args, plan, inputs, work, profile=False):
 
 def parse_exposed(profile_output):
     """The measured exposed communication (seconds per step) from fsdp-run
-    --profile's overlap section, or None when it has none."""
-    match = re.search(r"exposed communication\D*?([0-9.]+) ms", profile_output)
-    return float(match.group(1)) / 1e3 if match else None
+    --profile's overlap section (tools/fsdp-run/ProfileReport.cpp): the
+    largest over the ranks when it has that line, else rank 0's; None
+    when it has neither."""
+    for pattern in (r"largest over \d+ ranks: .*exposed communication ([0-9.]+) ms",
+                    r"measured: .*exposed communication ([0-9.]+) ms"):
+        match = re.search(pattern, profile_output)
+        if match:
+            return float(match.group(1)) / 1e3
+    return None
 
 
 # --------------------------------------------------------------------------

@@ -36,6 +36,7 @@
 #include "runtime/support/Half.h"
 
 #include "runtime/channels/InProcessCommunicator.h"
+#include "runtime/channels/NcclMapping.h"
 #include "runtime/plan/plan_generated.h"
 #include "runtime/plan/PlanCheck.h"
 #include "runtime/checkpoint/StateLayout.h"
@@ -206,11 +207,13 @@ Status Executor::groupComm(const int64_t *ranks, size_t numRanks, int64_t groupS
       return Status::ok();
     }
   // This rank's group and position in it: the new communicator's color
-  // and rank (the plan check made `ranks` a permutation of the world).
-  size_t position = std::find(ranks, ranks + numRanks, comm_->rank()) - ranks;
+  // and rank (the plan check made `ranks` a permutation of the world), as
+  // a device channel's ncclCommSplit would form them (NcclMapping.h).
+  nccl::Split split;
   std::unique_ptr<Communicator> sub;
-  Status s = comm_->split(static_cast<int>(position / groupSize),
-                          static_cast<int>(position % groupSize), sub);
+  Status s = nccl::splitForGroups(ranks, numRanks, groupSize, comm_->rank(), split);
+  if (s)
+    s = comm_->split(split.color, split.key, sub);
   if (!s)
     return Status::error(cat(plan_.path(), ": cannot form groups of ", groupSize, ": ",
                              s.message()));

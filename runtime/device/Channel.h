@@ -47,6 +47,16 @@ public:
                            DType dtype, ReduceOp op) = 0;
   virtual Status broadcast(Stream &stream, void *buf, int64_t count, DType dtype, int root) = 0;
 
+  /// Collectives enqueued from beginGroup() to endGroup() are issued
+  /// together, as NCCL's ncclGroupStart/End (which may fuse them; calls
+  /// that use each other's results still run in order). The executor
+  /// brackets the collectives it enqueues at one plan point on one stream
+  /// with them; every rank must bracket alike. They need not be called:
+  /// ungrouped collectives go one by one. Nothing by default (the CPU
+  /// channel runs them in order either way).
+  virtual Status beginGroup() { return Status::ok(); }
+  virtual Status endGroup() { return Status::ok(); }
+
   /// Collective, at once (not on a stream): the ranks passing the same
   /// `color` form a new channel on the same device, ranked by (key, rank).
   virtual Status split(int color, int key, std::unique_ptr<Channel> &out) = 0;

@@ -72,6 +72,8 @@ Loaded load() {
   bind(library, "ncclCommDestroy", t.commDestroy, missing);
   bind(library, "ncclCommFinalize", t.commFinalize, missing);
   bind(library, "ncclCommGetAsyncError", t.commGetAsyncError, missing);
+  bind(library, "ncclCommUserRank", t.commUserRank, missing);
+  bind(library, "ncclCommCount", t.commCount, missing);
   bind(library, "ncclGetErrorString", t.getErrorString, missing);
   bind(library, "ncclGetLastError", t.getLastError, missing);
   bind(library, "ncclGroupStart", t.groupStart, missing);

@@ -35,6 +35,8 @@ struct NcclLibrary {
   decltype(&ncclCommDestroy) commDestroy;
   decltype(&ncclCommFinalize) commFinalize;
   decltype(&ncclCommGetAsyncError) commGetAsyncError;
+  decltype(&ncclCommUserRank) commUserRank;
+  decltype(&ncclCommCount) commCount;
   decltype(&ncclGetErrorString) getErrorString;
   decltype(&ncclGetLastError) getLastError;
   decltype(&ncclGroupStart) groupStart;

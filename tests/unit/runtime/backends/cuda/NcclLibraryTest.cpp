@@ -57,6 +57,8 @@ TEST(NcclLibrary, LoadsTheHeadersReleaseOrNewer) {
       reinterpret_cast<const void *>(nccl->commDestroy),
       reinterpret_cast<const void *>(nccl->commFinalize),
       reinterpret_cast<const void *>(nccl->commGetAsyncError),
+      reinterpret_cast<const void *>(nccl->commUserRank),
+      reinterpret_cast<const void *>(nccl->commCount),
       reinterpret_cast<const void *>(nccl->getErrorString),
       reinterpret_cast<const void *>(nccl->getLastError),
       reinterpret_cast<const void *>(nccl->groupStart),

@@ -9,7 +9,9 @@
 // reduction are Communicator's (runtime/channels/Communicator.h), whose
 // calls map one to one onto ncclAllGather, ncclReduceScatter, ncclAllReduce
 // and ncclBroadcast; the CPU channel (backends/cpu/CpuChannel.h) runs a
-// host Communicator's calls on the stream's worker.
+// host Communicator's calls on the stream's worker, the CUDA device's
+// (backends/cuda/NcclChannel.h) issues them on NCCL as
+// runtime/channels/NcclMapping.h maps them.
 //
 // A device makes a channel over a host-side group (Device::createChannel),
 // the way NCCL bootstraps a communicator over MPI or a store; split() then

@@ -221,7 +221,7 @@ private:
       abortLocked(s.message());
       return;
     }
-    auto *native = reinterpret_cast<cudaStream_t>(nativeStream(stream));
+    cudaStream_t native = nativeStream(stream);
     bool inGroup = false;
     for (size_t i = 0; i < mapped.size(); ++i) {
       const nccl::Call &c = mapped[i];

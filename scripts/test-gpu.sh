@@ -5,7 +5,11 @@
 #   1. ctest -L gpu: tests/gpu/test_device_parity.py --device=cuda, the
 #      GPU-vs-CPU comparison of whole plans (forward, training, offload,
 #      checkpoint resume both ways, graphs off/on, memory, refusals,
-#      test_gradcheck.py on the GPU);
+#      test_gradcheck.py on the GPU, and sharded plans at world sizes 2, 4
+#      and 8 as far as the machine has GPUs: in-process ranks and mpirun,
+#      collectives on NCCL), and gpu-nccl-channel (fsdp-gpu-nccl-tests:
+#      the NCCL channel against the CPU communicator at world size 1 and
+#      across every GPU);
 #   2. fsdp-runtime-tests --gtest_filter='*cuda*:*Cuda*:GemmMapping*': the device
 #      conformance suite instantiated for the CUDA device, the CUDA
 #      kernels' SIMT tests and the cuBLAS mapping tests (FSDP_GTEST_FILTER
@@ -66,7 +70,12 @@ if ! grep -q "CUDA backend ON" "$LOGS/configure.log"; then
   say "FAILED: the CUDA backend is not enabled (is nvcc installed?)"
   exit 1
 fi
-if ! cmake --build "$BUILD" -j "$JOBS" --target fsdp-opt fsdp-run fsdp-runtime-tests \
+TARGETS=(fsdp-opt fsdp-run fsdp-runtime-tests)
+# The NCCL channel's GPU test exists when the build found nccl.h.
+if grep -q "fsdp-gpu-nccl-tests" "$BUILD/build.ninja" 2>/dev/null; then
+  TARGETS+=(fsdp-gpu-nccl-tests)
+fi
+if ! cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}" \
     >"$LOGS/build.log" 2>&1; then
   grep -E "error|FAILED" "$LOGS/build.log" | head -40
   say "FAILED: build (log: $LOGS/build.log)"
@@ -100,6 +109,8 @@ G_FAILED=$(grep -c "^\[  FAILED  \] .*(" "$LOGS/conformance.log")
 # --- Summary.
 rule "summary"
 say "GPU:                 $GPU"
+GPU_COUNT=$(grep -c '^GPU ' "$LOGS/nvidia-smi.txt" 2>/dev/null || echo 0)
+say "GPUs:                $GPU_COUNT (sharded plans run at world sizes up to it; one GPU: world size 1 only, NCCL through gpu-nccl-channel)"
 say "build:               ok (sm_80 + sm_90)"
 say "ctest -L gpu:        passed $CTEST_PASSED, failed $((CTEST_TOTAL - CTEST_PASSED - CTEST_SKIPPED)), skipped $CTEST_SKIPPED (exit $CTEST_RC)"
 say "conformance (gtest): passed ${G_PASSED:-0}, failed ${G_FAILED:-0}, skipped ${G_SKIPPED:-0} (exit $GTEST_RC)"

@@ -9,7 +9,9 @@
 // reduction are Communicator's (runtime/channels/Communicator.h), whose
 // calls map one to one onto ncclAllGather, ncclReduceScatter, ncclAllReduce
 // and ncclBroadcast; the CPU channel (backends/cpu/CpuChannel.h) runs a
-// host Communicator's calls on the stream's worker.
+// host Communicator's calls on the stream's worker, the CUDA device's
+// (backends/cuda/NcclChannel.h) issues them on NCCL as
+// runtime/channels/NcclMapping.h maps them.
 //
 // A device makes a channel over a host-side group (Device::createChannel),
 // the way NCCL bootstraps a communicator over MPI or a store; split() then
@@ -46,6 +48,16 @@ public:
   virtual Status allReduce(Stream &stream, const void *send, void *recv, int64_t count,
                            DType dtype, ReduceOp op) = 0;
   virtual Status broadcast(Stream &stream, void *buf, int64_t count, DType dtype, int root) = 0;
+
+  /// Collectives enqueued from beginGroup() to endGroup() are issued
+  /// together, as NCCL's ncclGroupStart/End (which may fuse them; calls
+  /// that use each other's results still run in order). The executor
+  /// brackets the collectives it enqueues at one plan point on one stream
+  /// with them; every rank must bracket alike. They need not be called:
+  /// ungrouped collectives go one by one. Nothing by default (the CPU
+  /// channel runs them in order either way).
+  virtual Status beginGroup() { return Status::ok(); }
+  virtual Status endGroup() { return Status::ok(); }
 
   /// Collective, at once (not on a stream): the ranks passing the same
   /// `color` form a new channel on the same device, ranked by (key, rank).

@@ -36,6 +36,7 @@
 #include "runtime/support/Half.h"
 
 #include "runtime/channels/InProcessCommunicator.h"
+#include "runtime/channels/NcclMapping.h"
 #include "runtime/plan/plan_generated.h"
 #include "runtime/plan/PlanCheck.h"
 #include "runtime/checkpoint/StateLayout.h"
@@ -183,7 +184,76 @@ Status Executor::prepare() {
     if (unit->shard_buffer() != kNoBuffer)
       FSDP_RETURN_IF_ERROR(groupComm(world.data(), world.size(), unit->group_size(), unitComms_[u]));
   }
+  formBatches();
   return Status::ok();
+}
+
+// --- Collectives issued together (Channel::beginGroup/endGroup) -----------
+//
+// Consecutive collectives of the issue order on one stream and one channel
+// are one plan point: nothing else is enqueued between them, so they go to
+// the channel as one group (one ncclGroupStart/End on NCCL). Their waits
+// are enqueued before the group and their signals after it: a record
+// between the calls of a group would complete before the group's kernels,
+// which NCCL launches at the group's end. Moving the waits earlier waits
+// for nothing new (every record they wait for was enqueued before the
+// batch's first call), unless one waits for a signal of the batch itself,
+// which ends the batch.
+
+void Executor::formBatches() {
+  batchLength_.assign(issueOrder_.size(), 1);
+  for (size_t n = 0; n < issueOrder_.size();) {
+    const uint32_t first = issueOrder_[n];
+    size_t length = 1;
+    if (collectives_[first].channel) {
+      std::vector<int32_t> signalled{signals_[first]};
+      while (n + length < issueOrder_.size()) {
+        const uint32_t next = issueOrder_[n + length];
+        bool joins = collectives_[next].channel == collectives_[first].channel &&
+                     streamOf_[next] == streamOf_[first];
+        for (uint32_t e : waits_[next])
+          joins = joins && std::find(signalled.begin(), signalled.end(),
+                                     static_cast<int32_t>(e)) == signalled.end();
+        if (!joins)
+          break;
+        signalled.push_back(signals_[next]);
+        ++length;
+      }
+    }
+    batchLength_[n] = static_cast<uint32_t>(length);
+    n += length;
+  }
+}
+
+Status Executor::enqueueBatch(size_t position, bool timed) {
+  const size_t length = batchLength_[position];
+  // Timing events bracket each call, so profiled steps go one by one.
+  if (length == 1 || timed) {
+    Status s;
+    for (size_t k = 0; s && k < length; ++k)
+      s = enqueue(issueOrder_[position + k], timed);
+    return s;
+  }
+  const uint32_t first = issueOrder_[position];
+  Stream &stream = *streams_[streamOf_[first]];
+  Channel &channel = *collectives_[first].channel;
+  for (size_t k = 0; k < length; ++k)
+    for (uint32_t e : waits_[issueOrder_[position + k]])
+      FSDP_RETURN_IF_ERROR(device_.waitEvent(stream, *events_[e]));
+  FSDP_RETURN_IF_ERROR(channel.beginGroup());
+  Status s;
+  for (size_t k = 0; s && k < length; ++k) {
+    const uint32_t i = issueOrder_[position + k];
+    if (s = enqueueCollective(stream, launches_[i], collectives_[i]); !s)
+      s = Status::error(std::string(launches_[i].name) + ": " + s.message());
+  }
+  // Closed even after a failure, so the channel is not left collecting.
+  if (Status ended = channel.endGroup(); s && !ended)
+    s = ended;
+  for (size_t k = 0; s && k < length; ++k)
+    if (int32_t signal = signals_[issueOrder_[position + k]]; signal >= 0)
+      s = device_.recordEvent(stream, *events_[signal]);
+  return s;
 }
 
 Status Executor::groupComm(const int64_t *ranks, size_t numRanks, int64_t groupSize,
@@ -206,11 +276,13 @@ Status Executor::groupComm(const int64_t *ranks, size_t numRanks, int64_t groupS
       return Status::ok();
     }
   // This rank's group and position in it: the new communicator's color
-  // and rank (the plan check made `ranks` a permutation of the world).
-  size_t position = std::find(ranks, ranks + numRanks, comm_->rank()) - ranks;
+  // and rank (the plan check made `ranks` a permutation of the world), as
+  // a device channel's ncclCommSplit would form them (NcclMapping.h).
+  nccl::Split split;
   std::unique_ptr<Communicator> sub;
-  Status s = comm_->split(static_cast<int>(position / groupSize),
-                          static_cast<int>(position % groupSize), sub);
+  Status s = nccl::splitForGroups(ranks, numRanks, groupSize, comm_->rank(), split);
+  if (s)
+    s = comm_->split(split.color, split.key, sub);
   if (!s)
     return Status::error(cat(plan_.path(), ": cannot form groups of ", groupSize, ": ",
                              s.message()));
@@ -361,8 +433,8 @@ Status Executor::useGraphs(bool on) {
 Status Executor::enqueueStep(bool timed) {
   if (!graphs_ || timed || streams_.empty() || (!graph_ && !warm_)) {
     Status s;
-    for (size_t n = 0; s && n < issueOrder_.size(); ++n)
-      s = enqueue(issueOrder_[n], timed);
+    for (size_t n = 0; s && n < issueOrder_.size(); n += batchLength_[n])
+      s = enqueueBatch(n, timed);
     // Whether this step did the one-time set-up the synchronize decides
     // (run() resets warm_ when the step fails).
     warm_ = true;
@@ -381,8 +453,8 @@ Status Executor::captureStep() {
   Status s = device_.beginCapture(streams.data(), streams.size());
   if (!s)
     return s;
-  for (size_t n = 0; s && n < issueOrder_.size(); ++n)
-    s = enqueue(issueOrder_[n], false);
+  for (size_t n = 0; s && n < issueOrder_.size(); n += batchLength_[n])
+    s = enqueueBatch(n, false);
   // The capture ends whatever happened, or the streams stay recording.
   std::unique_ptr<Graph> graph;
   Status ended = device_.endCapture(graph);

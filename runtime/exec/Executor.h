@@ -180,6 +180,11 @@ private:
   /// Enqueues instruction `index` with its waits and signal; when `timed`,
   /// between its two timing events, with one before its waits.
   Status enqueue(size_t index, bool timed);
+  /// The collectives issued together (batchLength_; Executor.cpp).
+  void formBatches();
+  /// Enqueues the batch at issueOrder_[position]: one instruction, or
+  /// collectives as one channel group (eagerly one by one when `timed`).
+  Status enqueueBatch(size_t position, bool timed);
   /// Enqueues the step: eagerly, or as a graph (captured the first time).
   Status enqueueStep(bool timed);
   /// Records the step's work as graph_ (every instruction, eagerly
@@ -215,6 +220,10 @@ private:
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<std::unique_ptr<Event>> events_;
   std::vector<uint32_t> issueOrder_;
+  /// At the position in issueOrder_ where a batch starts: how many
+  /// instructions it has (collectives issued as one channel group; 1 for
+  /// anything else).
+  std::vector<uint32_t> batchLength_;
 
   // --- Profiling (run with a StepProfile; Executor.cpp's profiling block).
   /// Makes the timing events the first time, then records each stream's

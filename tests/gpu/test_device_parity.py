@@ -21,6 +21,14 @@
 #     devices write checkpoints of the same files and tensors;
 #   - bad input: a token id out of the vocabulary is refused on both
 #     devices (exit 1, no hang);
+#   - sharded plans at world size N > 1 (issue 17), the device's run
+#     against the CPU's run of the same plan file: --shard=full as N
+#     in-process ranks (one GPU each, collectives on NCCL) and as N
+#     processes under mpirun, --shard=hybrid:2 from N = 4; on cuda N = 2,
+#     4 and 8 as far as the machine has GPUs (fewer GPUs: those rows are
+#     listed as not run and count for nothing), on cpu (the driver's
+#     self-check) N = 2 and 4, on cuda-simt none (its device has no
+#     collectives);
 #   - on a real GPU only: two runs bitwise equal (no atomics in reductions),
 #     resume on the GPU bitwise equal to its uninterrupted run,
 #     --cuda-graphs=off bitwise equal to the default (on), peak_bytes equal
@@ -241,10 +249,11 @@ class Tools:
         os.makedirs(path)
         return path
 
-    def call(self, command, expect_ok=True, timeout=None):
+    def call(self, command, expect_ok=True, timeout=None, env=None):
         timeout = timeout or self.args.timeout
         try:
-            out = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+            out = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                 env=env)
         except subprocess.TimeoutExpired:
             raise Failure(f"no answer after {timeout} s (hung?): {' '.join(command)}")
         if expect_ok and out.returncode != 0:
@@ -265,19 +274,23 @@ class Tools:
     def input_flags(self, model):
         return [f"--input={n}={f}" for n, f in self.models.get(model)["inputs"].items()]
 
-    def train(self, device, model, flags, steps=STEPS, extra=(), first=1):
+    def train(self, device, model, flags, steps=STEPS, extra=(), first=1, launcher=()):
         """(metrics records, {name: final parameter}, run dir) of one
-        training run; identical requests reuse the first run's result."""
+        training run; identical requests reuse the first run's result.
+        `launcher` prefixes the command (mpirun -np N ...)."""
         plan = self.plan(model, flags)
-        key = (device, plan, steps, tuple(extra))
+        key = (device, plan, steps, tuple(extra), tuple(launcher))
         if key in self.runs:
             return self.runs[key]
         work = self.fresh(f"train-{device}")
         metrics = os.path.join(work, "metrics.jsonl")
         weights = os.path.join(work, "weights.safetensors")
-        self.call([self.args.fsdp_run, plan, f"--device={device}", f"--steps={steps}",
+        # Open MPI refuses root unless told (CI and containers run as root).
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+                   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1") if launcher else None
+        self.call([*launcher, self.args.fsdp_run, plan, f"--device={device}", f"--steps={steps}",
                    f"--metrics={metrics}", f"--save-weights={weights}",
-                   *self.input_flags(model), *extra])
+                   *self.input_flags(model), *extra], env=env)
         result = (read_metrics(metrics, first, steps), read_safetensors(weights), work)
         self.runs[key] = result
         return result
@@ -420,6 +433,54 @@ def train_case(model, flags):
         return compare_training(device, t.train(device, model, flags),
                                 t.train(REFERENCE, model, flags))
     return case
+
+
+def mpirun(n):
+    """The launcher of n processes on this machine (each picks GPU
+    OMPI_COMM_WORLD_LOCAL_RANK), or None without mpirun."""
+    found = shutil.which("mpirun")
+    return [found, "-np", str(n), "--oversubscribe", "--bind-to", "none"] if found else None
+
+
+def sharded_case(model, flags, launcher=()):
+    """The device's run of a sharded plan (N ranks, in-process or under
+    `launcher`) against the CPU's in-process run of the same plan file."""
+    def case(t, device):
+        return compare_training(device, t.train(device, model, flags, launcher=launcher),
+                                t.train(REFERENCE, model, flags))
+    return case
+
+
+def sharded_cases(world_sizes):
+    """The multi-rank rows for these world sizes (collectives on the
+    device's channel: NCCL on cuda)."""
+    cases = []
+    for n in world_sizes:
+        full = ADAMW + [f"--world-size={n}", "--shard=full", "--wrap=blocks"]
+        cases.append(Case(f"train gpt --shard=full at N={n} (in-process)",
+                          sharded_case("gpt-train", full)))
+        launcher = mpirun(n)
+        if launcher:
+            cases.append(Case(f"train gpt --shard=full at N={n} (mpirun)",
+                              sharded_case("gpt-train", full, launcher)))
+        if n >= 4:
+            hybrid = ADAMW + [f"--world-size={n}", "--shard=hybrid:2", "--wrap=blocks"]
+            cases.append(Case(f"train gpt --shard=hybrid:2 at N={n}",
+                              sharded_case("gpt-train", hybrid)))
+    return cases
+
+
+def world_sizes(device):
+    """(world sizes to run sharded plans at, a note on those left out)."""
+    if device == "cuda":
+        gpus = len(gpu_probe.gpus()[0])
+        sizes = [n for n in (2, 4, 8) if n <= gpus]
+        left = [n for n in (2, 4, 8) if n > gpus]
+        return sizes, (f"world sizes {left} not run: this machine has {gpus} GPU(s)"
+                       if left else "")
+    if device == "cpu":
+        return [2, 4], ""
+    return [], f"no world size > 1: --device={device} has no collectives"
 
 
 def negative_case(t, device):
@@ -712,7 +773,8 @@ def main():
     args = parser.parse_args()
     args.fsdp_opt, args.fsdp_run = os.path.abspath(args.fsdp_opt), os.path.abspath(args.fsdp_run)
     on_gpu = args.device == "cuda"
-    cases = [c for c in CASES
+    sizes, sizes_note = world_sizes(args.device)
+    cases = [c for c in CASES + sharded_cases(sizes)
              if (on_gpu or not c.gpu_only) and (not args.only or any(s in c.name for s in args.only))]
     if args.list:
         for c in cases:
@@ -738,6 +800,8 @@ def main():
               f"{args.size} models, {STEPS} steps; tolerances: loss {LOSS_TOLERANCE:g} rel per "
               f"step, parameters {PARAM_TOLERANCE:g} rel L2, outputs {OUTPUT_TOLERANCE:g} rel L2")
         print(f"{'case':<44} {'max loss rel':>12} {'param rel L2':>12}  result {'s':>6}")
+        if sizes_note:
+            print(sizes_note)
         tools = Tools(args, tmp, Models(tmp, args.size))
         passed = failed = 0
         for case in cases:

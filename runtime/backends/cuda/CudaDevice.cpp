@@ -47,15 +47,20 @@
 
 #include "runtime/backends/cuda/CublasLibrary.h"
 #include "runtime/backends/cuda/CudaLaunch.h"
+#if defined(FSDP_HAVE_NCCL)
+#include "runtime/backends/cuda/NcclChannel.h"
+#endif
 #include "runtime/plan/KernelTable.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -98,6 +103,9 @@ struct CudaStream final : Stream {
   /// the last synchronize (a value fault read meanwhile is this stream's too).
   std::string failure;
   bool pending = false;
+  /// Channels whose collectives were enqueued since the last synchronize
+  /// (cuda::watchStream): polled while it waits.
+  std::vector<cuda::StreamWatcher *> watchers;
   ~CudaStream() override;
 };
 
@@ -116,6 +124,9 @@ struct CudaEvent final : Event {
 struct CudaGraph final : Graph {
   int ordinal = 0;
   cudaGraphExec_t exec = nullptr;
+  /// The channels the captured work enqueued on: watched again at the
+  /// synchronize after each replay.
+  std::vector<cuda::StreamWatcher *> watchers;
   ~CudaGraph() override {
     cudaSetDevice(ordinal);
     cudaGraphExecDestroy(exec);
@@ -335,6 +346,8 @@ public:
     std::string failure = std::move(s.failure);
     s.failure.clear();
     s.pending = false;
+    if (Status watched = waitWatched(s); !watched && failure.empty())
+      failure = watched.message();
     if (cudaError_t e = cudaStreamSynchronize(s.stream); e != cudaSuccess) {
       Status error = cudaFailure(e, "cudaStreamSynchronize");
       return failure.empty() ? error : Status::error(failure);
@@ -445,9 +458,14 @@ public:
     cudaGraph_t graph = nullptr;
     cudaError_t ended = cudaStreamEndCapture(origin, &graph);
     std::string failure;
-    for (CudaStream *s : captured_)
+    std::vector<cuda::StreamWatcher *> watchers;
+    for (CudaStream *s : captured_) {
       if (failure.empty())
         failure = s->failure;
+      for (cuda::StreamWatcher *w : s->watchers)
+        if (std::find(watchers.begin(), watchers.end(), w) == watchers.end())
+          watchers.push_back(w);
+    }
     captured_.clear();
     Status result;
     if (!failure.empty())
@@ -459,6 +477,7 @@ public:
     if (result && graph) {
       auto g = std::make_unique<CudaGraph>();
       g->ordinal = ordinal_;
+      g->watchers = std::move(watchers);
       if (cudaError_t e = cudaGraphInstantiate(&g->exec, graph, 0); e != cudaSuccess)
         result = cudaFailure(e, "cudaGraphInstantiate");
       else
@@ -477,13 +496,52 @@ public:
     if (!s.failure.empty())
       return Status::ok();
     s.pending = true;
-    FSDP_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(static_cast<CudaGraph &>(graph).exec, s.stream),
-                              "cudaGraphLaunch");
+    auto &g = static_cast<CudaGraph &>(graph);
+    for (cuda::StreamWatcher *w : g.watchers)
+      cuda::watchStream(s, *w);
+    FSDP_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(g.exec, s.stream), "cudaGraphLaunch");
     return Status::ok();
+  }
+
+  // --- Collectives (NCCL).
+
+  Status createChannel(Communicator &group, std::unique_ptr<Channel> &out) override {
+#if defined(FSDP_HAVE_NCCL)
+    FSDP_RETURN_IF_ERROR(makeCurrent());
+    return cuda::createNcclChannel(ordinal_, group, out);
+#else
+    (void)group;
+    (void)out;
+    return Status::error("cuda: this build has no NCCL (nccl.h was not found when it was "
+                         "configured), so --device=cuda runs one rank only");
+#endif
   }
 
 private:
   static CudaStream &cast(Stream &stream) { return static_cast<CudaStream &>(stream); }
+
+  /// Waits for the stream's work while polling the channels that enqueued
+  /// on it (their asynchronous errors would leave it waiting forever),
+  /// then polls them once more; their first failure. A stream no channel
+  /// used is left to cudaStreamSynchronize alone.
+  Status waitWatched(CudaStream &s) {
+    std::vector<cuda::StreamWatcher *> watchers = std::move(s.watchers);
+    s.watchers.clear();
+    if (watchers.empty())
+      return Status::ok();
+    Status first;
+    auto pollAll = [&] {
+      for (cuda::StreamWatcher *w : watchers)
+        if (Status p = w->poll(); first && !p)
+          first = p;
+    };
+    while (first && cudaStreamQuery(s.stream) == cudaErrorNotReady) {
+      pollAll();
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    pollAll();
+    return first;
+  }
 
   Status makeCurrent() {
     FSDP_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal_), "cudaSetDevice(", ordinal_, ")");
@@ -593,6 +651,27 @@ int countCudaDevices(std::string *why) {
   }
   return count;
 }
+
+namespace cuda {
+
+CUstream_st *nativeStream(Stream &stream) { return static_cast<CudaStream &>(stream).stream; }
+
+std::string streamFailure(Stream &stream) { return static_cast<CudaStream &>(stream).failure; }
+
+void failStream(Stream &stream, const std::string &failure) {
+  auto &s = static_cast<CudaStream &>(stream);
+  if (s.failure.empty())
+    s.failure = failure;
+}
+
+void watchStream(Stream &stream, StreamWatcher &watcher) {
+  auto &s = static_cast<CudaStream &>(stream);
+  s.pending = true;
+  if (std::find(s.watchers.begin(), s.watchers.end(), &watcher) == s.watchers.end())
+    s.watchers.push_back(&watcher);
+}
+
+} // namespace cuda
 
 Status createCudaDevice(const DeviceOptions &options, std::unique_ptr<Device> &out) {
   std::string why;

@@ -35,6 +35,7 @@
 #include "runtime/backends/cpu/CpuDevice.h"
 #include "runtime/channels/InProcessCommunicator.h"
 #include "runtime/checkpoint/ModelState.h"
+#include "runtime/device/Channel.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/io/Npy.h"
 #include "runtime/io/Safetensors.h"
@@ -52,6 +53,7 @@
 #include <numeric>
 #include <sstream>
 #include <sys/wait.h>
+#include <thread>
 
 namespace fsdp::rt {
 namespace {
@@ -458,6 +460,134 @@ TEST_F(ExecutorShardedTest, CommunicationStreamWithPaddingAndGroups) {
   trainAndCheck(2);
   ASSERT_NO_FATAL_FAILURE(writePlan(4, 2));
   trainAndCheck(2);
+}
+
+// --- Collectives at one plan point are one channel group ------------------
+
+/// The CPU device, with every channel it makes logging what the executor
+/// asks of it: "begin", "end" and the collectives' names.
+class RecordingChannel final : public Channel {
+public:
+  RecordingChannel(std::unique_ptr<Channel> inner, std::vector<std::string> &log)
+      : inner_(std::move(inner)), log_(log) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  using Channel::allGather;
+  using Channel::allReduce;
+  using Channel::broadcast;
+  using Channel::reduceScatter;
+  Status allGather(Stream &s, const void *send, void *recv, int64_t n, DType t) override {
+    log_.push_back("allGather");
+    return inner_->allGather(s, send, recv, n, t);
+  }
+  Status reduceScatter(Stream &s, const void *send, void *recv, int64_t n, DType t,
+                       ReduceOp op) override {
+    log_.push_back("reduceScatter");
+    return inner_->reduceScatter(s, send, recv, n, t, op);
+  }
+  Status allReduce(Stream &s, const void *send, void *recv, int64_t n, DType t,
+                   ReduceOp op) override {
+    log_.push_back("allReduce");
+    return inner_->allReduce(s, send, recv, n, t, op);
+  }
+  Status broadcast(Stream &s, void *buf, int64_t n, DType t, int root) override {
+    log_.push_back("broadcast");
+    return inner_->broadcast(s, buf, n, t, root);
+  }
+  Status beginGroup() override {
+    log_.push_back("begin");
+    return inner_->beginGroup();
+  }
+  Status endGroup() override {
+    log_.push_back("end");
+    return inner_->endGroup();
+  }
+  Status split(int color, int key, std::unique_ptr<Channel> &out) override {
+    return inner_->split(color, key, out);
+  }
+  void abort(const std::string &reason) override { inner_->abort(reason); }
+
+private:
+  std::unique_ptr<Channel> inner_;
+  std::vector<std::string> &log_;
+};
+
+class RecordingDevice final : public Device {
+public:
+  explicit RecordingDevice(std::vector<std::string> &log) : cpu_(createCpuDevice()), log_(log) {}
+  const char *name() const override { return cpu_->name(); }
+  Status allocate(size_t bytes, DeviceMemory &out) override { return cpu_->allocate(bytes, out); }
+  void release(DeviceMemory &m) override { cpu_->release(m); }
+  Status copyToDevice(void *d, const void *s, size_t n) override { return cpu_->copyToDevice(d, s, n); }
+  Status copyToHost(void *d, const void *s, size_t n) override { return cpu_->copyToHost(d, s, n); }
+  Status createStream(std::unique_ptr<Stream> &out) override { return cpu_->createStream(out); }
+  Status createEvent(EventFlags f, std::unique_ptr<Event> &out) override {
+    return cpu_->createEvent(f, out);
+  }
+  Status recordEvent(Stream &s, Event &e) override { return cpu_->recordEvent(s, e); }
+  Status waitEvent(Stream &s, Event &e) override { return cpu_->waitEvent(s, e); }
+  Status copyAsync(Stream &s, void *d, const void *src, size_t n, CopyKind k) override {
+    return cpu_->copyAsync(s, d, src, n, k);
+  }
+  Status launch(Stream &s, const Launch &l, uint64_t step) override {
+    return cpu_->launch(s, l, step);
+  }
+  Status synchronize(Stream &s) override { return cpu_->synchronize(s); }
+  Status synchronize() override { return cpu_->synchronize(); }
+  Status elapsedSeconds(Event &a, Event &b, double &sec) override {
+    return cpu_->elapsedSeconds(a, b, sec);
+  }
+  Status createChannel(Communicator &group, std::unique_ptr<Channel> &out) override {
+    std::unique_ptr<Channel> inner;
+    FSDP_RETURN_IF_ERROR(cpu_->createChannel(group, inner));
+    out = std::make_unique<RecordingChannel>(std::move(inner), log_);
+    return Status::ok();
+  }
+
+private:
+  std::unique_ptr<Device> cpu_;
+  std::vector<std::string> &log_;
+};
+
+// The loss all-reduce and the gradient reduce-scatter are issued back to
+// back on the communication stream over the same group: one group on the
+// channel (one ncclGroupStart/End on NCCL), with the same values as ever;
+// the all-gather before them stands alone. Under hybrid sharding they run
+// over different groups, so nothing is grouped. Profiled steps (timing
+// events around each call) are never grouped.
+TEST_F(ExecutorShardedTest, CollectivesAtOnePointAreOneChannelGroup) {
+  async_ = true;
+  auto logsOf = [&](int world, int group, bool timed) {
+    writePlan(world, group);
+    std::vector<std::unique_ptr<Communicator>> comms;
+    EXPECT_TRUE(comm::createInProcessGroup(world, comms).isOk());
+    std::vector<std::vector<std::string>> logs(world);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < world; ++r)
+      threads.emplace_back([&, r] {
+        RecordingDevice device(logs[r]);
+        std::unique_ptr<Executor> executor;
+        Status s = Executor::create(loaded, device, comms[r].get(), executor);
+        if (s)
+          s = ModelState(*executor).loadWeights();
+        StepProfile profile;
+        if (s)
+          s = executor->run(timed ? &profile : nullptr);
+        if (!s)
+          comms[r]->abort(s.message());
+        EXPECT_TRUE(s.isOk()) << "rank " << r << ": " << s.message();
+      });
+    for (auto &t : threads)
+      t.join();
+    for (int r = 1; r < world; ++r)
+      EXPECT_EQ(logs[r], logs[0]) << "rank " << r << " grouped differently";
+    return logs[0];
+  };
+  using Log = std::vector<std::string>;
+  EXPECT_EQ(logsOf(2, 2, false), (Log{"allGather", "begin", "allReduce", "reduceScatter", "end"}));
+  EXPECT_EQ(logsOf(2, 2, true), (Log{"allGather", "allReduce", "reduceScatter"}));
+  EXPECT_EQ(logsOf(4, 2, false), (Log{"allGather", "allReduce", "reduceScatter", "allReduce"}));
+  trainAndCheck(2); // the grouped step's values (CPU: bit for bit as ungrouped)
 }
 
 // An error on the communication stream (the group is aborted while a

@@ -33,6 +33,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/exec/Executor.h"
+#include "runtime/exec/CollectiveWatchdog.h"
 #include "runtime/support/Half.h"
 
 #include "runtime/channels/InProcessCommunicator.h"
@@ -80,6 +81,11 @@ Status Executor::create(const LoadedPlan &plan, Device &device, Communicator *co
 }
 
 Executor::~Executor() {
+  // The watchdog stops watching (and aborting) this executor first.
+  if (watchdog_) {
+    watchdog_->setAbort(nullptr);
+    watchdog_->watchSteps({}, nullptr);
+  }
   // run() leaves the streams idle; they, the events and the channels go
   // before the memory and the communicators they use.
   graph_.reset();
@@ -336,10 +342,18 @@ Status Executor::enqueue(size_t i, bool timed) {
   if (timed)
     if (Status s = device_.recordEvent(stream, *timing_[2 * i]); !s)
       return s;
+  // A watched collective sits between its two progress marks.
+  const int32_t watched = watchdog_ ? watchIndex_[i] : -1;
+  if (watched >= 0)
+    if (Status s = device_.setMark(stream, *marks_, 2 * watched); !s)
+      return s;
   Status s = isCollective(launch.kernel) ? enqueueCollective(stream, launch, collectives_[i])
                                          : device_.launch(stream, launch, step_);
   if (!s)
     return Status::error(std::string(launch.name) + ": " + s.message());
+  if (watched >= 0)
+    if (s = device_.setMark(stream, *marks_, 2 * watched + 1); !s)
+      return s;
   if (timed)
     if (s = device_.recordEvent(stream, *timing_[2 * i + 1]); !s)
       return s;
@@ -414,6 +428,8 @@ Status Executor::run(std::vector<double> *kernelSeconds) {
   }
   if (s && !streams_.empty())
     s = device_.beginStep(*streams_[0], step_);
+  if (s && watchdog_) // the streams are idle: the marks may be cleared
+    watchdog_->stepIssued(static_cast<int64_t>(step_) + 1, watchOrder_);
   if (s)
     s = enqueueStep(kernelSeconds != nullptr);
   // Every stream drains, even after a failure, so no work of this step is
@@ -421,6 +437,8 @@ Status Executor::run(std::vector<double> *kernelSeconds) {
   for (std::unique_ptr<Stream> &stream : streams_)
     if (Status synced = device_.synchronize(*stream); s && !synced)
       s = synced;
+  if (watchdog_)
+    watchdog_->stepEnded();
   if (s && kernelSeconds)
     s = addKernelTimes(*kernelSeconds);
   if (!s) {
@@ -432,6 +450,29 @@ Status Executor::run(std::vector<double> *kernelSeconds) {
     return s;
   }
   ++step_;
+  return Status::ok();
+}
+
+Status Executor::watch(CollectiveWatchdog &watchdog) {
+  if (watchdog_)
+    return Status::error("the executor is watched already");
+  if (warm_ || graph_)
+    return Status::error("watch() comes before the first run()");
+  // Collectives of a group of one are local copies: nothing to wait for.
+  std::vector<WatchedCollective> watched;
+  watchIndex_.assign(launches_.size(), -1);
+  for (size_t i = 0; i < launches_.size(); ++i)
+    if (isCollective(launches_[i].kernel) && collectives_[i].channel) {
+      watchIndex_[i] = static_cast<int32_t>(watched.size());
+      watched.push_back(describePlanCollective(plan_, i, rank()));
+    }
+  for (uint32_t i : issueOrder_)
+    if (watchIndex_[i] >= 0)
+      watchOrder_.push_back(static_cast<uint32_t>(watchIndex_[i]));
+  FSDP_RETURN_IF_ERROR(device_.createMarks(2 * watched.size(), marks_));
+  watchdog.watchSteps(std::move(watched), marks_.get());
+  watchdog.setAbort([this](const std::string &reason) { abort(reason); });
+  watchdog_ = &watchdog;
   return Status::ok();
 }
 

@@ -47,6 +47,11 @@
 // to step (inputs, learning rate, step number, parameters) changes in
 // device memory at those addresses, written before run() is called.
 //
+// watch() hands the step's collectives to a CollectiveWatchdog
+// (CollectiveWatchdog.h): each is bracketed by two progress marks on its
+// stream (Device::setMark, captured into the graph like the rest), and a
+// timeout aborts this executor's groups.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_RUNTIME_EXECUTOR_H
@@ -63,6 +68,8 @@
 #include <vector>
 
 namespace fsdp::rt {
+
+class CollectiveWatchdog;
 
 class Executor {
 public:
@@ -112,6 +119,12 @@ public:
   /// and its sub-groups), so ranks waiting on this one get an error naming
   /// `reason`. run() does this itself when one of its instructions fails.
   void abort(const std::string &reason);
+
+  /// From the next run() on, `watchdog` watches every collective of the
+  /// step, and a timeout aborts this executor's groups (abort()). Before
+  /// the first run() (a captured step must hold the marks); the watchdog
+  /// must outlive the executor, which withdraws from it when destroyed.
+  Status watch(CollectiveWatchdog &watchdog);
 
   /// Names in binding order.
   std::vector<std::string> inputNames() const;
@@ -222,6 +235,12 @@ private:
   bool graphs_ = false;
   bool warm_ = false;
   std::unique_ptr<Graph> graph_;
+  /// The collective watchdog (watch()): each watched launch's index among
+  /// the watched (-1: not watched), their issue order, and the marks.
+  CollectiveWatchdog *watchdog_ = nullptr;
+  std::vector<int32_t> watchIndex_;
+  std::vector<uint32_t> watchOrder_;
+  std::unique_ptr<MarkSet> marks_;
 };
 
 } // namespace fsdp::rt

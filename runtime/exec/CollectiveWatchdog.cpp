@@ -247,7 +247,8 @@ CollectiveWatchdog::HostCall::~HostCall() {
   if (!dog_)
     return;
   std::lock_guard<std::mutex> lock(dog_->mutex_);
-  dog_->recorder_.markFinished(sequence_, dog_->recorder_.now());
+  if (!dog_->fired_) // a timed-out call stays unfinished in the recorder
+    dog_->recorder_.markFinished(sequence_, dog_->recorder_.now());
   if (dog_->host_.sequence == sequence_)
     dog_->host_ = InFlight{};
 }

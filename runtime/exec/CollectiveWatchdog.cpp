@@ -230,8 +230,9 @@ void CollectiveWatchdog::stepEnded() {
 
 CollectiveWatchdog::HostCall CollectiveWatchdog::hostCall(const std::string &kind,
                                                           const std::string &group,
-                                                          uint64_t bytes) {
+                                                          uint64_t bytes, int64_t step) {
   CollectiveRecord record;
+  record.step = step;
   record.kind = kind;
   record.unit = "-";
   record.bytes = bytes;

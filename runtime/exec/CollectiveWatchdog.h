@@ -27,7 +27,9 @@
 //   its stream spent waiting for compute before it does not count.
 // - host calls that block the rank's own thread (fsdp-run's start-up
 //   agreement, the group splits of Executor::create): hostCall() brackets
-//   one, which times out the same way.
+//   one, which times out the same way; fsdp-run also brackets each
+//   checkpoint save and load (its collectives and its file I/O as one
+//   call, since the two interleave).
 // Every collective seen is entered in the rank's FlightRecorder, with the
 // times the watchdog saw it issued, started and finished (to within one
 // look).
@@ -133,8 +135,10 @@ public:
     CollectiveWatchdog *dog_;
     uint64_t sequence_;
   };
-  /// A host call named like a step's collective (unit "-"), at step 0.
-  HostCall hostCall(const std::string &kind, const std::string &group, uint64_t bytes);
+  /// A host call named like a step's collective (unit "-"): at `step`
+  /// (0: start-up), of `bytes` (CollectiveRecord::kUnknownBytes: unknown).
+  HostCall hostCall(const std::string &kind, const std::string &group, uint64_t bytes,
+                    int64_t step = 0);
 
   /// One look; true once a timeout fired. The thread calls it; tests may.
   bool poll();

@@ -30,8 +30,9 @@ std::string seconds(double t) {
 
 std::string CollectiveRecord::describe() const {
   return cat(step > 0 ? cat("step ", step) : std::string("start-up"), ": ", kind,
-             unit == "-" ? std::string() : " of unit " + unit, " (", formatBytes(bytes),
-             ", group ", group, ")");
+             unit == "-" ? std::string() : " of unit " + unit, " (",
+             bytes == kUnknownBytes ? std::string() : formatBytes(bytes) + ", ", "group ", group,
+             ")");
 }
 
 FlightRecorder::FlightRecorder(size_t capacity)

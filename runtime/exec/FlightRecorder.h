@@ -21,7 +21,8 @@
 // reached is "-" (a collective that never started, or never finished).
 // Collectives outside a step (the start-up agreement) have step 0 and
 // print "start-up" for "step S"; " of unit U" is left out for a collective
-// of no unit (unit "-"). BYTES is formatBytes' (runtime/train/TrainLog.h).
+// of no unit (unit "-"). BYTES is formatBytes' (runtime/train/TrainLog.h);
+// a host call of unknown size (a checkpoint save) prints "(group G)".
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,7 +45,8 @@ struct CollectiveRecord {
   int64_t step = 0;      // the 1-based step; 0 outside a step
   std::string kind;      // "AllGather", "ReduceScatter", "AllReduce", ...
   std::string unit;      // the plan's unit ("3 (blocks.1)"), or "-"
-  uint64_t bytes = 0;    // what this rank sends
+  uint64_t bytes = 0;    // what this rank sends; kUnknownBytes: not known
+  static constexpr uint64_t kUnknownBytes = ~uint64_t{0};
   std::string group;     // CollectiveWatchdog.h's group names
   double issued = -1, started = -1, finished = -1;
 

@@ -13,6 +13,9 @@ The shipped 2-block gpt-tiny compiled for two ranks (--shard=full
              timeout + 10 s, one "step N: KIND of unit U (BYTES, group G)
              did not complete in S s on rank R" line, and both ranks'
              flight recorders in the documented form
+  ckpt       the same stall in the collectives of a --save checkpoint after
+             the last step: "step 2: checkpoint save (group world) did not
+             complete ..." (a checkpoint save is watched as one host call)
   sigstop    mpirun -np 2, rank 1 stopped with SIGSTOP once steps run: exit
              1 within timeout + 10 s of the stop, the watchdog line from
              rank 0 and its recorder (last 64 collectives)
@@ -201,6 +204,22 @@ def main():
                 raise Failure(f"rank {rank}: first entry is not the start-up agreement")
         return f"exit 1 after {elapsed:.2f} s (timeout {TIMEOUT} s)"
 
+    def ckpt():
+        # Rank 1's calls: 1 agreement + 9 per step for 2 steps, then the save's.
+        env = dict(os.environ, FSDP_TEST_STALL_COLLECTIVE="1:20")
+        start = time.monotonic()
+        r = subprocess.run(base + ["--steps=2", f"--save={os.path.join(tmp, 'ckpt')}",
+                                   f"--collective-timeout={TIMEOUT}"], env=env,
+                           capture_output=True, text=True, timeout=TIMEOUT + 60)
+        elapsed = time.monotonic() - start
+        want = re.compile(r"^fsdp-run: error: step 2: checkpoint save \(group world\) did not "
+                          rf"complete in {TIMEOUT} s on rank [01]$", re.M)
+        if r.returncode != 1 or not want.search(r.stderr) or elapsed > TIMEOUT + 10:
+            raise Failure(f"rc {r.returncode} after {elapsed:.1f} s:\n{r.stderr[-3000:]}")
+        if sorted(recorders(r.stderr)) != [0, 1]:
+            raise Failure("recorders of ranks 0 and 1 not printed")
+        return f"exit 1 after {elapsed:.2f} s"
+
     def under_mpirun(sig):
         if not args.mpirun:
             raise Failure("no mpirun on PATH (pass --mpirun)")
@@ -262,6 +281,7 @@ def main():
         row("flag", flag)
         row("quiet", quiet)
         row("inproc", inproc)
+        row("ckpt", ckpt)
         row("sigstop", lambda: under_mpirun(signal.SIGSTOP))
         row("sigkill", lambda: under_mpirun(signal.SIGKILL))
     finally:

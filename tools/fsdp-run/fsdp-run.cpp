@@ -482,7 +482,8 @@ Status runRank(const RunOptions &opts, const LoadedPlan &plan, Communicator *com
   if (s && opts.resumePath.empty())
     s = ModelState(*executor).loadWeights(opts.weightsPath);
   if (s)
-    s = plan.isTraining() ? runTraining(opts, *executor) : runForward(opts, *executor);
+    s = plan.isTraining() ? runTraining(opts, *executor, watchdog.get())
+                          : runForward(opts, *executor);
   if (s || !multiRank)
     return s;
   failures->report(comm->rank(), s.message());

@@ -80,6 +80,8 @@ TEST(FlightRecorder, PrintedForm) {
             "  #2 step 3: AllGather of unit 1 'blocks.0' (65.4 KiB, group world): issued 1.500, "
             "started 1.750, finished -\n"
             "  #3 step 3: AllReduce (4 B, group world): issued 1.500, started -, finished -\n");
+  CollectiveRecord save = record(5, "checkpoint save", "-", CollectiveRecord::kUnknownBytes);
+  EXPECT_EQ(save.describe(), "step 5: checkpoint save (group world)");
   EXPECT_EQ(FlightRecorder(2).format(0),
             "rank 0: last 0 collectives (oldest first; seconds since the run started)\n");
 }

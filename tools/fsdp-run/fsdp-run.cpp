@@ -471,7 +471,8 @@ Status runRank(const RunOptions &opts, const LoadedPlan &plan, Communicator *com
     // Hybrid plans split the world here: collective, so watched.
     std::optional<CollectiveWatchdog::HostCall> call;
     if (watchdog)
-      call.emplace(watchdog->hostCall("group set-up (Executor::create)", "world", 0));
+      call.emplace(watchdog->hostCall("group set-up (Executor::create)", "world",
+                                      CollectiveRecord::kUnknownBytes));
     s = Executor::create(plan, *device, comm, executor);
   }
   if (s && watchdog)

@@ -44,12 +44,13 @@ std::string timeoutText(double seconds) {
 }
 
 /// The unit of collective `index`: the one whose shard or gathered buffer
-/// it reads or writes, directly or through a chain of casts and copies (a
-/// bf16 all-gather gathers a cast of the shard; a gradient shard may be
-/// cast before the optimizer), or the unit whose shard buffer the first
-/// instruction reading its result updates (the optimizer step of a
-/// reduce-scattered gradient); else the only unit whose shard and flat
-/// sizes it moves; -1 when none of these says.
+/// it reads or writes, directly or through a chain of casts, copies and
+/// all-reduces (a bf16 all-gather gathers a cast of the shard; a gradient
+/// shard may be cast, or all-reduced across groups, before the optimizer),
+/// or the unit whose shard buffer the first other instruction reading its
+/// result updates (the optimizer step of a reduce-scattered gradient);
+/// else the only unit whose shard and flat sizes it moves; -1 when none of
+/// these says.
 int64_t unitOf(const plan::Plan &plan, size_t index, int64_t sent, int64_t received) {
   const size_t numUnits = plan.units() ? plan.units()->size() : 0;
   auto unitHolding = [&](uint32_t buffer) -> int64_t {
@@ -62,8 +63,12 @@ int64_t unitOf(const plan::Plan &plan, size_t index, int64_t sent, int64_t recei
     return -1;
   };
   const auto &insts = *plan.instructions();
+  // What carries a unit's values on unchanged in kind: casts, copies and
+  // all-reduces (hybrid sharding all-reduces the reduce-scattered shard
+  // across groups before the optimizer reads it).
   auto passesThrough = [](const plan::Instruction *inst) {
-    return (inst->kernel() == plan::Kernel::Cast || inst->kernel() == plan::Kernel::Copy) &&
+    const plan::Kernel k = inst->kernel();
+    return (k == plan::Kernel::Cast || k == plan::Kernel::Copy || k == plan::Kernel::AllReduce) &&
            inst->inputs()->size() == 1 && inst->outputs()->size() == 1;
   };
   auto touches = [](const plan::Instruction *inst, uint32_t buffer, bool asInput) {

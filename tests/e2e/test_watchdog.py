@@ -13,6 +13,9 @@ The shipped 2-block gpt-tiny compiled for two ranks (--shard=full
              timeout + 10 s, one "step N: KIND of unit U (BYTES, group G)
              did not complete in S s on rank R" line, and both ranks'
              flight recorders in the documented form
+  hybrid     the same at world size 4 with --shard=hybrid:2, rank 3 stalled:
+             every rank's recorder names the unit of every collective but
+             the loss's all-reduce, and the groups as "G of 2: ranks a,b"
   ckpt       the same stall in the collectives of a --save checkpoint after
              the last step: "step 2: checkpoint save (group world) did not
              complete ..." (a checkpoint save is watched as one host call)
@@ -48,11 +51,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TIMEOUT = 3  # --collective-timeout of the stall rows, seconds
 MESSAGE = re.compile(r"^fsdp-run: error: step (\d+): (AllGather|ReduceScatter|AllReduce)"
-                     r"( of unit \d+ '[\w.]+')? \(([\d.]+ (?:B|KiB|MiB)), group world\) "
+                     r"( of unit \d+ '[\w.]+')? \(([\d.]+ (?:B|KiB|MiB)), "
+                     r"group (?:world|\d+ of \d+: ranks [\d,]+)\) "
                      r"did not complete in (\d+(?:\.\d+)?) s on rank (\d)$", re.M)
 HEADER = re.compile(r"^rank (\d): last (\d+) collectives \(oldest first; seconds since the run "
                     r"started\)$", re.M)
-ENTRY = re.compile(r"^  #(\d+) (step \d+|start-up): (.+) \(([\d.]+ (?:B|KiB|MiB)), group (.+)\): "
+ENTRY = re.compile(r"^  #(\d+) (step \d+|start-up): (.+) \((?:([\d.]+ (?:B|KiB|MiB)), )?group (.+)\): "
                    r"issued ([\d.]+|-), started ([\d.]+|-), finished ([\d.]+|-)$")
 
 
@@ -204,6 +208,39 @@ def main():
                 raise Failure(f"rank {rank}: first entry is not the start-up agreement")
         return f"exit 1 after {elapsed:.2f} s (timeout {TIMEOUT} s)"
 
+    def hybrid():
+        plan4 = os.path.join(tmp, "hybrid4.plan")
+        subprocess.run([args.fsdp_opt, os.path.join(ROOT, "examples", "gpt-tiny.onnx"),
+                        "--world-size=4", "--shard=hybrid:2", "--wrap=blocks", "-o", plan4],
+                       check=True, capture_output=True, timeout=300)
+        env = dict(os.environ, FSDP_TEST_STALL_COLLECTIVE="3:20")
+        r = subprocess.run([args.fsdp_run, plan4, f"--data={tokens}", "--steps=100",
+                            f"--collective-timeout={TIMEOUT}"], env=env,
+                           capture_output=True, text=True, timeout=TIMEOUT + 60)
+        if r.returncode != 1 or len(MESSAGE.findall(r.stderr)) != 1:
+            raise Failure(f"rc {r.returncode}:\n{r.stderr[-3000:]}")
+        recs = recorders(r.stderr)
+        if sorted(recs) != [0, 1, 2, 3]:
+            raise Failure(f"recorders of ranks {sorted(recs)}")
+        groups = {0: ("1 of 2: ranks 0,1", "1 of 2: ranks 0,2"),
+                  3: ("2 of 2: ranks 2,3", "2 of 2: ranks 1,3")}
+        checked = 0
+        for rank, (shard, replica) in groups.items():
+            check_recorder(recs[rank], rank)
+            for e in recs[rank]:
+                if not e[2].startswith("step"):
+                    continue
+                checked += 1
+                if e[4] == "4 B":  # the loss's all-reduce, over the world
+                    if e[3] != "AllReduce" or e[5] != "world":
+                        raise Failure(f"rank {rank}: {e[0]}")
+                elif " of unit " not in e[3] or e[5] != (replica if e[3].startswith(
+                        "AllReduce") else shard):
+                    raise Failure(f"rank {rank}: {e[0]}")
+        if checked < 20:
+            raise Failure(f"only {checked} step collectives in the recorders of ranks 0 and 3")
+        return f"units and groups of {checked} collectives on ranks 0 and 3"
+
     def ckpt():
         # Rank 1's calls: 1 agreement + 9 per step for 2 steps, then the save's.
         env = dict(os.environ, FSDP_TEST_STALL_COLLECTIVE="1:20")
@@ -281,6 +318,7 @@ def main():
         row("flag", flag)
         row("quiet", quiet)
         row("inproc", inproc)
+        row("hybrid", hybrid)
         row("ckpt", ckpt)
         row("sigstop", lambda: under_mpirun(signal.SIGSTOP))
         row("sigkill", lambda: under_mpirun(signal.SIGKILL))

@@ -36,9 +36,10 @@
 //
 // Groups are named "world" (every rank, in order) or "G of N: ranks
 // a,b,..." (this rank's group among the N groups of the collective's
-// layout, 1-based, and its members), units "U (NAME)" by the plan's unit
+// layout, 1-based, and its members), units "U 'NAME'" by the plan's unit
 // index and name, or "-" for a collective of no unit (the loss's
-// all-reduce).
+// all-reduce), which the message leaves out (FlightRecorder.h). Host
+// calls before the first step print "start-up" for "step N".
 //
 //===----------------------------------------------------------------------===//
 

@@ -58,6 +58,11 @@ public:
   /// channel runs them in order either way).
   virtual Status beginGroup() { return Status::ok(); }
   virtual Status endGroup() { return Status::ok(); }
+  /// Whether beginGroup/endGroup change anything: the executor groups
+  /// collectives only on channels that launch a group as one (NCCL), and
+  /// otherwise issues them one by one, so each keeps its own place in the
+  /// stream (the collective watchdog times each on its own).
+  virtual bool groupsCalls() const { return false; }
 
   /// Collective, at once (not on a stream): the ranks passing the same
   /// `color` form a new channel on the same device, ranked by (key, rank).

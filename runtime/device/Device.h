@@ -25,6 +25,11 @@
 //
 // Devices are created by name through DeviceRegistry.h.
 //
+// Progress marks: host-visible flags a stream sets in its order
+// (setMark), how the collective watchdog (runtime/exec/CollectiveWatchdog.h)
+// sees that a collective has started or finished on a device whose
+// streams the host cannot look into. Every backend implements them.
+//
 // Two optional parts, which the CPU backend does not need and leaves at
 // their defaults: a per-step hook (beginStep: the step number a GPU's
 // kernels read from device memory) and step capture (CUDA graphs: the work
@@ -89,6 +94,20 @@ public:
 class Graph {
 public:
   virtual ~Graph() = default;
+};
+
+/// Host-visible flags that streams set in their order (Device::setMark):
+/// the host polls them without synchronizing anything. A mark stays set
+/// until clear(). Belongs to its device, like a stream.
+class MarkSet {
+public:
+  virtual ~MarkSet() = default;
+  virtual size_t size() const = 0;
+  /// Whether mark `index` was set since the last clear(); from any thread.
+  virtual bool isSet(size_t index) const = 0;
+  /// Unsets every mark; only while no setMark of this set is outstanding
+  /// (the streams it was enqueued on are synchronized).
+  virtual void clear() = 0;
 };
 
 /// What a device says about its memory (cudaMemGetInfo): what is free and
@@ -192,6 +211,16 @@ public:
   /// streams' work, with the same operands, in the order recorded.
   virtual Status replay(Stream &stream, Graph &graph);
 
+  // --- Progress marks (the collective watchdog).
+
+  /// `count` marks, all unset.
+  virtual Status createMarks(size_t count, std::unique_ptr<MarkSet> &out);
+  /// Enqueues on `stream`: mark `index` of `marks` is set once the work
+  /// enqueued on `stream` before it has finished, failed or not (a failed
+  /// stream still sets it: the host watches progress, not results). Legal
+  /// while capturing: every replay of the graph sets it again.
+  virtual Status setMark(Stream &stream, MarkSet &marks, size_t index);
+
   // --- Collectives.
 
   /// A channel (Channel.h) for this device over the ranks of `group`, the
@@ -217,6 +246,14 @@ inline Status Device::endCapture(std::unique_ptr<Graph> &) {
 
 inline Status Device::replay(Stream &, Graph &) {
   return Status::error(cat("device '", name(), "' cannot replay a step"));
+}
+
+inline Status Device::createMarks(size_t, std::unique_ptr<MarkSet> &) {
+  return Status::error(cat("device '", name(), "' has no progress marks"));
+}
+
+inline Status Device::setMark(Stream &, MarkSet &, size_t) {
+  return Status::error(cat("device '", name(), "' has no progress marks"));
 }
 
 inline Status Device::createChannel(Communicator &, std::unique_ptr<Channel> &) {

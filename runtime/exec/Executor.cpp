@@ -33,6 +33,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/exec/Executor.h"
+#include "runtime/exec/CollectiveWatchdog.h"
 #include "runtime/support/Half.h"
 
 #include "runtime/channels/InProcessCommunicator.h"
@@ -81,6 +82,11 @@ Status Executor::create(const LoadedPlan &plan, Device &device, Communicator *co
 }
 
 Executor::~Executor() {
+  // The watchdog stops watching (and aborting) this executor first.
+  if (watchdog_) {
+    watchdog_->setAbort(nullptr);
+    watchdog_->watchSteps({}, nullptr);
+  }
   // run() leaves the streams idle; they, the events and the channels go
   // before the memory and the communicators they use.
   graph_.reset();
@@ -205,7 +211,7 @@ void Executor::formBatches() {
   for (size_t n = 0; n < issueOrder_.size();) {
     const uint32_t first = issueOrder_[n];
     size_t length = 1;
-    if (collectives_[first].channel) {
+    if (collectives_[first].channel && collectives_[first].channel->groupsCalls()) {
       std::vector<int32_t> signalled{signals_[first]};
       while (n + length < issueOrder_.size()) {
         const uint32_t next = issueOrder_[n + length];
@@ -240,6 +246,10 @@ Status Executor::enqueueBatch(size_t position, bool timed) {
   for (size_t k = 0; k < length; ++k)
     for (uint32_t e : waits_[issueOrder_[position + k]])
       FSDP_RETURN_IF_ERROR(device_.waitEvent(stream, *events_[e]));
+  // Watched collectives of a group start and finish together, as NCCL
+  // launches a group as one: every start mark before it, every finish
+  // mark after it.
+  FSDP_RETURN_IF_ERROR(setBatchMarks(position, length, 0));
   FSDP_RETURN_IF_ERROR(channel.beginGroup());
   Status s;
   for (size_t k = 0; s && k < length; ++k) {
@@ -250,10 +260,23 @@ Status Executor::enqueueBatch(size_t position, bool timed) {
   // Closed even after a failure, so the channel is not left collecting.
   if (Status ended = channel.endGroup(); s && !ended)
     s = ended;
+  if (s)
+    s = setBatchMarks(position, length, 1);
   for (size_t k = 0; s && k < length; ++k)
     if (int32_t signal = signals_[issueOrder_[position + k]]; signal >= 0)
       s = device_.recordEvent(stream, *events_[signal]);
   return s;
+}
+
+Status Executor::setBatchMarks(size_t position, size_t length, int which) {
+  if (!watchdog_)
+    return Status::ok();
+  const uint32_t first = issueOrder_[position];
+  for (size_t k = 0; k < length; ++k)
+    if (int32_t watched = watchIndex_[issueOrder_[position + k]]; watched >= 0)
+      FSDP_RETURN_IF_ERROR(device_.setMark(*streams_[streamOf_[first]], *marks_,
+                                           2 * watched + which));
+  return Status::ok();
 }
 
 Status Executor::groupComm(const int64_t *ranks, size_t numRanks, int64_t groupSize,
@@ -411,10 +434,18 @@ Status Executor::enqueue(size_t i, bool timed) {
   if (timed)
     if (Status s = device_.recordEvent(stream, *timing_[2 * i]); !s)
       return s;
+  // A watched collective sits between its two progress marks.
+  const int32_t watched = watchdog_ ? watchIndex_[i] : -1;
+  if (watched >= 0)
+    if (Status s = device_.setMark(stream, *marks_, 2 * watched); !s)
+      return s;
   Status s = isCollective(launch.kernel) ? enqueueCollective(stream, launch, collectives_[i])
                                          : device_.launch(stream, launch, step_);
   if (!s)
     return Status::error(std::string(launch.name) + ": " + s.message());
+  if (watched >= 0)
+    if (s = device_.setMark(stream, *marks_, 2 * watched + 1); !s)
+      return s;
   if (timed)
     if (s = device_.recordEvent(stream, *timing_[2 * i + 1]); !s)
       return s;
@@ -472,6 +503,8 @@ Status Executor::run(StepProfile *profile) {
     s = beginProfiledStep();
   if (s && !streams_.empty())
     s = device_.beginStep(*streams_[0], step_);
+  if (s && watchdog_) // the streams are idle: the marks may be cleared
+    watchdog_->stepIssued(static_cast<int64_t>(step_) + 1, watchOrder_);
   if (s)
     s = enqueueStep(profile != nullptr);
   if (s && profile)
@@ -481,6 +514,8 @@ Status Executor::run(StepProfile *profile) {
   for (std::unique_ptr<Stream> &stream : streams_)
     if (Status synced = device_.synchronize(*stream); s && !synced)
       s = synced;
+  if (watchdog_)
+    watchdog_->stepEnded();
   if (s && profile)
     s = addProfile(*profile);
   if (!s) {
@@ -577,6 +612,29 @@ Status Executor::addProfile(StepProfile &profile) {
   profile.stepSeconds += stepEnd - stepStart;
   profile.exposedCommunicationSeconds += exposed;
   ++profile.steps;
+  return Status::ok();
+}
+
+Status Executor::watch(CollectiveWatchdog &watchdog) {
+  if (watchdog_)
+    return Status::error("the executor is watched already");
+  if (warm_ || graph_)
+    return Status::error("watch() comes before the first run()");
+  // Collectives of a group of one are local copies: nothing to wait for.
+  std::vector<WatchedCollective> watched;
+  watchIndex_.assign(launches_.size(), -1);
+  for (size_t i = 0; i < launches_.size(); ++i)
+    if (isCollective(launches_[i].kernel) && collectives_[i].channel) {
+      watchIndex_[i] = static_cast<int32_t>(watched.size());
+      watched.push_back(describePlanCollective(plan_, i, rank()));
+    }
+  for (uint32_t i : issueOrder_)
+    if (watchIndex_[i] >= 0)
+      watchOrder_.push_back(static_cast<uint32_t>(watchIndex_[i]));
+  FSDP_RETURN_IF_ERROR(device_.createMarks(2 * watched.size(), marks_));
+  watchdog.watchSteps(std::move(watched), marks_.get());
+  watchdog.setAbort([this](const std::string &reason) { abort(reason); });
+  watchdog_ = &watchdog;
   return Status::ok();
 }
 

@@ -47,6 +47,11 @@
 // to step (inputs, learning rate, step number, parameters) changes in
 // device memory at those addresses, written before run() is called.
 //
+// watch() hands the step's collectives to a CollectiveWatchdog
+// (CollectiveWatchdog.h): each is bracketed by two progress marks on its
+// stream (Device::setMark, captured into the graph like the rest), and a
+// timeout aborts this executor's groups.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_RUNTIME_EXECUTOR_H
@@ -64,6 +69,8 @@
 #include <vector>
 
 namespace fsdp::rt {
+
+class CollectiveWatchdog;
 
 class Executor {
 public:
@@ -114,6 +121,12 @@ public:
   /// and its sub-groups), so ranks waiting on this one get an error naming
   /// `reason`. run() does this itself when one of its instructions fails.
   void abort(const std::string &reason);
+
+  /// From the next run() on, `watchdog` watches every collective of the
+  /// step, and a timeout aborts this executor's groups (abort()). Before
+  /// the first run() (a captured step must hold the marks); the watchdog
+  /// must outlive the executor, which withdraws from it when destroyed.
+  Status watch(CollectiveWatchdog &watchdog);
 
   /// Names in binding order.
   std::vector<std::string> inputNames() const;
@@ -185,6 +198,9 @@ private:
   /// Enqueues the batch at issueOrder_[position]: one instruction, or
   /// collectives as one channel group (eagerly one by one when `timed`).
   Status enqueueBatch(size_t position, bool timed);
+  /// Sets the watched collectives' start (which = 0) or finish (1) marks
+  /// of the batch at issueOrder_[position], on its stream.
+  Status setBatchMarks(size_t position, size_t length, int which);
   /// Enqueues the step: eagerly, or as a graph (captured the first time).
   Status enqueueStep(bool timed);
   /// Records the step's work as graph_ (every instruction, eagerly
@@ -245,6 +261,12 @@ private:
   bool graphs_ = false;
   bool warm_ = false;
   std::unique_ptr<Graph> graph_;
+  /// The collective watchdog (watch()): each watched launch's index among
+  /// the watched (-1: not watched), their issue order, and the marks.
+  CollectiveWatchdog *watchdog_ = nullptr;
+  std::vector<int32_t> watchIndex_;
+  std::vector<uint32_t> watchOrder_;
+  std::unique_ptr<MarkSet> marks_;
 };
 
 } // namespace fsdp::rt

@@ -36,6 +36,9 @@ struct RunOptions {
   bool tf32 = false;               // --tf32 (cuda only)
   std::optional<bool> cudaGraphs;  // --cuda-graphs=on|off (cuda only; on when not given)
   bool dump = false, timing = false, profile = false;
+  /// --collective-timeout: seconds a collective of a multi-rank run may
+  /// take before the watchdog aborts the run (Watchdog.h).
+  double collectiveTimeout = 600;
   // Training plans only.
   std::string dataPath, metricsPath, saveWeightsPath;
   std::optional<std::string> lrScheduleText;

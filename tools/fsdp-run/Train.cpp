@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 
 namespace fsdp::run {
 
@@ -59,7 +60,7 @@ Status openData(const RunOptions &opts, Executor &executor, std::unique_ptr<Data
 
 } // namespace
 
-Status runTraining(const RunOptions &opts, Executor &executor) {
+Status runTraining(const RunOptions &opts, Executor &executor, CollectiveWatchdog *watchdog) {
   std::unique_ptr<DataSource> data;
   if (Status s = openData(opts, executor, data); !s)
     return s;
@@ -75,7 +76,16 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
   auto since = [](std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
+  // Checkpoints gather and agree over the world between file writes: one
+  // watched host call each (CollectiveWatchdog.h).
+  auto watch = [&](const char *what, int64_t step) {
+    std::optional<CollectiveWatchdog::HostCall> call;
+    if (watchdog)
+      call.emplace(watchdog->hostCall(what, "world", CollectiveRecord::kUnknownBytes, step));
+    return call;
+  };
   auto save = [&](int64_t step, StepRecord *record) {
+    auto watched = watch("checkpoint save", step);
     auto start = std::chrono::steady_clock::now();
     CheckpointManifest written;
     Status s = saveCheckpoint(executor, opts.saveDir, step, opts.keep.value_or(0),
@@ -91,8 +101,10 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
     int64_t saved = 0;
     auto start = std::chrono::steady_clock::now();
     CheckpointManifest loaded;
+    auto watched = watch("checkpoint load", 0);
     if (Status s = loadCheckpoint(executor, opts.resumePath, saved, &loaded); !s)
       return Status::error("--resume: " + s.message());
+    watched.reset();
     if (saved > lastStep)
       return Status::error(cat("--resume: the checkpoint is at step ", saved,
                                ", already past --steps=", lastStep, " (the step to reach)"));
@@ -168,8 +180,10 @@ Status runTraining(const RunOptions &opts, Executor &executor) {
     if (Status s = reportProfile(executor, profile, opts.device); !s)
       return s;
   if (!opts.saveWeightsPath.empty()) {
+    auto watched = watch("--save-weights", lastStep);
     if (Status s = ModelState(executor).saveWeights(opts.saveWeightsPath); !s)
       return s;
+    watched.reset();
     if (lead)
       std::printf("wrote %s (%zu parameters)\n", opts.saveWeightsPath.c_str(),
                   executor.parameterNames().size());

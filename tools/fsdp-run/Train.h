@@ -12,14 +12,17 @@
 #ifndef FSDP_TOOLS_FSDP_RUN_TRAIN_H
 #define FSDP_TOOLS_FSDP_RUN_TRAIN_H
 
+#include "runtime/exec/CollectiveWatchdog.h"
 #include "runtime/exec/Executor.h"
 #include "tools/fsdp-run/Driver.h"
 
 namespace fsdp::run {
 
 /// Runs `options.steps` training steps of `executor`'s plan (weights
-/// already loaded) as the executor's rank.
-rt::Status runTraining(const RunOptions &options, rt::Executor &executor);
+/// already loaded) as the executor's rank. `watchdog` (multi-rank runs)
+/// also watches each checkpoint save and load as one host call.
+rt::Status runTraining(const RunOptions &options, rt::Executor &executor,
+                       rt::CollectiveWatchdog *watchdog = nullptr);
 
 } // namespace fsdp::run
 

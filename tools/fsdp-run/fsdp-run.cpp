@@ -19,7 +19,10 @@
 // started on different plans stop with the same error. A rank that fails
 // aborts the group, so the others stop too instead of waiting for it; the
 // in-process driver then reports the rank that failed first. Only rank 0
-// prints and writes files.
+// prints and writes files. A collective that does not finish within
+// --collective-timeout seconds stops the run on every rank (the collective
+// watchdog, Watchdog.h), which prints the late collective and each rank's
+// last 64 collectives.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +30,7 @@
 #include "runtime/channels/MpiCommunicator.h"
 #include "runtime/checkpoint/ModelState.h"
 #include "runtime/device/DeviceRegistry.h"
+#include "runtime/exec/CollectiveWatchdog.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/io/Npy.h"
 #include "runtime/plan/PlanDump.h"
@@ -37,6 +41,7 @@
 #include "tools/fsdp-run/Driver.h"
 #include "tools/fsdp-run/ProfileReport.h"
 #include "tools/fsdp-run/Train.h"
+#include "tools/fsdp-run/Watchdog.h"
 
 #include <sys/stat.h>
 
@@ -48,6 +53,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,7 +92,8 @@ const char *kUsage =
     "                [--save-weights=FILE.safetensors] [--outputs=DIR] [--weights=FILE]\n"
     "                [--save=DIR [--save-every=K] [--keep=N] [--save-format=sharded|full]]\n"
     "                [--resume=DIR]\n"
-    "                [--world-size=N] [--device=NAME] [--tf32] [--cuda-graphs=on|off]\n"
+    "                [--world-size=N] [--collective-timeout=SECONDS]\n"
+    "                [--device=NAME] [--tf32] [--cuda-graphs=on|off]\n"
     "                [--time] [--profile] [--dump]\n"
     "  --input=NAME=FILE.npy  value of graph input NAME. Forward plans: the exact tensor\n"
     "                         (dtype and shape must match). Training plans: S samples\n"
@@ -124,6 +131,16 @@ const char *kUsage =
     "  --world-size=N         must equal the plan's world size (a plan compiled for N\n"
     "                         ranks runs them in-process, or one per process under\n"
     "                         mpirun -np N)\n"
+    "  --collective-timeout=SECONDS  runs of several ranks: a collective that has not\n"
+    "                         finished SECONDS after it started (default 600) stops\n"
+    "                         the run on every rank with exit code 1, printing\n"
+    "                         'step N: KIND of unit U (BYTES, group G) did not complete\n"
+    "                         in S s on rank R' and each rank's last 64 collectives\n"
+    "                         (issued, started, finished); so does a start-up\n"
+    "                         agreement that hangs. A one-rank plan has no\n"
+    "                         collectives to watch. (Tests only: with in-process ranks,\n"
+    "                         FSDP_TEST_STALL_COLLECTIVE=R:N makes rank R block in\n"
+    "                         its N-th collective call until the group is aborted.)\n"
     "  --device=NAME          the device each rank runs on: cpu, cuda (a GPU) or\n"
     "                         cuda-simt (the CUDA kernels emulated on the CPU, for\n"
     "                         tests; slow); default: cuda when this build has it and\n"
@@ -207,6 +224,12 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
         opts.keep = n;
       else
         opts.logEvery = n;
+    } else if (flag == "--collective-timeout") {
+      double seconds;
+      if (!parseDouble(value, seconds) || seconds <= 0)
+        return fail("--collective-timeout: invalid value '" + value +
+                    "'; must be a number of seconds > 0");
+      opts.collectiveTimeout = seconds;
     } else if (flag == "--device") {
       if (Status s = checkDeviceName(value); !s)
         return fail("--device=" + value + ": " + s.message());
@@ -346,6 +369,10 @@ struct FailureReport {
   bool print = false; // MPI: print at once
   int rank = -1;      // in-process: the first rank that failed
   std::string message;
+  // The collective watchdog: each rank's flight recorder (in-process: one
+  // per rank; MPI: this rank's), and whether a collective timed out.
+  std::vector<std::unique_ptr<FlightRecorder>> recorders;
+  bool timedOut = false;
 
   void report(int failedRank, const std::string &what) {
     if (print) {
@@ -355,7 +382,27 @@ struct FailureReport {
     std::lock_guard<std::mutex> lock(mutex);
     if (rank < 0) {
       rank = failedRank;
-      message = what;
+      message = cat("rank ", failedRank, ": ", what);
+    }
+  }
+
+  FlightRecorder &recorderOf(int r) { return *recorders[print ? 0 : r]; }
+
+  /// A timeout on rank `r` (its watchdog's thread, before the abort): MPI
+  /// prints the message and the recorder now, since the abort ends the
+  /// process; in-process the driver prints them once every rank is back.
+  void timeout(int r, const std::string &what) {
+    if (print) {
+      std::cerr << ("fsdp-run: error: " + what + "\n" + recorderOf(r).format(r));
+      std::cerr.flush();
+      recorderPrinted();
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    timedOut = true;
+    if (rank < 0) {
+      rank = r;
+      message = what; // names its rank already
     }
   }
 };
@@ -389,11 +436,21 @@ Status checkDeviceMemory(const RunOptions &opts, const LoadedPlan &plan, Device 
 Status runRank(const RunOptions &opts, const LoadedPlan &plan, Communicator *comm,
                int ordinal, FailureReport *failures) {
   bool multiRank = comm && comm->size() > 1;
-  if (multiRank)
+  // The watchdog outlives the executor, which withdraws from it when done;
+  // until the executor watches, a timeout aborts the world.
+  std::unique_ptr<CollectiveWatchdog> watchdog;
+  if (multiRank) {
+    const int rank = comm->rank();
+    watchdog = std::make_unique<CollectiveWatchdog>(
+        opts.collectiveTimeout, rank, failures->recorderOf(rank),
+        [failures, rank](const std::string &message) { failures->timeout(rank, message); },
+        [comm](const std::string &message) { comm->abort(message); });
+    auto call = watchdog->hostCall("plan agreement (allGather of the plan hash)", "world", 8);
     if (Status s = checkRanksAgree(opts, plan, *comm); !s) {
       failures->report(comm->rank(), s.message());
       return s;
     }
+  }
   std::unique_ptr<Device> device;
   DeviceOptions deviceOptions;
   deviceOptions.ordinal = ordinal;
@@ -402,15 +459,24 @@ Status runRank(const RunOptions &opts, const LoadedPlan &plan, Communicator *com
   Status s = createDevice(opts.device, deviceOptions, device);
   if (s)
     s = checkDeviceMemory(opts, plan, *device, ordinal);
-  if (s)
+  if (s) {
+    // Hybrid plans split the world here: collective, so watched.
+    std::optional<CollectiveWatchdog::HostCall> call;
+    if (watchdog)
+      call.emplace(watchdog->hostCall("group set-up (Executor::create)", "world",
+                                      CollectiveRecord::kUnknownBytes));
     s = Executor::create(plan, *device, comm, executor);
+  }
+  if (s && watchdog)
+    s = executor->watch(*watchdog);
   if (s && opts.device == "cuda")
     s = executor->useGraphs(opts.cudaGraphs.value_or(true));
   // A resumed run takes every parameter from its checkpoint.
   if (s && opts.resumePath.empty())
     s = ModelState(*executor).loadWeights(opts.weightsPath);
   if (s)
-    s = plan.isTraining() ? runTraining(opts, *executor) : runForward(opts, *executor);
+    s = plan.isTraining() ? runTraining(opts, *executor, watchdog.get())
+                          : runForward(opts, *executor);
   if (s || !multiRank)
     return s;
   failures->report(comm->rank(), s.message());
@@ -445,20 +511,32 @@ int runInProcess(const RunOptions &opts, const LoadedPlan &plan, int ranks) {
   std::vector<std::unique_ptr<Communicator>> comms;
   if (Status s = comm::createInProcessGroup(ranks, comms); !s)
     return fail(s.message());
+  if (Status s = applyStallTestHook(comms); !s)
+    return fail(s.message());
   shareBlasThreads(ranks);
   FailureReport failures;
+  for (int r = 0; r < ranks; ++r)
+    failures.recorders.push_back(std::make_unique<FlightRecorder>());
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] { (void)runRank(opts, plan, comms[r].get(), r, &failures); });
   for (std::thread &t : threads)
     t.join();
-  if (failures.rank >= 0)
-    return fail(cat("rank ", failures.rank, ": ", failures.message));
-  return 0;
+  if (failures.rank < 0)
+    return 0;
+  fail(failures.message);
+  // After a timeout, every rank's last collectives, one block per rank.
+  if (failures.timedOut)
+    for (int r = 0; r < ranks; ++r)
+      std::cerr << failures.recorderOf(r).format(r);
+  return 1;
 }
 
 /// This process as one rank of an mpirun job.
 int runMpiRank(const RunOptions &opts, const LoadedPlan &plan) {
+  // Before MPI's threads exist: mpirun's SIGTERM prints this rank's
+  // recorder (Watchdog.h).
+  reportTermination();
   // Open MPI names the ranks started on this node.
   if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); local && std::atoi(local) > 0)
     shareBlasThreads(std::atoi(local));
@@ -467,6 +545,8 @@ int runMpiRank(const RunOptions &opts, const LoadedPlan &plan) {
     return fail(s.message());
   FailureReport failures;
   failures.print = true;
+  failures.recorders.push_back(std::make_unique<FlightRecorder>());
+  reportTerminationOf(world->rank(), failures.recorders[0].get());
   const char *localRank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   const int ordinal = localRank ? std::max(0, std::atoi(localRank)) : 0;
   if (Status s = runRank(opts, plan, world.get(), ordinal, &failures); !s) {

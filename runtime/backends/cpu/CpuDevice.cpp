@@ -5,6 +5,8 @@
 // by the worker of the stream they were launched on, and channels that run
 // a host communicator's collectives on a stream (CpuChannel.h). The device
 // keeps its live streams in a set for the device-wide synchronize.
+// Progress marks are atomic flags a stream's worker sets when it reaches
+// them (release), which the watchdog's thread reads (acquire).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,12 +18,31 @@
 #include "runtime/device/Device.h"
 #include "runtime/plan/PlanFile.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace fsdp::rt {
 namespace {
+
+class CpuMarkSet final : public MarkSet {
+public:
+  explicit CpuMarkSet(size_t count) : marks_(count) { clear(); }
+  size_t size() const override { return marks_.size(); }
+  bool isSet(size_t index) const override {
+    return marks_[index].load(std::memory_order_acquire) != 0;
+  }
+  void clear() override {
+    for (std::atomic<uint8_t> &mark : marks_)
+      mark.store(0, std::memory_order_relaxed);
+  }
+  void set(size_t index) { marks_[index].store(1, std::memory_order_release); }
+
+private:
+  std::vector<std::atomic<uint8_t>> marks_;
+};
 
 class CpuDevice final : public Device {
 public:
@@ -115,6 +136,19 @@ public:
     FSDP_RETURN_IF_ERROR(static_cast<cpu::CpuEvent &>(start).completedAt(from));
     FSDP_RETURN_IF_ERROR(static_cast<cpu::CpuEvent &>(end).completedAt(to));
     seconds = std::chrono::duration<double>(to - from).count();
+    return Status::ok();
+  }
+
+  Status createMarks(size_t count, std::unique_ptr<MarkSet> &out) override {
+    out = std::make_unique<CpuMarkSet>(count);
+    return Status::ok();
+  }
+
+  Status setMark(Stream &stream, MarkSet &marks, size_t index) override {
+    auto &m = static_cast<CpuMarkSet &>(marks);
+    if (index >= m.size())
+      return Status::error(cat("cpu: setMark: mark ", index, " of ", m.size()));
+    queue(stream).enqueue([&m, index](Status &) { m.set(index); });
     return Status::ok();
   }
 

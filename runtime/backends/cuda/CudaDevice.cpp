@@ -38,6 +38,14 @@
 // event recorded on the origin; at the end each of them records a join
 // event the origin waits for, as capture requires.
 //
+// Progress marks (Device::setMark) are 32-bit words of pinned host memory:
+// setMark enqueues a 4-byte copy of a device word holding 1 into the
+// mark's word, which runs in the stream's order, is captured as a memcpy
+// node (so every replay sets the mark again; the executor clears the marks
+// before each step) and lands in memory the host reads directly. Events
+// would not do: a replayed graph's event record reads as complete from the
+// previous replay until the new one reaches it.
+//
 // Every entry point first makes the device's GPU current (cudaSetDevice):
 // in-process ranks are threads, each driving its own GPU.
 //
@@ -118,6 +126,26 @@ struct CudaEvent final : Event {
   ~CudaEvent() override {
     cudaSetDevice(ordinal);
     cudaEventDestroy(event);
+  }
+};
+
+struct CudaMarkSet final : MarkSet {
+  int ordinal = 0;
+  size_t count = 0;
+  uint32_t *words = nullptr; // pinned host memory, one per mark
+  uint32_t *one = nullptr;   // device memory holding 1, every setMark's source
+  size_t size() const override { return count; }
+  bool isSet(size_t index) const override {
+    return __atomic_load_n(&words[index], __ATOMIC_ACQUIRE) != 0;
+  }
+  void clear() override {
+    for (size_t i = 0; i < count; ++i)
+      __atomic_store_n(&words[i], 0u, __ATOMIC_RELAXED);
+  }
+  ~CudaMarkSet() override {
+    cudaSetDevice(ordinal);
+    cudaFreeHost(words);
+    cudaFree(one);
   }
 };
 
@@ -382,6 +410,40 @@ public:
     FSDP_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, from.event, to.event),
                               "cudaEventElapsedTime");
     seconds = static_cast<double>(ms) * 1e-3;
+    return Status::ok();
+  }
+
+  // --- Progress marks.
+
+  Status createMarks(size_t count, std::unique_ptr<MarkSet> &out) override {
+    FSDP_RETURN_IF_ERROR(makeCurrent());
+    auto m = std::make_unique<CudaMarkSet>();
+    m->ordinal = ordinal_;
+    m->count = count;
+    FSDP_CUDA_RETURN_IF_ERROR(cudaMallocHost(reinterpret_cast<void **>(&m->words),
+                                             std::max<size_t>(count, 1) * sizeof(uint32_t)),
+                              "cudaMallocHost of ", count, " progress marks");
+    m->clear();
+    FSDP_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void **>(&m->one), sizeof(uint32_t)),
+                              "cudaMalloc of the progress marks' source");
+    const uint32_t one = 1;
+    FSDP_RETURN_IF_ERROR(blockingCopy(m->one, &one, sizeof(one), "writing the marks' source"));
+    out = std::move(m);
+    return Status::ok();
+  }
+
+  Status setMark(Stream &stream, MarkSet &marks, size_t index) override {
+    FSDP_RETURN_IF_ERROR(makeCurrent());
+    CudaStream &s = cast(stream);
+    auto &m = static_cast<CudaMarkSet &>(marks);
+    if (index >= m.count)
+      return Status::error(cat("cuda: setMark: mark ", index, " of ", m.count));
+    // Enqueued on a failed stream too: the mark says how far the stream
+    // got, and the copy cannot fail the way the stream did.
+    s.pending = true;
+    FSDP_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&m.words[index], m.one, sizeof(uint32_t),
+                                              cudaMemcpyDeviceToHost, s.stream),
+                              "setting progress mark ", index);
     return Status::ok();
   }
 

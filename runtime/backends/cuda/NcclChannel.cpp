@@ -108,6 +108,8 @@ public:
                    buf, buf});
   }
 
+  bool groupsCalls() const override { return true; }
+
   Status beginGroup() override {
     if (grouping_)
       return Status::error("nccl: beginGroup inside a group");

@@ -11,7 +11,9 @@
 // recorded after it; a channel's collectives
 // run on a stream in order with its events, a split channel works, and a
 // rank whose stream failed aborts the group at its next collective instead
-// of leaving the others waiting. Data goes in and out through the device's
+// of leaving the others waiting; progress marks are set in stream order
+// (not past a collective a peer has not joined), cleared by the host, and
+// set again by every replay of a captured step. Data goes in and out through the device's
 // own copies, so nothing assumes device memory is host memory. The
 // registry's own errors are checked once, outside the suite.
 //
@@ -26,7 +28,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <thread>
@@ -365,6 +369,76 @@ TEST_P(DeviceConformance, AFailedStreamAbortsItsChannelsGroup) {
     ASSERT_FALSE(results[r].isOk()) << "rank " << r;
     EXPECT_NE(results[r].message().find("rank1/Gather"), std::string::npos)
         << "rank " << r << ": " << results[r].message();
+  }
+}
+
+// Rank 0 brackets an all-reduce with marks 0 and 1: mark 0 is set while
+// the stream waits in the collective for rank 1, mark 1 only once rank 1
+// has joined it; clear() unsets both. (What the collective watchdog reads.)
+TEST_P(DeviceConformance, ProgressMarksFollowTheStream) {
+  std::atomic<MarkSet *> rankZeroMarks{nullptr};
+  std::atomic<bool> checked{false};
+  runTwoRanks(GetParam(), [&](int r, Device &device, Channel &channel) {
+    std::unique_ptr<Stream> comms;
+    ASSERT_TRUE(device.createStream(comms).isOk());
+    Buffer x, sum;
+    allocate(device, x, DType::F32, 4);
+    allocate(device, sum, DType::F32, 4);
+    std::unique_ptr<MarkSet> marks;
+    ASSERT_TRUE(device.createMarks(2, marks).isOk());
+    EXPECT_EQ(marks->size(), 2u);
+    EXPECT_FALSE(marks->isSet(0) || marks->isSet(1));
+    if (r == 0) {
+      ASSERT_TRUE(device.setMark(*comms, *marks, 0).isOk());
+      ASSERT_TRUE(channel.allReduce(*comms, x.ref, sum.ref, ReduceOp::Sum).isOk());
+      ASSERT_TRUE(device.setMark(*comms, *marks, 1).isOk());
+      EXPECT_FALSE(device.setMark(*comms, *marks, 2).isOk()); // out of range
+      rankZeroMarks = marks.get();
+    } else {
+      for (int i = 0; i < 5000 && !rankZeroMarks.load(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ASSERT_NE(rankZeroMarks.load(), nullptr);
+      MarkSet &zero = *rankZeroMarks.load();
+      for (int i = 0; i < 5000 && !zero.isSet(0); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      EXPECT_TRUE(zero.isSet(0));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      EXPECT_FALSE(zero.isSet(1)) << "set past a collective rank 1 has not joined";
+      checked = true;
+      ASSERT_TRUE(channel.allReduce(*comms, x.ref, sum.ref, ReduceOp::Sum).isOk());
+    }
+    ASSERT_TRUE(device.synchronize(*comms).isOk());
+    if (r == 0) {
+      for (int i = 0; i < 5000 && !checked.load(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      EXPECT_TRUE(marks->isSet(0) && marks->isSet(1));
+      marks->clear();
+      EXPECT_FALSE(marks->isSet(0) || marks->isSet(1));
+    }
+  });
+}
+
+// A mark enqueued while capturing is set by every replay, not by the
+// capture; the host clears it between replays (devices that capture).
+TEST_P(DeviceConformance, ProgressMarksInACapturedStep) {
+  if (!device->canCapture())
+    GTEST_SKIP() << GetParam() << " does not capture steps";
+  auto s = stream();
+  std::unique_ptr<MarkSet> marks;
+  ASSERT_TRUE(device->createMarks(1, marks).isOk());
+  Stream *streams[] = {s.get()};
+  ASSERT_TRUE(device->beginCapture(streams, 1).isOk());
+  ASSERT_TRUE(device->setMark(*s, *marks, 0).isOk());
+  std::unique_ptr<Graph> graph;
+  ASSERT_TRUE(device->endCapture(graph).isOk());
+  ASSERT_TRUE(device->synchronize(*s).isOk());
+  EXPECT_FALSE(marks->isSet(0)) << "set by the capture";
+  for (int replay = 0; replay < 3; ++replay) {
+    ASSERT_TRUE(device->replay(*s, *graph).isOk());
+    ASSERT_TRUE(device->synchronize(*s).isOk());
+    EXPECT_TRUE(marks->isSet(0)) << "replay " << replay;
+    marks->clear();
+    EXPECT_FALSE(marks->isSet(0));
   }
 }
 

@@ -494,6 +494,7 @@ public:
     log_.push_back("broadcast");
     return inner_->broadcast(s, buf, n, t, root);
   }
+  bool groupsCalls() const override { return true; } // as NCCL's
   Status beginGroup() override {
     log_.push_back("begin");
     return inner_->beginGroup();

@@ -1,0 +1,86 @@
+//===- Watchdog.cpp - fsdp-run's side of the collective watchdog ----------===//
+//
+// SIGTERM is blocked in every thread (the mask is set before MPI and the
+// ranks' threads exist, and they inherit it) and taken by one thread in
+// sigwait, so the report runs as ordinary code: it may lock the recorder
+// and format its lines. mpirun leaves a second between SIGTERM and SIGKILL
+// (odls_base_sigkill_timeout), plenty for 64 lines.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/fsdp-run/Watchdog.h"
+
+#include "runtime/channels/StallingCommunicator.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+namespace fsdp::run {
+
+using namespace fsdp::rt;
+
+namespace {
+
+std::atomic<int> terminatedRank{-1};
+std::atomic<FlightRecorder *> terminatedRecorder{nullptr};
+std::atomic<bool> alreadyPrinted{false};
+
+void writeAll(const std::string &text) {
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+    if (n <= 0)
+      return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+} // namespace
+
+void reportTermination() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  if (pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0)
+    return;
+  std::thread([set] {
+    int signal = 0;
+    if (sigwait(&set, &signal) != 0)
+      return;
+    if (!alreadyPrinted.load()) {
+      const int rank = terminatedRank.load();
+      std::string text = cat("fsdp-run: error: rank ", rank,
+                             ": ended by SIGTERM (mpirun ends the job when a rank aborts, fails "
+                             "or dies, or when it is cancelled)\n");
+      if (FlightRecorder *recorder = terminatedRecorder.load())
+        text += recorder->format(rank);
+      writeAll(text);
+    }
+    std::_Exit(1);
+  }).detach();
+}
+
+void reportTerminationOf(int rank, FlightRecorder *recorder) {
+  terminatedRank.store(rank);
+  terminatedRecorder.store(recorder);
+}
+
+void recorderPrinted() { alreadyPrinted.store(true); }
+
+Status applyStallTestHook(std::vector<std::unique_ptr<Communicator>> &ranks) {
+  const char *spec = std::getenv("FSDP_TEST_STALL_COLLECTIVE");
+  if (!spec)
+    return Status::ok();
+  int rank = 0;
+  int64_t call = 0;
+  FSDP_RETURN_IF_ERROR(comm::parseStallSpec(spec, static_cast<int>(ranks.size()), rank, call));
+  comm::stallForTesting(ranks, rank, call);
+  return Status::ok();
+}
+
+} // namespace fsdp::run

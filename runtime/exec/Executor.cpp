@@ -249,8 +249,9 @@ Status Executor::prepareStreams() {
     signals_[i] = inst->signal_event();
   }
   streams_.resize(plan.num_streams());
-  for (std::unique_ptr<Stream> &stream : streams_)
-    FSDP_RETURN_IF_ERROR(device_.createStream(stream));
+  for (size_t s = 0; s < streams_.size(); ++s)
+    FSDP_RETURN_IF_ERROR(s == kHostStream ? device_.createHostStream(streams_[s])
+                                          : device_.createStream(streams_[s]));
   events_.resize(plan.num_events());
   for (std::unique_ptr<Event> &event : events_)
     FSDP_RETURN_IF_ERROR(device_.createEvent(EventFlags::None, event));
@@ -348,9 +349,15 @@ Status Executor::enqueue(size_t i, bool timed) {
   return s;
 }
 
+bool Executor::hasHostStream() const { return streams_.size() > kHostStream; }
+
 Status Executor::useGraphs(bool on) {
   if (on && !device_.canCapture())
     return Status::error(cat("device '", device_.name(), "' cannot replay a step as a graph"));
+  // A host thread's work cannot be recorded into a device's graph.
+  if (on && hasHostStream())
+    return Status::error(cat(plan_.path(), ": its optimizer runs on the host stream "
+                                           "(--offload=cpu), which a graph cannot capture"));
   graphs_ = on;
   return Status::ok();
 }

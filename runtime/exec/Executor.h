@@ -87,8 +87,12 @@ public:
   /// Replays the step as a captured graph from the second run() on (see
   /// above); runs asked for kernel times still enqueue eagerly, since the
   /// timing events go between the kernels. An error if the device cannot
-  /// capture. Off by default.
+  /// capture, or the plan has a host stream (hasHostStream). Off by default.
   Status useGraphs(bool on);
+  /// Whether the plan has a host stream (runtime/plan/PlanCheck.h's
+  /// kHostStream: --offload=cpu's optimizer, run by a host thread beside
+  /// the device's streams); such steps always run eagerly.
+  bool hasHostStream() const;
   /// Copies the named graph output to the host.
   Status getOutput(const std::string &name, HostTensor &out) const;
 

@@ -329,6 +329,47 @@ TEST_P(DeviceConformance, AHostStreamRunsAfterADeviceStreamsEvent) {
   device->releaseHost(hostMemory);
 }
 
+// The other way round, a device stream waiting for a host stream's event:
+// devices whose streams are all host threads (cpu, cuda-simt) order them;
+// the CUDA device refuses the wait when it is enqueued, naming the host
+// stream (a GPU does not wait for a host thread; plans never ask for it).
+TEST_P(DeviceConformance, ADeviceStreamWaitOnAHostStreamIsOrderedOrRefused) {
+  constexpr int64_t n = 256;
+  DeviceMemory hostMemory;
+  ASSERT_TRUE(device->allocateHost(2 * n * sizeof(float), hostMemory).isOk());
+  auto *host = static_cast<float *>(hostMemory.base);
+  std::fill(host, host + n, 0.0f);
+  std::fill(host + n, host + 2 * n, 1.0f);
+  Buffer y;
+  make(y, std::vector<float>(n, -1));
+  TensorRef sum = y.ref, one = y.ref;
+  sum.data = host;
+  one.data = host + n;
+  TensorRef in[2] = {sum, one};
+  Launch add = addLaunch(in, &sum, "host/add");
+  std::unique_ptr<Stream> h;
+  ASSERT_TRUE(device->createHostStream(h).isOk());
+  auto a = stream();
+  auto done = event();
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(device->launch(*h, add, 0).isOk());
+  ASSERT_TRUE(device->recordEvent(*h, *done).isOk());
+  Status waited = device->waitEvent(*a, *done);
+  if (waited) {
+    EXPECT_NE(GetParam(), "cuda") << "a GPU stream cannot wait for a host thread";
+    ASSERT_TRUE(
+        device->copyAsync(*a, y.ref.data, sum.data, y.ref.byteSize(), CopyKind::HostToDevice)
+            .isOk());
+    ASSERT_TRUE(device->synchronize(*a).isOk());
+    EXPECT_EQ(read(y), std::vector<float>(n, 100.0f));
+  } else {
+    EXPECT_EQ(GetParam(), "cuda") << waited.message();
+    EXPECT_NE(waited.message().find("host stream"), std::string::npos) << waited.message();
+  }
+  EXPECT_TRUE(device->synchronize().isOk());
+  device->releaseHost(hostMemory);
+}
+
 /// Runs body(rank) for a two-rank in-process group, each rank with its own
 /// device of the suite's kind and a channel over its communicator.
 void runTwoRanks(const std::string &name,

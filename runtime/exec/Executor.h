@@ -28,8 +28,10 @@
 // the shards of a sharded parameter. When a rank fails inside run(), it
 // aborts the group so no other rank waits for it.
 //
-// The executor only enqueues: each plan stream is a device Stream and each
-// plan event a device Event, and run() enqueues every instruction on its
+// The executor only enqueues: each plan stream is a device Stream (the
+// host stream, stream 3, a Device::createHostStream: --offload=cpu's
+// optimizer on a host thread) and each plan event a device Event, and
+// run() enqueues every instruction on its
 // stream after waits for the events it lists and before a record of the
 // event it signals, then synchronizes the streams. Plans with a
 // communication stream (stream 1, compiler/Transforms/

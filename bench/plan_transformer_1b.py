@@ -329,6 +329,9 @@ def main():
     if offload:
         print(f"  full + offload=cpu: the peak is device memory; host memory holds "
               f"{fmt_mib(offload['host_bytes'])} MiB per rank (shards, gradient shards, AdamW state)")
+        if "predicted_host_optimizer_s" in offload:
+            print(f"  full + offload=cpu: its AdamW runs on the host stream, beside the device: "
+                  f"{offload['predicted_host_optimizer_s'] * 1e3:.1f} ms predicted")
     print("  planned peak = persistent + arena; live peak = persistent + the most arena bytes live at\n"
           "  one instruction (what a perfect arena packing would give); activations = the largest\n"
           "  activation bytes live at any instruction (the report's activations_bytes)")

@@ -312,13 +312,23 @@ StepPrediction predictStep(const plan::Plan &p, const DeviceProfile &device) {
     run(stuck, true);
   }
 
+  // The host stream (an offloaded optimizer) runs on the host, beside the
+  // device: its time is neither device compute nor communication, and what
+  // it adds at the end of the step is not exposed communication.
+  double deviceEnd = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    step.stepSeconds = std::max(step.stepSeconds, step.start[i] + step.costs[i].seconds);
+    const double end = step.start[i] + step.costs[i].seconds;
+    step.stepSeconds = std::max(step.stepSeconds, end);
+    if (step.stream[i] == rt::kHostStream) {
+      step.hostSeconds += step.costs[i].seconds;
+      continue;
+    }
+    deviceEnd = std::max(deviceEnd, end);
     (step.costs[i].bound == CostBound::Communication ? step.communicationSeconds
                                                      : step.computeSeconds) +=
         step.costs[i].seconds;
   }
-  step.exposedCommunicationSeconds = std::max(0.0, step.stepSeconds - step.computeSeconds);
+  step.exposedCommunicationSeconds = std::max(0.0, deviceEnd - step.computeSeconds);
   return step;
 }
 

@@ -87,12 +87,16 @@ struct StepPrediction {
   std::string device;
   std::vector<InstructionCost> costs;
   std::vector<double> start;   // seconds from the step's start
-  std::vector<uint8_t> stream; // 0 compute, 1 communication
-  /// Makespan of the step; the summed durations on the compute stream
-  /// and of every collective wherever it runs; the part of communication
-  /// not hidden under compute (stepSeconds - computeSeconds).
+  std::vector<uint8_t> stream; // 0 compute, 1 communication, 2 copy, 3 host
+  /// Makespan of the step; the summed durations of device compute (any
+  /// stream but the host stream) and of every collective and host copy
+  /// wherever it runs; the part of communication not hidden under compute
+  /// (the device streams' makespan - computeSeconds).
   double stepSeconds = 0, computeSeconds = 0, communicationSeconds = 0;
   double exposedCommunicationSeconds = 0;
+  /// The summed durations on the host stream (--offload=cpu's optimizer,
+  /// run by a host thread alongside the device's streams).
+  double hostSeconds = 0;
   uint32_t numStreams = 1;
   /// Whether the plan's streams overlap (a second stream ordered by
   /// events); otherwise the step is the serial sum.

@@ -542,6 +542,7 @@ std::string renderJson(const MemoryReport &r) {
     os << "  \"predicted_communication_s\": " << jsonNumber(t.communicationSeconds) << ",\n";
     os << "  \"predicted_exposed_communication_s\": " << jsonNumber(t.exposedSeconds)
        << ",\n";
+    os << "  \"predicted_host_optimizer_s\": " << jsonNumber(t.hostSeconds) << ",\n";
     os << "  \"predicted_overlapped\": " << (t.overlapped ? "true" : "false") << ",\n";
   }
   os << "  \"ranks\": [";
@@ -673,7 +674,10 @@ std::string renderText(const MemoryReport &r) {
     os << "  step " << formatSeconds(t.stepSeconds) << ": compute " << formatSeconds(t.computeSeconds)
        << ", communication " << formatSeconds(t.communicationSeconds) << " ("
        << formatSeconds(t.exposedSeconds) << " not hidden under compute; "
-       << (t.overlapped ? "streams overlap" : "one stream, serial") << ")\n";
+       << (t.overlapped ? "streams overlap" : "one stream, serial") << ")";
+    if (t.hostSeconds > 0)
+      os << "; host optimizer " << formatSeconds(t.hostSeconds) << " on its own stream";
+    os << "\n";
   }
   if (!r.configurations.empty()) {
     os << "\nconfigurations at world size " << r.worldSize

@@ -88,6 +88,8 @@ struct PredictedTime {
   double stepSeconds = 0, computeSeconds = 0, communicationSeconds = 0;
   /// Communication not hidden under compute.
   double exposedSeconds = 0;
+  /// The optimizer on the host stream (--offload=cpu), beside the device.
+  double hostSeconds = 0;
   bool overlapped = false; // the plan's streams overlap
 };
 

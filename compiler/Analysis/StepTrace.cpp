@@ -38,7 +38,13 @@ std::string micros(double seconds) {
 }
 
 const char *streamName(uint8_t stream) {
-  return stream == 0 ? "compute stream" : stream == 1 ? "communication stream" : "copy stream";
+  switch (stream) {
+  case 0: return "compute stream";
+  case 1: return "communication stream";
+  case 2: return "copy stream";
+  case 3: return "host optimizer stream";
+  default: return "stream";
+  }
 }
 
 const char *boundName(CostBound bound) {

@@ -68,6 +68,7 @@ PredictedTime predictedTimeOf(const StepPrediction &step, const DeviceProfile &d
   t.computeSeconds = step.computeSeconds;
   t.communicationSeconds = step.communicationSeconds;
   t.exposedSeconds = step.exposedCommunicationSeconds;
+  t.hostSeconds = step.hostSeconds;
   t.overlapped = step.overlapped;
   return t;
 }

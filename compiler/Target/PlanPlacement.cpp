@@ -17,6 +17,7 @@
 #include "compiler/Target/StreamOrder.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
+#include "runtime/plan/PlanCheck.h"
 #include "runtime/plan/plan_generated.h"
 #include "runtime/support/TensorRef.h"
 
@@ -29,6 +30,11 @@
 using namespace mlir;
 
 namespace fsdp {
+
+// The dialect's stream numbers are the plan's.
+static_assert(dist::kCommStream == rt::kCommStream && dist::kCopyStream == rt::kCopyStream &&
+              dist::kHostStream == rt::kHostStream);
+
 namespace {
 
 class Placer {
@@ -52,8 +58,11 @@ private:
   /// whether it was one.
   FailureOr<bool> placeWithoutInstruction(Operation &op);
   LogicalResult placeResults(Operation &op);
-  /// Appends `op`'s instruction on its stream, with its waits.
-  void schedule(Operation &op);
+  /// Appends `op`'s instruction on its stream, with its waits; fails when
+  /// a device stream would wait for the host stream.
+  LogicalResult schedule(Operation &op);
+  /// Refuses a wait of `op` on the device for `producer` on the host stream.
+  LogicalResult checkNotOnHost(Operation &op, Operation *producer);
   /// Releases the arena buffers whose last use `op` was.
   void releaseAfter(Operation &op);
   void copyReturnedValues(func::ReturnOp ret);
@@ -75,10 +84,10 @@ private:
   /// updates overwrite their argument's buffer, and a persistent
   /// all-gather writes the gathered buffer its shard argument lies in.
   llvm::DenseMap<Value, uint32_t> inPlace;
-  /// Async ops (collectives, offload copies), their waiters and the
-  /// buffers they hold (StreamOrder.h); each one's instruction index.
+  /// Async ops (collectives, offload copies, host updates), their waiters
+  /// and the buffers they hold (StreamOrder.h); each op's instruction index.
   StreamOrder streams;
-  llvm::DenseMap<Operation *, uint32_t> asyncInstruction;
+  llvm::DenseMap<Operation *, uint32_t> instructionOf;
   /// Both by the op they happen at (asking every collective and every held
   /// owner at every op would be quadratic in the length of the step): the
   /// collectives each compute op waits for, and the owners released after
@@ -356,14 +365,47 @@ LogicalResult Placer::placeResults(Operation &op) {
   return success();
 }
 
-void Placer::schedule(Operation &op) {
+LogicalResult Placer::checkNotOnHost(Operation &op, Operation *producer) {
+  auto async = streams.asyncOps.find(producer);
+  if (async == streams.asyncOps.end() || async->second.stream != dist::kHostStream)
+    return success();
+  return op.emitOpError("uses what ")
+         << producer->getName() << " at " << producer->getLoc()
+         << " writes on the host stream; the device cannot wait for the host stream within a "
+            "step (only updates written in place and read by nothing else may run there)";
+}
+
+LogicalResult Placer::schedule(Operation &op) {
   auto &instructions = out.instructions;
   instructions.push_back({&op});
   ScheduledInstruction &inst = instructions.back();
-  if (auto async = streams.asyncOps.find(&op); async != streams.asyncOps.end()) {
+  instructionOf[&op] = instructions.size() - 1;
+  auto async = streams.asyncOps.find(&op);
+  if (async != streams.asyncOps.end() && async->second.stream == dist::kHostStream) {
+    // A host thread runs it: it may touch host memory only.
+    auto inHost = [&](Value v) {
+      return out.buffers[bufferOf(v)].region == plan::Region::Host;
+    };
+    for (OpOperand &operand : op.getOpOperands())
+      if (!inHost(operand.get()))
+        return op.emitOpError("runs on the host stream, but operand ")
+               << operand.getOperandNumber() << " is not in host memory";
+    for (OpResult result : op.getResults())
+      if (!inHost(result))
+        return op.emitOpError("runs on the host stream, but result ")
+               << result.getResultNumber()
+               << " is not in host memory (only updates written in place into host "
+                  "arguments may run there)";
+    // It waits for what touched its operands before it, nothing more, so
+    // it starts as soon as they are ready (StreamOrder.h).
+    inst.stream = static_cast<uint8_t>(dist::kHostStream);
+    if (Operation *after = async->second.after)
+      inst.waits.push_back(eventOf(instructions[instructionOf.lookup(after)]));
+    for (Operation *producer : async->second.waitsFor)
+      inst.waits.push_back(eventOf(instructions[instructionOf.lookup(producer)]));
+  } else if (async != streams.asyncOps.end()) {
     const int64_t stream = async->second.stream;
     inst.stream = static_cast<uint8_t>(stream);
-    asyncInstruction[&op] = instructions.size() - 1;
     if (lastCompute) {
       uint32_t event = eventOf(instructions[*lastCompute]);
       auto waited = streamWaited.find(stream);
@@ -371,14 +413,21 @@ void Placer::schedule(Operation &op) {
         inst.waits.push_back(event);
       streamWaited[stream] = event;
     }
-    // Results of the other async stream it reads (scheduled earlier).
-    for (Operation *producer : async->second.waitsFor)
-      inst.waits.push_back(eventOf(instructions[asyncInstruction.lookup(producer)]));
+    // Results of another async stream it reads (scheduled earlier).
+    for (Operation *producer : async->second.waitsFor) {
+      if (failed(checkNotOnHost(op, producer)))
+        return failure();
+      inst.waits.push_back(eventOf(instructions[instructionOf.lookup(producer)]));
+    }
   } else {
     lastCompute = instructions.size() - 1;
-    for (Operation *c : waitsAt.lookup(&op))
-      inst.waits.push_back(eventOf(instructions[asyncInstruction.lookup(c)]));
+    for (Operation *c : waitsAt.lookup(&op)) {
+      if (failed(checkNotOnHost(op, c)))
+        return failure();
+      inst.waits.push_back(eventOf(instructions[instructionOf.lookup(c)]));
+    }
   }
+  return success();
 }
 
 /// Releases arena buffers whose last use this op was, and results nobody
@@ -407,7 +456,9 @@ void Placer::releaseAfter(Operation &op) {
 }
 
 /// Copies of returned values read collective results only once done: the
-/// first waits for every collective nothing else waited for.
+/// first waits for every async op nothing else waited for, except those of
+/// the host stream, which the runtime's end-of-step synchronize completes
+/// (their results are in-place updates, never copied).
 void Placer::copyReturnedValues(func::ReturnOp ret) {
   bool waitedForAll = false;
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
@@ -428,8 +479,8 @@ void Placer::copyReturnedValues(func::ReturnOp ret) {
     uint32_t target = out.buffers.size() - 1;
     std::vector<uint32_t> waits;
     for (auto &[c, async] : streams.asyncOps)
-      if (!async.waiter && !waitedForAll)
-        waits.push_back(eventOf(out.instructions[asyncInstruction.lookup(c)]));
+      if (!async.waiter && !waitedForAll && async.stream != dist::kHostStream)
+        waits.push_back(eventOf(out.instructions[instructionOf.lookup(c)]));
     waitedForAll = true;
     ScheduledInstruction inst;
     inst.copySource = source;
@@ -469,7 +520,8 @@ LogicalResult Placer::run() {
       return failure();
     if (*placed)
       continue;
-    schedule(op);
+    if (failed(schedule(op)))
+      return failure();
     releaseAfter(op);
   }
   copyReturnedValues(ret);

@@ -44,7 +44,7 @@ struct ScheduledInstruction {
   /// A copy's source and target buffers and the output's name.
   uint32_t copySource = rt::kNoBuffer, copyTarget = rt::kNoBuffer;
   std::string copyName;
-  uint8_t stream = 0; // 0 compute, kCommStream (collectives), kCopyStream (offload copies)
+  uint8_t stream = 0; // 0 compute, kComm/kCopy/kHostStream (collectives, copies, host updates)
   std::vector<uint32_t> waits;
   int32_t signal = -1; // the event it signals (-1: none)
 };

@@ -7,7 +7,9 @@
 // waiter, the completion of the next op of its stream, and that of any
 // async op of the other stream that waited for it), and each owner an
 // async op uses is held until the later of its last compute reader and
-// that point.
+// that point. For host-stream ops the walk also keeps, for the values they
+// use, the last compute op and the last op of each other stream that
+// touched them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,8 +20,10 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <vector>
 
@@ -32,7 +36,9 @@ int64_t asyncStreamOf(Operation *op) {
   if (!stream)
     return dist::kComputeStream;
   const int64_t s = stream.getInt();
-  return s == dist::kCommStream || s == dist::kCopyStream ? s : dist::kComputeStream;
+  return s == dist::kCommStream || s == dist::kCopyStream || s == dist::kHostStream
+             ? s
+             : dist::kComputeStream;
 }
 
 StreamOrder findStreamOrder(Block &body, const BufferViews &views) {
@@ -50,40 +56,109 @@ StreamOrder findStreamOrder(Block &body, const BufferViews &views) {
       return a;
     return position[a] < position[b] ? a : b;
   };
+  // The later of two ops in program order: null is none (the start).
+  auto later = [&](Operation *a, Operation *b) {
+    if (!a)
+      return b;
+    if (!b)
+      return a;
+    return position[a] < position[b] ? b : a;
+  };
   std::vector<Operation *> pending;
   llvm::DenseMap<Operation *, llvm::SmallVector<Operation *>> waitedBy;
+  // The owners host-stream ops read or write, and for each the last compute
+  // op and the last op of each other async stream that touched it.
+  llvm::DenseSet<Value> hostRoots;
+  for (Operation &op : body.without_terminator())
+    if (asyncStreamOf(&op) == dist::kHostStream)
+      for (Value v : op.getOperands())
+        hostRoots.insert(views.rootOf(v));
+  llvm::DenseMap<Value, Operation *> lastComputeTouch;
+  llvm::DenseMap<std::pair<Value, int64_t>, Operation *> lastAsyncTouch;
+  auto touch = [&](Operation &op, int64_t stream) {
+    auto note = [&](Value root) {
+      if (!hostRoots.count(root))
+        return;
+      if (stream == dist::kComputeStream)
+        lastComputeTouch[root] = &op;
+      else
+        lastAsyncTouch[{root, stream}] = &op;
+    };
+    for (Value v : op.getOperands())
+      note(views.rootOf(v));
+    for (Value r : op.getResults())
+      note(r);
+  };
+  // Async ops whose results a host-stream op read: the next compute op
+  // waits for them.
+  llvm::SmallPtrSet<Operation *, 4> handOff;
   for (Operation &op : body.without_terminator()) {
     if (views.isView(&op) || isa<nn::ConstantOp>(op))
       continue;
     llvm::SmallDenseSet<Value> reads;
     for (Value v : op.getOperands())
       reads.insert(views.rootOf(v));
+    auto readsResultOf = [&](Operation *c) {
+      return llvm::any_of(c->getResults(), [&](Value r) { return reads.count(r); });
+    };
+    if (asyncStreamOf(&op) == dist::kHostStream) {
+      AsyncOp &async = asyncOps[&op];
+      async.stream = dist::kHostStream;
+      const int64_t others[] = {dist::kCommStream, dist::kCopyStream};
+      Operation *lastOnStream[std::size(others)] = {};
+      for (Value v : op.getOperands()) {
+        Value root = views.rootOf(v);
+        async.roots.push_back(root);
+        async.after = later(async.after, lastComputeTouch.lookup(root));
+        for (size_t s = 0; s < std::size(others); ++s)
+          lastOnStream[s] = later(lastOnStream[s], lastAsyncTouch.lookup({root, others[s]}));
+      }
+      async.roots.append(op.result_begin(), op.result_end());
+      for (Operation *a : lastOnStream)
+        if (a) {
+          async.waitsFor.push_back(a);
+          waitedBy[a].push_back(&op);
+        }
+      for (Value v : nn::updatedOperands(&op))
+        async.writes.push_back(views.rootOf(v));
+      async.writes.append(op.result_begin(), op.result_end());
+      for (Operation *c : pending)
+        if (asyncOps[c].stream != dist::kHostStream && readsResultOf(c))
+          handOff.insert(c);
+      pending.push_back(&op);
+      continue;
+    }
     if (int64_t stream = asyncStreamOf(&op)) {
       AsyncOp &async = asyncOps[&op];
       async.stream = stream;
       for (Value v : op.getOperands())
         async.roots.push_back(views.rootOf(v));
       async.roots.append(op.result_begin(), op.result_end());
-      // A result of the other async stream is ready only once that op is.
+      // A result of another async stream is ready only once that op is.
       for (Operation *c : pending) {
         if (asyncOps[c].stream == stream)
           continue;
-        if (llvm::any_of(c->getResults(), [&](Value r) { return reads.count(r); })) {
+        if (readsResultOf(c)) {
           async.waitsFor.push_back(c);
           waitedBy[c].push_back(&op);
         }
       }
+      touch(op, stream);
       pending.push_back(&op);
       continue;
     }
-    // Async streams run in order, so only compute ops wait here.
+    // Async streams run in order, so only compute ops wait here (for what
+    // a host-stream op writes, not what it only reads).
     llvm::erase_if(pending, [&](Operation *c) {
       AsyncOp &async = asyncOps[c];
-      if (llvm::none_of(async.roots, [&](Value r) { return reads.count(r); }))
+      const auto &conflicts = async.stream == dist::kHostStream ? async.writes : async.roots;
+      if (!handOff.count(c) && llvm::none_of(conflicts, [&](Value r) { return reads.count(r); }))
         return false;
       async.waiter = &op;
       return true;
     });
+    handOff.clear();
+    touch(op, dist::kComputeStream);
   }
   // Completion, backwards: a later op of the same stream completes after
   // this one, and so does an op of the other stream that waited for it.

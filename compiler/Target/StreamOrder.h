@@ -16,6 +16,18 @@
 // point, that of any later op of its stream (a stream runs in order), or
 // that of an async op of the other stream that waited for it.
 //
+// An optimizer update marked `fsdp.stream = 3` runs on the host stream and
+// is ordered more tightly, so that it starts as soon as its operands are
+// ready rather than when the compute stream reaches it: it waits for the
+// last compute op and the last op of each other stream before it that
+// touched its operands (the copy of its gradient to the host, the copies
+// of its shard to the device, which must read the shard before it is
+// overwritten). Nothing on a device stream waits for it within the step
+// (the scheduling stage only puts updates there whose results are the
+// step's in-place updates; the emitter refuses anything else), so the
+// compute op after it waits instead for the host copies it read: there
+// the copies' device-side buffers are known free.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_COMPILER_TARGET_STREAMORDER_H
@@ -31,7 +43,7 @@
 namespace fsdp {
 
 struct AsyncOp {
-  /// The stream it runs on (dist::kCommStream or dist::kCopyStream).
+  /// The stream it runs on (dist::kCommStream, kCopyStream or kHostStream).
   int64_t stream = 0;
   /// The first compute op that reads its result or touches its operands
   /// (null: nothing does; the end of the step drains the stream).
@@ -40,8 +52,16 @@ struct AsyncOp {
   mlir::Operation *complete = nullptr;
   /// The owners of its operands' bytes, and its results.
   llvm::SmallVector<mlir::Value> roots;
-  /// Async ops of the other stream whose results it reads: it waits for them.
+  /// Async ops of another stream it must wait for: those whose results it
+  /// reads (and, on the host stream, the last op of each other stream that
+  /// touched its operands).
   llvm::SmallVector<mlir::Operation *> waitsFor;
+  /// Host stream only: the last compute op before it that touched its
+  /// operands, which it waits for (null: none; it waits for no compute op),
+  /// and what it writes (its results and the operands it updates in place),
+  /// which no later op may touch before it completes.
+  mlir::Operation *after = nullptr;
+  llvm::SmallVector<mlir::Value> writes;
 };
 
 struct StreamOrder {

@@ -296,10 +296,13 @@ def ScheduleCollectivesPass
                 "non-root units in full";
   let description = [{
     Every fsdp collective gets `fsdp.stream = 1` (the communication stream,
-    asynchronous) and every offload copy (`fsdp.to_device`, `fsdp.to_host`)
-    `fsdp.stream = 2` (the copy stream); the all-gather of the unit `prefetch` places ahead is
-    issued when a unit starts, unless `limit-all-gathers` non-root units are
-    already in full; optimizer updates move up behind the next reduction.
+    asynchronous), every offload copy (`fsdp.to_device`, `fsdp.to_host`)
+    `fsdp.stream = 2` (the copy stream) and every optimizer update that
+    reads host memory only (`--offload=cpu`) and is returned in place
+    `fsdp.stream = 3` (the host stream); the all-gather of the unit
+    `prefetch` places ahead is issued when a unit starts, unless
+    `limit-all-gathers` non-root units are already in full; optimizer
+    updates move up behind the next reduction.
     Only positions and streams change, so the step computes the same bits.
 
     ```mlir

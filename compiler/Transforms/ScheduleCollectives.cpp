@@ -114,6 +114,9 @@ private:
   /// Moves each optimizer update up behind the reduction (reduce-scatter
   /// or all-reduce) that follows the one reducing its gradient.
   void overlapOptimizer();
+  /// Puts on the host stream every update that reads host memory only and
+  /// whose results are only the step's in-place updates.
+  void updateOnHost();
 
   func::FuncOp step;
   Block &body;
@@ -250,6 +253,9 @@ void Scheduler::overlapOptimizer() {
     Value grad = isa<nn::AdamWOp>(update) ? cast<nn::AdamWOp>(update).getGrad()
                                           : cast<nn::SgdOp>(update).getGrad();
     Operation *reduce = grad.getDefiningOp();
+    // Under --offload=cpu it reads the reduced gradient's copy to the host.
+    if (auto toHost = dyn_cast_or_null<dist::ToHostOp>(reduce))
+      reduce = toHost.getInput().getDefiningOp();
     if (!reduce || !isReduction(reduce))
       continue;
     // One reduction of slack (the next unit's backward runs while the
@@ -262,28 +268,41 @@ void Scheduler::overlapOptimizer() {
     // ...and after every producer of its operands and every other reader
     // of the values it updates in place (parameter and state; the lr and
     // step scalars are only read).
-    SmallVector<Value> inPlace;
-    if (auto adam = dyn_cast<nn::AdamWOp>(update))
-      inPlace = {adam.getParam(), adam.getExpAvg(), adam.getExpAvgSq()};
-    else if (auto sgd = cast<nn::SgdOp>(update); sgd.getMomentumBuffer())
-      inPlace = {sgd.getParam(), sgd.getMomentumBuffer()};
-    else
-      inPlace = {sgd.getParam()};
     for (Value operand : update->getOperands())
       if (Operation *def = operand.getDefiningOp(); def && def->getBlock() == &body)
         q = order.later(q, def);
-    for (Value v : inPlace)
+    for (Value v : nn::updatedOperands(update))
       q = order.later(q, lastReader(v, update));
     if (order.before(q, update) && q->getNextNode() != update)
       order.moveBefore(update, q->getNextNode());
   }
 }
 
+void Scheduler::updateOnHost() {
+  // Nothing later in the step may read what a host update writes: the
+  // device streams never wait for the host stream within a step (the
+  // runtime's end-of-step synchronize orders the next step after it), so
+  // its results must be returned, written in place, and nothing else.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  auto onlyUpdated = [&](Value result) {
+    return llvm::all_of(result.getUses(), [&](OpOperand &use) {
+      return use.getOwner() == ret &&
+             step.getResultAttr(use.getOperandNumber(), nn::kUpdateAttr);
+    });
+  };
+  OpBuilder b(step.getContext());
+  for (Operation &op : body)
+    if (isa<nn::AdamWOp, nn::SgdOp>(op) && llvm::all_of(op.getOperands(), dist::isInHostMemory) &&
+        llvm::all_of(op.getResults(), onlyUpdated))
+      op.setAttr(dist::kStreamAttr, b.getI64IntegerAttr(dist::kHostStream));
+}
+
 void Scheduler::run() {
   // Every collective runs on the communication stream, and every offload
   // copy (--offload=cpu) on the copy stream, so host transfers overlap
   // compute and collectives; a to_device moves up with the gather that
-  // reads it (prefetch below), a to_host runs while the backward goes on.
+  // reads it (prefetch below), a to_host runs while the backward goes on,
+  // and the update reading it runs on the host stream (updateOnHost).
   OpBuilder b(step.getContext());
   step.walk([&](Operation *op) {
     if (isa<dist::AllGatherOp, dist::ReduceScatterOp, dist::AllReduceOp>(op))
@@ -302,6 +321,7 @@ void Scheduler::run() {
   if (options.prefetch > 0)
     prefetchGathers();
   overlapOptimizer();
+  updateOnHost();
 }
 
 void Scheduler::prefetchGathers() {

@@ -19,9 +19,14 @@
 //     the shard stage put it (K = 0).
 //   - each optimizer update moves up behind the reduce-scatter (or
 //     all-reduce) that follows the one reducing its gradient, so the
-//     optimizer step overlaps the rest of the backward.
-// Only positions move and only collectives change stream, so results are
-// bitwise identical for every K and L.
+//     optimizer step overlaps the rest of the backward;
+//   - under --offload=cpu, offload copies get `fsdp.stream = 2` (the copy
+//     stream), and each update that reads host memory only and whose
+//     results are the step's in-place updates `fsdp.stream = 3` (the host
+//     stream: a host thread per rank runs it as soon as its gradient has
+//     landed in host memory, while the device goes on with the backward).
+// Only positions and streams change, so results are bitwise identical for
+// every K and L.
 //
 //===----------------------------------------------------------------------===//
 

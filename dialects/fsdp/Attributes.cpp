@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/fsdp/FSDPDialect.h"
+#include "dialects/nn/NNDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -36,7 +37,8 @@ struct Known {
 std::optional<Known> lookup(StringRef name) {
   return llvm::StringSwitch<std::optional<Known>>(name)
       .Cases(kWorldSizeAttr, kCheckpointChoiceAttr, Known{Place::Operation, "the module"})
-      .Case(kStreamAttr, Known{Place::Operation, "an fsdp collective or offload copy"})
+      .Case(kStreamAttr,
+            Known{Place::Operation, "an fsdp collective, offload copy or optimizer update"})
       .Case(kRecomputeAttr, Known{Place::Operation, "an operation"})
       .Cases(kUnitAttr, kHostAttr, Known{Place::Argument, "a function argument"})
       .Default(std::nullopt);
@@ -51,7 +53,8 @@ LogicalResult verifyPlace(Operation *op, NamedAttribute attr, Place found) {
     return op->emitError("unknown fsdp attribute '") << name << "'";
   bool right = known->place == found;
   if (right && name == kStreamAttr)
-    right = isa<AllGatherOp, ReduceScatterOp, AllReduceOp, ToDeviceOp, ToHostOp>(op);
+    right = isa<AllGatherOp, ReduceScatterOp, AllReduceOp, ToDeviceOp, ToHostOp, fsdp::nn::AdamWOp,
+                fsdp::nn::SgdOp>(op);
   else if (right && (name == kWorldSizeAttr || name == kCheckpointChoiceAttr))
     right = isa<ModuleOp>(op);
   if (right)
@@ -159,7 +162,30 @@ LogicalResult verifyUnit(const ErrorFn &error, Attribute value, Type argType) {
   return success();
 }
 
+/// The host stream reads and writes host memory only: every operand of an
+/// update placed there must be a host argument or a copy to the host.
+LogicalResult verifyOnHost(Operation *op) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isInHostMemory(operand.get()))
+      return op->emitError("'")
+             << kStreamAttr << "' " << kHostStream << " (host) needs every operand in host memory "
+             << "(an '" << kHostAttr << "' argument or an fsdp.to_host result), but operand "
+             << operand.getOperandNumber() << " is not";
+  }
+  return success();
+}
+
 } // namespace
+
+bool fsdp::dist::isInHostMemory(Value v) {
+  if (v.getDefiningOp<ToHostOp>())
+    return true;
+  auto arg = dyn_cast<BlockArgument>(v);
+  Block *block = arg ? arg.getOwner() : nullptr;
+  Operation *owner = block && block->isEntryBlock() ? block->getParentOp() : nullptr;
+  auto func = dyn_cast_or_null<FunctionOpInterface>(owner);
+  return func && func.getArgAttr(arg.getArgNumber(), kHostAttr);
+}
 
 LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
   if (failed(verifyPlace(op, attr, Place::Operation)))
@@ -175,14 +201,21 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op, NamedAttribut
       return op->emitError("'") << name << "' must be a string, not " << value;
   } else if (name == kStreamAttr) {
     // Collectives run on the communication stream, offload copies on the
-    // copy stream; either may stay on the compute stream.
+    // copy stream, optimizer updates on the host stream; any of them may
+    // stay on the compute stream.
     IntegerAttr stream = getI64(value);
     const bool copy = isa<ToDeviceOp, ToHostOp>(op);
-    const int64_t async = copy ? kCopyStream : kCommStream;
+    const bool update = isa<fsdp::nn::AdamWOp, fsdp::nn::SgdOp>(op);
+    const int64_t async = copy ? kCopyStream : update ? kHostStream : kCommStream;
     if (!stream || (stream.getInt() != kComputeStream && stream.getInt() != async))
       return op->emitError("'") << name << "' must be the i64 stream " << kComputeStream
                                 << " (compute) or " << async
-                                << (copy ? " (copy)" : " (communication)") << ", not " << value;
+                                << (copy     ? " (copy)"
+                                    : update ? " (host)"
+                                             : " (communication)")
+                                << ", not " << value;
+    if (stream.getInt() == kHostStream)
+      return verifyOnHost(op);
   } else if (!getName(value)) { // kRecomputeAttr
     return op->emitError("'") << name << "' must name a block (a non-empty string), not " << value;
   }

@@ -37,7 +37,7 @@ def FSDP_Dialect : Dialect {
     | `fsdp.checkpoint_choice` | module | string | what `--ckpt=auto` chose, printed as a note |
     | `fsdp.unit` | function argument (a 1-D tensor) | dictionary | the argument is a flat-parameter shard of the unit described (below) |
     | `fsdp.host` | function argument | unit | the argument lives in host memory (`--offload=cpu`) |
-    | `fsdp.stream` | `fsdp.all_gather`, `fsdp.reduce_scatter`, `fsdp.all_reduce` | `i64`: 0 or 1 | the stream the collective runs on: 0 compute (in program order), 1 communication (asynchronous) |
+    | `fsdp.stream` | `fsdp.all_gather`, `fsdp.reduce_scatter`, `fsdp.all_reduce`; `fsdp.to_device`, `fsdp.to_host`; `nn.adamw`, `nn.sgd` | `i64`: 0, or 1 (collectives), 2 (copies), 3 (updates) | the stream the op runs on: 0 compute (in program order), 1 communication, 2 copy, 3 host (asynchronous; an update there reads host operands only) |
     | `fsdp.recompute` | any op | non-empty string | the op is a recomputed clone of a forward op of the named block |
 
     An `fsdp.unit` dictionary has exactly the keys `name` (non-empty

@@ -37,14 +37,19 @@ namespace fsdp::dist {
 inline constexpr llvm::StringLiteral kUnitAttr = "fsdp.unit";
 /// On the module: the world size (a positive i64) the step was sharded for.
 inline constexpr llvm::StringLiteral kWorldSizeAttr = "fsdp.world_size";
-/// On an fsdp collective or offload copy: the stream it runs on (i64:
-/// kComputeStream, kCommStream for collectives, kCopyStream for to_device
-/// and to_host; absent: the compute stream, synchronously in program order).
+/// On an fsdp collective, offload copy or optimizer update: the stream it
+/// runs on (i64: kComputeStream, kCommStream for collectives, kCopyStream
+/// for to_device and to_host, kHostStream for an nn.adamw or nn.sgd whose
+/// operands all live in host memory; absent: the compute stream,
+/// synchronously in program order).
 inline constexpr llvm::StringLiteral kStreamAttr = "fsdp.stream";
-/// The stream values of `fsdp.stream`: a plan has at most these three.
+/// The stream values of `fsdp.stream`: a plan has at most these four. The
+/// host stream runs on the host (a thread per rank, reading host memory),
+/// not on the device.
 inline constexpr int64_t kComputeStream = 0;
 inline constexpr int64_t kCommStream = 1;
 inline constexpr int64_t kCopyStream = 2;
+inline constexpr int64_t kHostStream = 3;
 /// On an op: a recomputed clone, naming (a non-empty string) the block whose
 /// activation it recomputes (compiler/Transforms/RecomputeActivations.h).
 inline constexpr llvm::StringLiteral kRecomputeAttr = "fsdp.recompute";
@@ -53,6 +58,10 @@ inline constexpr llvm::StringLiteral kRecomputeAttr = "fsdp.recompute";
 inline constexpr llvm::StringLiteral kHostAttr = "fsdp.host";
 /// On the module: what --ckpt=auto chose, one line (a string) for the user.
 inline constexpr llvm::StringLiteral kCheckpointChoiceAttr = "fsdp.checkpoint_choice";
+
+/// Whether `v` lives in host memory: a function argument marked kHostAttr
+/// or the result of an fsdp.to_host (what the host stream may touch).
+bool isInHostMemory(mlir::Value v);
 
 } // namespace fsdp::dist
 

@@ -49,6 +49,11 @@ inline constexpr llvm::StringLiteral kStepAttr = "nn.step";
 inline constexpr llvm::StringLiteral kUpdateAttr = "nn.update";
 inline constexpr llvm::StringLiteral kGradAttr = "nn.grad";
 
+/// The operands an optimizer update (nn.adamw, nn.sgd) overwrites when the
+/// plan writes its results in place: the parameter and its state, the old
+/// values of its results, in result order. Empty for any other op.
+llvm::SmallVector<mlir::Value> updatedOperands(mlir::Operation *op);
+
 } // namespace fsdp::nn
 
 #endif // FSDP_DIALECTS_NN_NNDIALECT_H

@@ -51,3 +51,14 @@ LogicalResult SgdOp::verify() {
     return emitOpError("nesterov needs momentum");
   return success();
 }
+
+llvm::SmallVector<Value> fsdp::nn::updatedOperands(Operation *op) {
+  if (auto adam = dyn_cast<AdamWOp>(op))
+    return {adam.getParam(), adam.getExpAvg(), adam.getExpAvgSq()};
+  if (auto sgd = dyn_cast<SgdOp>(op)) {
+    if (Value buffer = sgd.getMomentumBuffer())
+      return {sgd.getParam(), buffer};
+    return {sgd.getParam()};
+  }
+  return {};
+}

@@ -150,6 +150,14 @@ public:
   // --- Streams and events.
 
   virtual Status createStream(std::unique_ptr<Stream> &out) = 0;
+  /// A stream whose work runs on the host, a thread of its own (a plan's
+  /// host stream: optimizer updates of Host-region buffers, PlanCheck.h).
+  /// Its launches run the host's kernels on host memory (allocateHost);
+  /// it waits for other streams' events like any stream, but a device may
+  /// refuse a wait of another stream on an event recorded on it (the CUDA
+  /// device does: a GPU cannot wait for a host thread). By default any
+  /// stream: the CPU device's streams are host threads already.
+  virtual Status createHostStream(std::unique_ptr<Stream> &out) { return createStream(out); }
   virtual Status createEvent(EventFlags flags, std::unique_ptr<Event> &out) = 0;
   /// Enqueues on `stream`: `event` completes once the work enqueued so far
   /// on it has (cudaEventRecord).

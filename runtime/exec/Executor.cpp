@@ -344,8 +344,9 @@ Status Executor::prepareStreams() {
     signals_[i] = inst->signal_event();
   }
   streams_.resize(plan.num_streams());
-  for (std::unique_ptr<Stream> &stream : streams_)
-    FSDP_RETURN_IF_ERROR(device_.createStream(stream));
+  for (size_t s = 0; s < streams_.size(); ++s)
+    FSDP_RETURN_IF_ERROR(s == kHostStream ? device_.createHostStream(streams_[s])
+                                          : device_.createStream(streams_[s]));
   events_.resize(plan.num_events());
   for (std::unique_ptr<Event> &event : events_)
     FSDP_RETURN_IF_ERROR(device_.createEvent(EventFlags::None, event));
@@ -454,9 +455,15 @@ Status Executor::enqueue(size_t i, bool timed) {
   return s;
 }
 
+bool Executor::hasHostStream() const { return streams_.size() > kHostStream; }
+
 Status Executor::useGraphs(bool on) {
   if (on && !device_.canCapture())
     return Status::error(cat("device '", device_.name(), "' cannot replay a step as a graph"));
+  // A host thread's work cannot be recorded into a device's graph.
+  if (on && hasHostStream())
+    return Status::error(cat(plan_.path(), ": its optimizer runs on the host stream "
+                                           "(--offload=cpu), which a graph cannot capture"));
   graphs_ = on;
   return Status::ok();
 }
@@ -584,10 +591,13 @@ Status Executor::addProfile(StepProfile &profile) {
     return device_.elapsedSeconds(*timing_[from], *timing_[to], seconds);
   };
   // Times from stream 0's start (another stream's may be earlier: then
-  // negative). The step runs from the first stream's start to the last
-  // one's end; stream 0 ends with its own work.
+  // negative). The step runs from the first device stream's start to the
+  // last one's end; stream 0 ends with its own work. The host stream
+  // (--offload=cpu's optimizer) keeps the host's clock, which a GPU's
+  // events cannot be compared with: it reports its own busy and waiting
+  // time only, and is neither compute nor communication (as predicted).
   double stepStart = 0, stepEnd = 0, computeEnd = 0;
-  for (size_t q = 0; q < numStreams; ++q) {
+  for (size_t q = 0; q < std::min<size_t>(numStreams, kHostStream); ++q) {
     double start = 0, end = 0;
     FSDP_RETURN_IF_ERROR(elapsed(originTimer_, originTimer_ + q, start));
     FSDP_RETURN_IF_ERROR(elapsed(originTimer_, originTimer_ + numStreams + q, end));

@@ -28,8 +28,10 @@
 // the shards of a sharded parameter. When a rank fails inside run(), it
 // aborts the group so no other rank waits for it.
 //
-// The executor only enqueues: each plan stream is a device Stream and each
-// plan event a device Event, and run() enqueues every instruction on its
+// The executor only enqueues: each plan stream is a device Stream (the
+// host stream, stream 3, a Device::createHostStream: --offload=cpu's
+// optimizer on a host thread) and each plan event a device Event, and
+// run() enqueues every instruction on its
 // stream after waits for the events it lists and before a record of the
 // event it signals, then synchronizes the streams. Plans with a
 // communication stream (stream 1, compiler/Transforms/
@@ -95,9 +97,13 @@ public:
   Status run(StepProfile *profile = nullptr);
   /// Replays the step as a captured graph from the second run() on (see
   /// above); profiled runs still enqueue eagerly, since the timing events
-  /// go between the kernels. An error if the device cannot capture. Off by
-  /// default.
+  /// go between the kernels. An error if the device cannot capture, or the
+  /// plan has a host stream (hasHostStream). Off by default.
   Status useGraphs(bool on);
+  /// Whether the plan has a host stream (runtime/plan/PlanCheck.h's
+  /// kHostStream: --offload=cpu's optimizer, run by a host thread beside
+  /// the device's streams); such steps always run eagerly.
+  bool hasHostStream() const;
   /// Copies the named graph output to the host.
   Status getOutput(const std::string &name, HostTensor &out) const;
 

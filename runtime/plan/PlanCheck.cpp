@@ -361,18 +361,37 @@ Status checkParameter(const plan::Parameter &param, size_t index, const plan::Pl
 
 /// Streams and events: the runtime has a compute stream (0), a
 /// communication stream (1) that runs only collectives, and then runs every
-/// collective (one thread per rank uses the communicators), and a copy
-/// stream (2) that runs only copies (--offload=cpu's host transfers). Each
-/// waited event is signalled by exactly one instruction of another stream,
-/// and running the streams in plan order, each instruction once its events
-/// are signalled, reaches the end (no wait that can never be satisfied).
+/// collective (one thread per rank uses the communicators), a copy stream
+/// (2) that runs only copies (--offload=cpu's host transfers), and a host
+/// stream (3) that runs only optimizer updates whose every buffer lies in
+/// the Host region (a host thread runs them, so they touch nothing else).
+/// Each waited event is signalled by exactly one instruction of another
+/// stream, no instruction of a device stream waits for the host stream
+/// (the device cannot wait for a host thread inside a step; the end of the
+/// step orders the next one after it), and running the streams in plan
+/// order, each instruction once its events are signalled, reaches the end
+/// (no wait that can never be satisfied).
 static Status checkStreams(const plan::Plan &plan, const std::string &path) {
   size_t numInstructions = count(plan.instructions());
-  constexpr int kStreams = 3;
+  constexpr int kStreams = kMaxStreams;
   if (plan.num_streams() > kStreams)
     return Status::error(cat(path, ": plan has ", int(plan.num_streams()),
-                             " streams; the runtime runs at most 3 (compute, communication, "
-                             "copy)"));
+                             " streams; the runtime runs at most 4 (compute, communication, "
+                             "copy, host)"));
+  auto describe = [&](size_t i) {
+    const plan::Instruction &inst = *plan.instructions()->Get(i);
+    std::string text = cat("instruction ", i, " (", kernelName(static_cast<uint16_t>(inst.kernel())));
+    if (inst.name() && inst.name()->size())
+      text += cat(" '", inst.name()->str(), "'");
+    return text + ")";
+  };
+  auto inHost = [&](const flatbuffers::Vector<uint32_t> *list) {
+    for (size_t b = 0; b < count(list); ++b)
+      if (uint32_t index = list->Get(b);
+          index != kNoBuffer && plan.buffers()->Get(index)->region() != plan::Region::Host)
+        return false;
+    return true;
+  };
   std::vector<int64_t> signaller(plan.num_events(), -1);
   bool hasComm = false;
   for (size_t i = 0; i < numInstructions; ++i) {
@@ -384,6 +403,14 @@ static Status checkStreams(const plan::Plan &plan, const std::string &path) {
     if (inst.stream() == 2 && inst.kernel() != plan::Kernel::Copy)
       return Status::error(cat(path, ": instruction ", i, " (", kernelName(static_cast<uint16_t>(inst.kernel())),
                                ") is on the copy stream but is no copy"));
+    if (inst.stream() == kHostStream && inst.kernel() != plan::Kernel::AdamW &&
+        inst.kernel() != plan::Kernel::Sgd)
+      return Status::error(cat(path, ": ", describe(i),
+                               " is on the host stream but is no optimizer update"));
+    if (inst.stream() == kHostStream && (!inHost(inst.inputs()) || !inHost(inst.outputs())))
+      return Status::error(cat(path, ": ", describe(i),
+                               " is on the host stream but reads or writes a buffer outside the "
+                               "Host region"));
     if (inst.signal_event() < 0)
       continue;
     int64_t &first = signaller[inst.signal_event()];
@@ -403,9 +430,15 @@ static Status checkStreams(const plan::Plan &plan, const std::string &path) {
       if (signaller[e] < 0)
         return Status::error(cat(path, ": instruction ", i, " waits on event ", e,
                                  ", which no instruction signals"));
-      if (plan.instructions()->Get(signaller[e])->stream() == inst.stream())
+      const uint8_t from = plan.instructions()->Get(signaller[e])->stream();
+      if (from == inst.stream())
         return Status::error(cat(path, ": instruction ", i, " waits on event ", e,
                                  " of its own stream"));
+      if (from == kHostStream)
+        return Status::error(cat(path, ": ", describe(i), " on stream ", int(inst.stream()),
+                                 " waits on event ", e, " of the host stream (",
+                                 describe(signaller[e]),
+                                 "); device streams cannot wait for the host within a step"));
     }
   }
   // The queues, run in plan order.
@@ -413,7 +446,7 @@ static Status checkStreams(const plan::Plan &plan, const std::string &path) {
   std::vector<size_t> queue[kStreams];
   for (size_t i = 0; i < numInstructions; ++i)
     queue[plan.instructions()->Get(i)->stream()].push_back(i);
-  size_t head[kStreams] = {0, 0, 0};
+  size_t head[kStreams] = {};
   auto ready = [&](size_t i) {
     const plan::Instruction &inst = *plan.instructions()->Get(i);
     for (size_t w = 0; w < count(inst.wait_events()); ++w)

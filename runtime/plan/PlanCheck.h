@@ -30,6 +30,14 @@ struct Plan;
 
 namespace fsdp::rt {
 
+/// The plan's streams (Instruction.stream). The host stream runs on the
+/// host, beside the device: a thread per rank that runs optimizer updates
+/// whose buffers all lie in the Host region (--offload=cpu). Nothing on
+/// the other streams waits for it within a step; the end-of-step
+/// synchronize orders the next step after it.
+inline constexpr uint8_t kComputeStream = 0, kCommStream = 1, kCopyStream = 2, kHostStream = 3;
+inline constexpr int kMaxStreams = 4;
+
 Status checkPlan(const plan::Plan &plan, const std::string &path);
 
 } // namespace fsdp::rt

@@ -38,6 +38,7 @@
 #           Transformer at N=4
 #   offload --offload=cpu (full, grad-op, none, hybrid:2, bf16) gives the
 #           bits of the same run on device, with unit shards in host memory
+#           and every optimizer update on the host stream (3)
 #   hybrid  hybrid:2 at N=4 (GPT, Transformer), hybrid:2 and hybrid:4 at N=8
 #   bf16    --param-dtype=bf16 with --reduce-dtype=f32 and bf16 at N=2 and 4;
 #           the bf16 run against the fp32 reference, and the reduce-bf16 run
@@ -544,6 +545,10 @@ def offload_rows(s):
                 problems.append("the offloaded plan has no host region")
             elif not re.search(rf"^buffer %{unit0[1]} \S+ host\+", dump, re.M):
                 problems.append(f"unit 0's shard (buffer %{unit0[1]}) is not in host memory")
+            # The updates run on the host stream (3), beside the device's.
+            updates = re.findall(r"^inst \d+ (?:AdamW|Sgd) .*$", dump, re.M)
+            if not updates or any(" stream=3 " not in u + " " for u in updates):
+                problems.append("not every optimizer update is on the host stream (stream=3)")
             loss_rel, param_rel, more = s.compare(spec, offloaded, s.reference(spec))
             return loss_rel, param_rel, problems + more
         s.check("offload", f"{SHORT[model]} N={world} --shard={shard} {dtype} --offload=cpu "

@@ -29,6 +29,7 @@ const char *streamName(size_t stream) {
   case 0: return "compute";
   case 1: return "communication";
   case 2: return "copy";
+  case 3: return "host optimizer"; // its own clock: outside the step's span
   }
   return "other";
 }

@@ -151,7 +151,8 @@ const char *kUsage =
     "  --tf32                 cuda: TF32 tensor-core math for f32 GEMMs (inputs\n"
     "                         rounded to a 10-bit mantissa; off by default)\n"
     "  --cuda-graphs=on|off   cuda: replay each step as one CUDA graph, captured on the\n"
-    "                         second step (default on; --profile steps run eagerly)\n"
+    "                         second step (default on; --profile steps and plans with\n"
+    "                         a host optimizer stream, --offload=cpu, run eagerly)\n"
     "  --time                 print the mean time per run\n"
     "  --profile              print the time spent in each kernel, then the overlap of\n"
     "                         the streams: busy and waiting time, the step, exposed\n"
@@ -469,8 +470,18 @@ Status runRank(const RunOptions &opts, const LoadedPlan &plan, Communicator *com
   }
   if (s && watchdog)
     s = executor->watch(*watchdog);
-  if (s && opts.device == "cuda")
-    s = executor->useGraphs(opts.cudaGraphs.value_or(true));
+  if (s && opts.device == "cuda") {
+    bool graphs = opts.cudaGraphs.value_or(true);
+    // --offload=cpu's optimizer runs on a host thread, outside any graph.
+    if (graphs && executor->hasHostStream()) {
+      if (executor->rank() == 0)
+        std::cerr << "fsdp-run: note: " << opts.planPath
+                  << " runs its optimizer on the host stream (--offload=cpu), which a CUDA "
+                     "graph cannot capture: steps run eagerly\n";
+      graphs = false;
+    }
+    s = executor->useGraphs(graphs);
+  }
   // A resumed run takes every parameter from its checkpoint.
   if (s && opts.resumePath.empty())
     s = ModelState(*executor).loadWeights(opts.weightsPath);

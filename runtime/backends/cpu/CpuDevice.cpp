@@ -1,8 +1,9 @@
 //===- CpuDevice.cpp - the CPU backend ------------------------------------===//
 //
 // Host memory, memcpy for transfers, streams and events from CpuStream.h,
-// kernels through CpuLaunch.cpp (the kernel contract's CPU decoding), run
-// by the worker of the stream they were launched on, and channels that run
+// kernels through CpuLaunch.cpp (the kernel contract's CPU decoding) or the
+// launcher a host device was made with (host streams always run the CPU's),
+// run by the worker of the stream they were launched on, and channels that run
 // a host communicator's collectives on a stream (CpuChannel.h). The device
 // keeps its live streams in a set for the device-wide synchronize.
 // Progress marks are atomic flags a stream's worker sets when it reaches
@@ -79,6 +80,13 @@ public:
     return Status::ok();
   }
 
+  // Another worker; it runs the CPU's kernels, as the CUDA device's host
+  // stream does (the same kernels as every stream on the "cpu" device).
+  Status createHostStream(std::unique_ptr<Stream> &out) override {
+    out = std::make_unique<cpu::CpuStream>(&streams_, /*host=*/true);
+    return Status::ok();
+  }
+
   Status createEvent(EventFlags flags, std::unique_ptr<Event> &out) override {
     out = std::make_unique<cpu::CpuEvent>(flags == EventFlags::Timing);
     return Status::ok();
@@ -118,7 +126,8 @@ public:
   }
 
   Status launch(Stream &stream, const Launch &l, uint64_t step) override {
-    queue(stream).enqueue([&l, step, launcher = launcher_](Status &status) {
+    cpu::CpuStream &q = queue(stream);
+    q.enqueue([&l, step, launcher = q.host() ? launchCpuKernel : launcher_](Status &status) {
       if (!status)
         return;
       if (Status s = launcher(l, step); !s)

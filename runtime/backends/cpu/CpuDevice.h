@@ -26,7 +26,8 @@ std::unique_ptr<Device> createCpuDevice();
 using HostKernelLauncher = Status (*)(const Launch &launch, uint64_t step);
 
 /// The CPU device with another kernel set: host memory, streams and
-/// channels as the CPU backend's, kernels run by `launcher`. The CUDA
+/// channels as the CPU backend's, kernels run by `launcher` (on host
+/// streams the CPU backend's, as on the CUDA device). The CUDA
 /// backend's SIMT build is this device with the emulated CUDA kernels
 /// (`cuda-simt`), so a plan runs through them exactly as the executor
 /// drives a device.

@@ -42,7 +42,8 @@ Status CpuStreamSet::synchronizeAll() {
   return first;
 }
 
-CpuStream::CpuStream(CpuStreamSet *set) : set_(set), worker_([this] { workerLoop(); }) {
+CpuStream::CpuStream(CpuStreamSet *set, bool host)
+    : set_(set), host_(host), worker_([this] { workerLoop(); }) {
   if (set_)
     set_->add(this);
 }

@@ -52,8 +52,10 @@ private:
 
 class CpuStream final : public Stream {
 public:
-  /// A stream in `set` (if given) from now until it is destroyed.
-  explicit CpuStream(CpuStreamSet *set = nullptr);
+  /// A stream in `set` (if given) from now until it is destroyed; `host`:
+  /// a device's host stream (Device::createHostStream), whose launches run
+  /// the CPU backend's kernels whatever the device's own.
+  explicit CpuStream(CpuStreamSet *set = nullptr, bool host = false);
   /// Runs what is still queued, then stops the worker.
   ~CpuStream() override;
 
@@ -61,6 +63,7 @@ public:
   /// Waits until every enqueued item has run; returns the stream's status
   /// and clears it.
   Status synchronize();
+  bool host() const { return host_; }
 
 private:
   void workerLoop();
@@ -73,6 +76,7 @@ private:
   bool shutdown_ = false;
   Status status_; // written by the worker between batches, under mutex_
   CpuStreamSet *set_;
+  const bool host_;
   std::thread worker_;
 };
 

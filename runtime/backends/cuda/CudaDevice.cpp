@@ -49,11 +49,18 @@
 // Every entry point first makes the device's GPU current (cudaSetDevice):
 // in-process ranks are threads, each driving its own GPU.
 //
+// Host streams (createHostStream, a plan's stream 3): a CudaStream holding
+// a worker thread instead of a cudaStream_t (CudaHostStream.h); each entry
+// point hands them over first, in a block of its own. An event remembers
+// whether its latest record was on a host stream: host streams wait for
+// either kind, GPU streams only for their own kind (the other is refused).
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/CudaDevice.h"
 
 #include "runtime/backends/cuda/CublasLibrary.h"
+#include "runtime/backends/cuda/CudaHostStream.h"
 #include "runtime/backends/cuda/CudaLaunch.h"
 #if defined(FSDP_HAVE_NCCL)
 #include "runtime/backends/cuda/NcclChannel.h"
@@ -114,15 +121,20 @@ struct CudaStream final : Stream {
   /// Channels whose collectives were enqueued since the last synchronize
   /// (cuda::watchStream): polled while it waits.
   std::vector<cuda::StreamWatcher *> watchers;
+  /// A host stream's worker (createHostStream); none of the above is made.
+  std::unique_ptr<cuda::HostStream> host;
   ~CudaStream() override;
 };
 
 struct CudaEvent final : Event {
+  explicit CudaEvent(bool timing) : timing(timing), hostSide(timing) {}
   int ordinal = 0;
   cudaEvent_t event = nullptr;
   bool timing = false;
   /// The failure of the stream its latest record was enqueued on.
   std::string failure;
+  /// Records on host streams (CudaHostStream.h).
+  cuda::HostEventSide hostSide;
   ~CudaEvent() override {
     cudaSetDevice(ordinal);
     cudaEventDestroy(event);
@@ -296,6 +308,21 @@ public:
     return Status::ok();
   }
 
+  // --- Host streams (CudaHostStream.h).
+
+  Status createHostStream(std::unique_ptr<Stream> &out) override {
+    FSDP_RETURN_IF_ERROR(makeCurrent());
+    auto s = std::make_unique<CudaStream>();
+    s->device = this;
+    s->host = std::make_unique<cuda::HostStream>(ordinal_);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      streams_.push_back(s.get());
+    }
+    out = std::move(s);
+    return Status::ok();
+  }
+
   /// Called by a stream's destructor.
   void forget(CudaStream *stream) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -306,9 +333,8 @@ public:
 
   Status createEvent(EventFlags flags, std::unique_ptr<Event> &out) override {
     FSDP_RETURN_IF_ERROR(makeCurrent());
-    auto e = std::make_unique<CudaEvent>();
+    auto e = std::make_unique<CudaEvent>(flags == EventFlags::Timing);
     e->ordinal = ordinal_;
-    e->timing = flags == EventFlags::Timing;
     FSDP_CUDA_RETURN_IF_ERROR(
         cudaEventCreateWithFlags(&e->event, e->timing ? cudaEventDefault : cudaEventDisableTiming),
         "cudaEventCreateWithFlags");
@@ -320,6 +346,11 @@ public:
     FSDP_RETURN_IF_ERROR(makeCurrent());
     CudaStream &s = cast(stream);
     auto &e = static_cast<CudaEvent &>(event);
+    if (s.host) {
+      s.host->record(e.hostSide);
+      return Status::ok();
+    }
+    e.hostSide.lastOnHost = false;
     // Recorded even on a failed stream, so a waiter never waits for
     // nothing; the failure travels with the record.
     e.failure = s.failure;
@@ -332,6 +363,16 @@ public:
     FSDP_RETURN_IF_ERROR(makeCurrent());
     CudaStream &s = cast(stream);
     auto &e = static_cast<CudaEvent &>(event);
+    if (s.host) {
+      if (e.hostSide.lastOnHost)
+        s.host->waitHost(e.hostSide);
+      else
+        s.host->waitDevice(e.event, e.failure);
+      return Status::ok();
+    }
+    if (e.hostSide.lastOnHost)
+      return Status::error("cuda: a GPU stream cannot wait for an event recorded on a host "
+                           "stream (a plan's device streams never wait for its host stream)");
     if (s.failure.empty())
       s.failure = e.failure;
     s.pending = true;
@@ -342,6 +383,8 @@ public:
   Status copyAsync(Stream &stream, void *dst, const void *src, size_t bytes, CopyKind) override {
     FSDP_RETURN_IF_ERROR(makeCurrent());
     CudaStream &s = cast(stream);
+    if (s.host)
+      return s.host->copy(dst, src, bytes);
     if (dst == src || bytes == 0 || !s.failure.empty())
       return Status::ok();
     s.pending = true;
@@ -353,6 +396,8 @@ public:
   Status launch(Stream &stream, const Launch &l, uint64_t step) override {
     FSDP_RETURN_IF_ERROR(makeCurrent());
     CudaStream &s = cast(stream);
+    if (s.host) // the CPU's kernels take the step from here
+      return s.host->launch(l, step);
     // The kernels read the step from the device word, not from here.
     if (step != *stepHost_)
       return Status::error(cat("cuda: ", l.name, ": launched for step ", step,
@@ -371,6 +416,8 @@ public:
   Status synchronize(Stream &stream) override {
     FSDP_RETURN_IF_ERROR(makeCurrent());
     CudaStream &s = cast(stream);
+    if (s.host)
+      return s.host->synchronize();
     std::string failure = std::move(s.failure);
     s.failure.clear();
     s.pending = false;
@@ -406,6 +453,16 @@ public:
     auto &from = static_cast<CudaEvent &>(start), &to = static_cast<CudaEvent &>(end);
     if (!from.timing || !to.timing)
       return Status::error("cuda: elapsedSeconds needs two timing events (EventFlags::Timing)");
+    if (from.hostSide.lastOnHost || to.hostSide.lastOnHost) {
+      if (!from.hostSide.lastOnHost || !to.hostSide.lastOnHost)
+        return Status::error("cuda: elapsedSeconds between a host stream's event and a GPU "
+                             "stream's: their clocks differ");
+      std::chrono::steady_clock::time_point a, b;
+      FSDP_RETURN_IF_ERROR(from.hostSide.event.completedAt(a));
+      FSDP_RETURN_IF_ERROR(to.hostSide.event.completedAt(b));
+      seconds = std::chrono::duration<double>(b - a).count();
+      return Status::ok();
+    }
     float ms = 0;
     FSDP_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, from.event, to.event),
                               "cudaEventElapsedTime");
@@ -454,6 +511,8 @@ public:
     if (capturing_)
       return Status::error("cuda: beginStep while a step is being captured");
     CudaStream &s = cast(stream);
+    if (s.host)
+      return Status::error("cuda: beginStep on a host stream (the step word is the GPU's)");
     *stepHost_ = step;
     s.pending = true;
     FSDP_CUDA_RETURN_IF_ERROR(
@@ -478,6 +537,9 @@ public:
       return Status::error("cuda: beginCapture while a capture is under way");
     if (count == 0)
       return Status::error("cuda: beginCapture needs at least the origin stream");
+    for (size_t i = 0; i < count; ++i)
+      if (cast(*streams[i]).host)
+        return Status::error("cuda: a host stream's work cannot be captured into a CUDA graph");
     captured_.clear();
     for (size_t i = 0; i < count; ++i)
       captured_.push_back(&cast(*streams[i]));
@@ -555,6 +617,8 @@ public:
   Status replay(Stream &stream, Graph &graph) override {
     FSDP_RETURN_IF_ERROR(makeCurrent());
     CudaStream &s = cast(stream);
+    if (s.host)
+      return Status::error("cuda: a graph replays on a GPU stream, not a host stream");
     if (!s.failure.empty())
       return Status::ok();
     s.pending = true;

@@ -6,7 +6,8 @@
 // the roofline's memory side and the launch floor, elementwise kernels by
 // bytes moved, ring collectives with the group size read from their ints
 // (intra- and inter-node, all-reduce twice the all-gather), views free;
-// a serial step is the sum, and two streams ordered by events overlap;
+// a serial step is the sum, two streams ordered by events overlap, and
+// the host stream runs beside the device's;
 // the liveness replay the trace draws peaks where the memory report says.
 //
 //===----------------------------------------------------------------------===//
@@ -32,6 +33,7 @@ struct CostPlan {
     plan::DType dtype;
     std::vector<int64_t> shape;
     uint64_t offset, size;
+    plan::Region region = plan::Region::Arena;
   };
   struct Inst {
     Kernel kernel;
@@ -69,7 +71,7 @@ struct CostPlan {
     for (size_t i = 0; i < buffers.size(); ++i)
       fbBuffers.push_back(plan::CreateBuffer(fbb, fbb.CreateString("b" + std::to_string(i)),
                                              buffers[i].dtype, fbb.CreateVector(buffers[i].shape),
-                                             plan::Region::Arena, buffers[i].offset,
+                                             buffers[i].region, buffers[i].offset,
                                              buffers[i].size));
     std::vector<flatbuffers::Offset<plan::Instruction>> fbInsts;
     for (size_t i = 0; i < insts.size(); ++i)
@@ -245,6 +247,41 @@ TEST(CostModel, EventsOrderTwoStreams) {
   EXPECT_DOUBLE_EQ(step.stepSeconds, t(0) + t(1) + t(3));
   EXPECT_DOUBLE_EQ(step.computeSeconds, t(0) + t(2) + t(3));
   EXPECT_DOUBLE_EQ(step.exposedCommunicationSeconds, t(1) - t(2));
+}
+
+// The host stream (3, --offload=cpu's optimizer): the gradient's copy to
+// the host (copy stream, host link) signals e0; the update (host stream,
+// host memory bandwidth) waits for it and runs beside the device's compute.
+// Its time is the step's host part: neither device compute nor exposed
+// communication, though it ends the step here.
+TEST(CostModel, HostStreamRunsBesideTheDevice) {
+  CostPlan b;
+  b.numEvents = 1;
+  uint32_t g = b.f32({1 << 20}), h = b.f32({1 << 20}), param = b.f32({1 << 20});
+  b.buffers[h].region = b.buffers[param].region = plan::Region::Host;
+  uint32_t x = b.f32({1 << 26}), y = b.f32({1 << 26});
+  CostPlan::Inst &copy = b.inst(Kernel::Copy, {g}, {h});
+  copy.stream = 2;
+  copy.signal = 0;
+  CostPlan::Inst &update = b.inst(Kernel::Sgd, {param, h}, {param});
+  update.stream = 3;
+  update.waits = {0};
+  b.inst(Kernel::Relu, {x}, {y});
+  const plan::Plan &p = b.build();
+  StepPrediction step = predictStep(p, h100());
+  auto t = [&](uint32_t i) { return predictInstruction(p, i, h100()).seconds; };
+  EXPECT_DOUBLE_EQ(t(0), 4.0 * (1 << 20) / 50e9);  // the host link
+  EXPECT_DOUBLE_EQ(t(1), 12.0 * (1 << 20) / 100e9); // host memory: read 2, write 1
+  ASSERT_GT(t(2), t(0));
+  ASSERT_GT(t(0) + t(1), t(2));
+  EXPECT_EQ(step.numStreams, 3u);
+  EXPECT_DOUBLE_EQ(step.start[1], t(0));
+  EXPECT_DOUBLE_EQ(step.start[2], 0.0); // the device does not wait for it
+  EXPECT_DOUBLE_EQ(step.stepSeconds, t(0) + t(1));
+  EXPECT_DOUBLE_EQ(step.hostSeconds, t(1));
+  EXPECT_DOUBLE_EQ(step.computeSeconds, t(2));
+  EXPECT_DOUBLE_EQ(step.communicationSeconds, t(0));
+  EXPECT_DOUBLE_EQ(step.exposedCommunicationSeconds, 0.0);
 }
 
 // The per-instruction replay the trace draws is the one the memory

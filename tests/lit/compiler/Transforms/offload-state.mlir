@@ -2,6 +2,7 @@
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 shard=none},fsdp-offload-state)' | FileCheck %s --check-prefix=NONE
 // RUN: not fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-offload-state)' 2>&1 | FileCheck %s --check-prefix=UNSHARDED
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 shard=full},fsdp-offload-state,fsdp-schedule-collectives)' | FileCheck %s --check-prefix=STREAMS
+// RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 shard=full},fsdp-schedule-collectives)' | FileCheck %s --check-prefix=DEVICE
 
 // fsdp-offload-state (compiler/Transforms/OffloadState.cpp) on a two-block
 // MLP sharded over two ranks: shards and the lr the optimizer reads are
@@ -53,5 +54,20 @@ func.func @forward(%w0: tensor<4x4xf32> {nn.param = "layers.0.w"}, %w1: tensor<4
 // STREAMS-LABEL: func.func @train_step(
 // STREAMS: %[[D0:[0-9]+]] = fsdp.to_device %{{.+}} {fsdp.stream = 2 : i64} : tensor<8xf32>
 // STREAMS-NEXT: fsdp.all_gather %[[D0]] {{.*}}fsdp.stream = 1 : i64
+// The updates read host memory only, so they run on the host stream (3);
+// layers.1's moves up behind the next reduction (during layers.0's
+// backward), reading its gradient's copy to the host.
 // STREAMS: %[[R:[0-9]+]] = fsdp.reduce_scatter {{.*}}fsdp.stream = 1 : i64
-// STREAMS-NEXT: fsdp.to_host %[[R]] {fsdp.stream = 2 : i64} : tensor<8xf32>
+// STREAMS-NEXT: %[[H1:[0-9]+]] = fsdp.to_host %[[R]] {fsdp.stream = 2 : i64} : tensor<8xf32>
+// STREAMS: %[[R0:[0-9]+]] = fsdp.reduce_scatter {{.*}}fsdp.stream = 1 : i64
+// STREAMS-NEXT: nn.sgd %{{.+}}, %[[H1]], %{{.+}} {fsdp.stream = 3 : i64,
+// STREAMS-NEXT: %[[H0:[0-9]+]] = fsdp.to_host %[[R0]] {fsdp.stream = 2 : i64}
+// STREAMS: nn.sgd %{{.+}}, %[[H0]], %{{.+}} {fsdp.stream = 3 : i64,
+
+// Without offload the updates read device memory: the compute stream.
+// DEVICE-LABEL: func.func @train_step(
+// DEVICE-NOT: fsdp.stream = 3
+// DEVICE: nn.sgd
+// DEVICE-NOT: fsdp.stream = 3
+// DEVICE: nn.sgd
+// DEVICE-NOT: fsdp.stream = 3

@@ -82,9 +82,10 @@ module attributes {fsdp.checkpoint_choice = 1} {
 
 // -----
 
-// Only collectives and offload copies run on a stream of their own.
+// Only collectives, offload copies and optimizer updates run on a stream
+// of their own.
 func.func @stream_on_compute(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'fsdp.stream' belongs on an fsdp collective or offload copy, not on 'nn.neg'}}
+  // expected-error @+1 {{'fsdp.stream' belongs on an fsdp collective, offload copy or optimizer update, not on 'nn.neg'}}
   %0 = nn.neg %x {fsdp.stream = 1 : i64} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
@@ -92,7 +93,8 @@ func.func @stream_on_compute(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // Collectives run on compute (0) or communication (1); offload copies on
-// compute or the copy stream (2).
+// compute or the copy stream (2); optimizer updates on compute or the host
+// stream (3).
 func.func @stream_out_of_range(%x: tensor<4xf32>) -> tensor<8xf32> {
   // expected-error @+1 {{'fsdp.stream' must be the i64 stream 0 (compute) or 1 (communication), not 2 : i64}}
   %0 = fsdp.all_gather %x {groups = array<i64: 0, 1>, group_size = 2, fsdp.stream = 2 : i64} : tensor<4xf32> -> tensor<8xf32>
@@ -104,6 +106,24 @@ func.func @stream_out_of_range(%x: tensor<4xf32>) -> tensor<8xf32> {
 func.func @copy_on_the_communication_stream(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'fsdp.stream' must be the i64 stream 0 (compute) or 2 (copy), not 1 : i64}}
   %0 = fsdp.to_device %x {fsdp.stream = 1 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @update_on_the_copy_stream(%p: tensor<4xf32> {fsdp.host}, %g: tensor<4xf32> {fsdp.host}, %lr: tensor<f64> {fsdp.host}) -> tensor<4xf32> {
+  // expected-error @+1 {{'fsdp.stream' must be the i64 stream 0 (compute) or 3 (host), not 2 : i64}}
+  %0 = nn.sgd %p, %g, %lr {fsdp.stream = 2 : i64, momentum = 0.0 : f64, nesterov = false, weight_decay = 0.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f64>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// The host stream touches host memory only: here the gradient is a device
+// value (neither an fsdp.host argument nor an fsdp.to_host result).
+func.func @update_on_host_reads_the_device(%p: tensor<4xf32> {fsdp.host}, %g: tensor<4xf32>, %lr: tensor<f64> {fsdp.host}) -> tensor<4xf32> {
+  // expected-error @+1 {{'fsdp.stream' 3 (host) needs every operand in host memory (an 'fsdp.host' argument or an fsdp.to_host result), but operand 1 is not}}
+  %0 = nn.sgd %p, %g, %lr {fsdp.stream = 3 : i64, momentum = 0.0 : f64, nesterov = false, weight_decay = 0.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f64>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 

@@ -13,8 +13,10 @@
 // rank whose stream failed aborts the group at its next collective instead
 // of leaving the others waiting; progress marks are set in stream order
 // (not past a collective a peer has not joined), cleared by the host, and
-// set again by every replay of a captured step. Data goes in and out through the device's
-// own copies, so nothing assumes device memory is host memory. The
+// set again by every replay of a captured step; a host stream runs host
+// kernels on host memory, ordered after a device stream by an event. Data
+// goes in and out through the device's own copies, so nothing assumes
+// device memory is host memory. The
 // registry's own errors are checked once, outside the suite.
 //
 //===----------------------------------------------------------------------===//
@@ -255,6 +257,126 @@ TEST_P(DeviceConformance, SynchronizeReportsAKernelFailure) {
   ASSERT_TRUE(device->launch(*a, inc, 0).isOk());
   EXPECT_TRUE(device->synchronize().isOk());
   EXPECT_EQ(read(x), (std::vector<float>{6}));
+}
+
+// A host stream (Device::createHostStream, the plan's stream 3) runs the
+// host's kernels on host memory (allocateHost) once a device stream's event
+// says the data it reads has landed there: a device stream adds 300 times
+// and copies the sum to the host, the host stream adds one to it, round
+// after round (the event recorded again). Its timing events measure, its
+// failure is sticky and reported once, and the device-wide synchronize
+// waits for it.
+TEST_P(DeviceConformance, AHostStreamRunsAfterADeviceStreamsEvent) {
+  constexpr int64_t n = 1024;
+  Buffer x, one;
+  make(x, std::vector<float>(n, 0));
+  make(one, std::vector<float>(n, 1));
+  TensorRef in[2] = {x.ref, one.ref};
+  Launch add = addLaunch(in, &x.ref);
+  // Host memory the host stream computes in: the copied sum, ones, result.
+  DeviceMemory hostMemory;
+  ASSERT_TRUE(device->allocateHost(3 * n * sizeof(float), hostMemory).isOk());
+  auto *host = static_cast<float *>(hostMemory.base);
+  std::fill(host + n, host + 2 * n, 1.0f);
+  TensorRef hostSum = x.ref, hostOne = x.ref, hostOut = x.ref;
+  hostSum.data = host;
+  hostOne.data = host + n;
+  hostOut.data = host + 2 * n;
+  TensorRef hostIn[2] = {hostSum, hostOne};
+  Launch hostAdd = addLaunch(hostIn, &hostOut, "host/add");
+  auto a = stream();
+  std::unique_ptr<Stream> h;
+  ASSERT_TRUE(device->createHostStream(h).isOk());
+  auto landed = event();
+  std::unique_ptr<Event> start, end;
+  ASSERT_TRUE(device->createEvent(EventFlags::Timing, start).isOk());
+  ASSERT_TRUE(device->createEvent(EventFlags::Timing, end).isOk());
+  for (int round = 1; round <= 3; ++round) {
+    for (int i = 0; i < 300; ++i)
+      ASSERT_TRUE(device->launch(*a, add, 0).isOk());
+    ASSERT_TRUE(device->copyAsync(*a, hostSum.data, x.ref.data, x.ref.byteSize(),
+                                  CopyKind::DeviceToHost)
+                    .isOk());
+    ASSERT_TRUE(device->recordEvent(*a, *landed).isOk());
+    ASSERT_TRUE(device->waitEvent(*h, *landed).isOk());
+    ASSERT_TRUE(device->recordEvent(*h, *start).isOk());
+    ASSERT_TRUE(device->launch(*h, hostAdd, 0).isOk());
+    ASSERT_TRUE(device->recordEvent(*h, *end).isOk());
+    ASSERT_TRUE(device->synchronize(*h).isOk());
+    EXPECT_EQ(std::vector<float>(host + 2 * n, host + 3 * n),
+              std::vector<float>(n, 300.0f * round + 1))
+        << "round " << round;
+    double seconds = -1;
+    Status timed = device->elapsedSeconds(*start, *end, seconds);
+    ASSERT_TRUE(timed.isOk()) << timed.message();
+    EXPECT_GE(seconds, 0.0);
+    EXPECT_LT(seconds, 10.0);
+    ASSERT_TRUE(device->synchronize(*a).isOk());
+  }
+  // A failure on the host stream: sticky, reported once, by the device-wide
+  // synchronize too.
+  std::vector<int64_t> badIds{0, 7 * n};
+  std::memcpy(host + 2 * n, badIds.data(), badIds.size() * sizeof(int64_t));
+  TensorRef ids = hostOne, out = hostSum;
+  ids.dtype = DType::I64;
+  ids.dims[0] = 2;
+  ids.data = host + 2 * n;
+  out.dims[0] = 2;
+  TensorRef gatherIn[2] = {hostSum, ids};
+  gatherIn[0].rank = 2;
+  gatherIn[0].dims[0] = n;
+  gatherIn[0].dims[1] = 1;
+  out.rank = 2;
+  out.dims[1] = 1;
+  Launch gather = gatherLaunch(gatherIn, &out, "host/Gather");
+  ASSERT_TRUE(device->launch(*h, gather, 0).isOk());
+  ASSERT_TRUE(device->launch(*h, hostAdd, 0).isOk()); // skipped
+  Status failed = device->synchronize();
+  ASSERT_FALSE(failed.isOk());
+  EXPECT_EQ(failed.message().rfind("host/Gather: ", 0), 0u) << failed.message();
+  EXPECT_TRUE(device->synchronize(*h).isOk());
+  device->releaseHost(hostMemory);
+}
+
+// The other way round, a device stream waiting for a host stream's event:
+// devices whose streams are all host threads (cpu, cuda-simt) order them;
+// the CUDA device refuses the wait when it is enqueued, naming the host
+// stream (a GPU does not wait for a host thread; plans never ask for it).
+TEST_P(DeviceConformance, ADeviceStreamWaitOnAHostStreamIsOrderedOrRefused) {
+  constexpr int64_t n = 256;
+  DeviceMemory hostMemory;
+  ASSERT_TRUE(device->allocateHost(2 * n * sizeof(float), hostMemory).isOk());
+  auto *host = static_cast<float *>(hostMemory.base);
+  std::fill(host, host + n, 0.0f);
+  std::fill(host + n, host + 2 * n, 1.0f);
+  Buffer y;
+  make(y, std::vector<float>(n, -1));
+  TensorRef sum = y.ref, one = y.ref;
+  sum.data = host;
+  one.data = host + n;
+  TensorRef in[2] = {sum, one};
+  Launch add = addLaunch(in, &sum, "host/add");
+  std::unique_ptr<Stream> h;
+  ASSERT_TRUE(device->createHostStream(h).isOk());
+  auto a = stream();
+  auto done = event();
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(device->launch(*h, add, 0).isOk());
+  ASSERT_TRUE(device->recordEvent(*h, *done).isOk());
+  Status waited = device->waitEvent(*a, *done);
+  if (waited) {
+    EXPECT_NE(GetParam(), "cuda") << "a GPU stream cannot wait for a host thread";
+    ASSERT_TRUE(
+        device->copyAsync(*a, y.ref.data, sum.data, y.ref.byteSize(), CopyKind::HostToDevice)
+            .isOk());
+    ASSERT_TRUE(device->synchronize(*a).isOk());
+    EXPECT_EQ(read(y), std::vector<float>(n, 100.0f));
+  } else {
+    EXPECT_EQ(GetParam(), "cuda") << waited.message();
+    EXPECT_NE(waited.message().find("host stream"), std::string::npos) << waited.message();
+  }
+  EXPECT_TRUE(device->synchronize().isOk());
+  device->releaseHost(hostMemory);
 }
 
 /// Runs body(rank) for a two-rank in-process group, each rank with its own

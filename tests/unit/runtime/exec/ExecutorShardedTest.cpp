@@ -129,7 +129,8 @@ struct StreamOrder {
 
 enum Buf : uint32_t {
   Shard, Lr, X, Y, Loss, C,                              // persistent
-  Full, AView, BFlat, BView, GA, GB, GFlat, GShard, LossLocal, GCross // arena
+  Full, AView, BFlat, BView, GA, GB, GFlat, GShard, LossLocal, GCross, // arena
+  GHost // host (offload_): the reduced gradient shard's copy
 };
 
 class ExecutorShardedTest : public formattest::FormatTest {
@@ -150,7 +151,7 @@ protected:
   std::vector<StreamOrder> streamOrder(bool hybrid) const {
     if (!order_.empty())
       return order_;
-    std::vector<StreamOrder> order(hybrid ? 12 : 11);
+    std::vector<StreamOrder> order((hybrid ? 12 : 11) + (offload_ ? 1 : 0));
     if (!async_)
       return order;
     order[0] = {1, {}, 0};          // AllGather; the slices wait for it
@@ -163,6 +164,12 @@ protected:
       order[10] = {1, {}, 2};       // the cross-group AllReduce
     }
     order.back().waits = {2};       // Sgd reads the reduced shard
+    if (offload_) {
+      // Its copy to the host on the copy stream, the update on the host
+      // stream (as compiler/Target/StreamOrder.h orders them).
+      order[order.size() - 2] = {2, {2}, 3};
+      order.back() = {3, {3}, -1};
+    }
     return order;
   }
 
@@ -179,9 +186,12 @@ protected:
                     .isOk());
     using plan::DType;
     using plan::Region;
+    // --offload=cpu keeps the shard, the lr the update reads and the
+    // reduced gradient's copy in the Host region.
+    const Region onHost = offload_ ? Region::Host : Region::Persistent;
     const std::vector<BufferSpec> specs{
-        {"shard", DType::F32, {shardNumel_}, Region::Persistent},
-        {"lr", DType::F64, {}, Region::Persistent},
+        {"shard", DType::F32, {shardNumel_}, onHost},
+        {"lr", DType::F64, {}, onHost},
         {"x", DType::F32, {1, 3}, Region::Persistent},
         {"y", DType::F32, {1, 2, 2}, Region::Persistent},
         {"loss", DType::F32, {}, Region::Persistent},
@@ -196,10 +206,11 @@ protected:
         {"g_shard", DType::F32, {shardNumel_}, Region::Arena},
         {"loss_local", DType::F32, {}, Region::Arena},
         {"g_cross", DType::F32, {shardNumel_}, Region::Arena},
+        {"g_host", DType::F32, {shardNumel_}, Region::Host},
     };
     flatbuffers::FlatBufferBuilder fbb;
     std::vector<flatbuffers::Offset<plan::Buffer>> buffers;
-    uint64_t regionEnd[2] = {0, 0};
+    uint64_t regionEnd[4] = {0, 0, 0, 0}; // by plan::Region
     for (const BufferSpec &b : specs) {
       uint64_t size = std::accumulate(b.shape.begin(), b.shape.end(), uint64_t{1},
                                       [](uint64_t n, int64_t d) { return n * d; }) *
@@ -254,8 +265,13 @@ protected:
     if (hybrid)
       instructions.push_back(
           inst(plan::Kernel::AllReduce, {GShard}, {GCross}, layout({1, world / group}, across)));
-    instructions.push_back(inst(plan::Kernel::Sgd, {Shard, hybrid ? GCross : GShard, kNoBuffer, Lr},
-                                {Shard}, {0}, {0.0f, 0.0f}));
+    uint32_t grad = hybrid ? GCross : GShard;
+    if (offload_) {
+      instructions.push_back(inst(plan::Kernel::Copy, {grad}, {GHost}));
+      grad = GHost;
+    }
+    instructions.push_back(
+        inst(plan::Kernel::Sgd, {Shard, grad, kNoBuffer, Lr}, {Shard}, {0}, {0.0f, 0.0f}));
     auto param = [&](const char *name, std::vector<int64_t> shape, uint32_t buffer, uint32_t unit,
                      uint64_t offset) {
       return plan::CreateParameter(fbb, fbb.CreateString(name), DType::F32,
@@ -282,7 +298,7 @@ protected:
         fbb.CreateVector(std::vector<flatbuffers::Offset<plan::Binding>>{}), Lr, kNoBuffer,
         fbb.CreateString("loss"), fbb.CreateString("sgd"), kLr,
         fbb.CreateString(hybrid ? cat("hybrid:", group) : std::string("full")),
-        fbb.CreateString("f32"), fbb.CreateString("f32"));
+        fbb.CreateString("f32"), fbb.CreateString("f32"), regionEnd[3]);
     plan::FinishPlanBuffer(fbb, root);
     ASSERT_TRUE(rt::writePlanFile(path, fbb.GetBufferPointer(), fbb.GetSize()).isOk());
   }
@@ -388,6 +404,7 @@ protected:
 
   LoadedPlan loaded;
   bool async_ = false;
+  bool offload_ = false; // shard, lr and the update's gradient in host memory
   std::vector<StreamOrder> order_;
   int world_ = 1, group_ = 1;
   int64_t shardNumel_ = 0, padded_ = 0;
@@ -589,6 +606,19 @@ TEST_F(ExecutorShardedTest, CollectivesAtOnePointAreOneChannelGroup) {
   EXPECT_EQ(logsOf(2, 2, true), (Log{"allGather", "allReduce", "reduceScatter"}));
   EXPECT_EQ(logsOf(4, 2, false), (Log{"allGather", "allReduce", "reduceScatter", "allReduce"}));
   trainAndCheck(2); // the grouped step's values (CPU: bit for bit as ungrouped)
+
+// --offload=cpu: the reduced shard is copied to the host on the copy
+// stream and the update runs on the host stream (a worker like the others
+// on the CPU device), with the same values, also with padding and groups.
+TEST_F(ExecutorShardedTest, OffloadedUpdateOnTheHostStream) {
+  async_ = offload_ = true;
+  ASSERT_NO_FATAL_FAILURE(writePlan(2, 2));
+  EXPECT_EQ(loaded.plan().num_streams(), 4);
+  trainAndCheck(3);
+  ASSERT_NO_FATAL_FAILURE(writePlan(3, 3));
+  trainAndCheck(2);
+  ASSERT_NO_FATAL_FAILURE(writePlan(4, 2));
+  trainAndCheck(2);
 }
 
 // An error on the communication stream (the group is aborted while a
@@ -612,7 +642,8 @@ TEST_F(ExecutorShardedTest, ACommunicationErrorFailsEveryRankWithoutHanging) {
 }
 
 // The plan check: a wait no stream order can satisfy, an event signalled
-// twice, and a compute instruction on the communication stream.
+// twice, a compute instruction on the communication stream, and the host
+// stream's rules.
 TEST_F(ExecutorShardedTest, StreamOrderIsChecked) {
   auto refused = [&](std::vector<StreamOrder> order, const char *why) {
     order_ = std::move(order);
@@ -637,6 +668,27 @@ TEST_F(ExecutorShardedTest, StreamOrderIsChecked) {
   order[1].waits = {0};
   order[3].signal = 0;
   refused(order, "of its own stream");
+  // The host stream runs optimizer updates of host memory, nothing else,
+  // and no device stream waits for it.
+  order = std::vector<StreamOrder>(11);
+  order[2].stream = 3;
+  refused(order, "instruction 2 (Slice 'Slice') is on the host stream but is no optimizer update");
+  order = std::vector<StreamOrder>(11);
+  order[10].stream = 3; // Sgd of the shard in device memory
+  refused(order, "instruction 10 (Sgd 'Sgd') is on the host stream but reads or writes a buffer "
+                 "outside the Host region");
+  offload_ = true;
+  order_.clear();
+  order = streamOrder(false);
+  order[11].signal = 4;
+  order[7].waits = {4}; // the ReduceSum waits for the update
+  refused(order, "instruction 7 (ReduceSum 'ReduceSum') on stream 0 waits on event 4 of the host "
+                 "stream (instruction 11 (Sgd 'Sgd')); device streams cannot wait for the host "
+                 "within a step");
+  order[7].waits.clear();
+  order[8].waits = {1, 4}; // nor does the communication stream
+  refused(order, "instruction 8 (AllReduce 'AllReduce') on stream 1 waits on event 4 of the "
+                 "host stream");
 }
 
 /// fsdp-run beside this test binary (both land in the build's bin/), or "".

@@ -13,7 +13,7 @@
 // enqueued during a capture and replays it as a CUDA graph would, the
 // executor runs the first step eagerly, captures the second and replays it
 // from then on, each step's scalars and inputs reaching the replay: the
-// same bits as eager steps.
+// same bits as eager steps; a plan with a host stream refuses graphs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -269,7 +269,8 @@ protected:
         fbb, kPlanFormatVersion, fbb.CreateString("test"), fbb.CreateString("hand-built"),
         fbb.CreateString(train ? "train" : "forward"), 1, fbb.CreateVector(buffers),
         fbb.CreateVector(instructions), fbb.CreateVector(params), fbb.CreateVector(units),
-        fbb.CreateVector(inputs), fbb.CreateVector(outputs), regionEnd[0], regionEnd[1], 1, 0,
+        fbb.CreateVector(inputs), fbb.CreateVector(outputs), regionEnd[0], regionEnd[1],
+        numStreams_, 0,
         fbb.CreateString("step.safetensors"), weightsHash, 0,
         train ? fbb.CreateVector(state) : 0, train ? 2 : kNoBuffer, train && stepBuffer ? 3 : kNoBuffer,
         train ? fbb.CreateString("loss") : 0, train ? fbb.CreateString("sgd") : 0,
@@ -298,6 +299,7 @@ protected:
   }
 
   LoadedPlan loaded;
+  uint8_t numStreams_ = 1; // the plan's streams (4: it has a host stream)
   GarbageDevice device;
 };
 
@@ -477,6 +479,31 @@ TEST_F(ExecutorTrainTest, ProfiledStepsRunEagerlyAndOnlyCapturingDevicesTakeGrap
   EXPECT_EQ(plain->useGraphs(true).message(),
             "device 'garbage-cpu' cannot replay a step as a graph");
   EXPECT_TRUE(plain->useGraphs(false).isOk());
+}
+
+// A plan with a host stream (stream 3, --offload=cpu's optimizer on a host
+// thread) cannot be captured, even on a capturing device: it runs eagerly.
+TEST_F(ExecutorTrainTest, PlansWithAHostStreamRefuseGraphs) {
+  numStreams_ = 4;
+  ASSERT_NO_FATAL_FAILURE(writePlan(true));
+  RecordingDevice recording;
+  std::unique_ptr<Executor> executor;
+  ASSERT_TRUE(Executor::create(loaded, recording, nullptr, executor).isOk());
+  EXPECT_TRUE(executor->hasHostStream());
+  Status s = executor->useGraphs(true);
+  EXPECT_NE(s.message().find("its optimizer runs on the host stream (--offload=cpu), which a "
+                             "graph cannot capture"),
+            std::string::npos)
+      << s.message();
+  ASSERT_TRUE(executor->useGraphs(false).isOk());
+  for (int64_t step = 1; step <= 3; ++step)
+    ASSERT_TRUE(stepOnZeros(*executor, step).isOk());
+  EXPECT_EQ(recording.captures, 0);
+  numStreams_ = 1;
+  ASSERT_NO_FATAL_FAILURE(writePlan(true));
+  std::unique_ptr<Executor> oneStream;
+  ASSERT_TRUE(Executor::create(loaded, recording, nullptr, oneStream).isOk());
+  EXPECT_FALSE(oneStream->hasHostStream());
 }
 
 } // namespace

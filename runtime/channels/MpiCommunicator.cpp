@@ -145,14 +145,6 @@ private:
   bool owned_ = false;
 };
 
-/// One rank's call as it travels: fixed size, so the exchange itself can
-/// never mismatch. A local error travels truncated.
-struct WireCall {
-  int64_t kind, count, dtype, op, root;
-  char localError[216]; // NUL-terminated; empty when the rank's arguments are fine
-};
-static_assert(sizeof(WireCall) == 256, "the call description is one fixed-size message");
-
 Status adopt(MPI_Comm comm, std::unique_ptr<Communicator> &out);
 
 class MpiCommunicator final : public Communicator {
@@ -298,25 +290,11 @@ private:
   }
 
   Status agree(const CallDesc &desc, const Status &local) {
-    WireCall mine{};
-    mine.kind = static_cast<int64_t>(desc.kind);
-    mine.count = desc.count;
-    mine.dtype = static_cast<int64_t>(desc.dtype);
-    mine.op = static_cast<int64_t>(desc.op);
-    mine.root = desc.root;
-    std::strncpy(mine.localError, local.message().c_str(), sizeof(mine.localError) - 1);
+    const WireCall mine = toWire(desc, local);
     wire_.resize(static_cast<size_t>(size_));
     FSDP_MPI_RETURN_IF_ERROR(MPI_Allgather(&mine, sizeof(WireCall), MPI_BYTE, wire_.data(),
                                            sizeof(WireCall), MPI_BYTE, comm_));
-    descs_.resize(wire_.size());
-    localErrors_.resize(wire_.size());
-    for (size_t r = 0; r < wire_.size(); ++r) {
-      const WireCall &w = wire_[r];
-      descs_[r] = CallDesc{static_cast<CallKind>(w.kind), w.count, static_cast<DType>(w.dtype),
-                           static_cast<ReduceOp>(w.op), static_cast<int>(w.root)};
-      localErrors_[r].assign(w.localError, strnlen(w.localError, sizeof(w.localError)));
-    }
-    const std::string verdict = judgeCalls(descs_, localErrors_);
+    const std::string verdict = judgeWireCalls(wire_.data(), wire_.size());
     return verdict.empty() ? Status::ok() : Status::error(verdict);
   }
 
@@ -342,8 +320,6 @@ private:
   std::string failure_; // non-empty once a collective failed, for good
   // Per-call scratch, kept to avoid allocating on every collective.
   std::vector<WireCall> wire_;
-  std::vector<CallDesc> descs_;
-  std::vector<std::string> localErrors_;
   std::vector<const void *> inputs_;
   std::vector<uint8_t> gathered_, padded_, reduced_, sendCopy_;
 };

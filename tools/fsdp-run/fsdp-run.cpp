@@ -14,7 +14,10 @@
 //
 // A plan compiled for N ranks runs as N in-process ranks (threads, each
 // with its own device, executor and data; BLAS threads shared out between
-// them), or as one process per rank under mpirun. Every rank first agrees
+// them), or as one process per rank under mpirun (or srun --mpi=pmix: the
+// MPI communicator) or torchrun (torchrun's environment: the TCP
+// communicator, runtime/channels/TcpCommunicator.h); mpirun's environment
+// wins where both are set. Every rank first agrees
 // with the others on the plan (content hash and world size), so ranks
 // started on different plans stop with the same error. A rank that fails
 // aborts the group, so the others stop too instead of waiting for it; the
@@ -25,6 +28,7 @@
 
 #include "runtime/channels/InProcessCommunicator.h"
 #include "runtime/channels/MpiCommunicator.h"
+#include "runtime/channels/TcpCommunicator.h"
 #include "runtime/checkpoint/ModelState.h"
 #include "runtime/device/DeviceRegistry.h"
 #include "runtime/exec/Executor.h"
@@ -136,7 +140,7 @@ const char *kUsage =
     "                         plan's own\n"
     "  --world-size=N         must equal the plan's world size (a plan compiled for N\n"
     "                         ranks runs them in-process, or one per process under\n"
-    "                         mpirun -np N)\n"
+    "                         mpirun -np N or torchrun --nproc-per-node=N)\n"
     "  --device=NAME          the device each rank runs on: cpu, cuda (a GPU) or\n"
     "                         cuda-simt (the CUDA kernels emulated on the CPU, for\n"
     "                         tests; slow); default: cuda when this build has it and\n"
@@ -150,7 +154,12 @@ const char *kUsage =
     "                         second step (default on; --profile steps run eagerly)\n"
     "  --time                 print the mean time per run\n"
     "  --profile              print the time spent in each kernel\n"
-    "  --dump                 print the plan as text and exit\n";
+    "  --dump                 print the plan as text and exit\n"
+    "Several processes: mpirun -np N fsdp-run PLAN ... (srun --mpi=pmix likewise), or\n"
+    "torchrun --no-python --nproc-per-node=N fsdp-run PLAN ...: torchrun's ranks meet\n"
+    "over TCP at MASTER_ADDR, port MASTER_PORT + 1 under torchrun's agent (which holds\n"
+    "MASTER_PORT), else MASTER_PORT, or FSDP_RENDEZVOUS_PORT; they wait for each other\n"
+    "FSDP_RENDEZVOUS_TIMEOUT seconds (default 120). LOCAL_RANK selects the GPU.\n";
 
 bool parseInt(const std::string &text, int64_t &value) {
   char *end = nullptr;
@@ -342,6 +351,7 @@ Status checkRanksAgree(const RunOptions &opts, const LoadedPlan &plan, Communica
   if (comm.size() != static_cast<int>(planWorld))
     return Status::error(cat(opts.planPath, ": compiled for world size ", planWorld, ", but ",
                              comm.size(), " ranks were started (mpirun -np ", planWorld,
+                             " or torchrun --nproc-per-node=", planWorld,
                              ", or recompile with fsdp-opt --world-size=", comm.size(), ")"));
   return Status::ok();
 }
@@ -465,6 +475,20 @@ int runInProcess(const RunOptions &opts, const LoadedPlan &plan, int ranks) {
   return 0;
 }
 
+/// This process as `world`'s rank of a multi-process job, on the
+/// `ordinal`-th device of its machine; every rank prints its own failure.
+int runWorldRank(const RunOptions &opts, const LoadedPlan &plan, Communicator &world,
+                 int ordinal) {
+  FailureReport failures;
+  failures.print = true;
+  if (Status s = runRank(opts, plan, &world, ordinal, &failures); !s) {
+    if (world.size() == 1)
+      return fail(s.message());
+    return 1; // reported by runRank
+  }
+  return 0;
+}
+
 /// This process as one rank of an mpirun job.
 int runMpiRank(const RunOptions &opts, const LoadedPlan &plan) {
   // Open MPI names the ranks started on this node.
@@ -473,16 +497,22 @@ int runMpiRank(const RunOptions &opts, const LoadedPlan &plan) {
   std::unique_ptr<Communicator> world;
   if (Status s = comm::createMpiWorld(world); !s)
     return fail(s.message());
-  FailureReport failures;
-  failures.print = true;
   const char *localRank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  const int ordinal = localRank ? std::max(0, std::atoi(localRank)) : 0;
-  if (Status s = runRank(opts, plan, world.get(), ordinal, &failures); !s) {
-    if (world->size() == 1)
-      return fail(s.message());
-    return 1; // reported by runRank
-  }
-  return 0;
+  return runWorldRank(opts, plan, *world, localRank ? std::max(0, std::atoi(localRank)) : 0);
+}
+
+/// This process as one rank of a torchrun job (or of any launcher that
+/// sets torchrun's environment): the ranks meet over TCP.
+int runTcpRank(const RunOptions &opts, const LoadedPlan &plan) {
+  comm::TcpWorldOptions tcp;
+  if (Status s = comm::tcpWorldOptionsFromEnv(tcp); !s)
+    return fail("torchrun's environment: " + s.message());
+  if (tcp.localSize > 0)
+    shareBlasThreads(tcp.localSize);
+  std::unique_ptr<Communicator> world;
+  if (Status s = comm::createTcpWorld(tcp, world); !s)
+    return fail(cat("rank ", tcp.rank, ": ", s.message()));
+  return runWorldRank(opts, plan, *world, tcp.localRank);
 }
 
 int run(const RunOptions &opts) {
@@ -505,6 +535,8 @@ int run(const RunOptions &opts) {
   }
   if (comm::launchedUnderMpi())
     return runMpiRank(opts, plan);
+  if (comm::launchedUnderTorchrun())
+    return runTcpRank(opts, plan);
   if (planWorld == 1) {
     if (Status s = runRank(opts, plan, nullptr, 0, nullptr); !s)
       return fail(s.message());

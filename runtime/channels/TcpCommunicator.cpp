@@ -523,6 +523,7 @@ Status tcpWorldOptionsFromEnv(TcpWorldOptions &out) {
   out.rank = static_cast<int>(rank);
   out.localRank = static_cast<int>(localRank);
   out.localSize = 0;
+  out.portCandidates = 1;
   if (std::getenv("LOCAL_WORLD_SIZE")) {
     int64_t localSize = 0;
     FSDP_RETURN_IF_ERROR(envInt("LOCAL_WORLD_SIZE", localRank + 1, size, localSize));
@@ -546,9 +547,12 @@ Status tcpWorldOptionsFromEnv(TcpWorldOptions &out) {
       return Status::error("MASTER_PORT=65535: the rendezvous needs MASTER_PORT + 1 (torchrun's "
                            "agent holds MASTER_PORT); set FSDP_RENDEZVOUS_PORT");
     out.port = static_cast<int>(masterPort + 1);
+    out.portCandidates = static_cast<int>(std::min<int64_t>(8, 65535 - masterPort));
   } else {
     out.port = static_cast<int>(masterPort);
   }
+  const char *runId = std::getenv("TORCHELASTIC_RUN_ID");
+  out.job = cat(addr, ":", masterPort, "/", runId ? runId : "");
   out.timeout = std::chrono::milliseconds(120000);
   if (const char *text = std::getenv("FSDP_RENDEZVOUS_TIMEOUT")) {
     char *end = nullptr;
@@ -580,6 +584,8 @@ Status createTcpWorld(const TcpWorldOptions &o, std::unique_ptr<Communicator> &o
     RendezvousOptions ro;
     ro.addr = o.addr;
     ro.port = static_cast<uint16_t>(o.port);
+    ro.portCandidates = o.portCandidates;
+    ro.job = o.job;
     ro.rank = o.rank;
     ro.size = o.size;
     ro.timeout = o.timeout;

@@ -20,8 +20,13 @@
 // The port. torchrun's agent (torch >= 2.4, TORCHELASTIC_USE_AGENT_STORE=
 // True) already listens at MASTER_PORT with its TCPStore, whose protocol
 // is torch's; so under that agent rank 0 listens at MASTER_PORT + 1
-// instead. Otherwise (an environment set by hand, older torchrun) it is
-// MASTER_PORT itself. FSDP_RENDEZVOUS_PORT overrides both. The start-up
+// instead, or, when that port is taken (torchrun chooses MASTER_PORT among
+// free ports, and the ports next to it are often the local ends of the
+// agent's own connections), at the first free one of MASTER_PORT + 2 ..
+// MASTER_PORT + 8, which the other ranks try in order; rank 0 tells them
+// at once whether they reached this job (TORCHELASTIC_RUN_ID). Otherwise
+// (an environment set by hand, older torchrun) it is MASTER_PORT itself.
+// FSDP_RENDEZVOUS_PORT overrides both (that port alone). The start-up
 // timeout (how long ranks wait for each other) is 120 s, or
 // FSDP_RENDEZVOUS_TIMEOUT seconds.
 //
@@ -41,7 +46,9 @@ namespace fsdp::rt::comm {
 /// Where and who this process is in a TCP world.
 struct TcpWorldOptions {
   std::string addr = "127.0.0.1"; // rank 0's host
-  int port = 0;                   // rank 0's rendezvous port
+  int port = 0;                   // rank 0's rendezvous port (the first candidate)
+  int portCandidates = 1;         // port .. port + portCandidates - 1
+  std::string job;                // names the job to the rendezvous
   int rank = 0;
   int size = 1;
   int localRank = 0;   // selects the GPU

@@ -105,6 +105,14 @@ struct Hello {
   char magic[8];
   int32_t rank, size;
   uint32_t meshPort, pad;
+  char job[96]; // RendezvousOptions::job, truncated
+};
+
+/// Rank 0's immediate answer to a greeting: whether it is of this job (so a
+/// rank that reached another listener tries the next port).
+struct Ack {
+  char magic[8];
+  int32_t sameJob, pad;
 };
 
 /// Rank 0's answer: ok, or the error every rank reports; a table of
@@ -129,46 +137,64 @@ struct MeshHello {
   int32_t rank, channel;
 };
 
-/// Connects to `to`, retrying refused and unreachable attempts with backoff
-/// (the listener may not be up yet) until `deadline`.
-Status connectWithRetry(const Endpoint &to, Clock::time_point deadline, int wakeFd, Fd &out,
-                        const std::string &what) {
+/// One connection attempt to `to` by `deadline`: OK with the socket, or
+/// `error` says why not (a Status only when the group was aborted).
+Status connectOnce(const Endpoint &to, Clock::time_point deadline, int wakeFd, Fd &out,
+                   std::string &error) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(to.ip);
   addr.sin_port = htons(to.port);
-  std::string lastError = "no attempt";
-  auto backoff = std::chrono::milliseconds(20);
-  for (;;) {
-    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd.valid())
-      return Status::error(cat(what, ": socket: ", errnoText(errno)));
-    setNonBlocking(fd.get());
-    int err = ::connect(fd.get(), reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) == 0 ? 0 : errno;
-    if (err == EINPROGRESS) {
-      std::string why;
-      if (waitFor(fd.get(), POLLOUT, deadline, wakeFd, why)) {
-        socklen_t len = sizeof(err);
-        ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-      } else if (why != "timed out") {
-        return Status::error(cat(what, ": ", why));
-      } else {
-        lastError = "the connection attempt timed out";
-      }
-    }
-    if (err == 0) {
-      setNoDelay(fd.get());
-      out = std::move(fd);
-      return Status::ok();
-    }
-    if (err != EINPROGRESS)
-      lastError = errnoText(err);
-    if (Clock::now() + backoff >= deadline)
-      return Status::error(cat(what, ": nobody accepted a connection at ", formatEndpoint(to),
-                               " before the start-up timeout (last error: ", lastError, ")"));
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) {
+    error = cat("socket: ", errnoText(errno));
+    return Status::ok();
   }
+  setNonBlocking(fd.get());
+  int err = ::connect(fd.get(), reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) == 0 ? 0 : errno;
+  if (err == EINPROGRESS) {
+    std::string why;
+    if (waitFor(fd.get(), POLLOUT, deadline, wakeFd, why)) {
+      socklen_t len = sizeof(err);
+      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    } else if (why != "timed out") {
+      return Status::error(why);
+    }
+  }
+  if (err == 0) {
+    setNoDelay(fd.get());
+    out = std::move(fd);
+    error.clear();
+  } else {
+    error = err == EINPROGRESS ? "the connection attempt timed out" : errnoText(err);
+  }
+  return Status::ok();
+}
+
+/// Sleeps the backoff before the next round of attempts, doubling it up
+/// to a second; false when that would pass `deadline`.
+bool backOff(std::chrono::milliseconds &backoff, Clock::time_point deadline) {
+  if (Clock::now() + backoff >= deadline)
+    return false;
+  std::this_thread::sleep_for(backoff);
+  backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  return true;
+}
+
+/// Connects to `to`, retrying refused and unreachable attempts with backoff
+/// (the listener may not be up yet) until `deadline`.
+Status connectWithRetry(const Endpoint &to, Clock::time_point deadline, int wakeFd, Fd &out,
+                        const std::string &what) {
+  std::string lastError;
+  auto backoff = std::chrono::milliseconds(20);
+  do {
+    if (Status s = connectOnce(to, deadline, wakeFd, out, lastError); !s)
+      return Status::error(cat(what, ": ", s.message()));
+    if (out.valid())
+      return Status::ok();
+  } while (backOff(backoff, deadline));
+  return Status::error(cat(what, ": nobody accepted a connection at ", formatEndpoint(to),
+                           " before the start-up timeout (last error: ", lastError, ")"));
 }
 
 /// Accepts one connection on `listener` by `deadline`.
@@ -201,16 +227,25 @@ uint64_t randomNonce() {
 }
 
 /// Rank 0: gathers every other rank's greeting, checks them, answers all.
-Status rendezvousAsRoot(const RendezvousOptions &o, const std::string &where, uint16_t meshPort,
+Status rendezvousAsRoot(const RendezvousOptions &o, const std::string &whereAll, uint16_t meshPort,
                         Clock::time_point deadline, WorldTable &out) {
   Fd owned;
   int listener = o.listenFd;
+  uint16_t port = o.port;
   if (listener < 0) {
-    uint16_t bound = 0;
-    if (Status s = listenTcp(o.port, owned, bound); !s)
-      return Status::error(cat("rendezvous: rank 0 cannot listen at ", where, ": ", s.message()));
+    // The first candidate port that is free (see RendezvousOptions).
+    std::string lastError;
+    for (int k = 0; k < std::max(1, o.portCandidates) && !owned.valid(); ++k) {
+      uint16_t bound = 0;
+      port = static_cast<uint16_t>(o.port + k);
+      if (Status s = listenTcp(port, owned, bound); !s)
+        lastError = s.message();
+    }
+    if (!owned.valid())
+      return Status::error(cat("rendezvous: rank 0 cannot listen at ", whereAll, ": ", lastError));
     listener = owned.get();
   }
+  const std::string where = cat(o.addr, ":", port);
   std::vector<Fd> conns(static_cast<size_t>(o.size));
   std::vector<Endpoint> endpoints(static_cast<size_t>(o.size));
   endpoints[0].port = meshPort; // its address: the one the others reached
@@ -234,6 +269,11 @@ Status rendezvousAsRoot(const RendezvousOptions &o, const std::string &where, ui
     if (!recvAll(conn.get(), &hello, sizeof(hello), greetingDeadline, "a client") ||
         std::memcmp(hello.magic, kHelloMagic, sizeof(kHelloMagic)) != 0)
       continue; // not one of ours: drop it
+    Ack ack{};
+    std::memcpy(ack.magic, kHelloMagic, sizeof(kHelloMagic));
+    ack.sameJob = std::strncmp(hello.job, o.job.c_str(), sizeof(hello.job) - 1) == 0;
+    if (!sendAll(conn.get(), &ack, sizeof(ack), greetingDeadline, "a client") || !ack.sameJob)
+      continue; // a rank of another job: it tries its next port
     if (hello.size != o.size)
       error = cat("rendezvous at ", where, ": rank ", hello.rank, " has WORLD_SIZE=", hello.size,
                   ", but rank 0 has WORLD_SIZE=", o.size, "; every rank must be started with the "
@@ -282,20 +322,47 @@ Status rendezvousAsPeer(const RendezvousOptions &o, const std::string &where, ui
   Endpoint root;
   if (Status s = resolveIpv4(o.addr, root.ip); !s)
     return Status::error(cat("rendezvous: MASTER_ADDR ", s.message()));
-  root.port = o.port;
-  Fd conn;
-  if (Status s = connectWithRetry(root, deadline, -1, conn, cat("rendezvous: rank ", o.rank)); !s)
-    return Status::error(s.message() + cat(" (rank 0's rendezvous at ", where, ")"));
+  const int candidates = std::max(1, o.portCandidates);
   Hello hello{};
   std::memcpy(hello.magic, kHelloMagic, sizeof(kHelloMagic));
   hello.rank = o.rank;
   hello.size = o.size;
   hello.meshPort = meshPort;
+  std::strncpy(hello.job, o.job.c_str(), sizeof(hello.job) - 1);
+  // Each round tries every candidate port; rank 0 acknowledges a greeting
+  // at once, so a listener of another job or program is passed over.
+  Fd conn;
+  std::string lastError;
+  auto backoff = std::chrono::milliseconds(20);
+  do {
+    for (int k = 0; k < candidates && !conn.valid(); ++k) {
+      const Endpoint to{root.ip, static_cast<uint16_t>(o.port + k)};
+      const auto tryDeadline = std::min(deadline, Clock::now() + std::chrono::seconds(5));
+      Fd fd;
+      FSDP_RETURN_IF_ERROR(connectOnce(to, tryDeadline, -1, fd, lastError));
+      Ack ack{};
+      if (!fd.valid() ||
+          !sendAll(fd.get(), &hello, sizeof(hello), tryDeadline, "") ||
+          !recvAll(fd.get(), &ack, sizeof(ack), tryDeadline, ""))
+        continue;
+      if (std::memcmp(ack.magic, kHelloMagic, sizeof(kHelloMagic)) == 0 && ack.sameJob)
+        conn = std::move(fd);
+      else
+        lastError = cat(formatEndpoint(to), " is another job's rendezvous");
+    }
+  } while (!conn.valid() && backOff(backoff, deadline));
+  if (!conn.valid()) {
+    std::string at = formatEndpoint(Endpoint{root.ip, o.port});
+    if (candidates > 1)
+      at += cat("..", o.port + candidates - 1);
+    return Status::error(cat("rendezvous: rank ", o.rank, ": nobody accepted a connection at ", at,
+                             " before the start-up timeout (last error: ", lastError,
+                             ") (rank 0's rendezvous at ", where, ")"));
+  }
   // Rank 0 answers once every rank is in or its own deadline passed: wait
   // for that answer beyond ours, so its error is the one reported.
   const auto answerDeadline = deadline + o.timeout + std::chrono::seconds(10);
   const std::string rank0 = cat("rank 0 (rendezvous at ", where, ")");
-  FSDP_RETURN_IF_ERROR(sendAll(conn.get(), &hello, sizeof(hello), answerDeadline, rank0));
   Reply reply{};
   FSDP_RETURN_IF_ERROR(recvAll(conn.get(), &reply, sizeof(reply), answerDeadline, rank0));
   if (!reply.ok)
@@ -387,7 +454,9 @@ Status recvAll(int fd, void *data, size_t bytes, Clock::time_point deadline,
 }
 
 Status rendezvous(const RendezvousOptions &options, uint16_t meshPort, WorldTable &out) {
-  const std::string where = cat(options.addr, ":", options.port);
+  std::string where = cat(options.addr, ":", options.port);
+  if (options.portCandidates > 1)
+    where += cat("..", options.port + options.portCandidates - 1);
   const auto deadline = Clock::now() + options.timeout;
   return options.rank == 0 ? rendezvousAsRoot(options, where, meshPort, deadline, out)
                            : rendezvousAsPeer(options, where, meshPort, deadline, out);

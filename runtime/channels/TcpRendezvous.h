@@ -8,7 +8,8 @@
 // listener). Rank 0 checks that the ranks are consistent (one process per
 // rank, all with the same world size) and answers every rank with either
 // the table of all ranks' mesh endpoints or the one error every rank then
-// reports. The ranks then connect pairwise into a full mesh (rank i
+// reports; it acknowledges each greeting at once, saying whether it is of
+// this job, so ranks can try a list of candidate ports. The ranks then connect pairwise into a full mesh (rank i
 // connects to every j < i and accepts every j > i), which is how split()
 // builds the meshes of sub-groups too. A shared random nonce in every mesh
 // greeting keeps stray connections (and other jobs) out. IPv4 only.
@@ -81,7 +82,14 @@ Status recvAll(int fd, void *data, size_t bytes, Clock::time_point deadline,
 /// What the rendezvous needs to know.
 struct RendezvousOptions {
   std::string addr;   // rank 0's host (MASTER_ADDR)
-  uint16_t port = 0;  // rank 0's rendezvous port
+  uint16_t port = 0;  // rank 0's rendezvous port, or the first candidate:
+  /// rank 0 listens at the first of port .. port + portCandidates - 1 that
+  /// is free, and the others try them in order (a port chosen next to
+  /// another program's may be taken by its connections).
+  int portCandidates = 1;
+  /// Names the job: a rank greeting another job's rank 0 (found on a
+  /// candidate port) is told so and tries the next port.
+  std::string job;
   int rank = 0;
   int size = 1;
   std::chrono::milliseconds timeout{120000}; // start-up deadline

@@ -158,8 +158,9 @@ const char *kUsage =
     "Several processes: mpirun -np N fsdp-run PLAN ... (srun --mpi=pmix likewise), or\n"
     "torchrun --no-python --nproc-per-node=N fsdp-run PLAN ...: torchrun's ranks meet\n"
     "over TCP at MASTER_ADDR, port MASTER_PORT + 1 under torchrun's agent (which holds\n"
-    "MASTER_PORT), else MASTER_PORT, or FSDP_RENDEZVOUS_PORT; they wait for each other\n"
-    "FSDP_RENDEZVOUS_TIMEOUT seconds (default 120). LOCAL_RANK selects the GPU.\n";
+    "MASTER_PORT; the first free of + 1 .. + 8), else MASTER_PORT, or\n"
+    "FSDP_RENDEZVOUS_PORT; they wait for each other FSDP_RENDEZVOUS_TIMEOUT seconds\n"
+    "(default 120). LOCAL_RANK selects the GPU.\n";
 
 bool parseInt(const std::string &text, int64_t &value) {
   char *end = nullptr;

@@ -18,6 +18,9 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,15 +89,18 @@ TEST(TcpLaunchEnv, OptionsFromTorchrunsEnvironment) {
   EXPECT_EQ(o.localSize, 2);
   EXPECT_EQ(o.addr, "localhost");
   EXPECT_EQ(o.port, 29500);
+  EXPECT_EQ(o.portCandidates, 1);
   EXPECT_EQ(o.timeout, 120s);
   {
     ScopedEnv agent({{"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"FSDP_RENDEZVOUS_TIMEOUT", "2.5"}});
     ASSERT_TRUE(comm::tcpWorldOptionsFromEnv(o).isOk());
     EXPECT_EQ(o.port, 29501);
+    EXPECT_EQ(o.portCandidates, 8);
     EXPECT_EQ(o.timeout, 2500ms);
     ScopedEnv chosen(std::vector<std::pair<const char *, const char *>>{{"FSDP_RENDEZVOUS_PORT", "31000"}});
     ASSERT_TRUE(comm::tcpWorldOptionsFromEnv(o).isOk());
     EXPECT_EQ(o.port, 31000);
+    EXPECT_EQ(o.portCandidates, 1);
   }
   ScopedEnv noAddr(std::vector<std::pair<const char *, const char *>>{{"MASTER_ADDR", nullptr}});
   EXPECT_FALSE(comm::launchedUnderTorchrun());
@@ -203,6 +209,60 @@ TEST(TcpRendezvous, InconsistentRanksFailWithOneMessage) {
   for (size_t r = 0; r < st.size(); ++r)
     EXPECT_NE(st[r].message().find("two processes have RANK=1"), std::string::npos)
         << "rank " << r << ": " << st[r].message();
+}
+
+// With candidate ports (torchrun's agent), rank 0 takes the first free
+// one and the others find it: past a port bound by another socket (as the
+// agent's connections take ports next to MASTER_PORT) and past another
+// job's rendezvous, which tells them they are not of its job.
+TEST(TcpRendezvous, CandidatePortsSkipTakenPortsAndOtherJobs) {
+  // Three consecutive ports: the first held by a plain bound socket, the
+  // second by another job's rank 0.
+  comm::tcp::Fd probe, second, third;
+  uint16_t base = 0, ignored = 0;
+  for (int attempt = 0; attempt < 50 && !third.valid(); ++attempt) {
+    probe.reset();
+    second.reset();
+    ASSERT_TRUE(comm::tcp::listenTcp(0, probe, base).isOk());
+    if (base > 65000 || !comm::tcp::listenTcp(base + 1, second, ignored).isOk() ||
+        !comm::tcp::listenTcp(base + 2, third, ignored).isOk())
+      continue;
+  }
+  ASSERT_TRUE(third.valid()) << "no three consecutive free ports";
+  third.reset();
+  second.reset(); // the other job's rank 0 takes base + 1 itself
+  probe.reset(); // base: bound by a socket that does not listen
+  comm::tcp::Fd plain(::socket(AF_INET, SOCK_STREAM, 0));
+  {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(base);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(plain.get(), reinterpret_cast<sockaddr *>(&addr), sizeof(addr)), 0);
+  }
+  TcpWorldOptions other = rankOptions(0, 2, base + 1);
+  other.job = "another job";
+  other.timeout = 1500ms;
+  Status otherStatus;
+  std::unique_ptr<Communicator> otherComm;
+  std::thread otherJob([&] { otherStatus = comm::createTcpWorld(other, otherComm); });
+  std::this_thread::sleep_for(100ms); // it listens first
+  std::vector<TcpWorldOptions> ranks = {rankOptions(0, 2, base), rankOptions(1, 2, base)};
+  for (TcpWorldOptions &o : ranks) {
+    o.portCandidates = 3;
+    o.job = "this job";
+  }
+  Comms comms;
+  std::vector<Status> st = startRanks(ranks, comms);
+  otherJob.join();
+  for (size_t r = 0; r < st.size(); ++r)
+    ASSERT_TRUE(st[r].isOk()) << "rank " << r << ": " << st[r].message();
+  EXPECT_FALSE(otherStatus.isOk()); // nobody of its job came
+  std::vector<Status> barrier(2);
+  std::thread t([&] { barrier[1] = comms[1]->barrier(); });
+  barrier[0] = comms[0]->barrier();
+  t.join();
+  EXPECT_TRUE(barrier[0].isOk() && barrier[1].isOk()) << barrier[0].message();
 }
 
 // A watchdog thread's abort() wakes this rank's thread blocked in a

@@ -1,19 +1,13 @@
 //===- TcpCommunicator.cpp - ranks as processes connected over TCP -------===//
 //
-// Every pair of ranks of a communicator shares one data socket. A
-// collective is two exchanges on them: first every rank sends every other
-// its WireCall and the verdict is judged (which also makes barrier()), then
-// the data move as bytes, never as arithmetic in flight:
-//   allGather      every rank sends its part to every other
-//   reduceScatter  rank p receives every rank's chunk p, then the shared
-//                  rank-order reduction
-//   allReduce      the same on ceil(count / size) chunks of the (padded)
-//                  buffer, then an all-gather of the reduced chunks: each
-//                  element is reduced over ranks 0..n-1 in order, so the
-//                  bits equal the in-process result
-//   broadcast      the root sends to every rank
-//   split          ranks exchange (color, key, port of a new listener) and
-//                  each new group builds its own mesh (TcpRendezvous.h)
+// Every pair of ranks of a communicator shares one data socket, on which
+// ProcessCommunicator.h's collectives (the call verdict, rank-order
+// reductions over exchanged chunks) make their byte moves:
+//   allGatherBytes  every rank sends its part to every other
+//   allToAllBytes   rank p receives every rank's chunk p
+//   broadcastBytes  the root sends to every rank
+//   splitGroup      ranks all-gather (color, key, port of a new listener)
+//                   and each new group builds its own mesh (TcpRendezvous.h)
 // One exchange is a poll() loop over non-blocking sockets that sends to
 // and receives from all peers at once, a gigabyte per call at most, so
 // simultaneous large messages never deadlock on full socket buffers and
@@ -36,8 +30,7 @@
 
 #include "runtime/channels/TcpCommunicator.h"
 
-#include "runtime/channels/CollectiveCall.h"
-#include "runtime/channels/RankOrderReduce.h"
+#include "runtime/channels/ProcessCommunicator.h"
 #include "runtime/channels/TcpRendezvous.h"
 
 #include <fcntl.h>
@@ -197,213 +190,111 @@ struct SplitEntry {
 
 constexpr size_t kMaxIo = size_t{1} << 30;
 
-class TcpCommunicator final : public Communicator {
+class TcpCommunicator final : public ProcessCommunicator {
 public:
   TcpCommunicator(std::shared_ptr<Family> family, int rank, std::vector<Fd> links,
                   std::vector<uint32_t> ips, std::vector<int> worldRanks, uint64_t nonce)
-      : family_(std::move(family)), rank_(rank), size_(static_cast<int>(links.size())),
+      : ProcessCommunicator(rank, static_cast<int>(links.size())), family_(std::move(family)),
         links_(std::move(links)), ips_(std::move(ips)), worldRanks_(std::move(worldRanks)),
-        nonce_(nonce), transfers_(links_.size()), inputs_(links_.size()) {
+        nonce_(nonce), transfers_(links_.size()) {
     for (Fd &fd : links_)
       if (fd.valid())
         ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
   }
 
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  using Communicator::allGather;
-  using Communicator::allReduce;
-  using Communicator::broadcast;
-  using Communicator::reduceScatter;
-
-  Status allGather(const void *send, void *recv, int64_t sendCount, DType dtype) override {
-    const CallDesc desc{CallKind::AllGather, sendCount, dtype};
-    return run(desc, checkCall(desc, size_, send, recv), [&]() -> Status {
-      const size_t bytes = byteCount(sendCount, dtype);
-      auto *out = static_cast<uint8_t *>(recv);
-      const auto *mine = static_cast<const uint8_t *>(send);
-      // Outside NCCL's in-place layout, received parts must not overwrite
-      // the part still being sent.
-      if (bytes > 0 && mine != out + rank_ * bytes && overlaps(out, bytes * size_, mine, bytes)) {
-        sendCopy_.assign(mine, mine + bytes);
-        mine = sendCopy_.data();
-      }
-      return allGatherBytes(mine, out, bytes);
-    });
-  }
-
-  Status reduceScatter(const void *send, void *recv, int64_t recvCount, DType dtype,
-                       ReduceOp op) override {
-    const CallDesc desc{CallKind::ReduceScatter, recvCount, dtype, op};
-    return run(desc, checkCall(desc, size_, send, recv),
-               [&] { return reduceChunks(send, recv, recvCount, dtype, op); });
-  }
-
-  Status allReduce(const void *send, void *recv, int64_t count, DType dtype,
-                   ReduceOp op) override {
-    const CallDesc desc{CallKind::AllReduce, count, dtype, op};
-    return run(desc, checkCall(desc, size_, send, recv), [&]() -> Status {
-      if (count == 0)
-        return Status::ok();
-      // Reduce-scatter over `size` equal chunks (the last ones padded with
-      // zeros, whose reductions nobody reads), then gather the chunks.
-      const int64_t chunk = (count + size_ - 1) / size_;
-      const size_t bytes = byteCount(count, dtype), chunkBytes = byteCount(chunk, dtype);
-      const bool padded = chunkBytes * size_ != bytes;
-      if (padded) {
-        padded_.assign(chunkBytes * size_, 0);
-        std::memcpy(padded_.data(), send, bytes);
-        send = padded_.data();
-      }
-      reduced_.resize(chunkBytes);
-      FSDP_RETURN_IF_ERROR(reduceChunks(send, reduced_.data(), chunk, dtype, op));
-      auto *out = padded ? padded_.data() : static_cast<uint8_t *>(recv);
-      FSDP_RETURN_IF_ERROR(allGatherBytes(reduced_.data(), out, chunkBytes));
-      if (padded)
-        std::memcpy(recv, padded_.data(), bytes);
-      return Status::ok();
-    });
-  }
-
-  Status broadcast(void *buf, int64_t count, DType dtype, int root) override {
-    const CallDesc desc{CallKind::Broadcast, count, dtype, ReduceOp::Sum, root};
-    return run(desc, checkCall(desc, size_, buf, buf), [&]() -> Status {
-      const size_t bytes = byteCount(count, dtype);
-      clearTransfers();
-      auto *data = static_cast<uint8_t *>(buf);
-      if (rank_ == root) {
-        for (Transfer &t : transfers_)
-          t = Transfer{data, bytes, nullptr, 0};
-      } else {
-        transfers_[root] = Transfer{nullptr, 0, data, bytes};
-      }
-      return exchange();
-    });
-  }
-
-  // The agreement exchange is itself the synchronization.
-  Status barrier() override {
-    return run(CallDesc{}, Status::ok(), [] { return Status::ok(); });
-  }
-
-  Status split(int color, int key, std::unique_ptr<Communicator> &out) override {
-    out.reset();
-    const CallDesc desc{CallKind::Split};
-    return run(desc, checkCall(desc, size_, nullptr, nullptr, color), [&]() -> Status {
-      Fd listener;
-      uint16_t port = 0;
-      FSDP_RETURN_IF_ERROR(listenTcp(0, listener, port));
-      std::vector<SplitEntry> entries(static_cast<size_t>(size_));
-      entries[rank_] = SplitEntry{color, key, port, 0};
-      clearTransfers();
-      for (int p = 0; p < size_; ++p)
-        transfers_[p] = Transfer{reinterpret_cast<const uint8_t *>(&entries[rank_]),
-                                 sizeof(SplitEntry), reinterpret_cast<uint8_t *>(&entries[p]),
-                                 sizeof(SplitEntry)};
-      FSDP_RETURN_IF_ERROR(exchange());
-      // The new group: ranks of my color by (key, old rank).
-      std::vector<int> members;
-      for (int r = 0; r < size_; ++r)
-        if (entries[r].color == color)
-          members.push_back(r);
-      std::stable_sort(members.begin(), members.end(),
-                       [&](int a, int b) { return entries[a].key < entries[b].key; });
-      const int newRank = static_cast<int>(std::find(members.begin(), members.end(), rank_) -
-                                           members.begin());
-      std::vector<Endpoint> endpoints;
-      std::vector<uint32_t> ips;
-      std::vector<int> worldRanks;
-      for (int m : members) {
-        endpoints.push_back(Endpoint{ips_[m], static_cast<uint16_t>(entries[m].port)});
-        ips.push_back(ips_[m]);
-        worldRanks.push_back(worldRanks_[m]);
-      }
-      // Every member counts this communicator's splits alike, so the nonce
-      // is the same within a new group and differs between groups.
-      const uint64_t nonce = (nonce_ ^ (++splits_ * 0x9e3779b97f4a7c15ull)) * 1000003 +
-                             static_cast<uint64_t>(color);
-      std::vector<std::vector<Fd>> links;
-      FSDP_RETURN_IF_ERROR(buildMesh(newRank, endpoints, listener.get(), nonce, 1,
-                                     Clock::now() + family_->timeout, family_->wakeFd(), links));
-      out = std::make_unique<TcpCommunicator>(family_, newRank, std::move(links[0]),
-                                              std::move(ips), std::move(worldRanks), nonce);
-      return Status::ok();
-    });
-  }
-
   void abort(const std::string &reason) override { family_->abort(family_->worldRank, reason); }
 
 private:
-  /// The exchange and verdict of the file comment, then `transfer`; any
-  /// failure is kept, so every later call fails the same way.
-  template <typename TransferFn>
-  Status run(const CallDesc &desc, const Status &local, TransferFn &&transfer) {
-    family_->pollControlNow();
-    if (failure_.empty() && family_->aborted())
-      failure_ = family_->abortMessage();
-    if (failure_.empty()) {
-      Status status = agree(desc, local);
-      if (status.isOk())
-        status = transfer();
-      if (status.isOk())
-        return status;
-      failure_ = family_->aborted() ? family_->abortMessage() : status.message();
-      if (broken_)
-        for (Fd &fd : links_)
-          if (fd.valid())
-            ::shutdown(fd.get(), SHUT_RDWR); // ranks waiting on this one fail too
-    }
-    return Status::error(cat(desc.describe(), " on rank ", rank_, ": ", failure_));
-  }
-
-  Status agree(const CallDesc &desc, const Status &local) {
-    wire_.resize(static_cast<size_t>(size_));
-    wire_[rank_] = toWire(desc, local);
-    clearTransfers();
-    for (int p = 0; p < size_; ++p)
-      transfers_[p] = Transfer{reinterpret_cast<const uint8_t *>(&wire_[rank_]), sizeof(WireCall),
-                               reinterpret_cast<uint8_t *>(&wire_[p]), sizeof(WireCall)};
+  Status allGatherBytes(const void *mine, void *out, size_t bytes) override {
+    const auto *in = static_cast<const uint8_t *>(mine);
+    auto *all = static_cast<uint8_t *>(out);
+    for (int p = 0; p < size(); ++p)
+      transfers_[p] = Transfer{in, bytes, all + p * bytes, bytes};
     FSDP_RETURN_IF_ERROR(exchange());
-    const std::string verdict = judgeWireCalls(wire_.data(), wire_.size());
-    return verdict.empty() ? Status::ok() : Status::error(verdict);
-  }
-
-  void clearTransfers() { std::fill(transfers_.begin(), transfers_.end(), Transfer{}); }
-
-  /// out (size * bytes) = every rank's `mine` in rank order. `mine` may be
-  /// this rank's own part of out.
-  Status allGatherBytes(const uint8_t *mine, uint8_t *out, size_t bytes) {
-    clearTransfers();
-    for (int p = 0; p < size_; ++p)
-      transfers_[p] = Transfer{mine, bytes, out + p * bytes, bytes};
-    FSDP_RETURN_IF_ERROR(exchange());
-    if (bytes > 0 && mine != out + rank_ * bytes)
-      std::memmove(out + rank_ * bytes, mine, bytes);
+    if (bytes > 0 && in != all + rank() * bytes)
+      std::memcpy(all + rank() * bytes, in, bytes);
     return Status::ok();
   }
 
-  /// recv (chunk elements) = rank-order reduction of chunk `rank` of every
-  /// rank's send (size * chunk elements). recv may alias send: every byte
-  /// of send has been sent or copied before anything is stored.
-  Status reduceChunks(const void *send, void *recv, int64_t chunk, DType dtype, ReduceOp op) {
-    const size_t bytes = byteCount(chunk, dtype);
-    if (bytes == 0)
-      return Status::ok();
-    const auto *in = static_cast<const uint8_t *>(send);
-    gathered_.resize(bytes * size_);
-    clearTransfers();
-    for (int p = 0; p < size_; ++p)
-      transfers_[p] = Transfer{in + p * bytes, bytes, gathered_.data() + p * bytes, bytes};
+  Status allToAllBytes(const void *in, void *out, size_t bytes) override {
+    const auto *chunks = static_cast<const uint8_t *>(in);
+    auto *all = static_cast<uint8_t *>(out);
+    for (int p = 0; p < size(); ++p)
+      transfers_[p] = Transfer{chunks + p * bytes, bytes, all + p * bytes, bytes};
     FSDP_RETURN_IF_ERROR(exchange());
-    std::memcpy(gathered_.data() + rank_ * bytes, in + rank_ * bytes, bytes);
-    for (int s = 0; s < size_; ++s)
-      inputs_[s] = gathered_.data() + s * bytes;
-    return reduceInRankOrder(inputs_.data(), size_, recv, chunk, dtype, op);
+    if (bytes > 0)
+      std::memcpy(all + rank() * bytes, chunks + rank() * bytes, bytes);
+    return Status::ok();
+  }
+
+  Status broadcastBytes(void *buf, size_t bytes, int root) override {
+    auto *data = static_cast<uint8_t *>(buf);
+    for (int p = 0; p < size(); ++p)
+      transfers_[p] = rank() == root ? Transfer{data, bytes, nullptr, 0}
+                      : p == root    ? Transfer{nullptr, 0, data, bytes}
+                                     : Transfer{};
+    return exchange();
+  }
+
+  /// The ranks exchange (color, key, port of a new listener); each new
+  /// group builds its own mesh, so it never shares a socket with this one.
+  Status splitGroup(int color, int key, std::unique_ptr<Communicator> &out) override {
+    Fd listener;
+    uint16_t port = 0;
+    FSDP_RETURN_IF_ERROR(listenTcp(0, listener, port));
+    const SplitEntry mine{color, key, port, 0};
+    std::vector<SplitEntry> entries(static_cast<size_t>(size()));
+    FSDP_RETURN_IF_ERROR(allGatherBytes(&mine, entries.data(), sizeof(SplitEntry)));
+    // The new group: ranks of this color by (key, old rank).
+    std::vector<int> members;
+    for (int r = 0; r < size(); ++r)
+      if (entries[r].color == color)
+        members.push_back(r);
+    std::stable_sort(members.begin(), members.end(),
+                     [&](int a, int b) { return entries[a].key < entries[b].key; });
+    const int newRank =
+        static_cast<int>(std::find(members.begin(), members.end(), rank()) - members.begin());
+    std::vector<Endpoint> endpoints;
+    std::vector<uint32_t> ips;
+    std::vector<int> worldRanks;
+    for (int m : members) {
+      endpoints.push_back(Endpoint{ips_[m], static_cast<uint16_t>(entries[m].port)});
+      ips.push_back(ips_[m]);
+      worldRanks.push_back(worldRanks_[m]);
+    }
+    // Every member counts this communicator's splits alike, so the nonce
+    // is the same within a new group and differs between groups.
+    const uint64_t nonce =
+        (nonce_ ^ (++splits_ * 0x9e3779b97f4a7c15ull)) * 1000003 + static_cast<uint64_t>(color);
+    std::vector<std::vector<Fd>> links;
+    FSDP_RETURN_IF_ERROR(buildMesh(newRank, endpoints, listener.get(), nonce, 1,
+                                   Clock::now() + family_->timeout, family_->wakeFd(), links));
+    out = std::make_unique<TcpCommunicator>(family_, newRank, std::move(links[0]), std::move(ips),
+                                            std::move(worldRanks), nonce);
+    return Status::ok();
+  }
+
+  std::string pendingFailure() override {
+    family_->pollControlNow();
+    return family_->aborted() ? family_->abortMessage() : std::string();
+  }
+
+  void onFailure() override {
+    if (broken_)
+      for (Fd &fd : links_)
+        if (fd.valid())
+          ::shutdown(fd.get(), SHUT_RDWR); // ranks waiting on this one fail too
   }
 
   /// Moves transfers_ (this rank's own entry ignored) over all sockets at
-  /// once until done, an abort, or a peer's failure.
+  /// once until done, an abort, or a peer's failure; leaves them cleared.
   Status exchange() {
+    Status status = exchangeUntilDone();
+    std::fill(transfers_.begin(), transfers_.end(), Transfer{});
+    return status;
+  }
+
+  Status exchangeUntilDone() {
     std::vector<pollfd> &fds = pollFds_;
     std::vector<int> &who = pollWho_;
     for (;;) {
@@ -413,9 +304,9 @@ private:
       who.clear();
       family_->addPollFds(fds, who);
       const size_t firstData = fds.size();
-      for (int p = 0; p < size_; ++p) {
+      for (int p = 0; p < size(); ++p) {
         const Transfer &t = transfers_[p];
-        if (p == rank_ || (t.sendLeft == 0 && t.recvLeft == 0))
+        if (p == rank() || (t.sendLeft == 0 && t.recvLeft == 0))
           continue;
         fds.push_back(pollfd{links_[p].get(),
                              static_cast<short>((t.recvLeft ? POLLIN : 0) |
@@ -473,19 +364,13 @@ private:
   }
 
   std::shared_ptr<Family> family_;
-  int rank_, size_;
   std::vector<Fd> links_;        // data socket to each rank; none for this one
   std::vector<uint32_t> ips_;    // where each rank is reachable
   std::vector<int> worldRanks_;  // each rank's rank in the world
   uint64_t nonce_;
   uint64_t splits_ = 0;
-  std::string failure_; // non-empty once a collective failed, for good
   bool broken_ = false; // a socket failed: the links are shut down
-  // Per-call scratch, kept to avoid allocating on every collective.
-  std::vector<Transfer> transfers_;
-  std::vector<WireCall> wire_;
-  std::vector<const void *> inputs_;
-  std::vector<uint8_t> gathered_, padded_, reduced_, sendCopy_;
+  std::vector<Transfer> transfers_; // the current exchange, by peer
   std::vector<pollfd> pollFds_;
   std::vector<int> pollWho_;
 };
@@ -541,15 +426,15 @@ Status tcpWorldOptionsFromEnv(TcpWorldOptions &out) {
   if (std::getenv("FSDP_RENDEZVOUS_PORT")) {
     int64_t port = 0;
     FSDP_RETURN_IF_ERROR(envInt("FSDP_RENDEZVOUS_PORT", 1, 65535, port));
-    out.port = static_cast<int>(port);
+    out.port = static_cast<uint16_t>(port);
   } else if (agentHoldsPort) {
     if (masterPort == 65535)
       return Status::error("MASTER_PORT=65535: the rendezvous needs MASTER_PORT + 1 (torchrun's "
                            "agent holds MASTER_PORT); set FSDP_RENDEZVOUS_PORT");
-    out.port = static_cast<int>(masterPort + 1);
+    out.port = static_cast<uint16_t>(masterPort + 1);
     out.portCandidates = static_cast<int>(std::min<int64_t>(8, 65535 - masterPort));
   } else {
-    out.port = static_cast<int>(masterPort);
+    out.port = static_cast<uint16_t>(masterPort);
   }
   const char *runId = std::getenv("TORCHELASTIC_RUN_ID");
   out.job = cat(addr, ":", masterPort, "/", runId ? runId : "");
@@ -569,7 +454,7 @@ Status createTcpWorld(const TcpWorldOptions &o, std::unique_ptr<Communicator> &o
   out.reset();
   if (o.size < 1 || o.rank < 0 || o.rank >= o.size)
     return Status::error(cat("TCP world: rank ", o.rank, " is outside a world of ", o.size));
-  if (o.port < 0 || o.port > 65535 || (o.port == 0 && o.listenFd < 0 && o.size > 1))
+  if (o.port == 0 && o.listenFd < 0 && o.size > 1)
     return Status::error(cat("TCP world: invalid rendezvous port ", o.port));
   std::vector<std::vector<Fd>> links(2);
   for (auto &channel : links)
@@ -581,17 +466,8 @@ Status createTcpWorld(const TcpWorldOptions &o, std::unique_ptr<Communicator> &o
     uint16_t meshPort = 0;
     if (Status s = listenTcp(0, listener, meshPort); !s)
       return Status::error("TCP world: mesh listener: " + s.message());
-    RendezvousOptions ro;
-    ro.addr = o.addr;
-    ro.port = static_cast<uint16_t>(o.port);
-    ro.portCandidates = o.portCandidates;
-    ro.job = o.job;
-    ro.rank = o.rank;
-    ro.size = o.size;
-    ro.timeout = o.timeout;
-    ro.listenFd = o.listenFd;
     WorldTable table;
-    FSDP_RETURN_IF_ERROR(rendezvous(ro, meshPort, table));
+    FSDP_RETURN_IF_ERROR(rendezvous(o, meshPort, table));
     // Channel 0 carries the data, channel 1 the family's abort frames.
     FSDP_RETURN_IF_ERROR(buildMesh(o.rank, table.endpoints, listener.get(), table.nonce, 2,
                                    Clock::now() + o.timeout, -1, links));

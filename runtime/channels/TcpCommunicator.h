@@ -36,27 +36,20 @@
 #define FSDP_RUNTIME_COMM_TCPCOMMUNICATOR_H
 
 #include "runtime/channels/Communicator.h"
+#include "runtime/channels/TcpRendezvous.h"
 
-#include <chrono>
 #include <memory>
 #include <string>
 
 namespace fsdp::rt::comm {
 
-/// Where and who this process is in a TCP world.
-struct TcpWorldOptions {
-  std::string addr = "127.0.0.1"; // rank 0's host
-  int port = 0;                   // rank 0's rendezvous port (the first candidate)
-  int portCandidates = 1;         // port .. port + portCandidates - 1
-  std::string job;                // names the job to the rendezvous
-  int rank = 0;
-  int size = 1;
-  int localRank = 0;   // selects the GPU
-  int localSize = 0;   // ranks on this machine (0: unknown)
-  std::chrono::milliseconds timeout{120000};
-  /// Rank 0 only: an already listening socket to rendezvous on (tests
-  /// bind port 0 to get a free port without races); not owned.
-  int listenFd = -1;
+/// Where and who this process is in a TCP world: the rendezvous' options
+/// (rank 0's address and port, rank, world size, start-up timeout; tests
+/// pass rank 0 a listening socket bound to a free port) and where the rank
+/// is on its machine.
+struct TcpWorldOptions : tcp::RendezvousOptions {
+  int localRank = 0; // selects the GPU
+  int localSize = 0; // ranks on this machine (0: unknown)
 };
 
 /// True when torchrun's environment is set: RANK, WORLD_SIZE, LOCAL_RANK,

@@ -9,6 +9,7 @@
 
 #include "runtime/channels/RankOrderReduce.h"
 
+#include <cstring>
 #include <limits>
 
 namespace fsdp::rt::comm {
@@ -78,6 +79,29 @@ std::string judgeCalls(const std::vector<CallDesc> &descs,
       return cat("ranks disagree: rank 0 called ", descs[0].describe(), " but rank ", r,
                  " called ", descs[r].describe());
   return {};
+}
+
+WireCall toWire(const CallDesc &desc, const Status &local) {
+  WireCall wire{};
+  wire.kind = static_cast<int64_t>(desc.kind);
+  wire.count = desc.count;
+  wire.dtype = static_cast<int64_t>(desc.dtype);
+  wire.op = static_cast<int64_t>(desc.op);
+  wire.root = desc.root;
+  std::strncpy(wire.localError, local.message().c_str(), sizeof(wire.localError) - 1);
+  return wire;
+}
+
+std::string judgeWireCalls(const WireCall *calls, size_t size) {
+  std::vector<CallDesc> descs(size);
+  std::vector<std::string> localErrors(size);
+  for (size_t r = 0; r < size; ++r) {
+    const WireCall &w = calls[r];
+    descs[r] = CallDesc{static_cast<CallKind>(w.kind), w.count, static_cast<DType>(w.dtype),
+                        static_cast<ReduceOp>(w.op), static_cast<int>(w.root)};
+    localErrors[r].assign(w.localError, strnlen(w.localError, sizeof(w.localError)));
+  }
+  return judgeCalls(descs, localErrors);
 }
 
 } // namespace fsdp::rt::comm

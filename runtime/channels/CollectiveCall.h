@@ -1,8 +1,8 @@
 //===- CollectiveCall.h - what a rank asked a collective to do ------------===//
 //
 // Every communicator that detects mismatched calls (the in-process one from
-// its shared slots, the MPI one from descriptors it all-gathers before each
-// collective) publishes the same description of each call, checks a rank's
+// its shared slots, the MPI and TCP ones from descriptors they exchange
+// before each collective) publishes the same description of each call, checks a rank's
 // own arguments the same way and reaches its verdict with the same function,
 // so the ranks of either backend report a disagreement in the same words.
 // The verdict is a pure function of all ranks' descriptions: every rank that
@@ -58,6 +58,22 @@ Status checkCall(const CallDesc &desc, int size, const void *send, const void *r
 /// rank r's checkCall message (empty when its arguments were fine).
 std::string judgeCalls(const std::vector<CallDesc> &descs,
                        const std::vector<std::string> &localErrors);
+
+/// One rank's call as it travels between processes (the MPI and TCP
+/// communicators exchange one per rank before every collective): fixed
+/// size, so the exchange itself can never mismatch. A local error travels
+/// truncated. Ranks of one job share a byte order.
+struct WireCall {
+  int64_t kind, count, dtype, op, root;
+  char localError[216]; // NUL-terminated; empty when the rank's arguments are fine
+};
+static_assert(sizeof(WireCall) == 256, "the call description is one fixed-size message");
+
+/// `desc` and this rank's checkCall verdict as they travel.
+WireCall toWire(const CallDesc &desc, const Status &local);
+
+/// judgeCalls on every rank's WireCall (`calls[r]` from rank r).
+std::string judgeWireCalls(const WireCall *calls, size_t size);
 
 /// Bytes of `count` elements (0 for a non-positive count).
 inline size_t byteCount(int64_t count, DType dtype) {

@@ -1,33 +1,20 @@
 //===- MpiCommunicator.cpp - ranks as MPI processes -----------------------===//
 //
-// Each collective is two MPI steps. First the ranks all-gather a fixed-size
-// description of the call (kind, count, type, op, root, and the reason
-// when a rank's own arguments are unusable) and judge it with the verdict
-// the in-process communicator uses: a disagreement becomes the same error
-// on every rank, and the MPI calls that would have mismatched are never
-// made. That exchange also makes barrier() (no rank leaves an all-gather
-// before every rank entered it). Then the data move, as bytes, never as
-// MPI arithmetic:
-//   allGather      MPI_Allgather (MPI_IN_PLACE for NCCL's in-place layout)
-//   reduceScatter  MPI_Alltoall of the chunks, so rank r holds every rank's
-//                  chunk r, then the shared rank-order reduction
-//   allReduce      the same on ceil(count / size) chunks of the (padded)
-//                  buffer, then MPI_Allgather of the reduced chunks: each
-//                  element is still reduced over ranks 0..n-1 in order, so
-//                  the bits equal the in-process result, at the traffic
-//                  of a reduce-scatter plus an all-gather
-//   broadcast      MPI_Bcast
-//   split          MPI_Comm_split (which ranks by key, then old rank)
+// The byte moves under ProcessCommunicator.h's collectives (which also
+// say how calls are judged and reductions made, in rank order, never by
+// MPI's arithmetic), one MPI call each:
+//   allGatherBytes  MPI_Allgather (MPI_IN_PLACE for the in-place layout)
+//   allToAllBytes   MPI_Alltoall
+//   broadcastBytes  MPI_Bcast
+//   splitGroup      MPI_Comm_split (which ranks by key, then old rank)
 // Messages over MPI's int count go as one derived datatype of exactly the
-// message's bytes. A failed collective leaves the communicator failed on
-// every rank that saw the verdict, as in-process.
+// message's bytes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/channels/MpiCommunicator.h"
 
-#include "runtime/channels/CollectiveCall.h"
-#include "runtime/channels/RankOrderReduce.h"
+#include "runtime/channels/ProcessCommunicator.h"
 
 #include <mpi.h>
 
@@ -145,25 +132,26 @@ private:
   bool owned_ = false;
 };
 
-/// One rank's call as it travels: fixed size, so the exchange itself can
-/// never mismatch. A local error travels truncated.
-struct WireCall {
-  int64_t kind, count, dtype, op, root;
-  char localError[216]; // NUL-terminated; empty when the rank's arguments are fine
-};
-static_assert(sizeof(WireCall) == 256, "the call description is one fixed-size message");
-
 Status adopt(MPI_Comm comm, std::unique_ptr<Communicator> &out);
 
-class MpiCommunicator final : public Communicator {
+int commRank(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+int commSize(MPI_Comm comm) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  return size;
+}
+
+class MpiCommunicator final : public ProcessCommunicator {
 public:
   /// Takes ownership of `comm`; made only by adopt().
-  explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
-    MPI_Comm_rank(comm_, &rank_);
-    MPI_Comm_size(comm_, &size_);
-    MPI_Comm_rank(MPI_COMM_WORLD, &worldRank_);
-    inputs_.resize(static_cast<size_t>(size_));
-  }
+  explicit MpiCommunicator(MPI_Comm comm)
+      : ProcessCommunicator(commRank(comm), commSize(comm)), comm_(comm),
+        worldRank_(commRank(MPI_COMM_WORLD)) {}
 
   ~MpiCommunicator() override {
     std::lock_guard<std::mutex> lock(lifetime().mutex);
@@ -173,103 +161,6 @@ public:
       MPI_Comm_free(&comm_);
     if (--lifetime().live == 0)
       finalizeIfOurs();
-  }
-
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  using Communicator::allGather;
-  using Communicator::allReduce;
-  using Communicator::broadcast;
-  using Communicator::reduceScatter;
-
-  Status allGather(const void *send, void *recv, int64_t sendCount, DType dtype) override {
-    const CallDesc desc{CallKind::AllGather, sendCount, dtype};
-    return run(desc, checkCall(desc, size_, send, recv), [&]() -> Status {
-      const size_t bytes = byteCount(sendCount, dtype);
-      if (bytes == 0)
-        return Status::ok();
-      auto *out = static_cast<uint8_t *>(recv);
-      const void *in = send;
-      if (send == out + rank_ * bytes) {
-        in = MPI_IN_PLACE;
-      } else if (overlaps(recv, bytes * size_, send, bytes)) {
-        const auto *s = static_cast<const uint8_t *>(send);
-        sendCopy_.assign(s, s + bytes);
-        in = sendCopy_.data();
-      }
-      ByteMessage m;
-      FSDP_RETURN_IF_ERROR(m.describe(bytes));
-      FSDP_MPI_RETURN_IF_ERROR(
-          MPI_Allgather(in, m.count(), m.type(), recv, m.count(), m.type(), comm_));
-      return Status::ok();
-    });
-  }
-
-  Status reduceScatter(const void *send, void *recv, int64_t recvCount, DType dtype,
-                       ReduceOp op) override {
-    const CallDesc desc{CallKind::ReduceScatter, recvCount, dtype, op};
-    return run(desc, checkCall(desc, size_, send, recv), [&]() -> Status {
-      return reduceChunks(send, recv, recvCount, dtype, op);
-    });
-  }
-
-  Status allReduce(const void *send, void *recv, int64_t count, DType dtype,
-                   ReduceOp op) override {
-    const CallDesc desc{CallKind::AllReduce, count, dtype, op};
-    return run(desc, checkCall(desc, size_, send, recv), [&]() -> Status {
-      if (count == 0)
-        return Status::ok();
-      // Reduce-scatter over `size` equal chunks (the last ones padded with
-      // zeros, whose reductions nobody reads), then gather the chunks.
-      const int64_t chunk = (count + size_ - 1) / size_;
-      const size_t bytes = byteCount(count, dtype), chunkBytes = byteCount(chunk, dtype);
-      const bool padded = chunkBytes * size_ != bytes;
-      if (padded) {
-        padded_.assign(chunkBytes * size_, 0);
-        std::memcpy(padded_.data(), send, bytes);
-        send = padded_.data();
-      }
-      reduced_.resize(chunkBytes);
-      FSDP_RETURN_IF_ERROR(reduceChunks(send, reduced_.data(), chunk, dtype, op));
-      ByteMessage m;
-      FSDP_RETURN_IF_ERROR(m.describe(chunkBytes));
-      void *out = padded ? padded_.data() : recv;
-      FSDP_MPI_RETURN_IF_ERROR(
-          MPI_Allgather(reduced_.data(), m.count(), m.type(), out, m.count(), m.type(), comm_));
-      if (padded)
-        std::memcpy(recv, padded_.data(), bytes);
-      return Status::ok();
-    });
-  }
-
-  Status broadcast(void *buf, int64_t count, DType dtype, int root) override {
-    const CallDesc desc{CallKind::Broadcast, count, dtype, ReduceOp::Sum, root};
-    return run(desc, checkCall(desc, size_, buf, buf), [&]() -> Status {
-      const size_t bytes = byteCount(count, dtype);
-      if (bytes == 0)
-        return Status::ok();
-      ByteMessage m;
-      FSDP_RETURN_IF_ERROR(m.describe(bytes));
-      FSDP_MPI_RETURN_IF_ERROR(MPI_Bcast(buf, m.count(), m.type(), root, comm_));
-      return Status::ok();
-    });
-  }
-
-  // The agreement exchange is itself the synchronization.
-  Status barrier() override {
-    return run(CallDesc{}, Status::ok(), [] { return Status::ok(); });
-  }
-
-  Status split(int color, int key, std::unique_ptr<Communicator> &out) override {
-    out.reset();
-    const CallDesc desc{CallKind::Split};
-    return run(desc, checkCall(desc, size_, nullptr, nullptr, color), [&]() -> Status {
-      std::lock_guard<std::mutex> lock(lifetime().mutex);
-      MPI_Comm sub = MPI_COMM_NULL;
-      FSDP_MPI_RETURN_IF_ERROR(MPI_Comm_split(comm_, color, key, &sub));
-      FSDP_RETURN_IF_ERROR(adopt(sub, out));
-      return Status::ok();
-    });
   }
 
   // MPI has no way to fail one communicator and carry on: the job ends,
@@ -282,70 +173,45 @@ public:
   }
 
 private:
-  /// The exchange and verdict of the file comment, then `transfer`; any
-  /// failure is kept, so every later call fails the same way on every rank.
-  template <typename Transfer>
-  Status run(const CallDesc &desc, const Status &local, Transfer &&transfer) {
-    if (failure_.empty()) {
-      Status status = agree(desc, local);
-      if (status.isOk())
-        status = transfer();
-      if (status.isOk())
-        return status;
-      failure_ = status.message();
-    }
-    return Status::error(cat(desc.describe(), " on rank ", rank_, ": ", failure_));
-  }
-
-  Status agree(const CallDesc &desc, const Status &local) {
-    WireCall mine{};
-    mine.kind = static_cast<int64_t>(desc.kind);
-    mine.count = desc.count;
-    mine.dtype = static_cast<int64_t>(desc.dtype);
-    mine.op = static_cast<int64_t>(desc.op);
-    mine.root = desc.root;
-    std::strncpy(mine.localError, local.message().c_str(), sizeof(mine.localError) - 1);
-    wire_.resize(static_cast<size_t>(size_));
-    FSDP_MPI_RETURN_IF_ERROR(MPI_Allgather(&mine, sizeof(WireCall), MPI_BYTE, wire_.data(),
-                                           sizeof(WireCall), MPI_BYTE, comm_));
-    descs_.resize(wire_.size());
-    localErrors_.resize(wire_.size());
-    for (size_t r = 0; r < wire_.size(); ++r) {
-      const WireCall &w = wire_[r];
-      descs_[r] = CallDesc{static_cast<CallKind>(w.kind), w.count, static_cast<DType>(w.dtype),
-                           static_cast<ReduceOp>(w.op), static_cast<int>(w.root)};
-      localErrors_[r].assign(w.localError, strnlen(w.localError, sizeof(w.localError)));
-    }
-    const std::string verdict = judgeCalls(descs_, localErrors_);
-    return verdict.empty() ? Status::ok() : Status::error(verdict);
-  }
-
-  /// recv (chunk elements) = rank-order reduction of chunk `rank` of every
-  /// rank's send (size * chunk elements). recv may alias send: the
-  /// exchange has consumed send before anything is stored.
-  Status reduceChunks(const void *send, void *recv, int64_t chunk, DType dtype, ReduceOp op) {
-    const size_t bytes = byteCount(chunk, dtype);
+  Status allGatherBytes(const void *mine, void *out, size_t bytes) override {
     if (bytes == 0)
       return Status::ok();
-    gathered_.resize(bytes * size_);
+    const void *in = mine == static_cast<uint8_t *>(out) + rank() * bytes ? MPI_IN_PLACE : mine;
     ByteMessage m;
     FSDP_RETURN_IF_ERROR(m.describe(bytes));
-    FSDP_MPI_RETURN_IF_ERROR(MPI_Alltoall(send, m.count(), m.type(), gathered_.data(), m.count(),
-                                          m.type(), comm_));
-    for (int s = 0; s < size_; ++s)
-      inputs_[s] = gathered_.data() + s * bytes;
-    return reduceInRankOrder(inputs_.data(), size_, recv, chunk, dtype, op);
+    FSDP_MPI_RETURN_IF_ERROR(
+        MPI_Allgather(in, m.count(), m.type(), out, m.count(), m.type(), comm_));
+    return Status::ok();
+  }
+
+  Status allToAllBytes(const void *in, void *out, size_t bytes) override {
+    if (bytes == 0)
+      return Status::ok();
+    ByteMessage m;
+    FSDP_RETURN_IF_ERROR(m.describe(bytes));
+    FSDP_MPI_RETURN_IF_ERROR(
+        MPI_Alltoall(in, m.count(), m.type(), out, m.count(), m.type(), comm_));
+    return Status::ok();
+  }
+
+  Status broadcastBytes(void *buf, size_t bytes, int root) override {
+    if (bytes == 0)
+      return Status::ok();
+    ByteMessage m;
+    FSDP_RETURN_IF_ERROR(m.describe(bytes));
+    FSDP_MPI_RETURN_IF_ERROR(MPI_Bcast(buf, m.count(), m.type(), root, comm_));
+    return Status::ok();
+  }
+
+  Status splitGroup(int color, int key, std::unique_ptr<Communicator> &out) override {
+    std::lock_guard<std::mutex> lock(lifetime().mutex);
+    MPI_Comm sub = MPI_COMM_NULL;
+    FSDP_MPI_RETURN_IF_ERROR(MPI_Comm_split(comm_, color, key, &sub));
+    return adopt(sub, out);
   }
 
   MPI_Comm comm_;
-  int rank_ = 0, size_ = 1, worldRank_ = 0;
-  std::string failure_; // non-empty once a collective failed, for good
-  // Per-call scratch, kept to avoid allocating on every collective.
-  std::vector<WireCall> wire_;
-  std::vector<CallDesc> descs_;
-  std::vector<std::string> localErrors_;
-  std::vector<const void *> inputs_;
-  std::vector<uint8_t> gathered_, padded_, reduced_, sendCopy_;
+  int worldRank_ = 0;
 };
 
 /// Wraps a new communicator (errors returned, not fatal) and counts it

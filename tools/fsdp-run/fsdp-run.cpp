@@ -14,7 +14,10 @@
 //
 // A plan compiled for N ranks runs as N in-process ranks (threads, each
 // with its own device, executor and data; BLAS threads shared out between
-// them), or as one process per rank under mpirun. Every rank first agrees
+// them), or as one process per rank under mpirun (or srun --mpi=pmix: the
+// MPI communicator) or torchrun (torchrun's environment: the TCP
+// communicator, runtime/channels/TcpCommunicator.h); mpirun's environment
+// wins where both are set. Every rank first agrees
 // with the others on the plan (content hash and world size), so ranks
 // started on different plans stop with the same error. A rank that fails
 // aborts the group, so the others stop too instead of waiting for it; the
@@ -28,6 +31,7 @@
 
 #include "runtime/channels/InProcessCommunicator.h"
 #include "runtime/channels/MpiCommunicator.h"
+#include "runtime/channels/TcpCommunicator.h"
 #include "runtime/checkpoint/ModelState.h"
 #include "runtime/device/DeviceRegistry.h"
 #include "runtime/exec/CollectiveWatchdog.h"
@@ -130,7 +134,7 @@ const char *kUsage =
     "                         plan's own\n"
     "  --world-size=N         must equal the plan's world size (a plan compiled for N\n"
     "                         ranks runs them in-process, or one per process under\n"
-    "                         mpirun -np N)\n"
+    "                         mpirun -np N or torchrun --nproc-per-node=N)\n"
     "  --collective-timeout=SECONDS  runs of several ranks: a collective that has not\n"
     "                         finished SECONDS after it started (default 600) stops\n"
     "                         the run on every rank with exit code 1, printing\n"
@@ -158,7 +162,13 @@ const char *kUsage =
     "                         the streams: busy and waiting time, the step, exposed\n"
     "                         communication (the compute stream held up by the others),\n"
     "                         beside the cost model's prediction the plan carries\n"
-    "  --dump                 print the plan as text and exit\n";
+    "  --dump                 print the plan as text and exit\n"
+    "Several processes: mpirun -np N fsdp-run PLAN ... (srun --mpi=pmix likewise), or\n"
+    "torchrun --no-python --nproc-per-node=N fsdp-run PLAN ...: torchrun's ranks meet\n"
+    "over TCP at MASTER_ADDR, port MASTER_PORT + 1 under torchrun's agent (which holds\n"
+    "MASTER_PORT; the first free of + 1 .. + 8), else MASTER_PORT, or\n"
+    "FSDP_RENDEZVOUS_PORT; they wait for each other FSDP_RENDEZVOUS_TIMEOUT seconds\n"
+    "(default 120). LOCAL_RANK selects the GPU.\n";
 
 bool parseInt(const std::string &text, int64_t &value) {
   char *end = nullptr;
@@ -358,6 +368,7 @@ Status checkRanksAgree(const RunOptions &opts, const LoadedPlan &plan, Communica
   if (comm.size() != static_cast<int>(planWorld))
     return Status::error(cat(opts.planPath, ": compiled for world size ", planWorld, ", but ",
                              comm.size(), " ranks were started (mpirun -np ", planWorld,
+                             " or torchrun --nproc-per-node=", planWorld,
                              ", or recompile with fsdp-opt --world-size=", comm.size(), ")"));
   return Status::ok();
 }
@@ -543,6 +554,22 @@ int runInProcess(const RunOptions &opts, const LoadedPlan &plan, int ranks) {
   return 1;
 }
 
+/// This process as `world`'s rank of a multi-process job, on the
+/// `ordinal`-th device of its machine; every rank prints its own failure.
+int runWorldRank(const RunOptions &opts, const LoadedPlan &plan, Communicator &world,
+                 int ordinal) {
+  FailureReport failures;
+  failures.print = true;
+  failures.recorders.push_back(std::make_unique<FlightRecorder>());
+  reportTerminationOf(world.rank(), failures.recorders[0].get());
+  if (Status s = runRank(opts, plan, &world, ordinal, &failures); !s) {
+    if (world.size() == 1)
+      return fail(s.message());
+    return 1; // reported by runRank
+  }
+  return 0;
+}
+
 /// This process as one rank of an mpirun job.
 int runMpiRank(const RunOptions &opts, const LoadedPlan &plan) {
   // Before MPI's threads exist: mpirun's SIGTERM prints this rank's
@@ -554,18 +581,25 @@ int runMpiRank(const RunOptions &opts, const LoadedPlan &plan) {
   std::unique_ptr<Communicator> world;
   if (Status s = comm::createMpiWorld(world); !s)
     return fail(s.message());
-  FailureReport failures;
-  failures.print = true;
-  failures.recorders.push_back(std::make_unique<FlightRecorder>());
-  reportTerminationOf(world->rank(), failures.recorders[0].get());
   const char *localRank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  const int ordinal = localRank ? std::max(0, std::atoi(localRank)) : 0;
-  if (Status s = runRank(opts, plan, world.get(), ordinal, &failures); !s) {
-    if (world->size() == 1)
-      return fail(s.message());
-    return 1; // reported by runRank
-  }
-  return 0;
+  return runWorldRank(opts, plan, *world, localRank ? std::max(0, std::atoi(localRank)) : 0);
+}
+
+/// This process as one rank of a torchrun job (or of any launcher that
+/// sets torchrun's environment): the ranks meet over TCP.
+int runTcpRank(const RunOptions &opts, const LoadedPlan &plan) {
+  // torchrun's agent, too, ends the other ranks with SIGTERM when one fails:
+  // each prints its recorder (Watchdog.h).
+  reportTermination();
+  comm::TcpWorldOptions tcp;
+  if (Status s = comm::tcpWorldOptionsFromEnv(tcp); !s)
+    return fail("torchrun's environment: " + s.message());
+  if (tcp.localSize > 0)
+    shareBlasThreads(tcp.localSize);
+  std::unique_ptr<Communicator> world;
+  if (Status s = comm::createTcpWorld(tcp, world); !s)
+    return fail(cat("rank ", tcp.rank, ": ", s.message()));
+  return runWorldRank(opts, plan, *world, tcp.localRank);
 }
 
 int run(const RunOptions &opts) {
@@ -588,6 +622,8 @@ int run(const RunOptions &opts) {
   }
   if (comm::launchedUnderMpi())
     return runMpiRank(opts, plan);
+  if (comm::launchedUnderTorchrun())
+    return runTcpRank(opts, plan);
   if (planWorld == 1) {
     if (Status s = runRank(opts, plan, nullptr, 0, nullptr); !s)
       return fail(s.message());

@@ -1,7 +1,8 @@
 //===- CommunicatorTest.cpp - collectives with NCCL semantics -------------===//
 //
 // The communicator conformance suite, instantiated for the in-process
-// communicator at world sizes 1, 2, 3, 4 and 8 (one thread per rank):
+// communicator at world sizes 1, 2, 3, 4 and 8 and the TCP communicator
+// (CommTestGroups.h) at 1, 2, 3 and 4 (one thread per rank):
 // allGather, reduceScatter, allReduce and broadcast against sequential
 // references for f32, f64, bf16 and i64 with uneven values; sums compared bit
 // for bit with a reference that adds in rank order, also under random
@@ -15,7 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tests/unit/runtime/channels/CommTestData.h"
-#include "runtime/channels/InProcessCommunicator.h"
+#include "tests/unit/runtime/channels/CommTestGroups.h"
 
 #include <gtest/gtest.h>
 
@@ -36,7 +37,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-using Comms = std::vector<std::unique_ptr<Communicator>>;
 /// Runs body(0..n-1) on n threads. The calling thread is the watchdog: if
 /// they have not all returned within `limit`, the test fails and `rescue`
 /// runs (it aborts the group); if even that leaves a thread stuck, the
@@ -77,12 +77,6 @@ void runOn(Comms &comms, const std::function<void(Communicator &)> &body) {
       [&] { comms[0]->abort("test watchdog"); });
 }
 
-Comms makeGroup(int size) {
-  Comms comms;
-  Status s = createInProcessGroup(size, comms);
-  EXPECT_TRUE(s.isOk()) << s.message();
-  return comms;
-}
 
 /// Collects one Status per rank and checks them on the test thread.
 struct RankStatuses {
@@ -101,11 +95,17 @@ struct RankStatuses {
   std::vector<Status> all;
 };
 
-class CommunicatorConformance : public ::testing::TestWithParam<int> {
+/// (communicator, world size).
+class CommunicatorConformance : public ::testing::TestWithParam<std::tuple<GroupKind, int>> {
 protected:
-  int size() const { return GetParam(); }
-  Comms comms = makeGroup(GetParam());
+  GroupKind kind() const { return std::get<0>(GetParam()); }
+  int size() const { return std::get<1>(GetParam()); }
+  Comms comms = makeGroup(kind(), size());
 };
+
+std::string worldName(const ::testing::TestParamInfo<std::tuple<GroupKind, int>> &info) {
+  return "world" + std::to_string(std::get<1>(info.param));
+}
 
 // allGather concatenates every rank's send in rank order, for any dtype.
 TEST_P(CommunicatorConformance, AllGatherEveryType) {
@@ -352,7 +352,7 @@ TEST_P(CommunicatorConformance, UnsupportedReductionsFailEveryRank) {
     u8.all[c.rank()] = c.allReduce(&b, &bo, 1, DType::U8, ReduceOp::Sum);
   });
   u8.expectAllFailWith("cannot reduce element type ui8");
-  comms = makeGroup(size()); // the failure above is sticky
+  comms = makeGroup(kind(), size()); // the failure above is sticky
   runOn(comms, [&](Communicator &c) {
     std::vector<int64_t> in(c.size(), 1), out(1);
     avgI64.all[c.rank()] = c.reduceScatter(in.data(), out.data(), 1, DType::I64, ReduceOp::Avg);
@@ -391,10 +391,21 @@ TEST_P(CommunicatorConformance, AbortWakesEveryone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CommunicatorInProcess, CommunicatorConformance,
-                         ::testing::Values(1, 2, 3, 4, 8),
-                         [](const auto &info) { return "world" + std::to_string(info.param); });
-INSTANTIATE_TEST_SUITE_P(CommunicatorInProcess, CommunicatorMismatch, ::testing::Values(2, 3, 4, 8),
-                         [](const auto &info) { return "world" + std::to_string(info.param); });
+                         ::testing::Combine(::testing::Values(GroupKind::InProcess),
+                                            ::testing::Values(1, 2, 3, 4, 8)),
+                         worldName);
+INSTANTIATE_TEST_SUITE_P(CommunicatorInProcess, CommunicatorMismatch,
+                         ::testing::Combine(::testing::Values(GroupKind::InProcess),
+                                            ::testing::Values(2, 3, 4, 8)),
+                         worldName);
+INSTANTIATE_TEST_SUITE_P(CommunicatorTcp, CommunicatorConformance,
+                         ::testing::Combine(::testing::Values(GroupKind::Tcp),
+                                            ::testing::Values(1, 2, 3, 4)),
+                         worldName);
+INSTANTIATE_TEST_SUITE_P(CommunicatorTcp, CommunicatorMismatch,
+                         ::testing::Combine(::testing::Values(GroupKind::Tcp),
+                                            ::testing::Values(2, 3, 4)),
+                         worldName);
 
 // --- split: sub-groups for hybrid sharding ---------------------------------
 
@@ -418,12 +429,19 @@ std::vector<int> membersOf(int world, int rank, const std::function<int(int)> &c
 
 /// (world size, group size G): contiguous shard groups {0..G-1}, {G..2G-1},
 /// ... and strided replica groups {i, i+G, i+2G, ...}.
-class CommunicatorSplit : public ::testing::TestWithParam<std::pair<int, int>> {
+class CommunicatorSplit
+    : public ::testing::TestWithParam<std::tuple<GroupKind, std::pair<int, int>>> {
 protected:
-  int world() const { return GetParam().first; }
-  int group() const { return GetParam().second; }
-  Comms comms = makeGroup(GetParam().first);
+  int world() const { return std::get<1>(GetParam()).first; }
+  int group() const { return std::get<1>(GetParam()).second; }
+  Comms comms = makeGroup(std::get<0>(GetParam()), world());
 };
+
+std::string splitName(
+    const ::testing::TestParamInfo<std::tuple<GroupKind, std::pair<int, int>>> &info) {
+  return "world" + std::to_string(std::get<1>(info.param).first) + "group" +
+         std::to_string(std::get<1>(info.param).second);
+}
 
 // Both levels of a hybrid layout give every rank its place (rank, size) and
 // rank-order results bit for bit, with the groups of one level running at
@@ -529,17 +547,29 @@ TEST_P(CommunicatorSplit, HybridShardStepComposes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CommunicatorInProcess, CommunicatorSplit,
-                         ::testing::Values(std::make_pair(4, 2), std::make_pair(8, 2),
-                                           std::make_pair(8, 4), std::make_pair(4, 1),
-                                           std::make_pair(4, 4)),
-                         [](const auto &info) {
-                           return "world" + std::to_string(info.param.first) + "group" +
-                                  std::to_string(info.param.second);
-                         });
+                         ::testing::Combine(::testing::Values(GroupKind::InProcess),
+                                            ::testing::Values(std::make_pair(4, 2),
+                                                              std::make_pair(8, 2),
+                                                              std::make_pair(8, 4),
+                                                              std::make_pair(4, 1),
+                                                              std::make_pair(4, 4))),
+                         splitName);
+INSTANTIATE_TEST_SUITE_P(CommunicatorTcp, CommunicatorSplit,
+                         ::testing::Combine(::testing::Values(GroupKind::Tcp),
+                                            ::testing::Values(std::make_pair(4, 2),
+                                                              std::make_pair(4, 1),
+                                                              std::make_pair(4, 4))),
+                         splitName);
+
+/// The tests below at fixed world sizes, per communicator.
+class CommunicatorKind : public ::testing::TestWithParam<GroupKind> {
+protected:
+  Comms makeGroup(int size) const { return commtest::makeGroup(GetParam(), size); }
+};
 
 // New ranks follow (key, old rank): a descending key reverses the group,
 // equal keys keep the old order, and allGather follows the new ranks.
-TEST(CommunicatorSplitTest, KeyOrdersTheNewRanks) {
+TEST_P(CommunicatorKind, KeyOrdersTheNewRanks) {
   Comms comms = makeGroup(4);
   Comms reversed(4), tied(4);
   std::vector<Bytes> got(4);
@@ -566,7 +596,7 @@ TEST(CommunicatorSplitTest, KeyOrdersTheNewRanks) {
 
 // A color of its own gives a rank a group of one, where every collective is
 // a copy (avg divides by one); groups split again from split groups work.
-TEST(CommunicatorSplitTest, SingleRankGroupsAndNestedSplits) {
+TEST_P(CommunicatorKind, SingleRankGroupsAndNestedSplits) {
   Comms comms = makeGroup(4);
   auto data = allRanksData(DType::BF16, 4, 50);
   std::vector<Bytes> avg(4), gathered(4);
@@ -604,7 +634,7 @@ TEST(CommunicatorSplitTest, SingleRankGroupsAndNestedSplits) {
 
 // split is a collective like the others: a rank calling something else, or
 // passing a negative color, fails every rank and hands out no communicator.
-TEST(CommunicatorSplitTest, MismatchedOrInvalidSplitFailsEveryRank) {
+TEST_P(CommunicatorKind, MismatchedOrInvalidSplitFailsEveryRank) {
   Comms comms = makeGroup(3);
   Comms out(3);
   RankStatuses other(3), negative(3);
@@ -624,7 +654,7 @@ TEST(CommunicatorSplitTest, MismatchedOrInvalidSplitFailsEveryRank) {
 // abort() on any group of a family wakes ranks waiting in the parent and in
 // sibling groups, naming the aborting rank by its world rank; destroying a
 // split communicator fails only its own group.
-TEST(CommunicatorSplitTest, AbortReachesTheWholeFamily) {
+TEST_P(CommunicatorKind, AbortReachesTheWholeFamily) {
   Comms comms = makeGroup(4);
   Comms shard(4);
   RankStatuses split(4), afterDestroy(4), st(4);
@@ -657,7 +687,7 @@ TEST(CommunicatorSplitTest, AbortReachesTheWholeFamily) {
 
 // The sum really is ((r0 + r1) + r2) + r3: in f32, 1e8 + 1 rounds back to
 // 1e8, so this order gives 1 where summing the large values first gives 2.
-TEST(CommunicatorTest, SumsInRankOrder) {
+TEST_P(CommunicatorKind, SumsInRankOrder) {
   Comms comms = makeGroup(4);
   const float values[] = {1e8f, 1.0f, -1e8f, 1.0f};
   std::vector<float> got(4);
@@ -670,7 +700,7 @@ TEST(CommunicatorTest, SumsInRankOrder) {
 }
 
 // Destroying one rank's communicator wakes a rank waiting for it.
-TEST(CommunicatorTest, DestroyedRankWakesTheOthers) {
+TEST_P(CommunicatorKind, DestroyedRankWakesTheOthers) {
   Comms comms = makeGroup(2);
   Status waited;
   runGuarded(
@@ -687,6 +717,10 @@ TEST(CommunicatorTest, DestroyedRankWakesTheOthers) {
   EXPECT_FALSE(waited.isOk());
   EXPECT_NE(waited.message().find("rank 1 left the group"), std::string::npos) << waited.message();
 }
+
+INSTANTIATE_TEST_SUITE_P(Communicator, CommunicatorKind,
+                         ::testing::Values(GroupKind::InProcess, GroupKind::Tcp),
+                         [](const auto &info) { return kindName(info.param); });
 
 TEST(CommunicatorTest, GroupSizeMustBePositive) {
   Comms comms;

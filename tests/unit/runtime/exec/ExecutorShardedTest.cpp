@@ -606,6 +606,7 @@ TEST_F(ExecutorShardedTest, CollectivesAtOnePointAreOneChannelGroup) {
   EXPECT_EQ(logsOf(2, 2, true), (Log{"allGather", "allReduce", "reduceScatter"}));
   EXPECT_EQ(logsOf(4, 2, false), (Log{"allGather", "allReduce", "reduceScatter", "allReduce"}));
   trainAndCheck(2); // the grouped step's values (CPU: bit for bit as ungrouped)
+}
 
 // --offload=cpu: the reduced shard is copied to the host on the copy
 // stream and the update runs on the host stream (a worker like the others

@@ -18,6 +18,7 @@
 #include "runtime/channels/InProcessCommunicator.h"
 #include "runtime/device/Channel.h"
 #include "runtime/support/Half.h"
+#include "tests/unit/runtime/channels/CommTestData.h"
 
 #include <gtest/gtest.h>
 
@@ -37,14 +38,6 @@ using Comms = std::vector<std::unique_ptr<Communicator>>;
 
 int gGpus = 0;
 
-const DType kTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8,
-                        DType::I16, DType::I32, DType::I64, DType::U8,   DType::U16,
-                        DType::U32, DType::U64, DType::Bool};
-
-bool reducible(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16 ||
-         t == DType::I64;
-}
 
 void fill(DType t, uint8_t *p, size_t count, uint64_t seed) {
   std::mt19937_64 rng(seed * 7919 + 3);
@@ -125,10 +118,10 @@ struct Case {
 
 std::vector<Case> allCases(int n) {
   std::vector<Case> cases;
-  for (DType t : kTypes)
+  for (DType t : commtest::kAllDTypes)
     for (bool inPlace : {false, true}) {
       cases.push_back({{comm::CallKind::AllGather, 7, t}, inPlace});
-      if (reducible(t))
+      if (commtest::reducible(t))
         for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
           if (op == ReduceOp::Avg && !isFloat(t))
             continue;

@@ -94,6 +94,16 @@ inline std::vector<Bytes> allRanksData(DType dtype, int size, int64_t count, uin
   return data;
 }
 
+/// Every element type a collective moves, and the ones it reduces (f32,
+/// f64, f16, bf16, i64: checkReducible's).
+inline const DType kAllDTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8,
+                                   DType::I16, DType::I32, DType::I64, DType::U8,   DType::U16,
+                                   DType::U32, DType::U64, DType::Bool};
+inline bool reducible(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16 ||
+         t == DType::I64;
+}
+
 struct TypeOp {
   DType dtype;
   ReduceOp op;

@@ -30,6 +30,7 @@
 #include "runtime/channels/InProcessCommunicator.h"
 #include "runtime/channels/NcclMapping.h"
 #include "runtime/support/Half.h"
+#include "tests/unit/runtime/channels/CommTestData.h"
 
 #include <gtest/gtest.h>
 
@@ -339,14 +340,6 @@ void fillValues(DType dtype, uint8_t *p, size_t count, uint64_t seed) {
   }
 }
 
-const DType kAllTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8,
-                           DType::I16, DType::I32, DType::I64, DType::U8,   DType::U16,
-                           DType::U32, DType::U64, DType::Bool};
-
-bool reducible(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16 ||
-         t == DType::I64;
-}
 
 /// One test case: the channel calls every rank of a group issues at one
 /// plan point, laid out in the rank's arena.
@@ -363,7 +356,7 @@ struct Scenario {
 std::vector<Scenario> scenarios(int size) {
   std::vector<Scenario> out;
   const auto n = static_cast<size_t>(size);
-  for (DType t : kAllTypes) {
+  for (DType t : commtest::kAllDTypes) {
     const size_t es = dtypeSize(t);
     for (int64_t count : {int64_t{5}, int64_t{0}}) {
       if (count == 0 && t != DType::F32 && t != DType::Bool)
@@ -379,7 +372,7 @@ std::vector<Scenario> scenarios(int size) {
                          return std::vector<ChannelCall>{
                              {CallDesc{CallKind::AllGather, count, t}, send, recv}};
                        }});
-        if (!reducible(t))
+        if (!commtest::reducible(t))
           continue;
         for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
           if (op == ReduceOp::Avg && !isFloat(t))
@@ -704,7 +697,7 @@ std::string inProcessError(const std::function<ChannelCall(uint8_t *, int)> &mak
 TEST(NcclMappingRefusals, SameWordsAsTheCommunicators) {
   const int size = 4;
   int refusals = 0;
-  for (DType t : kAllTypes)
+  for (DType t : commtest::kAllDTypes)
     for (CallKind kind : {CallKind::ReduceScatter, CallKind::AllReduce})
       for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
         auto make = [=](uint8_t *base, int) {
@@ -722,7 +715,7 @@ TEST(NcclMappingRefusals, SameWordsAsTheCommunicators) {
         EXPECT_EQ(mapped.message(), checked.message());
         EXPECT_NE(inProcessError(make, size).find(checked.message()), std::string::npos)
             << checked.message();
-        if (!reducible(t)) {
+        if (!commtest::reducible(t)) {
           EXPECT_NE(mapped.message().find(cat("cannot reduce element type ", dtypeName(t))),
                     std::string::npos)
               << mapped.message();

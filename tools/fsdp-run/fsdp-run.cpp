@@ -9,8 +9,8 @@
 // DIR/<name>.npy; a training plan runs K optimizer steps on data from the
 // data contract (Train.cpp). It links only the
 // runtime (no MLIR, no ONNX). Flags of docs/design.md's command line whose
-// features have not landed (checkpoints) are parsed and refused with "not
-// implemented yet". Every error is one line on stderr and exit code 1.
+// features have not landed are parsed and refused with "not implemented
+// yet". Every error is one line on stderr and exit code 1.
 //
 // A plan compiled for N ranks runs as N in-process ranks (threads, each
 // with its own device, executor and data; BLAS threads shared out between

@@ -293,9 +293,9 @@ Status Executor::groupComm(const int64_t *ranks, size_t numRanks, int64_t groupS
   }
   std::vector<int64_t> key{groupSize};
   key.insert(key.end(), ranks, ranks + numRanks);
-  for (auto &[layout, sub] : subComms_)
-    if (layout == key) {
-      out = sub.get();
+  for (SubGroup &sub : subComms_)
+    if (sub.layout == key) {
+      out = sub.comm.get();
       return Status::ok();
     }
   // This rank's group and position in it: the new communicator's color
@@ -310,7 +310,7 @@ Status Executor::groupComm(const int64_t *ranks, size_t numRanks, int64_t groupS
     return Status::error(cat(plan_.path(), ": cannot form groups of ", groupSize, ": ",
                              s.message()));
   out = sub.get();
-  subComms_.emplace_back(std::move(key), std::move(sub));
+  subComms_.push_back(SubGroup{std::move(key), std::move(sub), split});
   return Status::ok();
 }
 
@@ -324,7 +324,20 @@ Status Executor::channelOf(Communicator *group, Channel *&out) {
       return Status::ok();
     }
   std::unique_ptr<Channel> channel;
-  FSDP_RETURN_IF_ERROR(device_.createChannel(*group, channel));
+  if (group == comm_) {
+    FSDP_RETURN_IF_ERROR(device_.createChannel(*group, channel));
+  } else {
+    // A sub-group's channel is split from the world's with the colour and
+    // key its communicator was split by, so both rank the group alike: on
+    // NCCL one ncclCommSplit, with no unique id to exchange again.
+    Channel *world = nullptr;
+    FSDP_RETURN_IF_ERROR(channelOf(comm_, world));
+    auto sub = std::find_if(subComms_.begin(), subComms_.end(),
+                            [&](const SubGroup &g) { return g.comm.get() == group; });
+    if (sub == subComms_.end())
+      return Status::error(cat(plan_.path(), ": a channel for a group the executor did not form"));
+    FSDP_RETURN_IF_ERROR(world->split(sub->split.color, sub->split.key, channel));
+  }
   out = channel.get();
   channels_.emplace_back(group, std::move(channel));
   return Status::ok();
@@ -650,8 +663,8 @@ Status Executor::watch(CollectiveWatchdog &watchdog) {
 
 void Executor::abort(const std::string &reason) {
   comm_->abort(reason);
-  for (auto &entry : subComms_)
-    entry.second->abort(reason);
+  for (SubGroup &sub : subComms_)
+    sub.comm->abort(reason);
   // A device channel may hold a group of its own (NCCL's communicator); on
   // the CPU it is the communicator's, aborted already.
   for (auto &entry : channels_)

@@ -60,6 +60,7 @@
 #define FSDP_RUNTIME_EXECUTOR_H
 
 #include "runtime/channels/Communicator.h"
+#include "runtime/channels/NcclMapping.h"
 #include "runtime/device/Channel.h"
 #include "runtime/device/Device.h"
 #include "runtime/exec/StepProfile.h"
@@ -194,7 +195,8 @@ private:
   /// seen, or null for groups of one.
   Status groupComm(const int64_t *ranks, size_t numRanks, int64_t groupSize,
                    Communicator *&out);
-  /// The device channel over `group` (made the first time it is asked for).
+  /// The device channel over `group` (made the first time it is asked for):
+  /// the world's from the device, a sub-group's split from the world's.
   Status channelOf(Communicator *group, Channel *&out);
   /// Enqueues instruction `index` with its waits and signal; when `timed`,
   /// between its two timing events, with one before its waits.
@@ -228,8 +230,15 @@ private:
   std::vector<Collective> collectives_;        // one per launch
   Communicator *comm_ = nullptr;               // the world
   std::unique_ptr<Communicator> ownComm_;      // world size 1 without a caller's
-  /// Sub-communicators by group layout (the ranks list and group size).
-  std::vector<std::pair<std::vector<int64_t>, std::unique_ptr<Communicator>>> subComms_;
+  /// Sub-communicators by group layout (the ranks list and group size),
+  /// with the colour and key they were split from the world by (which a
+  /// device channel's split repeats: channelOf).
+  struct SubGroup {
+    std::vector<int64_t> layout;
+    std::unique_ptr<Communicator> comm;
+    nccl::Split split;
+  };
+  std::vector<SubGroup> subComms_;
   std::vector<Communicator *> unitComms_;      // one per unit (null: group of one)
   /// Device channels by the communicator they were made over.
   std::vector<std::pair<Communicator *, std::unique_ptr<Channel>>> channels_;

@@ -521,7 +521,10 @@ public:
     return inner_->endGroup();
   }
   Status split(int color, int key, std::unique_ptr<Channel> &out) override {
-    return inner_->split(color, key, out);
+    std::unique_ptr<Channel> inner;
+    FSDP_RETURN_IF_ERROR(inner_->split(color, key, inner));
+    out = std::make_unique<RecordingChannel>(std::move(inner), log_);
+    return Status::ok();
   }
   void abort(const std::string &reason) override { inner_->abort(reason); }
 

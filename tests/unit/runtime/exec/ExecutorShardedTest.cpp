@@ -482,7 +482,8 @@ TEST_F(ExecutorShardedTest, CommunicationStreamWithPaddingAndGroups) {
 // --- Collectives at one plan point are one channel group ------------------
 
 /// The CPU device, with every channel it makes logging what the executor
-/// asks of it: "begin", "end" and the collectives' names.
+/// asks of it: "createChannel", "split", "begin", "end" and the
+/// collectives' names.
 class RecordingChannel final : public Channel {
 public:
   RecordingChannel(std::unique_ptr<Channel> inner, std::vector<std::string> &log)
@@ -521,6 +522,7 @@ public:
     return inner_->endGroup();
   }
   Status split(int color, int key, std::unique_ptr<Channel> &out) override {
+    log_.push_back("split");
     std::unique_ptr<Channel> inner;
     FSDP_RETURN_IF_ERROR(inner_->split(color, key, inner));
     out = std::make_unique<RecordingChannel>(std::move(inner), log_);
@@ -559,6 +561,7 @@ public:
     return cpu_->elapsedSeconds(a, b, sec);
   }
   Status createChannel(Communicator &group, std::unique_ptr<Channel> &out) override {
+    log_.push_back("createChannel");
     std::unique_ptr<Channel> inner;
     FSDP_RETURN_IF_ERROR(cpu_->createChannel(group, inner));
     out = std::make_unique<RecordingChannel>(std::move(inner), log_);
@@ -605,9 +608,14 @@ TEST_F(ExecutorShardedTest, CollectivesAtOnePointAreOneChannelGroup) {
     return logs[0];
   };
   using Log = std::vector<std::string>;
-  EXPECT_EQ(logsOf(2, 2, false), (Log{"allGather", "begin", "allReduce", "reduceScatter", "end"}));
-  EXPECT_EQ(logsOf(2, 2, true), (Log{"allGather", "allReduce", "reduceScatter"}));
-  EXPECT_EQ(logsOf(4, 2, false), (Log{"allGather", "allReduce", "reduceScatter", "allReduce"}));
+  EXPECT_EQ(logsOf(2, 2, false),
+            (Log{"createChannel", "allGather", "begin", "allReduce", "reduceScatter", "end"}));
+  EXPECT_EQ(logsOf(2, 2, true),
+            (Log{"createChannel", "allGather", "allReduce", "reduceScatter"}));
+  // Hybrid: one channel from the device (the world's), the shard and
+  // replica groups' channels split from it (ncclCommSplit on NCCL).
+  EXPECT_EQ(logsOf(4, 2, false), (Log{"createChannel", "split", "split", "allGather", "allReduce",
+                                      "reduceScatter", "allReduce"}));
   trainAndCheck(2); // the grouped step's values (CPU: bit for bit as ungrouped)
 }
 

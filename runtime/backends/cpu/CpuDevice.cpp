@@ -16,6 +16,7 @@
 #include "runtime/backends/cpu/CpuChannel.h"
 #include "runtime/backends/cpu/CpuLaunch.h"
 #include "runtime/backends/cpu/CpuStream.h"
+#include "runtime/backends/cpu/KernelThreads.h"
 #include "runtime/device/Device.h"
 #include "runtime/plan/PlanFile.h"
 
@@ -47,7 +48,9 @@ private:
 
 class CpuDevice final : public Device {
 public:
-  CpuDevice(const char *name, HostKernelLauncher launcher) : name_(name), launcher_(launcher) {}
+  CpuDevice(const char *name, HostKernelLauncher launcher)
+      : name_(name), launcher_(launcher),
+        threads_(std::make_unique<cpu::KernelThreads>(cpu::rankKernelThreads())) {}
 
   const char *name() const override { return name_; }
 
@@ -127,9 +130,12 @@ public:
 
   Status launch(Stream &stream, const Launch &l, uint64_t step) override {
     cpu::CpuStream &q = queue(stream);
-    q.enqueue([&l, step, launcher = q.host() ? launchCpuKernel : launcher_](Status &status) {
+    q.enqueue([&l, step, launcher = q.host() ? launchCpuKernel : launcher_,
+               threads = threads_.get()](Status &status) {
       if (!status)
         return;
+      // The kernel's parallelFor runs on this rank's pool (KernelThreads.h).
+      cpu::KernelThreads::Scope scope(threads);
       if (Status s = launcher(l, step); !s)
         status = Status::error(std::string(l.name) + ": " + s.message());
     });
@@ -172,6 +178,9 @@ private:
 
   const char *name_;
   HostKernelLauncher launcher_;
+  /// The rank's intra-op threads; declared before the streams, so
+  /// destroyed after them (their queued kernels may use it).
+  std::unique_ptr<cpu::KernelThreads> threads_;
   cpu::CpuStreamSet streams_;
 };
 

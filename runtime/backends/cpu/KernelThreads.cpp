@@ -1,0 +1,117 @@
+//===- KernelThreads.cpp - the rank's intra-op pool -----------------------===//
+//
+// Workers sleep on a condition variable between jobs (no spinning: the
+// rank's cores are shared with OpenBLAS's threads and the stream workers).
+// A job is published under the mutex with a new generation; every worker
+// takes part in every job, so the caller waits until each has checked out
+// before the next job reuses the fields. Chunks are handed out by an atomic
+// counter; which thread runs a chunk does not matter, since a chunk's
+// results depend only on its range.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backends/cpu/KernelThreads.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+extern "C" int openblas_get_num_threads(void);
+
+namespace fsdp::rt::cpu {
+namespace {
+
+thread_local KernelThreads *currentPool = nullptr;
+
+int positiveEnv(const char *name) {
+  const char *value = std::getenv(name);
+  return value ? std::atoi(value) : 0;
+}
+
+} // namespace
+
+int rankKernelThreads() {
+  for (const char *name : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"})
+    if (int n = positiveEnv(name); n > 0)
+      return n;
+  return std::max(1, openblas_get_num_threads());
+}
+
+KernelThreads::KernelThreads(int threads) {
+  for (int i = 1; i < threads; ++i)
+    workers_.emplace_back([this] { workerLoop(); });
+}
+
+KernelThreads::~KernelThreads() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    shutdown_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread &worker : workers_)
+    worker.join();
+}
+
+KernelThreads::Scope::Scope(KernelThreads *pool) : previous_(currentPool) { currentPool = pool; }
+KernelThreads::Scope::~Scope() { currentPool = previous_; }
+
+KernelThreads *KernelThreads::current() { return currentPool; }
+
+bool KernelThreads::tryRun(int64_t begin, int64_t end, int64_t chunks, ChunkFn fn,
+                           const void *context, Status &result) {
+  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+  if (!busy.owns_lock())
+    return false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fn_ = fn;
+    context_ = context;
+    begin_ = begin;
+    end_ = end;
+    chunks_ = chunks;
+    next_.store(0, std::memory_order_relaxed);
+    error_ = Status::ok();
+    errorChunk_ = -1;
+    active_ = static_cast<int>(workers_.size());
+    ++generation_;
+  }
+  wake_.notify_all();
+  runChunks();
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [&] { return active_ == 0; });
+  result = error_;
+  jobsRun_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void KernelThreads::runChunks() {
+  const int64_t n = end_ - begin_;
+  for (int64_t c; (c = next_.fetch_add(1, std::memory_order_relaxed)) < chunks_;) {
+    Status s = fn_(context_, begin_ + n * c / chunks_, begin_ + n * (c + 1) / chunks_);
+    if (!s) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (errorChunk_ < 0 || c < errorChunk_) {
+        // Copied by message: a Status shares its text between copies.
+        error_ = Status::error(s.message());
+        errorChunk_ = c;
+      }
+    }
+  }
+}
+
+void KernelThreads::workerLoop() {
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return shutdown_ || generation_ != seen; });
+    if (shutdown_)
+      return;
+    seen = generation_;
+    lock.unlock();
+    runChunks();
+    lock.lock();
+    if (--active_ == 0)
+      done_.notify_one();
+  }
+}
+
+} // namespace fsdp::rt::cpu

@@ -14,12 +14,14 @@
 #ifndef FSDP_RUNTIME_BACKENDS_CPU_KERNELS_DISPATCH_H
 #define FSDP_RUNTIME_BACKENDS_CPU_KERNELS_DISPATCH_H
 
+#include "runtime/backends/cpu/KernelThreads.h"
 #include "runtime/math/ElementTypes.h"
 #include "runtime/math/StridedLayout.h"
 #include "runtime/support/DType.h"
 #include "runtime/support/Status.h"
 #include "runtime/support/TensorRef.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -105,15 +107,28 @@ template <typename Loop> void runWide(const Loop &loop) {
   loop();
 }
 
+/// Elements per thread at the least where kernels split across the rank's
+/// threads (KernelThreads.h): below this a wake-up costs more than the loop.
+constexpr int64_t kElementwiseGrain = 8192;
+
+/// Rows (of `len` elements) per thread at the least, for kernels that split
+/// rows across the rank's threads: each row's statistics are computed by
+/// one thread in their fixed order, so the bits do not depend on the split.
+inline int64_t rowGrain(int64_t len) {
+  return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(len, 1));
+}
+
 /// out[i] = fn(in[i]) over two contiguous tensors of T's element count,
-/// in T's compute type, in one wide (runWide) loop: every unary kernel.
+/// in T's compute type, in wide (runWide) loops over element ranges split
+/// across the rank's threads: every unary kernel.
 template <typename T, typename Fn> void mapUnary(const TensorRef &in, const TensorRef &out, Fn fn) {
   const T *x = in.as<const T>();
   T *o = out.as<T>();
-  const int64_t n = in.numElements();
-  runWide([&] {
-    for (int64_t i = 0; i < n; ++i)
-      store(o + i, fn(load(x + i)));
+  (void)parallelFor(0, in.numElements(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    runWide([&] {
+      for (int64_t i = begin; i < end; ++i)
+        store(o + i, fn(load(x + i)));
+    });
   });
 }
 
@@ -176,6 +191,32 @@ template <int N, typename RowFn> void forEachRow(const StridedLayout<N> &layout,
     if (d < 0)
       return;
   }
+}
+
+/// The part of `layout` whose outermost index lies in [begin, end): the
+/// unit a split of a strided iteration space hands to one thread.
+template <int N>
+StridedLayout<N> outerPiece(const StridedLayout<N> &layout, int64_t begin, int64_t end) {
+  StridedLayout<N> piece = layout;
+  piece.dims[0] = end - begin;
+  for (int k = 0; k < N; ++k)
+    piece.base[k] += begin * layout.strides[k][0];
+  return piece;
+}
+
+/// forEachRow with the layout's outermost dim split across the rank's
+/// threads (KernelThreads.h), pieces of at least `grain` elements: for
+/// elementwise kernels, where an element's value does not depend on the
+/// piece that computes it.
+template <int N, typename RowFn>
+void forEachRowParallel(const StridedLayout<N> &layout, int64_t grain, const RowFn &row) {
+  const int64_t total = layout.numElements();
+  if (total == 0)
+    return;
+  const int64_t perOuter = total / layout.dims[0];
+  (void)parallelFor(
+      0, layout.dims[0], std::max<int64_t>(1, grain / perOuter),
+      [&](int64_t begin, int64_t end) { forEachRow(outerPiece(layout, begin, end), row); });
 }
 
 } // namespace fsdp::rt::cpu

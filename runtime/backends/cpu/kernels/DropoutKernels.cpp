@@ -25,14 +25,18 @@ void dropoutImpl(const T *in, T *out, uint8_t *mask, int64_t count, float ratio,
   using C = ComputeType<T>;
   const uint64_t threshold = dropoutThreshold(ratio);
   const C scale = C(1) / (C(1) - static_cast<C>(ratio));
-  for (int64_t i = 0; i < count; ++i) {
-    const bool keep = dropoutKeeps(key, static_cast<uint64_t>(i), threshold);
-    // x * 0 rather than 0, as ONNX and torch multiply by the mask (so a
-    // dropped inf or NaN gives NaN); branch-free, as keep is random.
-    store(out + i, load(in + i) * (keep ? scale : C(0)));
-    if (mask)
-      mask[i] = keep;
-  }
+  // Keyed by element index, so any split across the rank's threads draws
+  // the same bits.
+  (void)parallelFor(0, count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const bool keep = dropoutKeeps(key, static_cast<uint64_t>(i), threshold);
+      // x * 0 rather than 0, as ONNX and torch multiply by the mask (so a
+      // dropped inf or NaN gives NaN); branch-free, as keep is random.
+      store(out + i, load(in + i) * (keep ? scale : C(0)));
+      if (mask)
+        mask[i] = keep;
+    }
+  });
 }
 
 } // namespace

@@ -46,20 +46,21 @@ void runBinary(const TensorRef &a, const TensorRef &b, const TensorRef &out, Fn 
   T *po = out.as<T>();
   const T *pa = a.as<const T>();
   const E *pb = b.as<const E>();
-  forEachRow(layout, [&](const int64_t *off, int64_t n, const int64_t *s) {
-    T *o = po + off[0];
-    const T *x = pa + off[1];
-    const E *y = pb + off[2];
-    if (s[1] == 1 && s[2] == 1)
-      binaryRowFixed<1, 1>(o, x, y, n, fn);
-    else if (s[1] == 1 && s[2] == 0)
-      binaryRowFixed<1, 0>(o, x, y, n, fn);
-    else if (s[1] == 0 && s[2] == 1)
-      binaryRowFixed<0, 1>(o, x, y, n, fn);
-    else
-      for (int64_t i = 0; i < n; ++i)
-        store(o + i, fn(load(x + i * s[1]), load(y + i * s[2])));
-  });
+  forEachRowParallel(layout, kElementwiseGrain,
+                     [&](const int64_t *off, int64_t n, const int64_t *s) {
+                       T *o = po + off[0];
+                       const T *x = pa + off[1];
+                       const E *y = pb + off[2];
+                       if (s[1] == 1 && s[2] == 1)
+                         binaryRowFixed<1, 1>(o, x, y, n, fn);
+                       else if (s[1] == 1 && s[2] == 0)
+                         binaryRowFixed<1, 0>(o, x, y, n, fn);
+                       else if (s[1] == 0 && s[2] == 1)
+                         binaryRowFixed<0, 1>(o, x, y, n, fn);
+                       else
+                         for (int64_t i = 0; i < n; ++i)
+                           store(o + i, fn(load(x + i * s[1]), load(y + i * s[2])));
+                     });
 }
 
 template <typename T> bool anyZero(const TensorRef &t) {
@@ -215,10 +216,11 @@ Status where(const TensorRef &cond, const TensorRef &x, const TensorRef &y, cons
       out.dtype,
       [&](auto unit) {
         using U = decltype(unit);
-        forEachRow(layout, [&](const int64_t *off, int64_t n, const int64_t *s) {
-          whereRow(out.as<U>() + off[0], cond.as<const uint8_t>() + off[1],
-                   x.as<const U>() + off[2], y.as<const U>() + off[3], n, s);
-        });
+        forEachRowParallel(layout, kElementwiseGrain,
+                           [&](const int64_t *off, int64_t n, const int64_t *s) {
+                             whereRow(out.as<U>() + off[0], cond.as<const uint8_t>() + off[1],
+                                      x.as<const U>() + off[2], y.as<const U>() + off[3], n, s);
+                           });
       },
       "where");
 }

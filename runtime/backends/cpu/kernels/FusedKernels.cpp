@@ -12,10 +12,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/FusedProgram.h"
-#include "runtime/math/FusedOps.h"
+#include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/KernelThreads.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
+#include "runtime/math/FusedOps.h"
 
 #include <algorithm>
 
@@ -26,6 +27,9 @@ namespace {
 constexpr int64_t kBlock = 512;
 /// Op results held in scratch at once (results written to outputs need none).
 constexpr int kMaxScratch = 24;
+/// Blocks per thread at the least: below 8K elements a wake-up costs more
+/// than the loop.
+constexpr int64_t kBlocksPerChunk = 16;
 
 /// One op over `n` elements; a scalar operand has stride 0.
 template <int SA, int SB>
@@ -60,30 +64,35 @@ Status fusedElementwise(const TensorRef *inputs, int numInputs, const int64_t *i
   if (scratchSlots > kMaxScratch)
     return Status::error("fused: too many intermediate values");
 
-  alignas(64) static thread_local float scratch[kMaxScratch][kBlock];
-  const float *value[kMaxFusedValues];
-  for (int64_t start = 0; start < n; start += kBlock) {
-    const int64_t len = std::min(kBlock, n - start);
-    for (int i = 0; i < numInputs; ++i)
-      value[i] = inputs[i].as<const float>() + (scalar[i] ? 0 : start);
-    for (int64_t k = 0; k < numSteps; ++k) {
-      const FusedStep &s = steps[k];
-      float *dst = outputOf[k] >= 0 ? outputs[outputOf[k]].as<float>() + start : scratch[slot[k]];
-      const float *a = value[s.a];
-      const float *b = s.b >= 0 ? value[s.b] : a;
-      const bool sa = scalar[s.a], sb = s.b >= 0 && scalar[s.b];
-      if (!sa && !sb)
-        applyOp<1, 1>(s.op, a, b, dst, len);
-      else if (!sa)
-        applyOp<1, 0>(s.op, a, b, dst, len);
-      else if (!sb)
-        applyOp<0, 1>(s.op, a, b, dst, len);
-      else
-        applyOp<0, 0>(s.op, a, b, dst, len);
-      value[numInputs + k] = dst;
+  // Blocks split across the rank's threads: each element's ops are the
+  // same whichever thread runs its block, so the bits do not depend on them.
+  const int64_t numBlocks = (n + kBlock - 1) / kBlock;
+  return parallelFor(0, numBlocks, kBlocksPerChunk, [&](int64_t firstBlock, int64_t endBlock) {
+    alignas(64) static thread_local float scratch[kMaxScratch][kBlock];
+    const float *value[kMaxFusedValues];
+    for (int64_t start = firstBlock * kBlock; start < std::min(n, endBlock * kBlock);
+         start += kBlock) {
+      const int64_t len = std::min(kBlock, n - start);
+      for (int i = 0; i < numInputs; ++i)
+        value[i] = inputs[i].as<const float>() + (scalar[i] ? 0 : start);
+      for (int64_t k = 0; k < numSteps; ++k) {
+        const FusedStep &s = steps[k];
+        float *dst = outputOf[k] >= 0 ? outputs[outputOf[k]].as<float>() + start : scratch[slot[k]];
+        const float *a = value[s.a];
+        const float *b = s.b >= 0 ? value[s.b] : a;
+        const bool sa = scalar[s.a], sb = s.b >= 0 && scalar[s.b];
+        if (!sa && !sb)
+          applyOp<1, 1>(s.op, a, b, dst, len);
+        else if (!sa)
+          applyOp<1, 0>(s.op, a, b, dst, len);
+        else if (!sb)
+          applyOp<0, 1>(s.op, a, b, dst, len);
+        else
+          applyOp<0, 0>(s.op, a, b, dst, len);
+        value[numInputs + k] = dst;
+      }
     }
-  }
-  return Status::ok();
+  });
 }
 
 } // namespace fsdp::rt::cpu

@@ -39,10 +39,11 @@ void runActivationGrad(const TensorRef &saved, const TensorRef &dy, const Tensor
   const T *s = saved.as<const T>();
   const T *g = dy.as<const T>();
   T *o = dx.as<T>();
-  const int64_t n = dx.numElements();
-  runWide([&] {
-    for (int64_t i = 0; i < n; ++i)
-      store(o + i, fn(load(s + i), load(g + i)));
+  (void)parallelFor(0, dx.numElements(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    runWide([&] {
+      for (int64_t i = begin; i < end; ++i)
+        store(o + i, fn(load(s + i), load(g + i)));
+    });
   });
 }
 
@@ -85,34 +86,38 @@ void softmaxGradImpl(const T *y, const T *dy, T *dx, int64_t outer, int64_t len,
   if (inner == 1) {
     // Contiguous rows (softmax over the last axis): a lane fold in double,
     // then one vectorizable pass.
-    for (int64_t o = 0; o < outer; ++o) {
-      const T *yr = y + o * len, *gr = dy + o * len;
-      T *out = dx + o * len;
-      const C sum = static_cast<C>(laneFold(
-          len, 0.0, [&](int64_t i) { return softmaxTerm(load(yr + i), load(gr + i), log); },
-          plus<double>));
-      for (int64_t i = 0; i < len; ++i)
-        store(out + i, softmaxGradValue(load(yr + i), load(gr + i), sum, log));
-    }
+    (void)parallelFor(0, outer, rowGrain(len), [&](int64_t firstRow, int64_t endRow) {
+      for (int64_t o = firstRow; o < endRow; ++o) {
+        const T *yr = y + o * len, *gr = dy + o * len;
+        T *out = dx + o * len;
+        const C sum = static_cast<C>(laneFold(
+            len, 0.0, [&](int64_t i) { return softmaxTerm(load(yr + i), load(gr + i), log); },
+            plus<double>));
+        for (int64_t i = 0; i < len; ++i)
+          store(out + i, softmaxGradValue(load(yr + i), load(gr + i), sum, log));
+      }
+    });
     return;
   }
-  double sums[kColumns];
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t c0 = 0; c0 < inner; c0 += kColumns) {
-      const int64_t width = std::min(kColumns, inner - c0), base = o * len * inner + c0;
-      std::fill(sums, sums + width, 0.0);
-      for (int64_t i = 0; i < len; ++i)
-        for (int64_t j = 0; j < width; ++j) {
-          const int64_t at = base + i * inner + j;
-          sums[j] += softmaxTerm(load(y + at), load(dy + at), log);
-        }
-      for (int64_t i = 0; i < len; ++i)
-        for (int64_t j = 0; j < width; ++j) {
-          const int64_t at = base + i * inner + j;
-          store(dx + at,
-                softmaxGradValue(load(y + at), load(dy + at), static_cast<C>(sums[j]), log));
-        }
-    }
+  (void)parallelFor(0, outer, rowGrain(len * inner), [&](int64_t firstOuter, int64_t endOuter) {
+    double sums[kColumns];
+    for (int64_t o = firstOuter; o < endOuter; ++o)
+      for (int64_t c0 = 0; c0 < inner; c0 += kColumns) {
+        const int64_t width = std::min(kColumns, inner - c0), base = o * len * inner + c0;
+        std::fill(sums, sums + width, 0.0);
+        for (int64_t i = 0; i < len; ++i)
+          for (int64_t j = 0; j < width; ++j) {
+            const int64_t at = base + i * inner + j;
+            sums[j] += softmaxTerm(load(y + at), load(dy + at), log);
+          }
+        for (int64_t i = 0; i < len; ++i)
+          for (int64_t j = 0; j < width; ++j) {
+            const int64_t at = base + i * inner + j;
+            store(dx + at,
+                  softmaxGradValue(load(y + at), load(dy + at), static_cast<C>(sums[j]), log));
+          }
+      }
+  });
 }
 
 // --- Layer norm ------------------------------------------------------------------------
@@ -132,44 +137,48 @@ void layerNormGradImpl(const TensorRef &x, const TensorRef &scale, const TensorR
   };
   // dx = inv * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dy * scale.
   T *dxData = dx.as<T>();
-  for (int64_t r = 0; r < rows; ++r) {
-    C mu, inv;
-    stats(r, mu, inv);
-    const T *xr = xData + r * size, *gr = dyData + r * size;
-    auto g = [&](int64_t i) { return load(gr + i) * load(scaleData + i); };
-    auto xhat = [&](int64_t i) { return (load(xr + i) - mu) * inv; };
-    const double sumG =
-        laneFold(size, 0.0, [&](int64_t i) { return static_cast<double>(g(i)); }, plus<double>);
-    const double sumGX = laneFold(
-        size, 0.0, [&](int64_t i) { return static_cast<double>(g(i) * xhat(i)); }, plus<double>);
-    const C meanG = static_cast<C>(sumG / static_cast<double>(size));
-    const C meanGX = static_cast<C>(sumGX / static_cast<double>(size));
-    T *out = dxData + r * size;
-    for (int64_t i = 0; i < size; ++i)
-      store(out + i, inv * (g(i) - meanG - xhat(i) * meanGX));
-  }
-  // dscale = sum over rows of dy * xhat, dbias = sum of dy: column chunks,
-  // rows in order.
-  double sumScale[kColumns], sumBias[kColumns];
-  for (int64_t c0 = 0; c0 < size; c0 += kColumns) {
-    const int64_t width = std::min(kColumns, size - c0);
-    std::fill(sumScale, sumScale + width, 0.0);
-    std::fill(sumBias, sumBias + width, 0.0);
-    for (int64_t r = 0; r < rows; ++r) {
+  (void)parallelFor(0, rows, rowGrain(size), [&](int64_t firstRow, int64_t endRow) {
+    for (int64_t r = firstRow; r < endRow; ++r) {
       C mu, inv;
       stats(r, mu, inv);
-      const T *xr = xData + r * size + c0, *gr = dyData + r * size + c0;
+      const T *xr = xData + r * size, *gr = dyData + r * size;
+      auto g = [&](int64_t i) { return load(gr + i) * load(scaleData + i); };
+      auto xhat = [&](int64_t i) { return (load(xr + i) - mu) * inv; };
+      const double sumG = laneFold(
+          size, 0.0, [&](int64_t i) { return static_cast<double>(g(i)); }, plus<double>);
+      const double sumGX = laneFold(
+          size, 0.0, [&](int64_t i) { return static_cast<double>(g(i) * xhat(i)); }, plus<double>);
+      const C meanG = static_cast<C>(sumG / static_cast<double>(size));
+      const C meanGX = static_cast<C>(sumGX / static_cast<double>(size));
+      T *out = dxData + r * size;
+      for (int64_t i = 0; i < size; ++i)
+        store(out + i, inv * (g(i) - meanG - xhat(i) * meanGX));
+    }
+  });
+  // dscale = sum over rows of dy * xhat, dbias = sum of dy: column chunks,
+  // rows in order; the columns split across the rank's threads.
+  (void)parallelFor(0, size, rowGrain(rows), [&](int64_t firstColumn, int64_t endColumn) {
+    double sumScale[kColumns], sumBias[kColumns];
+    for (int64_t c0 = firstColumn; c0 < endColumn; c0 += kColumns) {
+      const int64_t width = std::min(kColumns, endColumn - c0);
+      std::fill(sumScale, sumScale + width, 0.0);
+      std::fill(sumBias, sumBias + width, 0.0);
+      for (int64_t r = 0; r < rows; ++r) {
+        C mu, inv;
+        stats(r, mu, inv);
+        const T *xr = xData + r * size + c0, *gr = dyData + r * size + c0;
+        for (int64_t j = 0; j < width; ++j) {
+          const C g = load(gr + j);
+          sumScale[j] += static_cast<double>(g * ((load(xr + j) - mu) * inv));
+          sumBias[j] += static_cast<double>(g);
+        }
+      }
       for (int64_t j = 0; j < width; ++j) {
-        const C g = load(gr + j);
-        sumScale[j] += static_cast<double>(g * ((load(xr + j) - mu) * inv));
-        sumBias[j] += static_cast<double>(g);
+        store(dscale.as<T>() + c0 + j, static_cast<C>(sumScale[j]));
+        store(dbias.as<T>() + c0 + j, static_cast<C>(sumBias[j]));
       }
     }
-    for (int64_t j = 0; j < width; ++j) {
-      store(dscale.as<T>() + c0 + j, static_cast<C>(sumScale[j]));
-      store(dbias.as<T>() + c0 + j, static_cast<C>(sumBias[j]));
-    }
-  }
+  });
 }
 
 // --- Gather ----------------------------------------------------------------------------
@@ -384,8 +393,10 @@ Status dropoutGrad(const TensorRef &dy, const TensorRef &mask, float ratio, cons
         const C scale = C(1) / (C(1) - static_cast<C>(ratio));
         const T *g = dy.as<const T>();
         T *o = dx.as<T>();
-        for (int64_t i = 0, n = dy.numElements(); i < n; ++i)
-          store(o + i, load(g + i) * (keep[i] ? scale : C(0)));
+        (void)parallelFor(0, dy.numElements(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i)
+            store(o + i, load(g + i) * (keep[i] ? scale : C(0)));
+        });
       },
       "dropout_grad");
 }

@@ -102,17 +102,19 @@ Status softmaxCrossEntropyGradImpl(const TensorRef &logProb, const TensorRef &la
   FSDP_RETURN_IF_ERROR(grads.init(labels, weights, dloss, reduction, ignoreIndex, s));
   const T *lp = logProb.as<const T>();
   T *out = dscores.as<T>();
-  for (int64_t n = 0; n < s.n; ++n)
-    for (int64_t d = 0; d < s.d; ++d) {
-      const int64_t position = n * s.d + d, label = grads.label(position);
-      const bool skip = grads.ignored(label);
-      const C g = skip ? C(0) : grads.at(position, label);
-      for (int64_t c = 0; c < s.c; ++c) {
-        const int64_t at = (n * s.c + c) * s.d + d;
-        store(out + at, skip ? C(0) : (c == label ? g : C(0)) - expOf(load(lp + at)) * g);
+  // Samples split across the rank's threads; every element is its own.
+  return parallelFor(0, s.n, rowGrain(s.c * s.d), [&](int64_t firstSample, int64_t endSample) {
+    for (int64_t n = firstSample; n < endSample; ++n)
+      for (int64_t d = 0; d < s.d; ++d) {
+        const int64_t position = n * s.d + d, label = grads.label(position);
+        const bool skip = grads.ignored(label);
+        const C g = skip ? C(0) : grads.at(position, label);
+        for (int64_t c = 0; c < s.c; ++c) {
+          const int64_t at = (n * s.c + c) * s.d + d;
+          store(out + at, skip ? C(0) : (c == label ? g : C(0)) - expOf(load(lp + at)) * g);
+        }
       }
-    }
-  return Status::ok();
+  });
 }
 
 /// Dispatches a loss gradient on (value dtype, label dtype).

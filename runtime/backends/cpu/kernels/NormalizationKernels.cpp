@@ -48,26 +48,31 @@ template <typename C> C softmaxValue(C x, C max, C sum, bool log) {
 template <typename T>
 void softmaxContiguous(const T *in, T *out, int64_t rows, int64_t len, bool log) {
   using C = ComputeType<T>;
-  for (int64_t r = 0; r < rows; ++r) {
-    const T *x = in + r * len;
-    T *y = out + r * len;
-    const C max = laneFold(len, C(-INFINITY), [&](int64_t i) { return load(x + i); }, maximum<C>);
-    if constexpr (kOutputHoldsExp<T>) {
-      if (!log) {
-        // Independent exp calls first, then a vectorized sum and division.
-        for (int64_t i = 0; i < len; ++i)
-          y[i] = expOf(load(x + i) - max);
-        const C sum = laneFold(len, C(0), [&](int64_t i) { return y[i]; }, plus<C>);
-        for (int64_t i = 0; i < len; ++i)
-          y[i] /= sum;
-        continue;
+  // Rows split across the rank's threads (Dispatch.h's rowGrain).
+  (void)parallelFor(0, rows, rowGrain(len), [&](int64_t firstRow, int64_t endRow) {
+    for (int64_t r = firstRow; r < endRow; ++r) {
+      const T *x = in + r * len;
+      T *y = out + r * len;
+      const C max = laneFold(
+          len, C(-INFINITY), [&](int64_t i) { return load(x + i); }, maximum<C>);
+      if constexpr (kOutputHoldsExp<T>) {
+        if (!log) {
+          // Independent exp calls first, then a vectorized sum and division.
+          for (int64_t i = 0; i < len; ++i)
+            y[i] = expOf(load(x + i) - max);
+          const C sum = laneFold(
+              len, C(0), [&](int64_t i) { return y[i]; }, plus<C>);
+          for (int64_t i = 0; i < len; ++i)
+            y[i] /= sum;
+          continue;
+        }
       }
+      const C sum = laneFold(
+          len, C(0), [&](int64_t i) { return expOf(load(x + i) - max); }, plus<C>);
+      for (int64_t i = 0; i < len; ++i)
+        store(y + i, softmaxValue(load(x + i), max, sum, log));
     }
-    const C sum =
-        laneFold(len, C(0), [&](int64_t i) { return expOf(load(x + i) - max); }, plus<C>);
-    for (int64_t i = 0; i < len; ++i)
-      store(y + i, softmaxValue(load(x + i), max, sum, log));
-  }
+  });
 }
 
 /// Softmax over a middle axis: for each outer index, a [len, inner] block
@@ -75,39 +80,41 @@ void softmaxContiguous(const T *in, T *out, int64_t rows, int64_t len, bool log)
 template <typename T>
 void softmaxStrided(const T *in, T *out, int64_t outer, int64_t len, int64_t inner, bool log) {
   using C = ComputeType<T>;
-  C max[kSoftmaxColumns], sum[kSoftmaxColumns];
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t c0 = 0; c0 < inner; c0 += kSoftmaxColumns) {
-      const int64_t width = std::min(kSoftmaxColumns, inner - c0);
-      const T *x = in + o * len * inner + c0;
-      T *y = out + o * len * inner + c0;
-      std::fill(max, max + width, C(-INFINITY));
-      std::fill(sum, sum + width, C(0));
-      for (int64_t i = 0; i < len; ++i)
-        for (int64_t j = 0; j < width; ++j)
-          max[j] = std::max(max[j], load(x + i * inner + j));
-      if constexpr (kOutputHoldsExp<T>) {
-        if (!log) {
-          for (int64_t i = 0; i < len; ++i)
-            for (int64_t j = 0; j < width; ++j) {
-              const C e = expOf(load(x + i * inner + j) - max[j]);
-              y[i * inner + j] = e;
-              sum[j] += e;
-            }
-          for (int64_t i = 0; i < len; ++i)
-            for (int64_t j = 0; j < width; ++j)
-              y[i * inner + j] /= sum[j];
-          continue;
+  (void)parallelFor(0, outer, rowGrain(len * inner), [&](int64_t firstOuter, int64_t endOuter) {
+    C max[kSoftmaxColumns], sum[kSoftmaxColumns];
+    for (int64_t o = firstOuter; o < endOuter; ++o) {
+      for (int64_t c0 = 0; c0 < inner; c0 += kSoftmaxColumns) {
+        const int64_t width = std::min(kSoftmaxColumns, inner - c0);
+        const T *x = in + o * len * inner + c0;
+        T *y = out + o * len * inner + c0;
+        std::fill(max, max + width, C(-INFINITY));
+        std::fill(sum, sum + width, C(0));
+        for (int64_t i = 0; i < len; ++i)
+          for (int64_t j = 0; j < width; ++j)
+            max[j] = std::max(max[j], load(x + i * inner + j));
+        if constexpr (kOutputHoldsExp<T>) {
+          if (!log) {
+            for (int64_t i = 0; i < len; ++i)
+              for (int64_t j = 0; j < width; ++j) {
+                const C e = expOf(load(x + i * inner + j) - max[j]);
+                y[i * inner + j] = e;
+                sum[j] += e;
+              }
+            for (int64_t i = 0; i < len; ++i)
+              for (int64_t j = 0; j < width; ++j)
+                y[i * inner + j] /= sum[j];
+            continue;
+          }
         }
+        for (int64_t i = 0; i < len; ++i)
+          for (int64_t j = 0; j < width; ++j)
+            sum[j] += expOf(load(x + i * inner + j) - max[j]);
+        for (int64_t i = 0; i < len; ++i)
+          for (int64_t j = 0; j < width; ++j)
+            store(y + i * inner + j, softmaxValue(load(x + i * inner + j), max[j], sum[j], log));
       }
-      for (int64_t i = 0; i < len; ++i)
-        for (int64_t j = 0; j < width; ++j)
-          sum[j] += expOf(load(x + i * inner + j) - max[j]);
-      for (int64_t i = 0; i < len; ++i)
-        for (int64_t j = 0; j < width; ++j)
-          store(y + i * inner + j, softmaxValue(load(x + i * inner + j), max[j], sum[j], log));
     }
-  }
+  });
 }
 
 /// Layer norm with input/scale/bias/y of storage type T and statistics of
@@ -132,32 +139,35 @@ void layerNormImpl(const TensorRef &x, const TensorRef &scale, const TensorRef *
   const T *scaleData = scale.as<T>();
   const T *biasData = bias ? bias->as<T>() : nullptr;
   T *yData = y.as<T>();
-  for (int64_t r = 0; r < rows; ++r) {
-    const T *xr = xData + r * size;
-    const C sum = laneFold(size, C(0), [&](int64_t i) { return load(xr + i); }, plus<C>);
-    const C mu = sum / static_cast<C>(size);
-    const C squares = laneFold(
-        size, C(0),
-        [&](int64_t i) {
-          const C centred = load(xr + i) - mu;
-          return centred * centred;
-        },
-        plus<C>);
-    const C inv = C(1) / std::sqrt(squares / static_cast<C>(size) + static_cast<C>(epsilon));
-    store(mean.as<U>() + r, static_cast<ComputeType<U>>(mu));
-    store(invStdDev.as<U>() + r, static_cast<ComputeType<U>>(inv));
+  (void)parallelFor(0, rows, rowGrain(size), [&](int64_t firstRow, int64_t endRow) {
+    for (int64_t r = firstRow; r < endRow; ++r) {
+      const T *xr = xData + r * size;
+      const C sum = laneFold(
+          size, C(0), [&](int64_t i) { return load(xr + i); }, plus<C>);
+      const C mu = sum / static_cast<C>(size);
+      const C squares = laneFold(
+          size, C(0),
+          [&](int64_t i) {
+            const C centred = load(xr + i) - mu;
+            return centred * centred;
+          },
+          plus<C>);
+      const C inv = C(1) / std::sqrt(squares / static_cast<C>(size) + static_cast<C>(epsilon));
+      store(mean.as<U>() + r, static_cast<ComputeType<U>>(mu));
+      store(invStdDev.as<U>() + r, static_cast<ComputeType<U>>(inv));
 
-    T *yr = yData + r * size;
-    forEachRow(layout, [&](const int64_t *offsets, int64_t count, const int64_t *steps) {
-      for (int64_t j = 0; j < count; ++j) {
-        const int64_t i = offsets[0] + j * steps[0];
-        C value = (load(xr + i) - mu) * inv * load(scaleData + offsets[1] + j * steps[1]);
-        if (biasData)
-          value += load(biasData + offsets[2] + j * steps[2]);
-        store(yr + i, value);
-      }
-    });
-  }
+      T *yr = yData + r * size;
+      forEachRow(layout, [&](const int64_t *offsets, int64_t count, const int64_t *steps) {
+        for (int64_t j = 0; j < count; ++j) {
+          const int64_t i = offsets[0] + j * steps[0];
+          C value = (load(xr + i) - mu) * inv * load(scaleData + offsets[1] + j * steps[1]);
+          if (biasData)
+            value += load(biasData + offsets[2] + j * steps[2]);
+          store(yr + i, value);
+        }
+      });
+    }
+  });
 }
 
 } // namespace

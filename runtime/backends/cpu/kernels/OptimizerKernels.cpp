@@ -65,8 +65,28 @@ template <typename T> [[gnu::always_inline]] inline void loop(const SgdStep<T> &
 // a libm call per element and the loops do not vectorize (~13 ns per
 // element). CPUs with AVX2 and FMA run a second copy of each loop compiled
 // for them; fma is exactly rounded either way, so the results are the same.
+// Element ranges split across the rank's threads (each element's update
+// is its own, so the bits do not depend on the split).
+template <typename T> AdamWStep<T> piece(AdamWStep<T> s, int64_t begin, int64_t end) {
+  s.p += begin, s.g += begin, s.m += begin, s.v += begin;
+  s.pOut += begin, s.mOut += begin, s.vOut += begin;
+  s.n = end - begin;
+  return s;
+}
+template <typename T> SgdStep<T> piece(SgdStep<T> s, int64_t begin, int64_t end) {
+  s.p += begin, s.g += begin, s.pOut += begin;
+  if (s.b)
+    s.b += begin;
+  if (s.bOut)
+    s.bOut += begin;
+  s.n = end - begin;
+  return s;
+}
 template <typename Step> void runLoop(const Step &s) {
-  runWideFma([&] { loop(s); });
+  (void)parallelFor(0, s.n, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    const Step part = piece(s, begin, end);
+    runWideFma([&] { loop(part); });
+  });
 }
 
 /// AdamW on storage T (float or double): the step's scalars as Python

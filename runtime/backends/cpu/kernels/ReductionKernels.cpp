@@ -148,13 +148,26 @@ Status reduce(ReduceKind kind, const TensorRef &in, const int64_t *axes, int cou
     return Status::error("reduce: integer mean over an empty set of elements");
   const bool runsInnermost = space.runsInnermost;
 
+  // The outputs split across the rank's threads by the kept space's
+  // outermost dim: each output is still reduced by one thread in the
+  // order above, so the bits do not depend on the split.
+  const int64_t keptCount = kept.numElements();
+  const int64_t perOuter = keptCount > 0 ? keptCount / kept.dims[0] : 0;
+  const int64_t outerWork = std::max<int64_t>(1, perOuter * std::max<int64_t>(reducedCount, 1));
   auto run = [&](auto kindTag, auto tag) {
     constexpr ReduceKind Kind = decltype(kindTag)::value;
     using T = decltype(tag);
-    if (runsInnermost)
-      reduceRuns<Kind, T>(in.as<T>(), out.as<T>(), kept, red, reducedCount);
-    else
-      reduceColumns<Kind, T>(in.as<T>(), out.as<T>(), kept, red, reducedCount);
+    if (keptCount == 0)
+      return;
+    (void)parallelFor(0, kept.dims[0], std::max<int64_t>(1, kElementwiseGrain / outerWork),
+                      [&](int64_t begin, int64_t end) {
+                        const StridedLayout<1> piece = outerPiece(kept, begin, end);
+                        T *o = out.as<T>() + begin * perOuter;
+                        if (runsInnermost)
+                          reduceRuns<Kind, T>(in.as<T>(), o, piece, red, reducedCount);
+                        else
+                          reduceColumns<Kind, T>(in.as<T>(), o, piece, red, reducedCount);
+                      });
   };
   return dispatchNumeric(
       in.dtype,

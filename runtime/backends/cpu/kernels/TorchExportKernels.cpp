@@ -152,17 +152,18 @@ Status geluGrad(bool tanh, const TensorRef &x, const TensorRef &dy, const Tensor
         using C = ComputeType<T>;
         const T *px = x.as<const T>(), *pg = dy.as<const T>();
         T *pd = dx.as<T>();
-        const int64_t n = x.numElements();
-        if (tanh)
-          runWide([&] {
-            for (int64_t i = 0; i < n; ++i)
-              store(pd + i, geluTanhGradOf<C>(load(px + i), load(pg + i)));
-          });
-        else
-          runWide([&] {
-            for (int64_t i = 0; i < n; ++i)
-              store(pd + i, geluGradOf<C>(load(px + i), load(pg + i)));
-          });
+        (void)parallelFor(0, x.numElements(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+          if (tanh)
+            runWide([&] {
+              for (int64_t i = begin; i < end; ++i)
+                store(pd + i, geluTanhGradOf<C>(load(px + i), load(pg + i)));
+            });
+          else
+            runWide([&] {
+              for (int64_t i = begin; i < end; ++i)
+                store(pd + i, geluGradOf<C>(load(px + i), load(pg + i)));
+            });
+        });
       },
       "gelu_grad");
 }

@@ -58,8 +58,8 @@ KernelThreads *KernelThreads::current() { return currentPool; }
 
 bool KernelThreads::tryRun(int64_t begin, int64_t end, int64_t chunks, ChunkFn fn,
                            const void *context, Status &result) {
-  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
-  if (!busy.owns_lock())
+  bool idle = false;
+  if (!busy_.compare_exchange_strong(idle, true, std::memory_order_acquire))
     return false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -79,7 +79,9 @@ bool KernelThreads::tryRun(int64_t begin, int64_t end, int64_t chunks, ChunkFn f
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [&] { return active_ == 0; });
   result = error_;
+  lock.unlock();
   jobsRun_.fetch_add(1, std::memory_order_relaxed);
+  busy_.store(false, std::memory_order_release);
   return true;
 }
 

@@ -74,7 +74,9 @@ private:
   void runChunks();
 
   std::vector<std::thread> workers_;
-  std::mutex busy_; // held by the one caller running a job
+  /// Set by the one caller running a job; a flag, not a mutex, since a
+  /// nested call from that caller must see it taken too.
+  std::atomic<bool> busy_{false};
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   uint64_t generation_ = 0;

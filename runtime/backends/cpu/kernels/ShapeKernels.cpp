@@ -40,17 +40,19 @@ Status copyStrided(const StridedLayout<2> &layout, const TensorRef &in, const Te
         using U = decltype(unit);
         const U *src = in.as<const U>();
         U *dst = out.as<U>();
-        forEachRow(layout, [&](const int64_t *off, int64_t n, const int64_t *s) {
-          U *o = dst + off[0];
-          const U *x = src + off[1];
-          if (s[1] == 1)
-            std::memcpy(o, x, static_cast<size_t>(n) * sizeof(U));
-          else if (s[1] == 0)
-            std::fill(o, o + n, *x);
-          else
-            for (int64_t i = 0; i < n; ++i)
-              o[i] = x[i * s[1]];
-        });
+        // Copies: any split across the rank's threads gives the same bits.
+        forEachRowParallel(layout, kElementwiseGrain,
+                           [&](const int64_t *off, int64_t n, const int64_t *s) {
+                             U *o = dst + off[0];
+                             const U *x = src + off[1];
+                             if (s[1] == 1)
+                               std::memcpy(o, x, static_cast<size_t>(n) * sizeof(U));
+                             else if (s[1] == 0)
+                               std::fill(o, o + n, *x);
+                             else
+                               for (int64_t i = 0; i < n; ++i)
+                                 o[i] = x[i * s[1]];
+                           });
       },
       op);
 }
@@ -75,20 +77,22 @@ template <typename U> void transposeTiled(const StridedLayout<2> &layout, int q,
     ++outer.rank;
   }
   outer.dims[outer.rank++] = 1;
-  forEachRow(outer, [&](const int64_t *off, int64_t, const int64_t *) {
-    for (int64_t i0 = 0; i0 < rows; i0 += kTransposeTile) {
-      int64_t i1 = std::min(rows, i0 + kTransposeTile);
-      for (int64_t j0 = 0; j0 < cols; j0 += kTransposeTile) {
-        int64_t j1 = std::min(cols, j0 + kTransposeTile);
-        for (int64_t i = i0; i < i1; ++i) {
-          U *o = dst + off[0] + i * outRowStride;
-          const U *x = src + off[1] + i * inRowStride;
-          for (int64_t j = j0; j < j1; ++j)
-            o[j] = x[j * inColStride];
-        }
-      }
-    }
-  });
+  forEachRowParallel(outer,
+                     std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, rows * cols)),
+                     [&](const int64_t *off, int64_t, const int64_t *) {
+                       for (int64_t i0 = 0; i0 < rows; i0 += kTransposeTile) {
+                         int64_t i1 = std::min(rows, i0 + kTransposeTile);
+                         for (int64_t j0 = 0; j0 < cols; j0 += kTransposeTile) {
+                           int64_t j1 = std::min(cols, j0 + kTransposeTile);
+                           for (int64_t i = i0; i < i1; ++i) {
+                             U *o = dst + off[0] + i * outRowStride;
+                             const U *x = src + off[1] + i * inRowStride;
+                             for (int64_t j = j0; j < j1; ++j)
+                               o[j] = x[j * inColStride];
+                           }
+                         }
+                       }
+                     });
 }
 
 /// Concat (toWhole) or split: `whole` is the parts laid end to end along

@@ -4,7 +4,7 @@
 // (KernelThreads.h) runs without a pool and on pools of 2, 3 and 8
 // threads, over sizes that split unevenly (and leave partial fused blocks
 // and lane groups), and must produce the same bits each time: elementwise
-// (broadcast binary, where, unary, math), fused, softmax and log-softmax
+// (broadcast binary, where, unary, math), transpose, fused, softmax and log-softmax
 // (last and middle axis), layer norm, reductions (runs and columns), the
 // activation, GELU, softmax, layer-norm and cross-entropy gradients,
 // dropout and its gradient, and AdamW. Each run must also have used the
@@ -97,6 +97,19 @@ TEST(ThreadedKernels, Elementwise) {
                                 TestTensor(DType::F32, {kRows, kCols})};
     ok(unary(UnaryKind::Tanh, a.ref(), out[0].ref()));
     ok(math(MathKind::Gelu, c.ref(), out[1].ref()));
+    return out;
+  });
+}
+
+TEST(ThreadedKernels, Transpose) {
+  const TestTensor heads = random(DType::F32, {7, 97, 11, 13}, 22);
+  const TestTensor batch = random(DType::F32, {13, 101, 67}, 23);
+  expectThreadIndependent("transpose", [&] {
+    std::vector<TestTensor> out{TestTensor(DType::F32, {7, 11, 97, 13}),
+                                TestTensor(DType::F32, {13, 67, 101})};
+    const int64_t swapMiddle[] = {0, 2, 1, 3}, swapLast[] = {0, 2, 1};
+    ok(transpose(heads.ref(), swapMiddle, out[0].ref())); // strided rows
+    ok(transpose(batch.ref(), swapLast, out[1].ref()));   // tiles
     return out;
   });
 }

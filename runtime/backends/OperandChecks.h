@@ -29,6 +29,22 @@ inline int64_t dimProduct(const TensorRef &t, int from, int to) {
   return dimsProduct(t.dims, from, to);
 }
 
+/// A tensor seen around one axis: the dims before it, the axis, the dims
+/// after it (softmax, layer norm, cumsum and their gradients loop so).
+struct AxisSplit {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+
+/// `t` split at `axis` for kernel `op`; an error naming both when the axis
+/// is outside t's rank.
+inline Status splitAtAxis(const char *op, const TensorRef &t, int64_t axis, AxisSplit &out) {
+  if (axis < 0 || axis >= t.rank)
+    return Status::error(cat(op, ": axis ", axis, " is outside the rank ", t.rank));
+  const int a = static_cast<int>(axis);
+  out = AxisSplit{dimProduct(t, 0, a), t.dims[a], dimProduct(t, a + 1, t.rank)};
+  return Status::ok();
+}
+
 /// `t` has element type `expected`.
 inline Status requireDType(const char *op, const TensorRef &t, DType expected) {
   if (t.dtype == expected)

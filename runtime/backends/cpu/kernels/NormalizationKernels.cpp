@@ -173,13 +173,11 @@ void layerNormImpl(const TensorRef &x, const TensorRef &scale, const TensorRef *
 } // namespace
 
 Status softmax(const TensorRef &in, int64_t axis, bool log, const TensorRef &out) {
-  if (axis < 0 || axis >= in.rank)
-    return Status::error(cat("softmax: axis ", axis, " is outside the rank ", in.rank));
+  AxisSplit split;
+  FSDP_RETURN_IF_ERROR(splitAtAxis("softmax", in, axis, split));
   if (in.dtype != out.dtype)
     return Status::error("softmax: result must have the input's element type");
-  const int64_t outer = dimProduct(in, 0, static_cast<int>(axis));
-  const int64_t len = in.dims[axis];
-  const int64_t inner = dimProduct(in, static_cast<int>(axis) + 1, in.rank);
+  const int64_t outer = split.outer, len = split.len, inner = split.inner;
   return dispatchFloat(
       in.dtype,
       [&](auto tag) {
@@ -195,8 +193,8 @@ Status softmax(const TensorRef &in, int64_t axis, bool log, const TensorRef &out
 Status layerNorm(const TensorRef &x, const TensorRef &scale, const TensorRef *bias, int64_t axis,
                  float epsilon, const TensorRef &y, const TensorRef &mean,
                  const TensorRef &invStdDev) {
-  if (axis < 0 || axis >= x.rank)
-    return Status::error(cat("layer_norm: axis ", axis, " is outside the rank ", x.rank));
+  AxisSplit split;
+  FSDP_RETURN_IF_ERROR(splitAtAxis("layer_norm", x, axis, split));
   if (scale.dtype != x.dtype || y.dtype != x.dtype || (bias && bias->dtype != x.dtype))
     return Status::error("layer_norm: input, scale, bias and result must share an element type");
   if (mean.dtype != invStdDev.dtype)

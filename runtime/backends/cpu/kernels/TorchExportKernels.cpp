@@ -105,17 +105,13 @@ template <typename U> void tileTyped(const TensorRef &in, const TensorRef &out) 
 /// Integers add in uint64 (wrapping), floats in double, each result
 /// rounded once to T.
 template <typename T>
-void cumsumTyped(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
+void cumsumTyped(const TensorRef &in, const AxisSplit &split, bool exclusive, bool reverse,
                  const TensorRef &out) {
   using C = ComputeType<T>;
   using Acc = std::conditional_t<std::is_floating_point_v<C>, double, uint64_t>;
   const T *x = in.as<const T>();
   T *o = out.as<T>();
-  int64_t outer = 1, inner = 1, len = in.dims[axis];
-  for (int i = 0; i < axis; ++i)
-    outer *= in.dims[i];
-  for (int i = static_cast<int>(axis) + 1; i < in.rank; ++i)
-    inner *= in.dims[i];
+  const int64_t outer = split.outer, len = split.len, inner = split.inner;
   for (int64_t b = 0; b < outer; ++b) {
     for (int64_t c = 0; c < inner; ++c) {
       Acc sum = 0;
@@ -198,12 +194,12 @@ Status tile(const TensorRef &in, const TensorRef &out) {
 Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
               const TensorRef &out) {
   FSDP_RETURN_IF_ERROR(requireLike("cumsum", out, in));
-  if (axis < 0 || axis >= in.rank)
-    return Status::error(cat("cumsum: axis ", axis, " is outside the rank ", in.rank));
+  AxisSplit split;
+  FSDP_RETURN_IF_ERROR(splitAtAxis("cumsum", in, axis, split));
   if (in.numElements() == 0)
     return Status::ok();
   return dispatchNumeric(
-      in.dtype, [&](auto tag) { cumsumTyped<decltype(tag)>(in, axis, exclusive, reverse, out); },
+      in.dtype, [&](auto tag) { cumsumTyped<decltype(tag)>(in, split, exclusive, reverse, out); },
       "cumsum");
 }
 

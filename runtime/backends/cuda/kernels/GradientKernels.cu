@@ -246,12 +246,11 @@ Status activationGrad(const KernelContext &ctx, ActivationGradKind kind, const T
 Status softmaxGrad(const KernelContext &ctx, const TensorRef &y, const TensorRef &dy,
                    int64_t axis, bool log, const TensorRef &dx) {
   const char *op = log ? "log_softmax_grad" : "softmax_grad";
-  if (axis < 0 || axis >= y.rank)
-    return Status::error(cat(op, ": axis ", axis, " is outside the rank ", y.rank));
+  AxisSplit split;
+  FSDP_RETURN_IF_ERROR(splitAtAxis(op, y, axis, split));
   FSDP_RETURN_IF_ERROR(requireSameType(op, y, dy));
   FSDP_RETURN_IF_ERROR(requireSameType(op, dy, dx));
-  const int64_t outer = dimProduct(y, 0, static_cast<int>(axis)), len = y.dims[axis],
-                inner = dimProduct(y, static_cast<int>(axis) + 1, y.rank);
+  const int64_t outer = split.outer, len = split.len, inner = split.inner;
   return dispatchFloat(
       y.dtype,
       [&](auto tag) {
@@ -274,10 +273,9 @@ Status layerNormGrad(const KernelContext &ctx, const TensorRef &x, const TensorR
                      int64_t axis, const TensorRef &dx, const TensorRef &dscale,
                      const TensorRef &dbias) {
   const char *op = "layer_norm_grad";
-  if (axis < 0 || axis >= x.rank)
-    return Status::error(cat("layer_norm_grad: axis ", axis, " is outside the rank ", x.rank));
-  const int64_t rows = dimProduct(x, 0, static_cast<int>(axis));
-  const int64_t size = dimProduct(x, static_cast<int>(axis), x.rank);
+  AxisSplit split;
+  FSDP_RETURN_IF_ERROR(splitAtAxis("layer_norm_grad", x, axis, split));
+  const int64_t rows = split.outer, size = split.len * split.inner;
   FSDP_RETURN_IF_ERROR(requireSameType(op, x, dy));
   FSDP_RETURN_IF_ERROR(requireSameType(op, x, dx));
   FSDP_RETURN_IF_ERROR(requireSameType(op, scale, dscale));

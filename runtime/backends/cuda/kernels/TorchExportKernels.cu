@@ -210,16 +210,11 @@ Status tile(const KernelContext &ctx, const TensorRef &in, const TensorRef &out)
 Status cumsum(const KernelContext &ctx, const TensorRef &in, int64_t axis, bool exclusive,
               bool reverse, const TensorRef &out) {
   FSDP_RETURN_IF_ERROR(requireLike("cumsum", out, in));
-  if (axis < 0 || axis >= in.rank)
-    return Status::error(cat("cumsum: axis ", axis, " is outside the rank ", in.rank));
+  AxisSplit split;
+  FSDP_RETURN_IF_ERROR(splitAtAxis("cumsum", in, axis, split));
   if (in.numElements() == 0)
     return Status::ok();
-  int64_t outer = 1, inner = 1;
-  for (int i = 0; i < axis; ++i)
-    outer *= in.dims[i];
-  for (int i = static_cast<int>(axis) + 1; i < in.rank; ++i)
-    inner *= in.dims[i];
-  const int64_t len = in.dims[axis];
+  const int64_t outer = split.outer, len = split.len, inner = split.inner;
   return dispatchNumeric(
       in.dtype,
       [&](auto tag) {

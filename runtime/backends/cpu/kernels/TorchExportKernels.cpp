@@ -13,6 +13,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/OperandChecks.h"
+#include "runtime/math/CumulativeSum.h"
 #include "runtime/math/Activations.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 
@@ -102,31 +103,14 @@ template <typename U> void tileTyped(const TensorRef &in, const TensorRef &out) 
   });
 }
 
-/// Integers add in uint64 (wrapping), floats in double, each result
-/// rounded once to T.
+/// Every line, in order (CumulativeSum.h).
 template <typename T>
 void cumsumTyped(const TensorRef &in, const AxisSplit &split, bool exclusive, bool reverse,
                  const TensorRef &out) {
-  using C = ComputeType<T>;
-  using Acc = std::conditional_t<std::is_floating_point_v<C>, double, uint64_t>;
   const T *x = in.as<const T>();
   T *o = out.as<T>();
-  const int64_t outer = split.outer, len = split.len, inner = split.inner;
-  for (int64_t b = 0; b < outer; ++b) {
-    for (int64_t c = 0; c < inner; ++c) {
-      Acc sum = 0;
-      for (int64_t step = 0; step < len; ++step) {
-        int64_t k = reverse ? len - 1 - step : step;
-        int64_t at = (b * len + k) * inner + c;
-        Acc v = static_cast<Acc>(load(x + at));
-        if (!exclusive)
-          sum += v;
-        store(o + at, static_cast<C>(sum));
-        if (exclusive)
-          sum += v;
-      }
-    }
-  }
+  for (int64_t line = 0; line < split.outer * split.inner; ++line)
+    cumsumLine(x, o, line, split.len, split.inner, exclusive, reverse);
 }
 
 } // namespace

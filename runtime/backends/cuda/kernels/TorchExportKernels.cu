@@ -12,6 +12,7 @@
 
 #include "runtime/backends/cuda/kernels/KernelSupport.cuh"
 #include "runtime/backends/OperandChecks.h"
+#include "runtime/math/CumulativeSum.h"
 #include "runtime/math/Activations.h"
 
 #include <cmath>
@@ -97,21 +98,8 @@ __global__ void tileKernel(const U *in, U *out, TensorRef inShape, TensorRef out
 template <typename T>
 __global__ void cumsumKernel(const T *x, T *o, int64_t outer, int64_t len, int64_t inner,
                              bool exclusive, bool reverse) {
-  using C = ComputeType<T>;
-  using Acc = std::conditional_t<std::is_floating_point_v<C>, double, uint64_t>;
   FSDP_GRID_STRIDE(line, outer * inner) {
-    const int64_t b = line / inner, c = line % inner;
-    Acc sum = 0;
-    for (int64_t step = 0; step < len; ++step) {
-      const int64_t k = reverse ? len - 1 - step : step;
-      const int64_t at = (b * len + k) * inner + c;
-      const Acc v = static_cast<Acc>(load(x + at));
-      if (!exclusive)
-        sum += v;
-      store(o + at, static_cast<C>(sum));
-      if (exclusive)
-        sum += v;
-    }
+    cumsumLine(x, o, line, len, inner, exclusive, reverse);
   }
 }
 

@@ -45,6 +45,14 @@ inline Status splitAtAxis(const char *op, const TensorRef &t, int64_t axis, Axis
   return Status::ok();
 }
 
+/// Every one of perm's `count` entries names a dim of a rank-`rank` tensor.
+inline Status requirePermutation(const char *op, const int64_t *perm, int count, int rank) {
+  for (int d = 0; d < count; ++d)
+    if (perm[d] < 0 || perm[d] >= rank)
+      return Status::error(cat(op, ": perm entry ", perm[d], " is outside the rank ", rank));
+  return Status::ok();
+}
+
 /// `t` has element type `expected`.
 inline Status requireDType(const char *op, const TensorRef &t, DType expected) {
   if (t.dtype == expected)

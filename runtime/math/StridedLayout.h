@@ -113,6 +113,23 @@ StridedLayout<N> broadcastLayout(const TensorRef &out, const TensorRef *const (&
   return layout;
 }
 
+/// Transpose: `out` (contiguous) reading `in` with out's dim d walking in's
+/// dim perm[d] (every entry in [0, in.rank): requirePermutation). Coalesced.
+inline StridedLayout<2> permutedLayout(const TensorRef &in, const int64_t *perm,
+                                       const TensorRef &out) {
+  int64_t inStrides[kMaxRank];
+  contiguousStrides(in, inStrides);
+  StridedLayout<2> layout;
+  layout.rank = out.rank;
+  for (int d = 0; d < out.rank; ++d)
+    layout.dims[d] = out.dims[d];
+  contiguousStrides(out, layout.strides[0]);
+  for (int d = 0; d < out.rank; ++d)
+    layout.strides[1][d] = inStrides[perm[d]];
+  layout.coalesce();
+  return layout;
+}
+
 /// The slice of `whole` at per-dim `starts` / `steps`, iterated over
 /// `part`'s index space: `part` contiguous, `whole` strided (steps may be
 /// negative). Operand `wholeOperand` (0 or 1) is the whole, the other one

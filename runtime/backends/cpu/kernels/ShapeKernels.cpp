@@ -205,16 +205,8 @@ Status flatten(const TensorRef *inputs, const int64_t *offsets, int count, const
 Status transpose(const TensorRef &in, const int64_t *perm, const TensorRef &out) {
   if (out.numElements() == 0)
     return Status::ok();
-  int64_t inStrides[kMaxRank];
-  contiguousStrides(in, inStrides);
-  StridedLayout<2> layout;
-  layout.rank = out.rank;
-  for (int d = 0; d < out.rank; ++d)
-    layout.dims[d] = out.dims[d];
-  contiguousStrides(out, layout.strides[0]);
-  for (int d = 0; d < out.rank; ++d)
-    layout.strides[1][d] = inStrides[perm[d]];
-  layout.coalesce();
+  FSDP_RETURN_IF_ERROR(requirePermutation("transpose", perm, out.rank, in.rank));
+  const StridedLayout<2> layout = permutedLayout(in, perm, out);
 
   // The dim the input walks contiguously; tiles only pay when it is not
   // already the innermost output dim.

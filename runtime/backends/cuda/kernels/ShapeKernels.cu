@@ -239,20 +239,8 @@ Status transpose(const KernelContext &ctx, const TensorRef &in, const int64_t *p
                  const TensorRef &out) {
   if (out.numElements() == 0)
     return Status::ok();
-  int64_t inStrides[kMaxRank];
-  contiguousStrides(in, inStrides);
-  StridedLayout<2> layout;
-  layout.rank = out.rank;
-  for (int d = 0; d < out.rank; ++d)
-    layout.dims[d] = out.dims[d];
-  contiguousStrides(out, layout.strides[0]);
-  for (int d = 0; d < out.rank; ++d) {
-    if (perm[d] < 0 || perm[d] >= in.rank)
-      return Status::error(cat("transpose: perm entry ", perm[d], " is outside the rank ",
-                               in.rank));
-    layout.strides[1][d] = inStrides[perm[d]];
-  }
-  layout.coalesce();
+  FSDP_RETURN_IF_ERROR(requirePermutation("transpose", perm, out.rank, in.rank));
+  const StridedLayout<2> layout = permutedLayout(in, perm, out);
   const int q = transposeTileDim(layout);
   if (q < 0)
     return copyStrided(ctx, layout, in, out, "transpose");

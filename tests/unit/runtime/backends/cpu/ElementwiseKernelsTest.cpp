@@ -164,13 +164,16 @@ double referenceBinary(BinaryKind kind, DType t, double x, double y) {
   case BinaryKind::Mul: return x * y;
   case BinaryKind::Div: return isFloat(t) ? x / y : std::trunc(x / y);
   case BinaryKind::Pow: return std::pow(x, y);
+  case BinaryKind::Max: return std::max(x, y);
+  case BinaryKind::Min: return std::min(x, y);
   }
   return 0;
 }
 
 TEST_P(BinaryTest, MatchesReferenceOverBroadcastShapes) {
   DType t = GetParam();
-  const BinaryKind kinds[] = {BinaryKind::Add, BinaryKind::Sub, BinaryKind::Mul, BinaryKind::Div};
+  const BinaryKind kinds[] = {BinaryKind::Add, BinaryKind::Sub, BinaryKind::Mul,
+                              BinaryKind::Div, BinaryKind::Max, BinaryKind::Min};
   uint32_t seed = 1;
   for (BinaryKind kind : kinds)
     for (const auto &[aDims, bDims] : kBroadcastCases) {

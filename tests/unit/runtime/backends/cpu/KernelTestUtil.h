@@ -14,6 +14,7 @@
 #ifndef FSDP_TESTS_UNIT_RUNTIME_CPU_KERNELTESTUTIL_H
 #define FSDP_TESTS_UNIT_RUNTIME_CPU_KERNELTESTUTIL_H
 
+#include "runtime/backends/OperandChecks.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/support/DType.h"
 #include "runtime/support/TensorRef.h"
@@ -33,12 +34,11 @@ namespace fsdp::rt::cpu::kerneltest {
 
 using Dims = std::vector<int64_t>;
 
-/// The product of dims[from, to).
+/// The product of dims[from, to) (the kernels' dimsProduct).
 inline int64_t numElements(const Dims &dims, size_t from = 0, size_t to = SIZE_MAX) {
-  int64_t n = 1;
-  for (size_t i = from; i < std::min(to, dims.size()); ++i)
-    n *= dims[i];
-  return n;
+  const size_t end = std::min(to, dims.size());
+  return from < end ? dimsProduct(dims.data(), static_cast<int>(from), static_cast<int>(end))
+                    : 1;
 }
 
 /// A view of `data` as a dense tensor of `dtype` and `dims`.

@@ -31,18 +31,6 @@ const DType kEveryDType[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DT
                              DType::I16, DType::I32, DType::I64, DType::U8,   DType::U16,
                              DType::U32, DType::U64, DType::Bool};
 
-/// Distinct nonzero bit patterns per element (bool: alternating 0/1), the
-/// CPU test's fill: float patterns include NaNs and denormals, which only a
-/// bitwise move preserves.
-TestTensor pattern(DType dtype, Dims dims, uint64_t seed) {
-  TestTensor t(dtype, std::move(dims));
-  for (int64_t i = 0; i < t.size(); ++i) {
-    uint64_t v = (static_cast<uint64_t>(i) + 1) * 0x9e3779b97f4a7c15ull ^ seed;
-    t.setBits(i, dtype == DType::Bool ? (static_cast<uint64_t>(i) + seed) % 2 : v | 1);
-  }
-  return t;
-}
-
 /// An output whose buffer starts with stale values the kernel must
 /// overwrite (both runs start from the same stale copy).
 KernelCase &staleOut(KernelCase &c, DType dtype, Dims dims, uint64_t seed) {

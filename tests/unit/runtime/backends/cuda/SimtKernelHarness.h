@@ -165,6 +165,18 @@ inline TestTensor values(DType dtype, Dims dims, const std::vector<double> &v) {
   return t;
 }
 
+/// Distinct nonzero bit patterns per element (bool: alternating 0/1), the
+/// CPU test's fill: float patterns include NaNs and denormals, which only a
+/// bitwise move preserves.
+inline TestTensor pattern(DType dtype, Dims dims, uint64_t seed) {
+  TestTensor t(dtype, std::move(dims));
+  for (int64_t i = 0; i < t.size(); ++i) {
+    uint64_t v = (static_cast<uint64_t>(i) + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+    t.setBits(i, dtype == DType::Bool ? (static_cast<uint64_t>(i) + seed) % 2 : v | 1);
+  }
+  return t;
+}
+
 } // namespace fsdp::rt::cuda::simttest
 
 #endif // FSDP_TESTS_UNIT_RUNTIME_BACKENDS_CUDA_SIMTKERNELHARNESS_H

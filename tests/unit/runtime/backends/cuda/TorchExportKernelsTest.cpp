@@ -49,16 +49,6 @@ TestTensor mathInput(DType t, int64_t n, uint32_t seed, double lo = -8, double h
   return x;
 }
 
-/// Distinct nonzero bit patterns per element (bool: alternating 0/1).
-TestTensor pattern(DType dtype, Dims dims, uint64_t seed) {
-  TestTensor t(dtype, std::move(dims));
-  for (int64_t i = 0; i < t.size(); ++i) {
-    uint64_t v = (static_cast<uint64_t>(i) + 1) * 0x9e3779b97f4a7c15ull ^ seed;
-    t.setBits(i, dtype == DType::Bool ? (static_cast<uint64_t>(i) + seed) % 2 : v | 1);
-  }
-  return t;
-}
-
 TEST(CudaTorchExport, GeluBothFormsAndGradient) {
   for (DType t : kFloats)
     for (int64_t n : {36, 2049})

@@ -146,18 +146,6 @@ __global__ void layerNormGradColumnsKernel(const T *x, const U *mean, const U *i
 
 // --- Gather, slice, reduce max ------------------------------------------------------------
 
-/// A thread per index: one out of range is a fault, whatever the shape of
-/// dy (the CPU refuses it even when dy and the result are empty).
-template <typename I>
-__global__ void checkIndicesKernel(const I *idx, int64_t count, int64_t dim, KernelFault *fault,
-                                   uint32_t launchId) {
-  FSDP_GRID_STRIDE(j, count) {
-    const int64_t v = static_cast<int64_t>(idx[j]);
-    if (v < -dim || v >= dim)
-      raiseFault(fault, launchId, FaultCode::IndexOutOfRange, v, j, dim);
-  }
-}
-
 /// A thread per (outer, inner) column; indices out of range (faulted by
 /// checkIndicesKernel) add nothing.
 template <typename T, typename I>

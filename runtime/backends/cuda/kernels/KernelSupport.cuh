@@ -80,6 +80,20 @@ __device__ inline void raiseFault(KernelFault *fault, uint32_t launch, FaultCode
   }
 }
 
+/// A thread per index of a gather (or its gradient): one outside
+/// [-dim, dim) is a fault. Launched on its own where the data movement is
+/// empty but the indices are not, since the CPU refuses a bad index before
+/// it looks at sizes.
+template <typename I>
+__global__ void checkIndicesKernel(const I *idx, int64_t count, int64_t dim, KernelFault *fault,
+                                   uint32_t launchId) {
+  FSDP_GRID_STRIDE(j, count) {
+    const int64_t v = static_cast<int64_t>(idx[j]);
+    if (v < -dim || v >= dim)
+      raiseFault(fault, launchId, FaultCode::IndexOutOfRange, v, j, dim);
+  }
+}
+
 FSDP_CUDA_NAMESPACE_END
 
 #endif // FSDP_RUNTIME_BACKENDS_CUDA_KERNELS_KERNELSUPPORT_CUH

@@ -101,18 +101,6 @@ __global__ void gatherKernel(const U *src, const I *idx, U *dst, int64_t outer, 
   }
 }
 
-/// Checks the indices alone, for a gather whose output is empty but whose
-/// indices are not: the CPU refuses a bad index before looking at sizes.
-template <typename I>
-__global__ void checkIndicesKernel(const I *idx, int64_t count, int64_t dim, KernelFault *fault,
-                                   uint32_t launchId) {
-  FSDP_GRID_STRIDE(j, count) {
-    const int64_t v = static_cast<int64_t>(idx[j]);
-    if (v < -dim || v >= dim)
-      raiseFault(fault, launchId, FaultCode::IndexOutOfRange, v, j, dim);
-  }
-}
-
 template <typename U>
 __global__ void triluKernel(const U *src, U *dst, int64_t rows, int64_t cols, int64_t n,
                             bool upper, int64_t k) {

@@ -13,11 +13,13 @@
 #ifndef FSDP_RUNTIME_BACKENDS_FUSEDPROGRAM_H
 #define FSDP_RUNTIME_BACKENDS_FUSEDPROGRAM_H
 
+#include "runtime/io/ContentHash.h"
 #include "runtime/math/FusedOps.h"
 #include "runtime/support/Status.h"
 #include "runtime/support/TensorRef.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace fsdp::rt {
 
@@ -78,6 +80,19 @@ inline Status decodeFusedProgram(const TensorRef *inputs, int numInputs, const i
     p.outputOf[value] = i;
   }
   return Status::ok();
+}
+
+/// The identity of a Fused program as code is generated for it: its
+/// attribute ints and which inputs broadcast (one element over many). The
+/// compiler names each generated kernel by it (runtime/embed/EmbeddedStep.h)
+/// and the backends look generated code up by it, so a launch whose program
+/// or broadcasts differ never runs another program's code.
+inline uint64_t fusedProgramKey(const int64_t *ints, int numInts, const bool *scalar,
+                                int numInputs) {
+  std::vector<int64_t> words(ints, ints + numInts);
+  for (int i = 0; i < numInputs; ++i)
+    words.push_back(scalar[i] ? 1 : 0);
+  return contentHash(words.data(), words.size() * sizeof(int64_t));
 }
 
 } // namespace fsdp::rt

@@ -36,10 +36,17 @@ Status ModelState::loadWeights(const std::string &path) {
   }
   SafetensorsFile weights;
   FSDP_RETURN_IF_ERROR(SafetensorsFile::open(file, weights));
-  if (ownWeights && weights.contentHash() != plan.weights_hash())
-    return Status::error(file + ": weights file does not match the plan (content hash differs; "
-                                "recompile or pass --weights)");
+  if (ownWeights)
+    return loadOwnWeights(weights, file);
   return restoreEntries([&](const std::string &n) { return weights.find(n); }, file,
+                        /*parametersOnly=*/true);
+}
+
+Status ModelState::loadOwnWeights(const SafetensorsFile &weights, const std::string &name) {
+  if (weights.contentHash() != executor_.plan().plan().weights_hash())
+    return Status::error(name + ": weights file does not match the plan (content hash differs; "
+                                "recompile or pass --weights)");
+  return restoreEntries([&](const std::string &n) { return weights.find(n); }, name,
                         /*parametersOnly=*/true);
 }
 

@@ -42,6 +42,8 @@ struct Plan;
 
 namespace fsdp::rt {
 
+class SafetensorsFile;
+
 /// Named tensors to restore from (a safetensors file's find).
 using TensorLookup = std::function<const HostTensor *(const std::string &)>;
 
@@ -56,6 +58,10 @@ public:
   /// The file holds full parameters; a sharded one fills only this rank's
   /// elements of its unit's shard.
   Status loadWeights(const std::string &path = "");
+  /// Loads the plan's own weights, already read (from `name`: a file, or
+  /// the bytes a compiled step binary embeds), whose content hash must
+  /// match the plan's.
+  Status loadOwnWeights(const SafetensorsFile &weights, const std::string &name);
   /// Copies the named parameter's full value (plan dtype and shape).
   /// Collective when the parameter is sharded: every rank of its unit's
   /// group must call it (fsdp-run calls it on every rank).

@@ -104,7 +104,9 @@ inline Status checkTensorRef(const TensorRef &t, uint64_t &bytes) {
 inline std::string errnoText() { return std::strerror(errno); }
 
 /// A read-only file whose size is known up front, so readers can check
-/// every length a header claims against it before allocating.
+/// every length a header claims against it before allocating. It can also
+/// stand for bytes already in memory (openMemory: a file embedded in a
+/// compiled step binary), so one reader validates both alike.
 class InputFile {
 public:
   InputFile() = default;
@@ -127,6 +129,11 @@ public:
     size_ = static_cast<uint64_t>(st.st_size);
     return Status::ok();
   }
+  /// `size` bytes at `data`, which must outlive this object.
+  void openMemory(const uint8_t *data, uint64_t size) {
+    memory_ = data;
+    size_ = size;
+  }
   uint64_t size() const { return size_; }
 
   /// Reads exactly `n` bytes at `offset`; a short file is an error.
@@ -134,6 +141,11 @@ public:
     if (offset > size_ || n > size_ - offset)
       return Status::error(cat("truncated: need ", n, " bytes at offset ", offset,
                                " but the file has ", size_));
+    if (memory_) {
+      if (n > 0)
+        std::memcpy(buffer, memory_ + offset, n);
+      return Status::ok();
+    }
     char *out = static_cast<char *>(buffer);
     while (n > 0) {
       ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
@@ -151,6 +163,7 @@ public:
 
 private:
   int fd_ = -1;
+  const uint8_t *memory_ = nullptr;
   uint64_t size_ = 0;
 };
 

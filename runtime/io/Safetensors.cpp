@@ -361,11 +361,9 @@ Status readHeader(const InputFile &file, std::vector<Entry> &entries,
   return Status::ok();
 }
 
-Status openImpl(const std::string &path, std::map<std::string, std::string> &metadata,
+Status openImpl(const InputFile &file, std::map<std::string, std::string> &metadata,
                 std::map<std::string, HostTensor> &tensors, uint64_t &hash) {
   ContentHasher hasher;
-  InputFile file;
-  FSDP_RETURN_IF_ERROR(file.open(path));
   std::vector<Entry> entries;
   uint64_t bufferStart = 0;
   FSDP_RETURN_IF_ERROR(readHeader(file, entries, metadata, bufferStart, hasher));
@@ -513,8 +511,22 @@ Status writeSafetensors(const std::string &path, const std::vector<NamedTensor> 
 
 Status SafetensorsFile::open(const std::string &path, SafetensorsFile &out) {
   SafetensorsFile file;
-  FSDP_RETURN_IF_ERROR(withContext("safetensors file '" + path + "'",
-                                   openImpl(path, file.metadata_, file.tensors_,
+  InputFile input;
+  Status read = input.open(path);
+  if (read)
+    read = openImpl(input, file.metadata_, file.tensors_, file.contentHash_);
+  FSDP_RETURN_IF_ERROR(withContext("safetensors file '" + path + "'", read));
+  out = std::move(file);
+  return Status::ok();
+}
+
+Status SafetensorsFile::openMemory(const uint8_t *data, uint64_t size, const std::string &name,
+                                   SafetensorsFile &out) {
+  SafetensorsFile file;
+  InputFile input;
+  input.openMemory(data, size);
+  FSDP_RETURN_IF_ERROR(withContext("safetensors file '" + name + "'",
+                                   openImpl(input, file.metadata_, file.tensors_,
                                             file.contentHash_)));
   out = std::move(file);
   return Status::ok();

@@ -20,6 +20,7 @@
 #include "runtime/support/Status.h"
 #include "runtime/support/TensorRef.h"
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -114,6 +115,10 @@ class SafetensorsFile {
 public:
   /// Reads and validates `path`; `out` is left untouched on error.
   static Status open(const std::string &path, SafetensorsFile &out);
+  /// The same from `size` bytes at `data` (a file embedded in a compiled
+  /// step binary); `name` stands for the file in messages.
+  static Status openMemory(const uint8_t *data, uint64_t size, const std::string &name,
+                           SafetensorsFile &out);
 
   const std::map<std::string, std::string> &metadata() const { return metadata_; }
   /// Tensor names, sorted.

@@ -75,19 +75,42 @@ Status loadPlan(const std::string &path, LoadedPlan &out) {
     return Status::error(path + ": out of memory reading the plan");
   std::shared_ptr<uint8_t> storage(static_cast<uint8_t *>(raw), [](uint8_t *p) { std::free(p); });
   FSDP_RETURN_IF_ERROR(detail::withContext(path, file.readAt(kHeaderSize, storage.get(), size)));
+  return adoptPlanBytes(std::move(storage), size, hash, path, out);
+}
+
+Status adoptPlanBytes(std::shared_ptr<uint8_t> storage, size_t size, uint64_t hash,
+                      const std::string &name, LoadedPlan &out) {
   if (contentHash(storage.get(), size) != hash)
-    return Status::error(path + ": plan is corrupted (content hash mismatch)");
+    return Status::error(name + ": plan is corrupted (content hash mismatch)");
   flatbuffers::Verifier verifier(storage.get(), size);
   if (!plan::VerifyPlanBuffer(verifier))
-    return Status::error(path + ": plan structure is invalid (FlatBuffers verification failed)");
+    return Status::error(name + ": plan structure is invalid (FlatBuffers verification failed)");
   const plan::Plan *root = plan::GetPlan(storage.get());
-  FSDP_RETURN_IF_ERROR(checkPlan(*root, path));
+  FSDP_RETURN_IF_ERROR(checkPlan(*root, name));
   out.storage_ = std::move(storage);
   out.plan_ = root;
   out.hash_ = hash;
   out.size_ = size;
-  out.path_ = path;
+  out.path_ = name;
   return Status::ok();
+}
+
+Status loadPlanFromMemory(const uint8_t *bytes, size_t size, uint64_t expectedHash,
+                          const std::string &name, LoadedPlan &out) {
+  if (!bytes || size == 0)
+    return Status::error(name + ": the embedded plan is empty");
+  std::shared_ptr<uint8_t> storage;
+  if (reinterpret_cast<uintptr_t>(bytes) % kBufferAlignment == 0) {
+    // In place: the caller keeps the bytes (a binary's read-only data).
+    storage = std::shared_ptr<uint8_t>(const_cast<uint8_t *>(bytes), [](uint8_t *) {});
+  } else {
+    void *raw = nullptr;
+    if (posix_memalign(&raw, kBufferAlignment, size) != 0)
+      return Status::error(name + ": out of memory reading the plan");
+    storage = std::shared_ptr<uint8_t>(static_cast<uint8_t *>(raw), [](uint8_t *p) { std::free(p); });
+    std::memcpy(storage.get(), bytes, size);
+  }
+  return adoptPlanBytes(std::move(storage), size, expectedHash, name, out);
 }
 
 } // namespace fsdp::rt

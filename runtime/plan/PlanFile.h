@@ -60,7 +60,8 @@ public:
   size_t flatbufferSize() const { return size_; }
 
 private:
-  friend Status loadPlan(const std::string &path, LoadedPlan &out);
+  friend Status adoptPlanBytes(std::shared_ptr<uint8_t> storage, size_t size, uint64_t hash,
+                               const std::string &name, LoadedPlan &out);
   std::shared_ptr<uint8_t> storage_;
   const plan::Plan *plan_ = nullptr;
   uint64_t hash_ = 0;
@@ -70,6 +71,22 @@ private:
 
 /// Reads and verifies a plan file (header, hash, FlatBuffer, semantics).
 Status loadPlan(const std::string &path, LoadedPlan &out);
+
+/// Verifies a plan's FlatBuffer already in memory (a compiled step binary
+/// embeds the bytes a plan file holds after its header) as loadPlan does:
+/// its content hash must be `expectedHash` (what the file's header would
+/// carry, so the plan's identity, and its checkpoints, are the same either
+/// way), then the verifier and PlanCheck. `name` stands for the file in
+/// messages and path(); directory() is its directory. The bytes are used
+/// in place when 64-byte aligned (they must then outlive `out`), else
+/// copied.
+Status loadPlanFromMemory(const uint8_t *bytes, size_t size, uint64_t expectedHash,
+                          const std::string &name, LoadedPlan &out);
+
+/// The shared last half of both loaders: checks `storage`'s hash, structure
+/// and semantics and makes it `out`'s plan.
+Status adoptPlanBytes(std::shared_ptr<uint8_t> storage, size_t size, uint64_t hash,
+                      const std::string &name, LoadedPlan &out);
 
 } // namespace fsdp::rt
 

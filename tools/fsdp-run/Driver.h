@@ -14,6 +14,7 @@
 #define FSDP_TOOLS_FSDP_RUN_DRIVER_H
 
 #include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/embed/EmbeddedStep.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/train/LrSchedule.h"
 
@@ -23,9 +24,19 @@
 #include <string>
 #include <vector>
 
+/// Returns the error of `expr` as it is: fsdp-run's messages are one line,
+/// without the origin FSDP_RETURN_IF_ERROR adds.
+#define FSDP_RUN_RETURN_IF_FAILED(expr)                                        \
+  do {                                                                         \
+    if (::fsdp::rt::Status fsdpRunStatus_ = (expr); !fsdpRunStatus_)           \
+      return fsdpRunStatus_;                                                   \
+  } while (false)
+
 namespace fsdp::run {
 
 struct RunOptions {
+  /// A compiled step binary's step (plan and weights built in), or null.
+  const FsdpEmbeddedStep *embedded = nullptr;
   std::string planPath, outputsDir, weightsPath;
   std::map<std::string, std::string> inputs; // name -> .npy path
   int64_t steps = 1;
@@ -51,7 +62,20 @@ struct RunOptions {
   std::optional<rt::CheckpointFormat> saveFormat; // --save-format, sharded when not given
 };
 
-/// Prints "fsdp-run: error: MESSAGE" on stderr and returns exit code 1.
+/// fsdp-run's program: parses argv (fsdp-run's flags), runs and returns the
+/// exit code. With `step` (a compiled step binary's fsdp_embedded_step),
+/// the plan is the step's and argv takes none; messages and --help use
+/// argv[0]'s basename where fsdp-run's say "fsdp-run".
+int runDriver(int argc, char **argv, const FsdpEmbeddedStep *step);
+
+/// What runDriver does with `step` before parsing: the program name, the
+/// plan's name (the executable's path) and the process-wide step.
+void prepareOptions(int argc, char **argv, const FsdpEmbeddedStep *step, RunOptions &opts);
+
+/// "fsdp-run", or a compiled step binary's name.
+const std::string &programName();
+
+/// Prints "PROGRAM: error: MESSAGE" on stderr and returns exit code 1.
 int fail(const std::string &message);
 
 /// Writes each graph output to DIR/<name>.npy.

@@ -14,13 +14,54 @@
 
 #include "runtime/exec/CollectiveWatchdog.h"
 #include "runtime/exec/Executor.h"
+#include "runtime/train/DataSource.h"
+#include "runtime/train/TrainLog.h"
 #include "tools/fsdp-run/Driver.h"
+
+#include <memory>
 
 namespace fsdp::run {
 
+class Progress;
+
+/// One rank's training run in three parts, so that a program embedding a
+/// compiled step (fsdp_step.h) can take steps a few at a time: begin
+/// (data, --metrics, --resume), runSteps (the next steps, with --save's
+/// periodic checkpoints), finish (the summary, --profile, --save-weights,
+/// --outputs, and the last --save). fsdp-run runs all three at once
+/// (runTraining). `watchdog` (multi-rank runs) also watches each
+/// checkpoint save and load as one host call.
+class TrainingRun {
+public:
+  TrainingRun(const RunOptions &options, rt::Executor &executor,
+              rt::CollectiveWatchdog *watchdog = nullptr);
+  ~TrainingRun();
+  rt::Status begin();
+  /// Steps nextStep() .. lastStep (at most options.steps, the schedule's end:
+  /// the caller checks).
+  rt::Status runSteps(int64_t lastStep);
+  /// Writes a checkpoint of the state after step nextStep() - 1 to `dir`
+  /// (collective), as --save does.
+  rt::Status save(const std::string &dir, rt::StepRecord *record = nullptr);
+  rt::Status finish();
+  int64_t nextStep() const { return nextStep_; }
+  /// The loss of the last step taken (rank 0's is the run's).
+  double lastLoss() const { return lastLoss_; }
+
+private:
+  const RunOptions &opts_;
+  rt::Executor &executor_;
+  rt::CollectiveWatchdog *watchdog_;
+  std::unique_ptr<rt::DataSource> data_;
+  std::unique_ptr<rt::MetricsFile> metrics_;
+  std::unique_ptr<Progress> progress_;
+  rt::StepProfile profile_;
+  double baseLr_ = 0, lastLoss_ = 0;
+  int64_t firstStep_ = 1, nextStep_ = 1;
+};
+
 /// Runs `options.steps` training steps of `executor`'s plan (weights
-/// already loaded) as the executor's rank. `watchdog` (multi-rank runs)
-/// also watches each checkpoint save and load as one host call.
+/// already loaded) as the executor's rank.
 rt::Status runTraining(const RunOptions &options, rt::Executor &executor,
                        rt::CollectiveWatchdog *watchdog = nullptr);
 

@@ -11,6 +11,7 @@
 #include "tools/fsdp-run/Watchdog.h"
 
 #include "runtime/channels/StallingCommunicator.h"
+#include "tools/fsdp-run/Driver.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -54,7 +55,7 @@ void reportTermination() {
       return;
     if (!alreadyPrinted.load()) {
       const int rank = terminatedRank.load();
-      std::string text = cat("fsdp-run: error: rank ", rank,
+      std::string text = cat(programName(), ": error: rank ", rank,
                              ": ended by SIGTERM (mpirun ends the job when a rank aborts, fails "
                              "or dies, or when it is cancelled)\n");
       if (FlightRecorder *recorder = terminatedRecorder.load())

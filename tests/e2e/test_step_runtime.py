@@ -19,68 +19,38 @@ lib/libfsdp_runtime.link only. Rows:
     what the step was compiled from;
   - the C session API (a program in plain C): one step per call gives
     fsdp-run's losses, a checkpoint it saves resumes in fsdp-run, and a
-    step past --steps is refused.
+    step past --steps is refused; under mpirun -np 2 every rank gets them.
 """
 
 import argparse
-import json
 import os
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..", "..")
 sys.path.insert(0, HERE)
 import rows as rows_report  # noqa: E402
-MODEL = os.path.join(ROOT, "examples", "gpt-tiny.onnx")
-TEXT = os.path.join(ROOT, "examples", "shakespeare.txt")
+import test_resume as tr  # noqa: E402  (run, losses, the token file)
+from test_resume import Failure, losses, run  # noqa: E402
 SOURCES = os.path.join(HERE, "step_runtime")
-MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
-class Failure(Exception):
-    pass
-
-
-def run(command, env=None, expect_ok=True):
-    out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
-    if expect_ok and out.returncode != 0:
-        raise Failure(f"{' '.join(command)} failed ({out.returncode}):\n{out.stderr.strip()}")
-    return out
-
-
-def losses(path):
-    with open(path) as f:
-        return [(r["step"], r["loss"]) for r in map(json.loads, f)]
-
-
-class Session:
+class Session(tr.Session):
     def __init__(self, args, tmp):
-        self.args, self.tmp, self.count = args, tmp, 0
-        self.tokens = os.path.join(tmp, "tokens.bin")
-        with open(TEXT, "rb") as f:
-            data = f.read()
-        with open(self.tokens, "wb") as f:  # byte-level ids as raw little-endian uint16
-            f.write(b"".join(bytes((b, 0)) for b in data))
+        super().__init__(args, tmp)
         with open(args.link_file) as f:
             self.link_flags = f.read().split()
         self.plans = {}
 
-    def fresh(self, name):
-        self.count += 1
-        path = os.path.join(self.tmp, f"{self.count}-{name}")
-        os.makedirs(path)
-        return path
-
-    def plan(self, world):
-        if world not in self.plans:
+    def plan(self, world, *flags):
+        key = (world, *flags)
+        if key not in self.plans:
             path = os.path.join(self.fresh("plan"), "step.plan")
-            run([self.args.fsdp_opt, MODEL, "-o", path, f"--world-size={world}"])
-            self.plans[world] = path
-        return self.plans[world]
+            run([self.args.fsdp_opt, tr.MODEL, "-o", path, f"--world-size={world}", *flags])
+            self.plans[key] = path
+        return self.plans[key]
 
     def weights_of(self, plan):
         names = [n for n in os.listdir(os.path.dirname(plan)) if n.endswith(".safetensors")]
@@ -127,7 +97,7 @@ class Session:
         run([self.args.cxx, *objects, self.args.archive, *self.link_flags, "-o", exe])
         return exe
 
-    def train(self, program, steps, *extra, mpi=0, expect_ok=True):
+    def run_program(self, program, steps, *extra, mpi=0, expect_ok=True):
         """(losses, completed process) of one run of fsdp-run (program is a
         plan file) or of a step binary."""
         work = self.fresh("run")
@@ -138,7 +108,7 @@ class Session:
         if mpi:
             command = [self.args.mpirun, "-np", str(mpi), "--oversubscribe", "--bind-to",
                        "none"] + command
-            env = MPI_ENV
+            env = tr.MPI_ENV
         out = run(command, env, expect_ok)
         if out.returncode != 0:
             return None, out
@@ -151,32 +121,61 @@ def parity_rows(s):
     # World size 1, weights from the plan's file beside the binary.
     exe1 = s.binary(plan1, embed_weights=False)
     shutil.copy(s.weights_of(plan1), os.path.dirname(exe1))
-    ref1, _ = s.train(plan1, 4)
-    got1, _ = s.train(exe1, 4)
+    ref1, _ = s.run_program(plan1, 4)
+    got1, _ = s.run_program(exe1, 4)
     rows.append(("world size 1, weights beside the binary: fsdp-run's losses",
                  [] if got1 == ref1 else [f"{got1} != fsdp-run's {ref1}"]))
     exe2 = s.binary(plan2, embed_weights=True)
-    ref2, _ = s.train(plan2, 4)
-    got2, _ = s.train(exe2, 4)
+    ref2, _ = s.run_program(plan2, 4)
+    got2, _ = s.run_program(exe2, 4)
     rows.append(("world size 2 in-process, weights embedded: fsdp-run's losses",
                  [] if got2 == ref2 else [f"{got2} != fsdp-run's {ref2}"]))
     if s.args.mpirun:
-        got_mpi, _ = s.train(exe2, 4, mpi=2)
+        got_mpi, _ = s.run_program(exe2, 4, mpi=2)
         rows.append(("world size 2 under mpirun -np 2: fsdp-run's losses",
                      [] if got_mpi == ref2 else [f"{got_mpi} != fsdp-run's {ref2}"]))
     else:
         rows.append(("world size 2 under mpirun -np 2", ["no mpirun on PATH"]))
     # Checkpoints: binary -> fsdp-run and fsdp-run -> binary.
-    ref6, _ = s.train(plan2, 6)
+    ref6, _ = s.run_program(plan2, 6)
     for label, first, second in (("saved by the binary, resumed by fsdp-run", exe2, plan2),
                                  ("saved by fsdp-run, resumed by the binary", plan2, exe2)):
         ckpt = os.path.join(s.fresh("ckpt"), "ckpt")
-        s.train(first, 3, f"--save={ckpt}")
-        resumed, _ = s.train(second, 6, f"--resume={ckpt}")
+        s.run_program(first, 3, f"--save={ckpt}")
+        resumed, _ = s.run_program(second, 6, f"--resume={ckpt}")
         rows.append((label, [] if resumed == ref6[3:] else
                      [f"{resumed} != the uninterrupted run's {ref6[3:]}"]))
     s.exe1, s.exe2, s.ref6 = exe1, exe2, ref6
+    # A forward plan: the same outputs, byte for byte.
+    forward = s.plan(1, "--mode=forward")
+    exe = s.binary(forward, embed_weights=True)
+    work = s.fresh("forward")
+    with open(s.tokens, "rb") as f:  # uint16 ids: the low bytes
+        tokens = list(f.read()[:2 * (16 * 64 + 1):2])
+    inputs = []
+    for name, offset in (("idx", 0), ("targets", 1)):
+        path = os.path.join(work, name + ".npy")
+        write_npy_i64(path, tokens[offset:offset + 16 * 64], (16, 64))
+        inputs.append(f"--input={name}={path}")
+    outputs = {}
+    for label, command in (("fsdp-run", [s.args.fsdp_run, forward]), ("binary", [exe])):
+        out_dir = os.path.join(work, label)
+        run(command + inputs + [f"--outputs={out_dir}"])
+        outputs[label] = {n: open(os.path.join(out_dir, n), "rb").read()
+                          for n in sorted(os.listdir(out_dir))}
+    rows.append(("forward plan: fsdp-run's outputs byte for byte",
+                 [] if outputs["binary"] == outputs["fsdp-run"] and outputs["binary"] else
+                 [f"outputs differ: {sorted(outputs['binary'])} vs {sorted(outputs['fsdp-run'])}"]))
     return rows
+
+
+def write_npy_i64(path, values, shape):
+    """A little-endian int64 .npy of `values` (no numpy needed)."""
+    header = "{'descr': '<i8', 'fortran_order': False, 'shape': (%d, %d), }" % shape
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack(f"<{len(values)}q", *values))
 
 
 def message_after_prefix(out, prefix):
@@ -259,7 +258,16 @@ def api_rows(s):
     if "api stopped: step 7 is past --steps=6" not in out.stdout:
         problems.append(f"a step past --steps was not refused: {out.stdout[-300:]!r}")
     rows.append(("session API: one step per call gives fsdp-run's losses", problems))
-    resumed, _ = s.train(plan2, 6, f"--resume={ckpt}")
+    if s.args.mpirun:
+        out = run([s.args.mpirun, "-np", "2", "--oversubscribe", "--bind-to", "none", exe,
+                   f"--data={s.tokens}", "--steps=3"], env=tr.MPI_ENV)
+        # Every rank prints its own loss lines: the same global loss.
+        printed = sorted((int(line.split()[2]), float(line.split()[4]))
+                         for line in out.stdout.splitlines() if line.startswith("api step "))
+        want = sorted(s.ref6[:3] * 2)
+        rows.append(("session API under mpirun -np 2: each rank gets fsdp-run's losses",
+                     [] if f32(printed) == f32(want) else [f"{printed} != {want}"]))
+    resumed, _ = s.run_program(plan2, 6, f"--resume={ckpt}")
     rows.append(("session API: its checkpoint resumes in fsdp-run",
                  [] if resumed == s.ref6[2:] else [f"{resumed} != {s.ref6[2:]}"]))
     out = run([exe, f"--data={s.tokens}"], expect_ok=False)

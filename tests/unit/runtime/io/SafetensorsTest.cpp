@@ -279,6 +279,30 @@ TEST_F(SafetensorsTest, TruncationAtEveryByteIsAnError) {
   }
 }
 
+// The bytes of a file embedded in a compiled step binary read as the file
+// does, hash included, and truncation is refused naming the given name.
+TEST_F(SafetensorsTest, MemoryReadsAsTheFile) {
+  std::map<std::string, HostTensor> tensors = {{"w", makeTensor(DType::F32, {2, 2}, 1)},
+                                               {"b", makeTensor(DType::I8, {3}, 2)}};
+  ASSERT_TRUE(writeSafetensors(path, named(tensors), {{"step", "7"}}).isOk());
+  std::string whole = readBytes(path);
+  SafetensorsFile fromFile, fromMemory;
+  ASSERT_TRUE(SafetensorsFile::open(path, fromFile).isOk());
+  Status s = SafetensorsFile::openMemory(reinterpret_cast<const uint8_t *>(whole.data()),
+                                         whole.size(), "embedded", fromMemory);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  expectSame(fromMemory, tensors);
+  EXPECT_EQ(fromMemory.metadata(), fromFile.metadata());
+  EXPECT_EQ(fromMemory.contentHash(), fromFile.contentHash());
+  for (size_t n : {size_t(0), size_t(7), whole.size() - 1}) {
+    SafetensorsFile f;
+    Status cut = SafetensorsFile::openMemory(reinterpret_cast<const uint8_t *>(whole.data()), n,
+                                             "embedded", f);
+    ASSERT_FALSE(cut.isOk()) << n;
+    EXPECT_EQ(cut.message().rfind("safetensors file 'embedded': ", 0), 0u) << cut.message();
+  }
+}
+
 TEST_F(SafetensorsTest, CorruptedHeaderBytesNeverCrash) {
   std::map<std::string, HostTensor> tensors = {{"w", makeTensor(DType::F32, {2, 2}, 1)},
                                                {"b", makeTensor(DType::I8, {3}, 2)}};

@@ -27,6 +27,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -224,6 +227,46 @@ TEST_F(PlanFileTest, DamageIsRefusedWithTheFileName) {
   otherVersion[8] = 99;
   EXPECT_NE(loadBytes(otherVersion).message().find("plan format version 99"), std::string::npos);
   EXPECT_NE(loadBytes(good + "x").message().find("trailing"), std::string::npos);
+}
+
+// A compiled step binary's plan: the FlatBuffer without a header, checked
+// against the hash the file's header would carry, with the same verifier.
+TEST_F(PlanFileTest, PlanFromMemoryIsTheFilesPlan) {
+  std::vector<uint8_t> fb = buildPlan({});
+  ASSERT_TRUE(rt::writePlanFile(path, fb.data(), fb.size()).isOk());
+  rt::LoadedPlan fromFile;
+  ASSERT_TRUE(rt::loadPlan(path, fromFile).isOk());
+  // In place when aligned, copied when not: both load.
+  void *raw = nullptr;
+  ASSERT_EQ(posix_memalign(&raw, rt::kBufferAlignment, fb.size() + 1), 0);
+  std::unique_ptr<uint8_t, void (*)(void *)> aligned(static_cast<uint8_t *>(raw), std::free);
+  for (uint8_t *bytes : {aligned.get(), aligned.get() + 1}) {
+    std::memcpy(bytes, fb.data(), fb.size());
+    rt::LoadedPlan plan;
+    rt::Status s = rt::loadPlanFromMemory(bytes, fb.size(), fromFile.hash(), "/bin/step", plan);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    EXPECT_EQ(plan.hash(), fromFile.hash());
+    EXPECT_EQ(plan.path(), "/bin/step");
+    EXPECT_EQ(plan.directory(), "/bin");
+    EXPECT_EQ(plan.plan().instructions()->size(), 1u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(plan.flatbuffer()) % rt::kBufferAlignment, 0u);
+    EXPECT_EQ(plan.flatbuffer() == bytes, bytes == aligned.get());
+  }
+  rt::LoadedPlan plan;
+  EXPECT_EQ(rt::loadPlanFromMemory(fb.data(), fb.size(), fromFile.hash() ^ 1, "step", plan)
+                .message(),
+            "step: plan is corrupted (content hash mismatch)");
+  EXPECT_EQ(rt::loadPlanFromMemory(nullptr, 0, 0, "step", plan).message(),
+            "step: the embedded plan is empty");
+  // Damage the hash does not catch (it is recomputed) is still verified.
+  PlanSpec outside;
+  outside.bufferOffset = 64; // arena is 64 bytes: [64, 80) lies outside
+  std::vector<uint8_t> bad = buildPlan(outside);
+  rt::Status s = rt::loadPlanFromMemory(bad.data(), bad.size(),
+                                        rt::contentHash(bad.data(), bad.size()), "step", plan);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("lies outside"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("step"), std::string::npos) << s.message();
 }
 
 TEST_F(PlanFileTest, SemanticErrorsAreRefused) {

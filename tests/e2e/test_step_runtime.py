@@ -10,7 +10,8 @@ lib/libfsdp_runtime.link only. Rows:
 
   - its losses equal fsdp-run's on the same plan bit for bit: world size 1
     (weights in a file beside the binary), world size 2 in-process
-    (weights embedded) and under mpirun -np 2;
+    (weights embedded) and under mpirun -np 2; a forward plan's outputs
+    are fsdp-run's byte for byte;
   - checkpoints move both ways: saved by the binary and resumed by fsdp-run
     (and the reverse) gives the uninterrupted run's losses;
   - it is fsdp-run with its plan built in: a plan argument, an unknown

@@ -35,8 +35,8 @@ namespace {
 constexpr const char *stageNames[] = {"import", "train",    "checkpoint",
                                       "shard",  "schedule", "memory"};
 constexpr const char *modeNames[] = {"train", "forward"};
-constexpr const char *emitNames[] = {"plan",   "mlir",  "binary",
-                                     "report", "trace", "summary"};
+constexpr const char *emitNames[] = {"plan",    "mlir", "binary",  "report", "trace",
+                                     "summary", "llvm", "llvm-ir", "object"};
 constexpr const char *shardNames[] = {"full", "grad-op", "none", "hybrid:G"};
 constexpr const char *wrapNames[] = {"blocks", "size:N", "regex:RE"};
 constexpr const char *ckptNames[] = {"none", "blocks", "selective", "auto"};
@@ -49,7 +49,7 @@ constexpr const char *reportFormatNames[] = {"text", "json"};
 constexpr const char *fusionNames[] = {"elementwise", "none"};
 static_assert(std::size(stageNames) == size_t(Stage::Memory) + 1 &&
                   std::size(modeNames) == size_t(Mode::Forward) + 1 &&
-                  std::size(emitNames) == size_t(EmitKind::Summary) + 1 &&
+                  std::size(emitNames) == size_t(EmitKind::Object) + 1 &&
                   std::size(shardNames) == size_t(ShardKind::Hybrid) + 1 &&
                   std::size(wrapNames) == size_t(WrapKind::Regex) + 1 &&
                   std::size(ckptNames) == size_t(CkptKind::Auto) + 1 &&
@@ -274,7 +274,10 @@ const std::vector<FlagSpec> &flagTable() {
       enumFlag("mode", modeNames, &CompileOptions::mode,
                "the whole training step, or the forward pass only"),
       enumFlag("emit", emitNames, &CompileOptions::emit,
-               "plan is what fsdp-run runs; summary describes the import"),
+               "plan is what fsdp-run runs; binary a standalone step "
+               "executable (-o STEP), object its object file and header to "
+               "link yourself (-o STEP.o), llvm and llvm-ir their module; "
+               "summary describes the import"),
       enumFlag("stop-after", stageNames, &CompileOptions::stopAfter,
                "with --emit=mlir: print the IR after this stage (default: "
                "all)"),
@@ -306,6 +309,13 @@ const std::vector<FlagSpec> &flagTable() {
       {"nesterov", "", "SGD Nesterov momentum",
        [](const std::string &, CompileOptions &opts, std::string &) {
          opts.nesterov = true;
+       },
+       [](const CompileOptions &) { return std::string(); }},
+      {"embed-weights", "",
+       "with --emit=binary or --emit=object: the step carries its weights "
+       "instead of reading STEP.safetensors beside it",
+       [](const std::string &, CompileOptions &opts, std::string &) {
+         opts.embedWeights = true;
        },
        [](const CompileOptions &) { return std::string(); }},
       regexFlag("freeze", &CompileOptions::freezeRegex,
@@ -433,6 +443,13 @@ std::string fsdp::shardValueText(ShardKind kind, int64_t hybridGroupSize) {
              : shardNames[size_t(kind)];
 }
 
+std::string fsdp::ckptValueText(CkptKind kind) { return ckptNames[size_t(kind)]; }
+
+bool fsdp::emitsCompiledStep(EmitKind emit) {
+  return emit == EmitKind::Binary || emit == EmitKind::Object || emit == EmitKind::Llvm ||
+         emit == EmitKind::LlvmIr;
+}
+
 std::string fsdp::wrapValueText(WrapKind kind, int64_t minParams, const std::string &regex) {
   switch (kind) {
   case WrapKind::Blocks:
@@ -479,19 +496,22 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
   }
   // Flags that mean nothing unless another flag has a given value.
   bool sgd = opts.optimizer == OptimizerKind::Sgd;
+  // A compiled step embeds the plan --emit=plan writes: the plan's flags
+  // apply to it alike.
+  bool plan = opts.emit == EmitKind::Plan || emitsCompiledStep(opts.emit);
   const std::tuple<const char *, bool, const char *> partners[] = {
       {"stop-after", opts.emit == EmitKind::Mlir, "--emit=mlir"},
       {"report-format", opts.emit == EmitKind::Report, "--emit=report"},
-      {"mem-budget", opts.emit == EmitKind::Plan || opts.emit == EmitKind::Report,
-       "--emit=plan or --emit=report"},
-      {"fusion",
-       opts.emit == EmitKind::Plan || opts.emit == EmitKind::Report ||
-           opts.emit == EmitKind::Trace,
-       "--emit=plan, --emit=report or --emit=trace"},
-      {"device",
-       opts.emit == EmitKind::Plan || opts.emit == EmitKind::Report ||
-           opts.emit == EmitKind::Trace,
-       "--emit=plan, --emit=report or --emit=trace (only they predict times)"},
+      {"mem-budget", plan || opts.emit == EmitKind::Report,
+       "--emit=plan or --emit=report (or a compiled step: binary, object, llvm, llvm-ir)"},
+      {"fusion", plan || opts.emit == EmitKind::Report || opts.emit == EmitKind::Trace,
+       "--emit=plan, --emit=report or --emit=trace (or a compiled step: binary, object, llvm, "
+       "llvm-ir)"},
+      {"device", plan || opts.emit == EmitKind::Report || opts.emit == EmitKind::Trace,
+       "--emit=plan, --emit=report or --emit=trace (only they predict times) or a compiled "
+       "step (its plan carries the prediction)"},
+      {"embed-weights", opts.emit == EmitKind::Binary || opts.emit == EmitKind::Object,
+       "--emit=binary or --emit=object (the other outputs write no step)"},
       {"momentum", sgd, "--optimizer=sgd"},
       {"nesterov", sgd, "--optimizer=sgd"},
       {"beta1", !sgd, "--optimizer=adamw"},

@@ -34,7 +34,13 @@ std::optional<Stage> parseStage(const std::string &name);
 enum class Mode { Train, Forward };
 /// `Summary` is an import-level description of the model (parameters, ops,
 /// shapes) for checking what the frontend saw before compiling anything.
-enum class EmitKind { Plan, Mlir, Binary, Report, Trace, Summary };
+/// `Binary` and `Object` are compiled steps (the plan embedded in code the
+/// runtime links with); `Llvm` and `LlvmIr` print their module as LLVM
+/// dialect and as LLVM IR.
+enum class EmitKind { Plan, Mlir, Binary, Report, Trace, Summary, Llvm, LlvmIr, Object };
+/// Whether `emit` writes a compiled step (binary, object, llvm, llvm-ir):
+/// outputs that emit the plan exactly as --emit=plan does and embed it.
+bool emitsCompiledStep(EmitKind emit);
 /// `Hybrid` shards inside groups of `hybridGroupSize` ranks and all-reduces
 /// across the groups (HSDP).
 enum class ShardKind { Full, GradOp, None, Hybrid };
@@ -116,6 +122,9 @@ struct CompileOptions {
   DeviceKind device = DeviceKind::H100;
   ReportFormat reportFormat = ReportFormat::Text;
   FusionKind fusion = FusionKind::Elementwise;
+  /// --embed-weights: a compiled step carries its weights instead of
+  /// reading them from the file beside it.
+  bool embedWeights = false;
 
   /// Flags the user gave, by name without dashes ("world-size").
   std::set<std::string> explicitlySet;
@@ -148,6 +157,8 @@ bool parseFlagValue(const std::string &name, const std::string &value, CompileOp
 /// --shard's and --wrap's values as they are written: "hybrid:2", "size:20".
 std::string shardValueText(ShardKind kind, int64_t hybridGroupSize);
 std::string wrapValueText(WrapKind kind, int64_t minParams, const std::string &regex);
+/// --ckpt's value as written: "none", "blocks", ...
+std::string ckptValueText(CkptKind kind);
 
 /// Why --shard=hybrid:`group` cannot split --world-size=`world` ("--shard=
 /// hybrid:3: group size does not divide --world-size=4"); "" when it can.

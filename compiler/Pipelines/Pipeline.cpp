@@ -27,10 +27,10 @@ namespace {
 std::optional<std::string> pendingEmit(const CompileOptions &opts) {
   switch (opts.emit) {
   case EmitKind::Plan:
-    return std::nullopt;
-  case EmitKind::Binary:
-    return std::string("--emit=binary: not implemented yet (a step binary embeds a plan in "
-                       "fsdp-run; until then run the plan with fsdp-run)");
+  case EmitKind::Binary: // compiled steps (tools/fsdp-opt/EmitStep.h)
+  case EmitKind::Object:
+  case EmitKind::Llvm:
+  case EmitKind::LlvmIr:
   case EmitKind::Report: // the emitted plan's memory (compiler/Analysis/MemoryReport.h)
   case EmitKind::Trace:  // its predicted timeline (compiler/Analysis/StepTrace.h)
   case EmitKind::Mlir:
@@ -161,7 +161,7 @@ void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
 /// Whether the output is a plan (written, or analyzed in memory).
 bool emitsPlan(const CompileOptions &opts) {
   return opts.emit == EmitKind::Plan || opts.emit == EmitKind::Report ||
-         opts.emit == EmitKind::Trace;
+         opts.emit == EmitKind::Trace || emitsCompiledStep(opts.emit);
 }
 
 } // namespace

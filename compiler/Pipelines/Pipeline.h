@@ -32,7 +32,7 @@ Stage lastImplementedStage();
 
 /// Nullopt if everything `opts` asks for is implemented; otherwise the
 /// message for the first flag or output that is not, e.g.
-/// "--emit=binary: not implemented yet (a step binary embeds a plan in ...)".
+/// "--stop-after=memory: not implemented yet (IR stops after ...)".
 std::optional<std::string> findUnimplemented(const CompileOptions &opts);
 
 /// --shard as written: "full", "grad-op", "none" or "hybrid:G".

@@ -175,7 +175,7 @@ LogicalResult emitStep(func::FuncOp func, const PlanEmitOptions &options,
   const std::string weightsPath = weightsPathFor(options.planPath);
   if (hasWeights)
     plan.weightsFile = weightsPath.substr(weightsPath.find_last_of('/') + 1);
-  if (!options.planBytes && hasWeights) {
+  if (!options.planBytes && hasWeights && weights) {
     rt::Status status = writeWeights(plan.parameters, weights, weightsPath, plan.weightsHash);
     if (!status.isOk())
       return func.emitError(status.message());
@@ -186,7 +186,7 @@ LogicalResult emitStep(func::FuncOp func, const PlanEmitOptions &options,
   result.constantBytes = placement.constantData.size();
   result.instructions = plan.instructions.size();
   result.buffers = placement.buffers.size();
-  result.weightsPath = !hasWeights || options.planBytes ? "" : weightsPath;
+  result.weightsPath = !hasWeights || options.planBytes || !weights ? "" : weightsPath;
   plan.buffers = std::move(placement.buffers);
   plan.constantData = std::move(placement.constantData);
   if (options.planBytes) {
@@ -198,6 +198,10 @@ LogicalResult emitStep(func::FuncOp func, const PlanEmitOptions &options,
     if (failed(prediction))
       return failure();
     plan.prediction = std::move(*prediction);
+  }
+  if (options.fileBytes) {
+    *options.fileBytes = serializePlan(plan);
+    return success();
   }
   rt::Status status = writePlan(plan, options.planPath);
   if (!status.isOk())

@@ -45,6 +45,11 @@ struct PlanEmitOptions {
   /// CostModel.h's predictStep, which --emit=report prints). In-memory
   /// plans (planBytes) leave it out: their callers predict them directly.
   const DeviceProfile *costDevice = nullptr;
+  /// When set, receives the FlatBuffer a plan file at planPath would carry
+  /// after its header (its prediction included) instead of the file being
+  /// written; the weights file is written beside planPath as for a plan
+  /// file. What a compiled step embeds (--emit=object, --emit=binary).
+  std::vector<uint8_t> *fileBytes = nullptr;
 };
 
 /// What was written, for the driver's summary line.
@@ -59,6 +64,8 @@ struct EmittedPlan {
 /// training step, results marked `nn.update` are written in place into the
 /// parameter or state argument they replace. Errors are reported as diagnostics on the
 /// offending op (an op without a kernel, a parameter without a value).
+/// An empty `weights` (a model compiled from shapes only) writes no
+/// weights file: the plan names it with content hash 0.
 mlir::FailureOr<EmittedPlan> emitPlan(mlir::ModuleOp module, const PlanEmitOptions &options,
                                       const WeightLookup &weights);
 

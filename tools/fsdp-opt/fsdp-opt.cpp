@@ -23,6 +23,7 @@
 #include "compiler/RegisterDialects.h"
 #include "compiler/Target/PlanEmitter.h"
 #include "compiler/Transforms/Passes.h"
+#include "EmitStep.h"
 #include "frontends/onnx/HostTensorAdapter.h"
 #include "frontends/onnx/Importer.h"
 #include "frontends/onnx/ParameterManifest.h"
@@ -193,6 +194,11 @@ int checkBudget(const fsdp::CompileOptions &opts, ModuleOp imported, uint64_t pe
                                       fsdp::suggestSmallerPlans(imported, opts)));
 }
 
+/// checkBudget for a compiled step's plan.
+fsdp::BudgetCheck budgetCheck(const fsdp::CompileOptions &opts, ModuleOp imported) {
+  return [&opts, imported](uint64_t peakBytes) { return checkBudget(opts, imported, peakBytes); };
+}
+
 /// Whether the output plans other configurations from the module as
 /// imported: --mem-budget's suggestions, the report's comparison.
 bool needsImported(const fsdp::CompileOptions &opts) {
@@ -331,13 +337,16 @@ LogicalResult applyMlirInstrumentation(PassManager &pm) {
 }
 
 /// Imports an ONNX file, runs the implemented stages and emits the result.
-int compileOnnx(const fsdp::CompileOptions &options, DialectRegistry &registry) {
+int compileOnnx(const fsdp::CompileOptions &options, DialectRegistry &registry,
+                const char *argv0) {
   std::string error;
   fsdp::onnx::ReadOptions readOptions;
   // A summary or IR dump needs shapes only; weights absent from disk (a
   // 70B model planned on a laptop) are fine until values are needed. A
   // plan writes the weights, so there a missing file is the reader's error
   // naming it.
+  // A compiled step from shapes only is compiled all the same (it runs with
+  // --weights or --resume): see EmitStep.h.
   readOptions.allowMissingExternalData = options.emit != fsdp::EmitKind::Plan;
   std::optional<fsdp::onnx::Model> model =
       fsdp::onnx::readModel(options.inputPath, readOptions, error);
@@ -362,6 +371,17 @@ int compileOnnx(const fsdp::CompileOptions &options, DialectRegistry &registry) 
       failed(fsdp::runStages(*module, opts, applyMlirInstrumentation)))
     return 1;
   printStageNotes(*module);
+  if (fsdp::emitsCompiledStep(opts.emit)) {
+    bool shapesOnly = false;
+    for (const fsdp::onnx::Tensor &init : model->initializers)
+      shapesOnly |= !init.hasData;
+    fsdp::WeightLookup weights;
+    if (!shapesOnly)
+      weights = weightsFrom(std::make_shared<fsdp::onnx::Model>(std::move(*model)),
+                            std::move(sources.initializerOf));
+    return fsdp::emitCompiledStep(opts, *module, weights, budgetCheck(opts, imported.get()),
+                                  argv0);
+  }
   if (opts.emit == fsdp::EmitKind::Plan)
     return emitPlanFile(opts, *module, imported.get(),
                         weightsFrom(std::make_shared<fsdp::onnx::Model>(std::move(*model)),
@@ -383,7 +403,8 @@ int compileOnnx(const fsdp::CompileOptions &options, DialectRegistry &registry) 
 
 /// .mlir input compiled like ONNX input (summary, plan, report, trace). A plan's initial
 /// weights come from the module's `nn.source` model when it names one.
-int compileMlir(const fsdp::CompileOptions &options, DialectRegistry &registry) {
+int compileMlir(const fsdp::CompileOptions &options, DialectRegistry &registry,
+                const char *argv0) {
   std::string error;
   auto input = openInputFile(options.inputPath, &error);
   if (!input)
@@ -415,8 +436,11 @@ int compileMlir(const fsdp::CompileOptions &options, DialectRegistry &registry) 
       return fail(error);
     source = std::make_shared<fsdp::onnx::Model>(std::move(*model));
   }
-  return emitPlanFile(opts, *module, imported.get(),
-                      weightsFrom(source, std::move(sources.initializerOf)));
+  fsdp::WeightLookup weights = weightsFrom(source, std::move(sources.initializerOf));
+  if (fsdp::emitsCompiledStep(opts.emit))
+    return fsdp::emitCompiledStep(opts, *module, weights, budgetCheck(opts, imported.get()),
+                                  argv0);
+  return emitPlanFile(opts, *module, imported.get(), weights);
 }
 
 /// mlir-opt behaviour for .mlir input.
@@ -533,9 +557,10 @@ int main(int argc, char **argv) {
   if (std::optional<std::string> pending = fsdp::findUnimplemented(opts))
     return fail(*pending);
   if (mlirInput && (opts.emit == fsdp::EmitKind::Summary || opts.emit == fsdp::EmitKind::Plan ||
-                    opts.emit == fsdp::EmitKind::Report || opts.emit == fsdp::EmitKind::Trace))
-    return compileMlir(opts, registry);
+                    opts.emit == fsdp::EmitKind::Report || opts.emit == fsdp::EmitKind::Trace ||
+                    fsdp::emitsCompiledStep(opts.emit)))
+    return compileMlir(opts, registry, argv[0]);
   if (mlirInput)
     return runMlirOpt(opts, registry);
-  return compileOnnx(opts, registry);
+  return compileOnnx(opts, registry, argv[0]);
 }

@@ -127,6 +127,10 @@ TEST(CompileOptionsTest, EnumFlagsAcceptEveryValue) {
   EXPECT_EQ(parsed({"--emit=binary"}).emit, EmitKind::Binary);
   EXPECT_EQ(parsed({"--emit=report"}).emit, EmitKind::Report);
   EXPECT_EQ(parsed({"--emit=trace"}).emit, EmitKind::Trace);
+  EXPECT_EQ(parsed({"--emit=llvm"}).emit, EmitKind::Llvm);
+  EXPECT_EQ(parsed({"--emit=llvm-ir"}).emit, EmitKind::LlvmIr);
+  EXPECT_EQ(parsed({"--emit=object"}).emit, EmitKind::Object);
+  EXPECT_TRUE(parsed({"--embed-weights"}).embedWeights);
   EXPECT_EQ(parsed({"--ckpt=auto"}).ckpt, CkptKind::Auto);
   opts =
       parsed({"--mode=forward", "--mode=train", "--emit=summary", "--emit=plan",
@@ -200,7 +204,7 @@ TEST(CompileOptionsTest, InvalidValuesNameTheFlagAndValidValues) {
   // {argument, reason}; the message is "--FLAG: invalid value 'V'; REASON".
   const std::pair<std::string, std::string> cases[] = {
       {"--mode=eval", "valid: train, forward"},
-      {"--emit=ir", "valid: plan, mlir, binary, report, trace, summary"},
+      {"--emit=ir", "valid: plan, mlir, binary, report, trace, summary, llvm, llvm-ir, object"},
       {"--stop-after=lower",
        "valid: import, train, checkpoint, shard, schedule, memory"},
       {"--shard=fulll", "valid: full, grad-op, none, hybrid:G"},
@@ -425,7 +429,13 @@ TEST(CompileOptionsTest, CrossFlagRules) {
        "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard or later)"},
       {{"--offload=cpu"}, ""},
       {{"--mode=forward", "--param-dtype=bf16"}, "--param-dtype requires --mode=train"},
-      {{"--emit=mlir", "--mem-budget=8GiB"}, "--mem-budget requires --emit=plan or --emit=report"},
+      {{"--emit=mlir", "--mem-budget=8GiB"},
+       "--mem-budget requires --emit=plan or --emit=report (or a compiled step: binary, object, "
+       "llvm, llvm-ir)"},
+      {{"--emit=binary", "--mem-budget=8GiB", "--embed-weights", "--device=cpu"}, ""},
+      {{"--emit=llvm", "--embed-weights"},
+       "--embed-weights requires --emit=binary or --emit=object (the other outputs write no "
+       "step)"},
       // Scheduling flags need all-gathers to schedule.
       {{"--prefetch=2"},
        "--prefetch schedules the all-gathers of a sharded step, and this plan is not sharded "

@@ -241,10 +241,14 @@ int emitCompiledStep(const CompileOptions &opts, mlir::ModuleOp module,
     removeWeights(); // an over-budget step is no result
     return rc;
   }
-  if (!weights && !plan->weightsPath.empty())
+  // The name the plan records (none when it has no parameters).
+  std::string weightsFile;
+  if (const flatbuffers::String *name = plan::GetPlan(planBytes.data())->weights_file())
+    weightsFile = name->str();
+  if (!weights && !weightsFile.empty())
     llvm::errs() << "fsdp-opt: warning: " << opts.inputPath
-                 << "'s weights are not on disk (compiled from shapes only): no weights file "
-                    "written; run the step with --weights=FILE or --resume=CHECKPOINT\n";
+                 << "'s weights are not on disk (compiled from shapes only): no " << weightsFile
+                 << " written; run the step with --weights=FILE or --resume=CHECKPOINT\n";
   std::unique_ptr<llvm::MemoryBuffer> embedded;
   if (opts.embedWeights && !plan->weightsPath.empty()) {
     auto read = llvm::MemoryBuffer::getFile(plan->weightsPath, /*IsText=*/false,
@@ -269,9 +273,7 @@ int emitCompiledStep(const CompileOptions &opts, mlir::ModuleOp module,
   StepObjectContents contents;
   contents.plan = planBytes;
   contents.planHash = rt::contentHash(planBytes.data(), planBytes.size());
-  // The name the plan records (none when it has no parameters).
-  if (const flatbuffers::String *name = plan::GetPlan(planBytes.data())->weights_file())
-    contents.weightsFile = name->str();
+  contents.weightsFile = weightsFile;
   const std::string weightsName = plan->weightsPath;
   if (embedded) {
     contents.embedWeights = true;

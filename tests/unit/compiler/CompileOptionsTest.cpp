@@ -523,7 +523,7 @@ TEST(CompileOptionsTest, UsageListsEveryFlagWithValuesAndDefault) {
   // Each flag starts a line, followed by its help or, if long, a newline.
   for (const char *flag :
        {"mode=train|forward",
-        "emit=plan|mlir|binary|report|trace|summary\n",
+        "emit=plan|mlir|binary|report|trace|summary|llvm|llvm-ir|object\n",
         "stop-after=import|train|checkpoint|shard|schedule|memory\n",
         "world-size=N ",
         "shard=full|grad-op|none|hybrid:G\n",
@@ -539,6 +539,7 @@ TEST(CompileOptionsTest, UsageListsEveryFlagWithValuesAndDefault) {
         "weight-decay=X ",
         "momentum=X ",
         "nesterov ",
+        "embed-weights ",
         "loss=auto|xent:OUTPUT[,LABELS]\n",
         "param-dtype=f32|bf16 ",
         "reduce-dtype=f32|bf16 ",

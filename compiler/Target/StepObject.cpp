@@ -269,6 +269,10 @@ bool attachEmbeddedWeights(llvm::Module &module, llvm::ArrayRef<char> bytes, std
       llvm::StringRef(bytes.data(), bytes.size()), bytes.size(),
       llvm::Type::getInt8Ty(module.getContext())));
   global->setLinkage(llvm::GlobalValue::InternalLinkage);
+  // Gigabytes of weights go to the large read-only section (.lrodata),
+  // which linkers place beyond the sections code reaches RIP-relative, so
+  // they never push the runtime's own constants out of that ±2 GiB reach.
+  global->setCodeModel(llvm::CodeModel::Large);
   return true;
 }
 

@@ -302,9 +302,12 @@ int emitCompiledStep(const CompileOptions &opts, mlir::ModuleOp module,
   std::string error;
   if (!verifyStepLayout(*ir, error))
     return fail(error);
-  if (embedded &&
-      !attachEmbeddedWeights(*ir, {embedded->getBufferStart(), embedded->getBufferSize()}, error))
-    return fail(error);
+  if (embedded) {
+    if (!attachEmbeddedWeights(*ir, {embedded->getBufferStart(), embedded->getBufferSize()},
+                               error))
+      return fail(error);
+    embedded.reset(); // the module holds its own copy now
+  }
   if (opts.emit == EmitKind::LlvmIr) {
     auto output = mlir::openOutputFile(opts.outputPath);
     if (!output)
@@ -319,10 +322,8 @@ int emitCompiledStep(const CompileOptions &opts, mlir::ModuleOp module,
     return fail(opts.outputPath + ": code generation failed: " + error);
   ir.reset();
   // Embedded, the weights live in the step only.
-  if (embedded) {
-    embedded.reset();
+  if (contents.embedWeights)
     removeWeights();
-  }
   codegenTimer.stop();
 
   if (opts.emit == EmitKind::Object) {

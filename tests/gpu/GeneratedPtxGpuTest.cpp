@@ -103,11 +103,11 @@ struct Operands {
     ASSERT_TRUE(s.isOk()) << s.message();
     const std::vector<float> *host[3] = {&a, &b, &c};
     for (int i = 0; i < 3; ++i) {
-      CUDA_OK(cudaMalloc(&dIn[i], host[i]->size() * 4));
+      CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&dIn[i]), host[i]->size() * 4));
       CUDA_OK(cudaMemcpy(dIn[i], host[i]->data(), host[i]->size() * 4, cudaMemcpyHostToDevice));
     }
     for (float *&o : dOut) {
-      CUDA_OK(cudaMalloc(&o, n * 4));
+      CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&o), n * 4));
       CUDA_OK(cudaMemset(o, 0xff, n * 4)); // NaNs: an unwritten element fails
     }
   }

@@ -7,7 +7,9 @@
 #      checkpoint resume both ways, graphs off/on, memory, refusals,
 #      test_gradcheck.py on the GPU, and sharded plans at world sizes 2, 4
 #      and 8 as far as the machine has GPUs: in-process ranks and mpirun,
-#      collectives on NCCL), and gpu-nccl-channel (fsdp-gpu-nccl-tests:
+#      collectives on NCCL), gpu-generated-ptx (fsdp-gpu-ptx-tests: PTX
+#      for Fused chains loaded by the CUDA device and run against the CPU
+#      interpreter, in and out of CUDA graphs), and gpu-nccl-channel (fsdp-gpu-nccl-tests:
 #      the NCCL channel against the CPU communicator at world size 1 and
 #      across every GPU);
 #   2. fsdp-runtime-tests --gtest_filter='*cuda*:*Cuda*:GemmMapping*': the device
@@ -70,7 +72,8 @@ if ! grep -q "CUDA backend ON" "$LOGS/configure.log"; then
   say "FAILED: the CUDA backend is not enabled (is nvcc installed?)"
   exit 1
 fi
-TARGETS=(fsdp-opt fsdp-run fsdp-runtime-tests)
+# fsdp-gpu-ptx-tests: generated PTX for Fused chains (gpu-generated-ptx).
+TARGETS=(fsdp-opt fsdp-run fsdp-runtime-tests fsdp-gpu-ptx-tests)
 # The NCCL channel's GPU test exists when the build found nccl.h.
 if grep -q "fsdp-gpu-nccl-tests" "$BUILD/build.ninja" 2>/dev/null; then
   TARGETS+=(fsdp-gpu-nccl-tests)

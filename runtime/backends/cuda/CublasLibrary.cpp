@@ -8,7 +8,7 @@
 
 #include "runtime/backends/cuda/CublasLibrary.h"
 
-#include <dlfcn.h>
+#include "runtime/backends/cuda/DynamicLibrary.h"
 
 #include <string>
 
@@ -23,31 +23,23 @@ struct Loaded {
   Status status;
 };
 
-template <typename Fn> bool bind(void *library, const char *name, Fn &slot, std::string &error) {
-  slot = reinterpret_cast<Fn>(dlsym(library, name));
-  if (!slot && error.empty())
-    error = name;
-  return slot != nullptr;
-}
-
 Loaded load() {
   Loaded loaded;
   const char *soname = "libcublas.so." FSDP_STRINGIFY(CUBLAS_VER_MAJOR);
-  void *library = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  std::string why;
+  void *library = openLibrary(soname, why);
   if (!library) {
-    const char *why = dlerror();
-    loaded.status = Status::error(cat("cuda: cannot load cuBLAS (", soname, "): ",
-                                      why ? why : "unknown error"));
+    loaded.status = Status::error(cat("cuda: cannot load cuBLAS (", soname, "): ", why));
     return loaded;
   }
   std::string missing;
   CublasLibrary &t = loaded.table;
-  bind(library, "cublasCreate_v2", t.create, missing);
-  bind(library, "cublasDestroy_v2", t.destroy, missing);
-  bind(library, "cublasSetStream_v2", t.setStream, missing);
-  bind(library, "cublasSetWorkspace_v2", t.setWorkspace, missing);
-  bind(library, "cublasGemmStridedBatchedEx", t.gemmStridedBatchedEx, missing);
-  bind(library, "cublasGetStatusString", t.statusString, missing);
+  bindSymbol(library, "cublasCreate_v2", t.create, missing);
+  bindSymbol(library, "cublasDestroy_v2", t.destroy, missing);
+  bindSymbol(library, "cublasSetStream_v2", t.setStream, missing);
+  bindSymbol(library, "cublasSetWorkspace_v2", t.setWorkspace, missing);
+  bindSymbol(library, "cublasGemmStridedBatchedEx", t.gemmStridedBatchedEx, missing);
+  bindSymbol(library, "cublasGetStatusString", t.statusString, missing);
   if (!missing.empty())
     loaded.status =
         Status::error(cat("cuda: ", soname, " has no ", missing, " (an older cuBLAS?)"));

@@ -62,6 +62,7 @@
 #include "runtime/backends/cuda/CublasLibrary.h"
 #include "runtime/backends/cuda/CudaHostStream.h"
 #include "runtime/backends/cuda/CudaLaunch.h"
+#include "runtime/backends/cuda/GeneratedPtx.h"
 #if defined(FSDP_HAVE_NCCL)
 #include "runtime/backends/cuda/NcclChannel.h"
 #endif
@@ -203,6 +204,9 @@ public:
                               "zeroing the fault record");
     FSDP_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(stepWord_, 0, sizeof(uint64_t), transfer_),
                               "zeroing the step word");
+    // The compiled step's kernels for its Fused chains (none registered:
+    // none loaded; a GPU below sm_80 runs none of the backend's kernels).
+    FSDP_RETURN_IF_ERROR(cuda::GeneratedPtx::load(ordinal_, generated_));
     return syncTransfer("setting up the device");
   }
 
@@ -300,6 +304,7 @@ public:
     s->context.tf32 = tf32_;
     s->context.step = stepWord_;
     s->context.fault = fault_;
+    s->context.generated = generated_.get();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       streams_.push_back(s.get());
@@ -753,6 +758,7 @@ private:
   std::vector<CudaStream *> captured_;
   cudaEvent_t fork_ = nullptr;
   std::vector<cudaEvent_t> joins_;
+  std::unique_ptr<cuda::GeneratedPtx> generated_; // null: no generated PTX
 };
 
 CudaStream::~CudaStream() {

@@ -35,6 +35,10 @@
 #include <cstdint>
 #include <optional>
 
+namespace fsdp::rt::cuda {
+class GeneratedPtx; // GeneratedPtx.h: the GPU build's only
+} // namespace fsdp::rt::cuda
+
 FSDP_CUDA_NAMESPACE_BEGIN
 
 /// What every launch needs besides its operands. Pointers are device
@@ -52,6 +56,9 @@ struct KernelContext {
   /// The step's first value fault, and this launch's number for it.
   KernelFault *fault = nullptr;
   uint32_t launch = 0;
+  /// The kernels generated for the compiled step's Fused chains, loaded by
+  /// the device (null: none; always null in the SIMT build).
+  const GeneratedPtx *generated = nullptr;
 };
 
 // --- Elementwise (kernels/ElementwiseKernels.cu)

@@ -9,7 +9,7 @@
 
 #include "runtime/backends/cuda/NcclLibrary.h"
 
-#include <dlfcn.h>
+#include "runtime/backends/cuda/DynamicLibrary.h"
 
 #include <string>
 
@@ -24,12 +24,6 @@ struct Loaded {
   Status status;
 };
 
-template <typename Fn> void bind(void *library, const char *name, Fn &slot, std::string &missing) {
-  slot = reinterpret_cast<Fn>(dlsym(library, name));
-  if (!slot && missing.empty())
-    missing = name;
-}
-
 /// "2.28.9" for a NCCL_VERSION_CODE.
 std::string versionText(int code) {
   return code >= 10000 ? cat(code / 10000, ".", code / 100 % 100, ".", code % 100)
@@ -41,17 +35,13 @@ Loaded load() {
   const std::string soname = "libnccl.so." FSDP_STRINGIFY(NCCL_MAJOR);
   std::string tried = soname, why;
   loaded.table.path = soname;
-  void *library = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (const char *e = library ? nullptr : dlerror())
-    why = e;
+  void *library = openLibrary(soname, why);
 #if defined(FSDP_NCCL_LIBRARY_DIR)
   if (!library) {
     const std::string inToolkit = std::string(FSDP_NCCL_LIBRARY_DIR) + "/" + soname;
     tried += ", " + inToolkit;
-    library = dlopen(inToolkit.c_str(), RTLD_NOW | RTLD_LOCAL);
+    library = openLibrary(inToolkit, why);
     loaded.table.path = inToolkit;
-    if (const char *e = library ? nullptr : dlerror())
-      why = e;
   }
 #endif
   if (!library) {
@@ -63,25 +53,25 @@ Loaded load() {
   }
   std::string missing;
   NcclLibrary &t = loaded.table;
-  bind(library, "ncclGetVersion", t.getVersion, missing);
-  bind(library, "ncclGetUniqueId", t.getUniqueId, missing);
-  bind(library, "ncclCommInitRank", t.commInitRank, missing);
-  bind(library, "ncclCommInitRankConfig", t.commInitRankConfig, missing);
-  bind(library, "ncclCommSplit", t.commSplit, missing);
-  bind(library, "ncclCommAbort", t.commAbort, missing);
-  bind(library, "ncclCommDestroy", t.commDestroy, missing);
-  bind(library, "ncclCommFinalize", t.commFinalize, missing);
-  bind(library, "ncclCommGetAsyncError", t.commGetAsyncError, missing);
-  bind(library, "ncclCommUserRank", t.commUserRank, missing);
-  bind(library, "ncclCommCount", t.commCount, missing);
-  bind(library, "ncclGetErrorString", t.getErrorString, missing);
-  bind(library, "ncclGetLastError", t.getLastError, missing);
-  bind(library, "ncclGroupStart", t.groupStart, missing);
-  bind(library, "ncclGroupEnd", t.groupEnd, missing);
-  bind(library, "ncclAllGather", t.allGather, missing);
-  bind(library, "ncclReduceScatter", t.reduceScatter, missing);
-  bind(library, "ncclAllReduce", t.allReduce, missing);
-  bind(library, "ncclBroadcast", t.broadcast, missing);
+  bindSymbol(library, "ncclGetVersion", t.getVersion, missing);
+  bindSymbol(library, "ncclGetUniqueId", t.getUniqueId, missing);
+  bindSymbol(library, "ncclCommInitRank", t.commInitRank, missing);
+  bindSymbol(library, "ncclCommInitRankConfig", t.commInitRankConfig, missing);
+  bindSymbol(library, "ncclCommSplit", t.commSplit, missing);
+  bindSymbol(library, "ncclCommAbort", t.commAbort, missing);
+  bindSymbol(library, "ncclCommDestroy", t.commDestroy, missing);
+  bindSymbol(library, "ncclCommFinalize", t.commFinalize, missing);
+  bindSymbol(library, "ncclCommGetAsyncError", t.commGetAsyncError, missing);
+  bindSymbol(library, "ncclCommUserRank", t.commUserRank, missing);
+  bindSymbol(library, "ncclCommCount", t.commCount, missing);
+  bindSymbol(library, "ncclGetErrorString", t.getErrorString, missing);
+  bindSymbol(library, "ncclGetLastError", t.getLastError, missing);
+  bindSymbol(library, "ncclGroupStart", t.groupStart, missing);
+  bindSymbol(library, "ncclGroupEnd", t.groupEnd, missing);
+  bindSymbol(library, "ncclAllGather", t.allGather, missing);
+  bindSymbol(library, "ncclReduceScatter", t.reduceScatter, missing);
+  bindSymbol(library, "ncclAllReduce", t.allReduce, missing);
+  bindSymbol(library, "ncclBroadcast", t.broadcast, missing);
   if (!missing.empty()) {
     loaded.status = Status::error(cat("nccl: ", soname, " has no ", missing, " (an older NCCL?)"));
     return loaded;

@@ -7,7 +7,8 @@
 // writing each result once. Each op is the scalar code of its unfused
 // kernel, from the table the CPU kernel applies (runtime/math/FusedOps.h),
 // so results are the CPU's bits (log: libdevice's on a GPU, within an ulp
-// of glibc's; the SIMT build calls glibc's).
+// of glibc's; the SIMT build calls glibc's). A compiled step's PTX for the
+// program, when the device loaded one (GeneratedPtx.h), runs instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,10 @@
 #include "runtime/math/FusedOps.h"
 
 #include <cmath>
+
+#if !defined(FSDP_SIMT_EMULATION)
+#include "runtime/backends/cuda/GeneratedPtx.h"
+#endif
 
 FSDP_CUDA_NAMESPACE_BEGIN
 namespace {
@@ -62,6 +67,14 @@ Status fusedElementwise(const KernelContext &ctx, const TensorRef *inputs, int n
     io.inputs[j] = inputs[j].as<const float>();
   for (int j = 0; j < numOutputs; ++j)
     io.outputs[j] = outputs[j].as<float>();
+#if !defined(FSDP_SIMT_EMULATION)
+  // The compiled step's kernel for this program, when it has one.
+  if (ctx.generated && program.n > 0)
+    if (CUfunction generated = ctx.generated->find(
+            fusedProgramKey(ints, numInts, program.scalar, numInputs)))
+      return ctx.generated->launch(generated, ctx.stream, io.inputs, numInputs, io.outputs,
+                                   numOutputs, program.n, "fused (generated PTX)");
+#endif
   return launchElementwise(ctx, "fused", program.n, fusedKernel, program, io);
 }
 

@@ -20,6 +20,7 @@
 #define FSDP_RUNTIME_BACKENDS_CUDA_KERNELS_KERNELSUPPORT_CUH
 
 #include "runtime/backends/cuda/CudaKernels.h"
+#include "runtime/backends/cuda/LaunchGeometry.h"
 #include "runtime/math/ElementTypes.h"
 #include "runtime/math/StridedLayout.h"
 
@@ -28,15 +29,8 @@
 
 FSDP_CUDA_NAMESPACE_BEGIN
 
-inline constexpr int kBlockThreads = 256;
-/// Beyond this many blocks the threads loop (grid-stride).
-inline constexpr int64_t kMaxBlocks = 8192;
-
-/// Blocks for n elements, one per thread, at least one.
-inline dim3 gridFor(int64_t n) {
-  int64_t blocks = (n + kBlockThreads - 1) / kBlockThreads;
-  return dim3(static_cast<unsigned>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks)));
-}
+/// Blocks for n elements (LaunchGeometry.h: kBlockThreads a block, capped).
+inline dim3 gridFor(int64_t n) { return dim3(elementwiseBlocks(n)); }
 
 /// Every element index in [0, n) this thread handles.
 #define FSDP_GRID_STRIDE(i, n)                                                                     \

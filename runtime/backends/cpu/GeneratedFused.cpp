@@ -45,19 +45,33 @@ FsdpFusedFn variantFor(const FsdpGeneratedFused &entry) {
   return nullptr;
 }
 
-} // namespace
-
-void registerGeneratedFused(const FsdpGeneratedFused *table, uint32_t n) {
+/// Publishes a copy of the current map that `change` edited.
+template <typename Change> void publish(const Change &change) {
   static std::mutex mutex;
   static std::vector<std::unique_ptr<FusedMap>> kept;
   std::lock_guard<std::mutex> lock(mutex);
   const FusedMap *current = published.load(std::memory_order_acquire);
   auto next = std::make_unique<FusedMap>(current ? *current : FusedMap());
-  for (uint32_t i = 0; i < n; ++i)
-    if (FsdpFusedFn fn = variantFor(table[i]))
-      (*next)[table[i].key] = fn;
+  change(*next);
   published.store(next.get(), std::memory_order_release);
   kept.push_back(std::move(next));
+}
+
+} // namespace
+
+void registerGeneratedFused(const FsdpGeneratedFused *table, uint32_t n) {
+  publish([&](FusedMap &map) {
+    for (uint32_t i = 0; i < n; ++i)
+      if (FsdpFusedFn fn = variantFor(table[i]))
+        map[table[i].key] = fn;
+  });
+}
+
+void unregisterGeneratedFused(const FsdpGeneratedFused *table, uint32_t n) {
+  publish([&](FusedMap &map) {
+    for (uint32_t i = 0; i < n; ++i)
+      map.erase(table[i].key);
+  });
 }
 
 bool hasGeneratedFused() {

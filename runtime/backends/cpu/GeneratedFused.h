@@ -27,6 +27,10 @@ namespace fsdp::rt::cpu {
 /// for the life of the process.
 void registerGeneratedFused(const FsdpGeneratedFused *table, uint32_t n);
 
+/// Removes the keys of `table`'s n entries: their programs are
+/// interpreted again. The caller must know no launch still runs them.
+void unregisterGeneratedFused(const FsdpGeneratedFused *table, uint32_t n);
+
 /// Whether any function is registered (a launch then looks its key up).
 bool hasGeneratedFused();
 

@@ -437,7 +437,9 @@ TEST_F(FusedCodegen, TheCpuKernelRunsRegisteredCodeWithTheSameBits) {
   };
   const FsdpGeneratedFused table[] = {{spec.key, counting, nullptr, nullptr}};
   cpu::registerGeneratedFused(table, 1);
-  ASSERT_TRUE(run(generated).isOk());
+  const Status status = run(generated);
+  cpu::unregisterGeneratedFused(table, 1);
+  ASSERT_TRUE(status.isOk()) << status.message();
   EXPECT_EQ(calledElements.load(), n);
   for (int j = 0; j < 2; ++j)
     for (int64_t i = 0; i < n; ++i)

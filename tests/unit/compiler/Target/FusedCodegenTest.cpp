@@ -18,6 +18,8 @@
 
 #include "compiler/Target/FusedCodegen.h"
 
+#include "tests/unit/compiler/Target/FusedJit.h"
+
 #include "compiler/Target/LlvmObject.h"
 #include "runtime/backends/FusedProgram.h"
 #include "runtime/backends/cpu/CpuKernels.h"
@@ -30,12 +32,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/MLIRContext.h"
 
-#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
-#include "llvm/ExecutionEngine/Orc/LLJIT.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/Module.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/TargetSelect.h"
 
 #include <gtest/gtest.h>
 
@@ -45,7 +41,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <random>
 #include <unistd.h>
 
@@ -224,79 +219,13 @@ struct Variant {
 class FusedCodegen : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
     programs = new std::vector<Program>(testPrograms());
-    functions = new std::map<std::string, std::pair<FsdpFusedFn, FsdpFusedFn>>();
     std::vector<FusedKernelSpec> specs;
     for (const Program &p : *programs)
       specs.push_back(p.spec());
-    std::string object = emitCpuObject(specs, &setupError);
-    if (object.empty())
-      return;
-    auto jit = llvm::orc::LLJITBuilder().create();
-    if (!jit) {
-      setupError = "cannot create the JIT: " + llvm::toString(jit.takeError());
-      return;
-    }
-    // logf and the rest of libc from this process.
-    auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-        (*jit)->getDataLayout().getGlobalPrefix());
-    if (!process) {
-      setupError = llvm::toString(process.takeError());
-      return;
-    }
-    (*jit)->getMainJITDylib().addGenerator(std::move(*process));
-    if (llvm::Error e = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object))) {
-      setupError = "cannot load the object: " + llvm::toString(std::move(e));
-      return;
-    }
-    for (const FusedKernelSpec &spec : specs) {
-      const std::string name = fusedKernelName(spec.key);
-      FsdpFusedFn fn[2] = {};
-      const char *suffix[2] = {"_avx2", "_avx512"};
-      for (int v = 0; v < 2; ++v) {
-        auto address = (*jit)->lookup(name + suffix[v]);
-        if (!address) {
-          setupError = "no symbol " + name + suffix[v] + ": " + llvm::toString(address.takeError());
-          return;
-        }
-        fn[v] = address->toPtr<FsdpFusedFn>();
-      }
-      (*functions)[name] = {fn[0], fn[1]};
-    }
-    engine = jit->release();
+    loaded = new fusedjit::LoadedFused(fusedjit::loadCpuFusedKernels(specs));
   }
 
-  /// The object file of the specs' CPU functions ("" and `error` on failure).
-  static std::string emitCpuObject(const std::vector<FusedKernelSpec> &specs, std::string *error) {
-    mlir::MLIRContext context;
-    mlir::DialectRegistry registry;
-    registerLlvmTranslations(registry);
-    context.appendDialectRegistry(registry);
-    context.loadDialect<mlir::LLVM::LLVMDialect>();
-    mlir::OpBuilder b(&context);
-    mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(b.getUnknownLoc());
-    std::vector<std::pair<std::string, std::string>> symbols;
-    if (failed(buildCpuFusedKernels(*module, specs, symbols)) || symbols.size() != specs.size()) {
-      *error = "buildCpuFusedKernels failed";
-      return "";
-    }
-    llvm::LLVMContext llvmContext;
-    std::unique_ptr<llvm::Module> ir =
-        translateToLlvmIr(*module, llvmContext, CodegenTarget::hostBaseline());
-    if (!ir) {
-      *error = "translation failed";
-      return "";
-    }
-    std::string object;
-    if (failed(emitMachineCode(*ir, CodegenTarget::hostBaseline(), MachineCodeKind::Object, object,
-                               *error)))
-      return "";
-    return object;
-  }
-
-  /// The function of `p`'s variant, or skips the test saying why.
   static bool hasAvx512() {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
@@ -377,13 +306,13 @@ protected:
   }
 
   void runVariant(const Variant &variant) {
-    ASSERT_TRUE(setupError.empty()) << setupError;
+    ASSERT_TRUE(loaded->error.empty()) << loaded->error;
     if (variant.index == 1 && !hasAvx512())
       GTEST_SKIP() << "this CPU has no AVX-512 (x86-64-v4): its variant cannot run here";
     uint32_t seed = 1;
     for (const Program &p : *programs) {
-      const auto &fns = functions->at(fusedKernelName(p.spec().key));
-      FsdpFusedFn fn = variant.index == 0 ? fns.first : fns.second;
+      const FsdpGeneratedFused &fns = loaded->byKey.at(p.spec().key);
+      FsdpFusedFn fn = variant.index == 0 ? fns.avx2 : fns.avx512;
       for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 33, 1000}) {
         std::string what = std::string(p.name) + " [";
         for (bool s : p.scalar)
@@ -397,9 +326,7 @@ protected:
   }
 
   static inline std::vector<Program> *programs = nullptr;
-  static inline std::map<std::string, std::pair<FsdpFusedFn, FsdpFusedFn>> *functions = nullptr;
-  static inline llvm::orc::LLJIT *engine = nullptr; // kept for the process's life
-  static inline std::string setupError;
+  static inline fusedjit::LoadedFused *loaded = nullptr; // kept for the process's life
 };
 
 TEST_F(FusedCodegen, Avx2MatchesTheInterpreterBitForBit) { runVariant({"avx2", 0}); }
@@ -409,7 +336,7 @@ TEST_F(FusedCodegen, Avx512MatchesTheInterpreterBitForBit) { runVariant({"avx512
 // The CPU backend runs registered generated code in place of its
 // interpreter, split across threads, with the same bits.
 TEST_F(FusedCodegen, TheCpuKernelRunsRegisteredCodeWithTheSameBits) {
-  ASSERT_TRUE(setupError.empty()) << setupError;
+  ASSERT_TRUE(loaded->error.empty()) << loaded->error;
   const Program &p = programs->at(programs->size() - 1); // geluGrad
   const FusedKernelSpec spec = p.spec();
   const int64_t n = 100003;
@@ -430,7 +357,7 @@ TEST_F(FusedCodegen, TheCpuKernelRunsRegisteredCodeWithTheSameBits) {
   ASSERT_TRUE(run(interpreted).isOk());
   // A function that marks the call, to see the kernel dispatch to it.
   static std::atomic<int64_t> calledElements{0};
-  static FsdpFusedFn real = functions->at(fusedKernelName(spec.key)).first;
+  static FsdpFusedFn real = loaded->byKey.at(spec.key).avx2;
   FsdpFusedFn counting = [](const float *const *i, float *const *o, int64_t b, int64_t e) {
     calledElements += e - b;
     real(i, o, b, e);

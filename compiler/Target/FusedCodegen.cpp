@@ -278,9 +278,16 @@ void emitElements(OpBuilder &b, Location loc, const FusedProgram &p, int width,
 }
 
 /// `for (i = from; i < to; i += step) emit(i)` as blocks after the current
-/// one; the builder ends in the block after the loop.
+/// one; the builder ends in the block after the loop. LLVM's loop
+/// vectorizer is told to leave the loop alone: the vector loop is explicit
+/// already, and the tail runs fewer iterations than a vector has lanes.
 void emitLoop(OpBuilder &b, Location loc, Value from, Value to, Value step,
               const std::function<void(Value)> &emit) {
+  auto noVectorizer = LLVM::LoopAnnotationAttr::get(
+      b.getContext(), /*disableNonforced=*/{},
+      LLVM::LoopVectorizeAttr::get(b.getContext(), /*disable=*/b.getBoolAttr(true), {}, {}, {},
+                                   {}, {}, {}),
+      {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});
   Block *current = b.getInsertionBlock();
   Region *region = current->getParent();
   Type i64 = b.getI64Type();
@@ -296,7 +303,7 @@ void emitLoop(OpBuilder &b, Location loc, Value from, Value to, Value step,
   b.setInsertionPointToEnd(body);
   emit(i);
   Value next = b.create<LLVM::AddOp>(loc, i, step);
-  b.create<LLVM::BrOp>(loc, ValueRange{next}, header);
+  b.create<LLVM::BrOp>(loc, ValueRange{next}, header).setLoopAnnotationAttr(noVectorizer);
   b.setInsertionPointToEnd(exit);
 }
 

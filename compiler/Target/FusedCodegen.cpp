@@ -429,6 +429,8 @@ LogicalResult buildCpuFusedKernels(ModuleOp module, ArrayRef<FusedKernelSpec> sp
   for (size_t s = 0; s < specs.size(); ++s) {
     const std::string name = fusedKernelName(specs[s].key);
     symbols.emplace_back(name + "_avx2", name + "_avx512");
+    if (module.lookupSymbol(symbols.back().first))
+      continue; // built by an earlier call
     buildCpuFunction(b, loc, programs[s], symbols.back().first, "x86-64-v3", 8);
     buildCpuFunction(b, loc, programs[s], symbols.back().second, "x86-64-v4", 16);
   }
@@ -462,6 +464,8 @@ LogicalResult buildPtxFusedKernels(ModuleOp module, ArrayRef<FusedKernelSpec> sp
   for (size_t s = 0; s < specs.size(); ++s) {
     const FusedProgram &p = programs[s];
     entries.push_back(fusedKernelName(specs[s].key));
+    if (module.lookupSymbol(entries.back()))
+      continue; // built by an earlier call
     SmallVector<Type> params(p.numInputs + p.numOutputs, global);
     params.push_back(i64);
     auto fn = b.create<LLVM::LLVMFuncOp>(

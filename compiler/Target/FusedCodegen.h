@@ -35,7 +35,7 @@ struct Plan;
 /// One distinct Fused program: its attribute ints and which inputs are
 /// broadcast (one element over many), as decodeFusedProgram decides.
 struct FusedKernelSpec {
-  uint64_t key; // fusedProgramKey(ints, scalar)
+  uint64_t key = 0; // fusedProgramKey(ints, scalar)
   std::vector<int64_t> ints;
   std::vector<bool> scalar; // per input
   int numInputs = 0, numOutputs = 0;
@@ -53,9 +53,10 @@ std::string fusedKernelName(uint64_t key);
 
 /// Adds to `module` (LLVM dialect, x86-64) two functions per spec with the
 /// FsdpFusedFn signature (runtime/embed/EmbeddedStep.h), for x86-64-v3 and
-/// x86-64-v4, and appends their (avx2, avx512) symbol names to `symbols`.
-/// Fails (with an error on the module) on a spec decodeFusedProgram would
-/// refuse.
+/// x86-64-v4, and appends their (avx2, avx512) symbol names to `symbols`
+/// (one pair per spec, in order; a spec whose functions the module has
+/// already gets no second copy). Fails (with an error on the module) on a
+/// spec decodeFusedProgram would refuse.
 mlir::LogicalResult buildCpuFusedKernels(mlir::ModuleOp module,
                                          llvm::ArrayRef<FusedKernelSpec> specs,
                                          std::vector<std::pair<std::string, std::string>> &symbols);
@@ -63,8 +64,8 @@ mlir::LogicalResult buildCpuFusedKernels(mlir::ModuleOp module,
 /// Adds to `module` (LLVM dialect, for nvptx64) one kernel per spec:
 /// parameters inputs..., outputs... (global f32 pointers), then n (i64),
 /// a grid-stride loop over the n elements. Appends the entry names to
-/// `entries`. log calls libdevice's __nv_logf, declared here and linked by
-/// emitFusedPtx.
+/// `entries` (one per spec, in order; none built twice). log calls
+/// libdevice's __nv_logf, declared here and linked by emitFusedPtx.
 mlir::LogicalResult buildPtxFusedKernels(mlir::ModuleOp module,
                                          llvm::ArrayRef<FusedKernelSpec> specs,
                                          std::vector<std::string> &entries);

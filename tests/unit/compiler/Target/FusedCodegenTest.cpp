@@ -397,6 +397,26 @@ TEST(FusedCodegenErrors, AMalformedProgramIsRefused) {
   EXPECT_TRUE(symbols.empty());
 }
 
+// Building a spec again (say, a second plan with the same program) names
+// the functions built already instead of defining them twice.
+TEST(FusedCodegenErrors, ASpecBuiltTwiceIsDefinedOnce) {
+  mlir::MLIRContext context;
+  context.loadDialect<mlir::LLVM::LLVMDialect>();
+  mlir::OpBuilder b(&context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(b.getUnknownLoc());
+  const FusedKernelSpec spec = testPrograms().front().spec();
+  std::vector<std::pair<std::string, std::string>> symbols;
+  ASSERT_TRUE(succeeded(buildCpuFusedKernels(*module, {spec}, symbols)));
+  ASSERT_TRUE(succeeded(buildCpuFusedKernels(*module, {spec}, symbols)));
+  ASSERT_EQ(symbols.size(), 2u);
+  EXPECT_EQ(symbols[0], symbols[1]);
+  EXPECT_EQ(symbols[0].first, fusedKernelName(spec.key) + "_avx2");
+  int functions = 0;
+  for (auto fn : module->getOps<mlir::LLVM::LLVMFuncOp>())
+    functions += fn.isExternal() ? 0 : 1;
+  EXPECT_EQ(functions, 2);
+}
+
 // --- plans' Fused instructions ---------------------------------------------------
 
 std::vector<uint8_t> planWithFused() {

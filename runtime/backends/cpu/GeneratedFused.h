@@ -39,4 +39,10 @@ FsdpFusedFn lookupGeneratedFused(uint64_t key);
 
 } // namespace fsdp::rt::cpu
 
+namespace fsdp::rt {
+// The embedded-step loader (runtime/embed/EmbeddedStepLoader.cpp) installs
+// a compiled step's table from the backend-neutral namespace.
+using cpu::registerGeneratedFused;
+} // namespace fsdp::rt
+
 #endif // FSDP_RUNTIME_BACKENDS_CPU_GENERATEDFUSED_H

@@ -454,7 +454,8 @@ LogicalResult buildPtxFusedKernels(ModuleOp module, ArrayRef<FusedKernelSpec> sp
   LLVM::LLVMFuncOp nvLogf = module.lookupSymbol<LLVM::LLVMFuncOp>("__nv_logf");
   for (const FusedProgram &p : programs)
     if (!nvLogf && usesLog(p)) {
-      nvLogf = b.create<LLVM::LLVMFuncOp>(loc, "__nv_logf", LLVM::LLVMFunctionType::get(f32, {f32}));
+      nvLogf = b.create<LLVM::LLVMFuncOp>(loc, "__nv_logf",
+                                          LLVM::LLVMFunctionType::get(f32, {f32}));
       break;
     }
   LogEmitter log = [&](OpBuilder &b, Location loc, Value x) -> Value {

@@ -8,11 +8,14 @@
 // Memory traffic is one read of each input and one write of each result,
 // instead of a round trip through memory per op. Every op is the scalar code
 // of its unfused kernel, from the table both backends share
-// (runtime/math/FusedOps.h), so fusion changes no bit.
+// (runtime/math/FusedOps.h), so fusion changes no bit. A program a compiled
+// step generated native code for (GeneratedFused.h) runs that code instead,
+// over the same element ranges: it computes the same bits.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/FusedProgram.h"
+#include "runtime/backends/cpu/GeneratedFused.h"
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/KernelThreads.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
@@ -63,6 +66,24 @@ Status fusedElementwise(const TensorRef *inputs, int numInputs, const int64_t *i
       slot[k] = scratchSlots++;
   if (scratchSlots > kMaxScratch)
     return Status::error("fused: too many intermediate values");
+
+  // Generated code for this program (and these broadcasts), if a compiled
+  // step registered some: element ranges split across the rank's threads
+  // in whole blocks, as below; each element's result is independent of the
+  // split.
+  FsdpFusedFn generated = nullptr;
+  if (hasGeneratedFused() && numOutputs <= kMaxFusedValues)
+    generated = lookupGeneratedFused(fusedProgramKey(ints, numInts, scalar, numInputs));
+  if (generated) {
+    const float *in[kMaxFusedValues];
+    float *out[kMaxFusedValues];
+    for (int i = 0; i < numInputs; ++i)
+      in[i] = inputs[i].as<const float>();
+    for (int i = 0; i < numOutputs; ++i)
+      out[i] = outputs[i].as<float>();
+    return parallelFor(0, n, kBlocksPerChunk * kBlock,
+                       [&](int64_t begin, int64_t end) { generated(in, out, begin, end); });
+  }
 
   // Blocks split across the rank's threads: each element's ops are the
   // same whichever thread runs its block, so the bits do not depend on them.

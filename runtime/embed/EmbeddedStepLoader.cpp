@@ -8,6 +8,8 @@
 
 #include "runtime/embed/EmbeddedStepLoader.h"
 
+#include "runtime/backends/cpu/GeneratedFused.h"
+#include "runtime/backends/cuda/GeneratedPtxRegistry.h"
 #include "runtime/checkpoint/ModelState.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/plan/PlanFile.h"
@@ -18,15 +20,6 @@
 #include <atomic>
 #include <climits>
 #include <sstream>
-
-// MERGE POINT (issue 18, helper A): the CPU backend's table of generated
-// Fused kernels. Until runtime/backends/cpu/GeneratedFused.h is in the
-// tree, a step's generated kernels are not registered and its Fused
-// programs run on the interpreter (the same numbers; --help says so).
-#if __has_include("runtime/backends/cpu/GeneratedFused.h")
-#include "runtime/backends/cpu/GeneratedFused.h"
-#define FSDP_HAVE_GENERATED_FUSED 1
-#endif
 
 namespace fsdp::rt {
 
@@ -80,12 +73,11 @@ Status registerEmbeddedKernels(const FsdpEmbeddedStep &step) {
   if (!step.fused)
     return Status::error(cat("the compiled step lists ", step.numFused,
                              " generated Fused kernels but carries no table"));
-#ifdef FSDP_HAVE_GENERATED_FUSED
-  // MERGE POINT (issue 18, helper A): the one call that installs them.
+  // The CPU backend's Fused kernel runs them from now on.
   registerGeneratedFused(step.fused, step.numFused);
   kernelsRegistered.store(true);
-#endif
-  return Status::ok();
+  // The PTX of the same chains, for CUDA devices created after this.
+  return cuda::registerGeneratedPtx(step);
 }
 
 bool generatedKernelsRegistered() { return kernelsRegistered.load(); }
@@ -108,17 +100,11 @@ std::string describeEmbeddedStep(const FsdpEmbeddedStep &step) {
   if (step.numFused) {
     os << " (x86-64 AVX2";
     if (avx512)
-      os << ", AVX-512 for " << avx512 << " (used where the CPU has AVX-512F: "
-         << (__builtin_cpu_supports("avx512f") ? "this one has" : "this one has not") << ")";
-    os << "; PTX entries for " << ptx << ")";
+      os << ", AVX-512 for " << avx512;
+    os << "; PTX entries for " << ptx << "); this CPU runs " << generatedFusedVariant();
   }
   os << "\nPTX modules: " << (step.ptxSm80 ? "sm_80" : "") << (step.ptxSm80 && step.ptxSm90 ? ", " : "")
      << (step.ptxSm90 ? "sm_90" : "") << (!step.ptxSm80 && !step.ptxSm90 ? "none" : "") << "\n";
-#ifndef FSDP_HAVE_GENERATED_FUSED
-  if (step.numFused)
-    os << "(this runtime does not register generated Fused kernels yet: the interpreter runs "
-          "those programs, with the same results)\n";
-#endif
   if (step.weights)
     os << "weights: embedded (" << step.weightsSize << " bytes)\n";
   else if (step.weightsFile && *step.weightsFile)

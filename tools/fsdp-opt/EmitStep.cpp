@@ -17,6 +17,7 @@
 
 #include "compiler/Pipelines/MemoryBudget.h"
 #include "compiler/Pipelines/Pipeline.h"
+#include "compiler/Target/FusedCodegen.h"
 #include "compiler/Target/LlvmObject.h"
 #include "compiler/Target/PlanEmitter.h"
 #include "compiler/Target/StepObject.h"
@@ -197,6 +198,32 @@ int linkStep(const std::string &object, const std::string &output, const char *a
   return 0;
 }
 
+/// Native code (into `step`) and PTX (into `contents`) for every distinct
+/// Fused chain of the plan, and the table that names them.
+mlir::LogicalResult generateFusedCode(const plan::Plan &plan, mlir::ModuleOp step,
+                                      StepObjectContents &contents) {
+  std::vector<FusedKernelSpec> specs = collectFusedKernels(plan);
+  if (specs.empty())
+    return mlir::success();
+  std::vector<std::pair<std::string, std::string>> cpuSymbols;
+  if (mlir::failed(buildCpuFusedKernels(step, specs, cpuSymbols)))
+    return mlir::failure();
+  // The PTX is built in a module of its own (another target), whatever
+  // this build's backends: the step may run where a GPU is.
+  mlir::OwningOpRef<mlir::ModuleOp> kernels = mlir::ModuleOp::create(step.getLoc());
+  std::vector<std::string> entries;
+  if (mlir::failed(buildPtxFusedKernels(*kernels, specs, entries)))
+    return mlir::failure();
+  std::string error;
+  for (auto [sm, ptx] : {std::pair{80, &contents.ptxSm80}, std::pair{90, &contents.ptxSm90}})
+    if (mlir::failed(emitFusedPtx(*kernels, sm, *ptx, error)))
+      return step.emitError() << "PTX for sm_" << sm << ": " << error;
+  for (size_t i = 0; i < specs.size(); ++i)
+    contents.fused.push_back(
+        {specs[i].key, cpuSymbols[i].first, cpuSymbols[i].second, entries[i]});
+  return mlir::success();
+}
+
 } // namespace
 
 std::string compiledStepBase(const std::string &outputPath, EmitKind emit) {
@@ -281,8 +308,8 @@ int emitCompiledStep(const CompileOptions &opts, mlir::ModuleOp module,
   }
   contents.info = describeStep(opts, module, planOptions, *plan);
   contents.defineMain = opts.emit == EmitKind::Binary;
-  // The Fused chains' generated functions join this table when their code
-  // generator lands; until then the runtime interprets every chain.
+  if (mlir::failed(generateFusedCode(*plan::GetPlan(planBytes.data()), *step, contents)))
+    return 1;
   if (mlir::failed(buildStepObject(*step, contents)))
     return 1;
   if (opts.emit == EmitKind::Llvm) {

@@ -23,10 +23,11 @@ using FusedMap = std::unordered_map<uint64_t, FsdpFusedFn>;
 
 std::atomic<const FusedMap *> published{nullptr};
 
-/// The variant of `entry` this CPU can run (null when none).
-FsdpFusedFn variantFor(const FsdpGeneratedFused &entry) {
+/// Which generated variant this CPU runs: x86-64-v4 and v3 are the
+/// generated functions' target CPUs.
+enum class Variant { None, Avx2, Avx512 };
+Variant cpuVariant() {
 #if defined(__GNUC__) && defined(__x86_64__)
-  // x86-64-v4 and v3, the generated functions' target CPUs.
   static const bool hasV4 = __builtin_cpu_supports("avx512f") &&
                             __builtin_cpu_supports("avx512bw") &&
                             __builtin_cpu_supports("avx512dq") &&
@@ -35,13 +36,21 @@ FsdpFusedFn variantFor(const FsdpGeneratedFused &entry) {
   static const bool hasV3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                             __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
                             __builtin_cpu_supports("f16c") && __builtin_cpu_supports("movbe");
-  if (hasV4 && hasV3 && entry.avx512)
-    return entry.avx512;
+  if (hasV4 && hasV3)
+    return Variant::Avx512;
   if (hasV3)
-    return entry.avx2;
-#else
-  (void)entry;
+    return Variant::Avx2;
 #endif
+  return Variant::None;
+}
+
+/// The variant of `entry` this CPU can run (null when none).
+FsdpFusedFn variantFor(const FsdpGeneratedFused &entry) {
+  switch (cpuVariant()) {
+  case Variant::Avx512: return entry.avx512 ? entry.avx512 : entry.avx2;
+  case Variant::Avx2: return entry.avx2;
+  case Variant::None: break;
+  }
   return nullptr;
 }
 
@@ -85,6 +94,15 @@ FsdpFusedFn lookupGeneratedFused(uint64_t key) {
     return nullptr;
   auto found = map->find(key);
   return found == map->end() ? nullptr : found->second;
+}
+
+const char *generatedFusedVariant() {
+  switch (cpuVariant()) {
+  case Variant::Avx512: return "AVX-512 (x86-64-v4)";
+  case Variant::Avx2: return "AVX2 (x86-64-v3)";
+  case Variant::None: break;
+  }
+  return "none: this CPU lacks x86-64-v3, so the interpreter runs";
 }
 
 } // namespace fsdp::rt::cpu

@@ -37,11 +37,15 @@ bool hasGeneratedFused();
 /// The function this CPU runs for the program of `key`, or null.
 FsdpFusedFn lookupGeneratedFused(uint64_t key);
 
+/// Which variant this CPU runs, in words (for a step's --help).
+const char *generatedFusedVariant();
+
 } // namespace fsdp::rt::cpu
 
 namespace fsdp::rt {
 // The embedded-step loader (runtime/embed/EmbeddedStepLoader.cpp) installs
 // a compiled step's table from the backend-neutral namespace.
+using cpu::generatedFusedVariant;
 using cpu::registerGeneratedFused;
 } // namespace fsdp::rt
 

@@ -65,7 +65,7 @@ def build_gpt(args):
     batch, the same on every run."""
     torch.manual_seed(export_models.SEED)
     model = export_models.GPT(vocab=args.vocab, T=args.T, d=args.d, heads=args.heads,
-                              layers=args.layers)
+                              layers=args.layers, mlp_ratio=getattr(args, "mlp_ratio", 4))
     model.train()
     gen = torch.Generator().manual_seed(export_models.SEED)
     inputs = export_models.gpt_inputs(gen, vocab=args.vocab, T=args.T, batch=args.batch)

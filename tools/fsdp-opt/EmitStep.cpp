@@ -353,16 +353,15 @@ int emitCompiledStep(const CompileOptions &opts, mlir::ModuleOp module,
     removeWeights();
   codegenTimer.stop();
 
+  const std::string weightsNote = contents.embedWeights ? ", weights embedded"
+                                  : weightsName.empty()  ? ""
+                                                         : "; weights " + weightsName;
   if (opts.emit == EmitKind::Object) {
     if (!writeFile(opts.outputPath, object, error) ||
         !writeFile(base + ".h", stepHeader(base, contents.info), error))
       return fail(error);
     llvm::outs() << "wrote " << opts.outputPath << " and " << base << ".h: plan "
-                 << planBytes.size() << " B"
-                 << (contents.embedWeights ? ", weights embedded"
-                     : weightsName.empty() ? ""
-                                                    : "; weights " + weightsName)
-                 << "\n";
+                 << planBytes.size() << " B" << weightsNote << "\n";
     return 0;
   }
   mlir::TimingScope linkTimer = root.nest("link");
@@ -379,11 +378,7 @@ int emitCompiledStep(const CompileOptions &opts, mlir::ModuleOp module,
   uint64_t size = 0;
   llvm::sys::fs::file_size(opts.outputPath, size);
   llvm::outs() << "wrote " << opts.outputPath << ": " << size << " B executable, plan "
-               << planBytes.size() << " B"
-               << (contents.embedWeights ? ", weights embedded"
-                   : weightsName.empty() ? ""
-                                                  : "; weights " + weightsName)
-               << "\n";
+               << planBytes.size() << " B" << weightsNote << "\n";
   return 0;
 }
 

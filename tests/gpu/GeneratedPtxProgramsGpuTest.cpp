@@ -120,7 +120,7 @@ int64_t ordered(float v) {
 /// bytes, or both NaN): IEEE 754 leaves a NaN result's sign and payload to
 /// the implementation, and they do differ: x86's SSE arithmetic gives its
 /// default NaN (negative, 0xffc00000) or passes an input NaN's payload on,
-/// NVIDIA GPUs give their own canonical NaN, and LLVM's optimizer rewrites
+/// a GPU's arithmetic need not do either, and LLVM's optimizer rewrites
 /// sign-only operations around NaNs (-(x * x) into (-x) * x). Only that a
 /// NaN is a NaN is the interpreter's contract; any other value must match
 /// in every bit, signed zeros included. A result that depends on log may
@@ -132,20 +132,6 @@ bool agrees(float got, float want, bool dependsOnLog) {
     return false;
   const int64_t d = ordered(got) - ordered(want);
   return d >= -1 && d <= 1;
-}
-
-/// Which results of `p` depend on a log (through any chain of ops).
-std::vector<bool> logResults(const Program &p) {
-  std::vector<bool> fromLog(p.numInputs + p.ops.size(), false);
-  for (size_t k = 0; k < p.ops.size(); ++k) {
-    const auto &op = p.ops[k];
-    fromLog[p.numInputs + k] =
-        op[0] == FusedLog || fromLog[op[1]] || (op[2] >= 0 && fromLog[op[2]]);
-  }
-  std::vector<bool> out;
-  for (int64_t r : p.results)
-    out.push_back(fromLog[r]);
-  return out;
 }
 
 TensorRef f32(void *data, int64_t n) {
@@ -174,7 +160,7 @@ struct Case {
   void make(Device &d, const Program &program, int64_t count, uint32_t seed) {
     device = &d, p = &program, n = count;
     spec = p->spec();
-    loggy = logResults(*p);
+    loggy = p->logResults();
     std::vector<TensorRef> hostIn, hostOut;
     for (int i = 0; i < p->numInputs; ++i)
       in.push_back(values(p->scalar[i] ? 1 : n, seed * 31 + i));

@@ -55,14 +55,21 @@ struct Program {
     return s;
   }
 
-  /// Whether a result may depend on log, the one op the math library
-  /// computes (glibc's logf, libdevice's __nv_logf): the others are the
-  /// runtime's own formulas on every target.
-  bool usesLog() const {
-    for (const auto &op : ops)
-      if (op[0] == FusedLog)
-        return true;
-    return false;
+  /// Per result, whether it depends on a log (through any chain of ops):
+  /// log is the one op the math library computes (glibc's logf on the
+  /// CPU, libdevice's __nv_logf on a GPU), every other op the runtime's
+  /// own formulas on every target.
+  std::vector<bool> logResults() const {
+    std::vector<bool> fromLog(numInputs + ops.size(), false);
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const auto &op = ops[k];
+      fromLog[numInputs + k] =
+          op[0] == FusedLog || fromLog[op[1]] || (op[2] >= 0 && fromLog[op[2]]);
+    }
+    std::vector<bool> out;
+    for (int64_t r : results)
+      out.push_back(fromLog[r]);
+    return out;
   }
 
   /// "name [vbv]": which inputs are broadcast (b) or not (v).

@@ -600,10 +600,10 @@ def step_binary_case(t, device):
     binary = os.path.join(t.fresh("step-binary"), "step")
     plan = os.path.join(t.fresh("step-plan"), "step.plan")
     work = os.path.dirname(binary)
-    env = dict(os.environ, FSDP_RUNTIME_LIB=t.args.runtime_lib) if t.args.runtime_lib else None
     if t.args.runtime_lib and not os.path.exists(t.args.runtime_lib):
         raise Failure(f"{t.args.runtime_lib} is not built (ninja fsdp_runtime): "
                       f"fsdp-opt --emit=binary links it")
+    env = dict(os.environ, FSDP_RUNTIME_LIB=t.args.runtime_lib) if t.args.runtime_lib else None
     t.call([t.args.fsdp_opt, GPT_TINY, "--emit=binary", "-o", binary, *flags], env=env)
     t.call([t.args.fsdp_opt, GPT_TINY, "-o", plan, *flags])
     tokens = os.path.join(work, "tokens.bin")

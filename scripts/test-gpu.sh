@@ -5,11 +5,19 @@
 #   1. ctest -L gpu: tests/gpu/test_device_parity.py --device=cuda, the
 #      GPU-vs-CPU comparison of whole plans (forward, training, offload,
 #      checkpoint resume both ways, graphs off/on, memory, refusals,
-#      test_gradcheck.py on the GPU, and sharded plans at world sizes 2, 4
+#      test_gradcheck.py on the GPU, sharded plans at world sizes 2, 4
 #      and 8 as far as the machine has GPUs: in-process ranks and mpirun,
-#      collectives on NCCL), gpu-generated-ptx (fsdp-gpu-ptx-tests: PTX
-#      for Fused chains loaded by the CUDA device and run against the CPU
-#      interpreter, in and out of CUDA graphs), and gpu-nccl-channel (fsdp-gpu-nccl-tests:
+#      collectives on NCCL, and a compiled step: gpt-tiny's ./step from
+#      fsdp-opt --emit=binary, whose Fused chains run the generated PTX,
+#      against fsdp-run on the GPU and the CPU, its --help naming the PTX
+#      modules), gpu-generated-ptx (fsdp-gpu-ptx-tests: the CUDA device's
+#      loader and Fused dispatch with a hand-written PTX fixture, in and
+#      out of CUDA graphs), gpu-generated-ptx-programs
+#      (fsdp-gpu-codegen-tests: the compiler's own PTX for programs
+#      covering every Fused op code and broadcast position, on 1 to 3M
+#      elements, launched directly, through the device's Fused launch and
+#      from a CUDA graph, against the CPU interpreter bit for bit, 1 ulp
+#      where log is involved), and gpu-nccl-channel (fsdp-gpu-nccl-tests:
 #      the NCCL channel against the CPU communicator at world size 1 and
 #      across every GPU);
 #   2. fsdp-runtime-tests --gtest_filter='*cuda*:*Cuda*:GemmMapping*': the device
@@ -52,7 +60,7 @@ else
   say "$GPU"
 fi
 
-# --- Configure and build (fsdp-opt, fsdp-run, fsdp-runtime-tests).
+# --- Configure and build (fsdp-opt, fsdp-run, libfsdp_runtime.a, the tests).
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
@@ -72,8 +80,12 @@ if ! grep -q "CUDA backend ON" "$LOGS/configure.log"; then
   say "FAILED: the CUDA backend is not enabled (is nvcc installed?)"
   exit 1
 fi
-# fsdp-gpu-ptx-tests: generated PTX for Fused chains (gpu-generated-ptx).
-TARGETS=(fsdp-opt fsdp-run fsdp-runtime-tests fsdp-gpu-ptx-tests)
+# fsdp_runtime: libfsdp_runtime.a, which fsdp-opt --emit=binary links (the
+# compiled-step row of gpu-parity). fsdp-gpu-ptx-tests and
+# fsdp-gpu-codegen-tests: generated PTX for Fused chains (gpu-generated-ptx,
+# gpu-generated-ptx-programs).
+TARGETS=(fsdp-opt fsdp-run fsdp_runtime fsdp-runtime-tests fsdp-gpu-ptx-tests
+         fsdp-gpu-codegen-tests)
 # The NCCL channel's GPU test exists when the build found nccl.h.
 if grep -q "fsdp-gpu-nccl-tests" "$BUILD/build.ninja" 2>/dev/null; then
   TARGETS+=(fsdp-gpu-nccl-tests)

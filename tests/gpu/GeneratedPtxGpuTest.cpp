@@ -10,8 +10,9 @@
 // whose key is not registered runs the backend's own kernel; a module the
 // driver refuses, or one lacking a registered entry, is an error saying
 // why. The PTX is a hand-written fixture (tests/gpu/fixtures) with the
-// generated kernels' parameters, until the compiler's generator output is
-// wired in here. Without a GPU it prints "no GPU: ..." and exits 77
+// generated kernels' parameters, so the loader and dispatch are tested
+// apart from the generator; GeneratedPtxProgramsGpuTest.cpp runs the
+// compiler's own PTX. Without a GPU it prints "no GPU: ..." and exits 77
 // (ctest: skipped; label gpu, scripts/test-gpu.sh).
 //
 //===----------------------------------------------------------------------===//

@@ -29,6 +29,13 @@
 #     listed as not run and count for nothing), on cpu (the driver's
 #     self-check) N = 2 and 4, on cuda-simt none (its device has no
 #     collectives);
+#   - a compiled step: examples/gpt-tiny.onnx compiled with --emit=binary
+#     (--optimizer=adamw), `./step --device=D --steps=5` against `fsdp-run
+#     plan --device=D` and `--device=cpu` of the plan the same flags
+#     compile, on the same --data: losses and parameters within the
+#     tolerances above (on a GPU the step's Fused chains run the PTX
+#     fsdp-opt generated, fsdp-run's the backend's own kernels), and
+#     `./step --help` naming the sm_80 and sm_90 PTX modules it carries;
 #   - on a real GPU only: two runs bitwise equal (no atomics in reductions),
 #     resume on the GPU bitwise equal to its uninterrupted run,
 #     --cuda-graphs=off bitwise equal to the default (on), peak_bytes equal
@@ -48,7 +55,8 @@
 #
 #   /usr/bin/python3 tests/gpu/test_device_parity.py --fsdp-opt build/bin/fsdp-opt \
 #       --fsdp-run build/bin/fsdp-run --device cuda|cuda-simt|cpu
-#       [--size small|tiny] [--only SUBSTRING ...] [--list] [--keep DIR]
+#       [--runtime-lib build/lib/libfsdp_runtime.a] [--size small|tiny]
+#       [--only SUBSTRING ...] [--list] [--keep DIR]
 #
 # --device=cpu compares the CPU with itself (every row exact but the
 # negative control's): a check of this driver.
@@ -282,18 +290,24 @@ class Tools:
         key = (device, plan, steps, tuple(extra), tuple(launcher))
         if key in self.runs:
             return self.runs[key]
-        work = self.fresh(f"train-{device}")
-        metrics = os.path.join(work, "metrics.jsonl")
-        weights = os.path.join(work, "weights.safetensors")
         # Open MPI refuses root unless told (CI and containers run as root).
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1") if launcher else None
-        self.call([*launcher, self.args.fsdp_run, plan, f"--device={device}", f"--steps={steps}",
-                   f"--metrics={metrics}", f"--save-weights={weights}",
-                   *self.input_flags(model), *extra], env=env)
-        result = (read_metrics(metrics, first, steps), read_safetensors(weights), work)
+        result = self.run_training([*launcher, self.args.fsdp_run, plan], device, steps,
+                                   [*self.input_flags(model), *extra], first, env)
         self.runs[key] = result
         return result
+
+    def run_training(self, program, device, steps, extra=(), first=1, env=None):
+        """(metrics records, {name: final parameter}, run dir) of `program`
+        (a command: fsdp-run and its plan, or a compiled step) training for
+        `steps` steps on `device`."""
+        work = self.fresh(f"train-{device}")
+        metrics = os.path.join(work, "metrics.jsonl")
+        weights = os.path.join(work, "weights.safetensors")
+        self.call([*program, f"--device={device}", f"--steps={steps}",
+                   f"--metrics={metrics}", f"--save-weights={weights}", *extra], env=env)
+        return read_metrics(metrics, first, steps), read_safetensors(weights), work
 
     def forward(self, device, model, flags=("--mode=forward",)):
         """{output name: array} of one forward run."""
@@ -334,7 +348,7 @@ def relative_l2(ours, reference):
     return float(diff / norm) if norm > 0 else (0.0 if diff == 0 else math.inf)
 
 
-def compare_losses(device, records, ref_records, result):
+def compare_losses(device, records, ref_records, result, reference=REFERENCE):
     ours = numpy.array([r.get("loss") if r.get("loss") is not None else math.nan
                         for r in records], numpy.float64)
     theirs = numpy.array([r.get("loss") if r.get("loss") is not None else math.nan
@@ -343,17 +357,18 @@ def compare_losses(device, records, ref_records, result):
     result.loss_rel = float(numpy.max(rel)) if len(rel) else math.nan
     if not (numpy.all(numpy.isfinite(ours)) and result.loss_rel <= LOSS_TOLERANCE):
         lines = [f"losses differ (max rel {result.loss_rel:.2e}, tolerance {LOSS_TOLERANCE:g}):",
-                 f"  {'step':>4} {REFERENCE:>16} {device:>16} {'rel':>9}"]
+                 f"  {'step':>4} {reference:>16} {device:>16} {'rel':>9}"]
         for r, a, b, d in zip(records, theirs, ours, rel):
             flag = "  <--" if not d <= LOSS_TOLERANCE else ""
             lines.append(f"  {r['step']:>4} {a:>16.9g} {b:>16.9g} {d:>9.2e}{flag}")
         result.problems.append("\n".join(lines))
 
 
-def compare_params(device, weights, ref_weights, result, tolerance=PARAM_TOLERANCE):
+def compare_params(device, weights, ref_weights, result, tolerance=PARAM_TOLERANCE,
+                   reference=REFERENCE):
     if sorted(weights) != sorted(ref_weights):
         result.problems.append(f"saved parameters differ: only on {device} "
-                               f"{sorted(set(weights) - set(ref_weights))}, only on {REFERENCE} "
+                               f"{sorted(set(weights) - set(ref_weights))}, only on {reference} "
                                f"{sorted(set(ref_weights) - set(weights))}")
         return
     shapes = [n for n in ref_weights if weights[n].shape != ref_weights[n].shape]
@@ -373,14 +388,14 @@ def compare_params(device, weights, ref_weights, result, tolerance=PARAM_TOLERAN
             lines.append(f"  {n} {list(ref_weights[n].shape)}: rel L2 "
                          f"{relative_l2(weights[n], ref_weights[n]):.2e}, max |diff| "
                          f"{d.max() if d.size else 0:.3e} at {list(map(int, at))} "
-                         f"({REFERENCE} {ref_weights[n][at]!r}, {device} {weights[n][at]!r})")
+                         f"({reference} {ref_weights[n][at]!r}, {device} {weights[n][at]!r})")
         result.problems.append("\n".join(lines))
 
 
-def compare_training(device, run, ref_run):
+def compare_training(device, run, ref_run, reference=REFERENCE):
     result = Result()
-    compare_losses(device, run[0], ref_run[0], result)
-    compare_params(device, run[1], ref_run[1], result)
+    compare_losses(device, run[0], ref_run[0], result, reference=reference)
+    compare_params(device, run[1], ref_run[1], result, reference=reference)
     return result
 
 
@@ -571,6 +586,51 @@ def bad_token_case(t, device):
     return result
 
 
+GPT_TINY = os.path.join(ROOT, "examples", "gpt-tiny.onnx")
+SHAKESPEARE = os.path.join(ROOT, "examples", "shakespeare.txt")
+STEP_BINARY_STEPS = 5
+
+
+def step_binary_case(t, device):
+    """./step (fsdp-opt --emit=binary) of the shipped gpt-tiny on `device`
+    against fsdp-run of the plan the same flags compile, on `device` and on
+    the CPU, on the same data; ./step --help names its PTX modules."""
+    flags = ["--optimizer=adamw"]
+    # Apart: each writes its weights file (step.safetensors) beside it.
+    binary = os.path.join(t.fresh("step-binary"), "step")
+    plan = os.path.join(t.fresh("step-plan"), "step.plan")
+    work = os.path.dirname(binary)
+    if t.args.runtime_lib and not os.path.exists(t.args.runtime_lib):
+        raise Failure(f"{t.args.runtime_lib} is not built (ninja fsdp_runtime): "
+                      f"fsdp-opt --emit=binary links it")
+    env = dict(os.environ, FSDP_RUNTIME_LIB=t.args.runtime_lib) if t.args.runtime_lib else None
+    t.call([t.args.fsdp_opt, GPT_TINY, "--emit=binary", "-o", binary, *flags], env=env)
+    t.call([t.args.fsdp_opt, GPT_TINY, "-o", plan, *flags])
+    tokens = os.path.join(work, "tokens.bin")
+    with open(SHAKESPEARE, "rb") as f:  # byte-level ids, little-endian uint16
+        numpy.frombuffer(f.read(), numpy.uint8).astype("<u2").tofile(tokens)
+    data = [f"--data={tokens}"]
+    result = Result(0.0, 0.0)
+    ours = t.run_training([binary], device, STEP_BINARY_STEPS, data)
+    for ref_device in dict.fromkeys([device, REFERENCE]):
+        reference = t.run_training([t.args.fsdp_run, plan], ref_device, STEP_BINARY_STEPS, data)
+        part = compare_training(f"./step {device}", ours, reference,
+                                reference=f"fsdp-run {ref_device}")
+        result.loss_rel = max(result.loss_rel, part.loss_rel)
+        result.param_rel = max(result.param_rel, part.param_rel)
+        result.problems += part.problems
+    text = " ".join(t.call([binary, "--help"]).stdout.split())
+    kernels = re.search(r"generated Fused kernels: (\d+) \(.*?PTX entries for (\d+)\)", text)
+    if "PTX modules: sm_80, sm_90" not in text or not kernels or \
+            int(kernels.group(1)) == 0 or kernels.group(1) != kernels.group(2):
+        result.problems.append(f"./step --help does not name the sm_80 and sm_90 PTX modules "
+                               f"and a PTX entry for each generated Fused kernel: {text}")
+    else:
+        result.notes.append(f"./step carries {kernels.group(1)} Fused kernels, PTX for "
+                            f"sm_80 and sm_90")
+    return result
+
+
 # Cases that only a real GPU can run.
 
 def determinism_case(t, device):
@@ -719,6 +779,7 @@ CASES = [
     Case("negative: vs cpu at lr x1.1 must differ", negative_case),
     Case("resume cpu->device and device->cpu", resume_case),
     Case("bad token id refused on both", bad_token_case),
+    Case("compiled ./step gpt-tiny vs fsdp-run", step_binary_case),
     Case("two runs bitwise equal", determinism_case, gpu_only=True),
     Case("resume on the GPU bitwise", resume_same_device_case, gpu_only=True),
     Case("--cuda-graphs=off bitwise as on", graphs_case, gpu_only=True),
@@ -763,6 +824,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--fsdp-opt", required=True)
     parser.add_argument("--fsdp-run", required=True)
+    parser.add_argument("--runtime-lib", help="libfsdp_runtime.a, which --emit=binary links "
+                        "(default: fsdp-opt's own lookup)")
     parser.add_argument("--device", required=True, help="cuda, cuda-simt (or cpu: self-check)")
     parser.add_argument("--size", choices=sorted(SIZES), default="small",
                         help="model size")
@@ -772,6 +835,8 @@ def main():
     parser.add_argument("--timeout", type=int, default=600, help="seconds per fsdp-run")
     args = parser.parse_args()
     args.fsdp_opt, args.fsdp_run = os.path.abspath(args.fsdp_opt), os.path.abspath(args.fsdp_run)
+    if args.runtime_lib:
+        args.runtime_lib = os.path.abspath(args.runtime_lib)
     on_gpu = args.device == "cuda"
     sizes, sizes_note = world_sizes(args.device)
     cases = [c for c in CASES + sharded_cases(sizes)

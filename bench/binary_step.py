@@ -11,7 +11,8 @@
 # N timed steps on the same batch from the same weights. Printed per thread
 # count: the median step of ./step, fsdp-run and torch eager, ./step's ratio
 # to each, and whether ./step's losses equal fsdp-run's bit for bit (they
-# must). Then, from --profile of both at the first thread count, the Fused
+# must); each system runs --rounds times, interleaved with the others, and
+# the medians are over every round's timed steps. Then, from --profile of both at the first thread count, the Fused
 # kernels' time per step: generated code (./step) vs the interpreter
 # (fsdp-run). Last, the time and size of `--emit=binary` for the seeds' 1B
 # Transformer from shapes only (the export cached by plan_transformer_1b.py
@@ -112,17 +113,25 @@ def bench_model(args, name, config, tmp):
     print(f"\n{name}: layers {config['layers']}, d {config['d']}, T {config['T']}, batch "
           f"{config['batch']}, vocab {config['vocab']}, MLP ratio {config['mlp_ratio']}, "
           f"{params / 1e6:.2f}M parameters; --emit=binary {emit_s:.1f} s, "
-          f"{os.path.getsize(step) / 2**20:.1f} MiB; median of {args.runs} steps after "
-          f"{WARMUP} warm-up")
+          f"{os.path.getsize(step) / 2**20:.1f} MiB; median of {args.rounds} rounds x "
+          f"{args.runs} steps after {WARMUP} warm-up each")
     print(f"{'threads':>7} | {'./step ms':>9} | {'fsdp-run ms':>11} | {'torch2 ms':>9} | "
           f"{'step/fsdp-run':>13} | {'step/torch2':>11} | same losses")
     for threads in args.threads:
-        step_times, step_losses = run_steps(step_cmd, threads, work, "step")
-        run_times, run_losses = run_steps(run_cmd, threads, work, "run")
-        torch_result, problem = torch_eager(args, config, threads)
+        # Rounds interleave the three systems, so a slow spell of this shared
+        # machine falls on all of them alike; the median is over every round.
+        step_times, run_times, eager_times, same, problem = [], [], [], True, None
+        for _ in range(args.rounds):
+            times, step_losses = run_steps(step_cmd, threads, work, "step")
+            step_times += times
+            times, run_losses = run_steps(run_cmd, threads, work, "run")
+            run_times += times
+            same = same and step_losses == run_losses
+            torch_result, problem = torch_eager(args, config, threads)
+            eager_times += torch_result["times"] if torch_result else []
         ours, theirs = statistics.median(step_times), statistics.median(run_times)
-        eager = statistics.median(torch_result["times"]) if torch_result else float("nan")
-        same = "bitwise" if step_losses == run_losses else "DIFFER"
+        eager = statistics.median(eager_times) if eager_times else float("nan")
+        same = "bitwise" if same else "DIFFER"
         print(f"{threads:>7} | {ours:>9.2f} | {theirs:>11.2f} | {eager:>9.2f} | "
               f"{ours / theirs:>12.3f}x | {ours / eager:>10.3f}x | {same}", flush=True)
         if problem:
@@ -165,7 +174,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default="build", help="build directory holding bin/")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--runs", type=int, default=10, help="timed steps (median)")
+    parser.add_argument("--runs", type=int, default=10, help="timed steps per round")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of (./step, fsdp-run, torch) per thread count")
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--torch-python", default=default_torch_python(),
                         help="interpreter with torch 2.x (default: the venv of setup-venv.sh)")

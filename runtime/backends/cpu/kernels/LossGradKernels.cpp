@@ -22,7 +22,9 @@
 #include "runtime/backends/LossShape.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace fsdp::rt::cpu {
 namespace {
@@ -102,18 +104,43 @@ Status softmaxCrossEntropyGradImpl(const TensorRef &logProb, const TensorRef &la
   FSDP_RETURN_IF_ERROR(grads.init(labels, weights, dloss, reduction, ignoreIndex, s));
   const T *lp = logProb.as<const T>();
   T *out = dscores.as<T>();
-  // Samples split across the rank's threads; every element is its own.
+  // One element of dscores: torch's onehot(g) - exp(log_prob) * g.
+  auto element = [](int64_t c, int64_t label, C g, bool skip, C logProb) {
+    return skip ? C(0) : (c == label ? g : C(0)) - expOf(logProb) * g;
+  };
+  // Samples split across the rank's threads. Every element is its own, so
+  // the loops put the contiguous index innermost (the classes when D is 1,
+  // the positions otherwise), as wide loops; neither the order nor the
+  // split changes a bit.
   return parallelFor(0, s.n, rowGrain(s.c * s.d), [&](int64_t firstSample, int64_t endSample) {
-    for (int64_t n = firstSample; n < endSample; ++n)
+    std::vector<C> gradAt(s.d);
+    std::vector<int64_t> labelAt(s.d);
+    std::vector<uint8_t> skipAt(s.d);
+    for (int64_t n = firstSample; n < endSample; ++n) {
       for (int64_t d = 0; d < s.d; ++d) {
-        const int64_t position = n * s.d + d, label = grads.label(position);
-        const bool skip = grads.ignored(label);
-        const C g = skip ? C(0) : grads.at(position, label);
-        for (int64_t c = 0; c < s.c; ++c) {
-          const int64_t at = (n * s.c + c) * s.d + d;
-          store(out + at, skip ? C(0) : (c == label ? g : C(0)) - expOf(load(lp + at)) * g);
-        }
+        const int64_t position = n * s.d + d;
+        labelAt[d] = grads.label(position);
+        skipAt[d] = grads.ignored(labelAt[d]);
+        gradAt[d] = skipAt[d] ? C(0) : grads.at(position, labelAt[d]);
       }
+      if (s.d == 1) {
+        const T *x = lp + n * s.c;
+        T *y = out + n * s.c;
+        runWide([&] {
+          for (int64_t c = 0; c < s.c; ++c)
+            store(y + c, element(c, labelAt[0], gradAt[0], skipAt[0], load(x + c)));
+        });
+        continue;
+      }
+      for (int64_t c = 0; c < s.c; ++c) {
+        const T *x = lp + (n * s.c + c) * s.d;
+        T *y = out + (n * s.c + c) * s.d;
+        runWide([&] {
+          for (int64_t d = 0; d < s.d; ++d)
+            store(y + d, element(c, labelAt[d], gradAt[d], skipAt[d], load(x + d)));
+        });
+      }
+    }
   });
 }
 

@@ -38,6 +38,9 @@ MODELS = {
     "benchmark GPT": dict(layers=4, d=256, heads=4, T=128, batch=8, vocab=512, mlp_ratio=4),
     "gpt-tiny": dict(layers=2, d=64, heads=4, T=64, batch=16, vocab=256, mlp_ratio=2),
 }
+# Timed steps per round: gpt-tiny's ~10 ms steps need more of them than
+# the benchmark GPT's for a stable median on a shared machine.
+STEPS_PER_ROUND = {"benchmark GPT": 1, "gpt-tiny": 5}  # times --runs
 TRAIN_FLAGS = ["--optimizer=adamw", "--lr=0.001", "--weight-decay=0.01"]
 
 
@@ -96,6 +99,8 @@ def torch_eager(args, config, threads):
 
 
 def bench_model(args, name, config, tmp):
+    args = argparse.Namespace(**vars(args))
+    args.runs *= STEPS_PER_ROUND[name]
     model_args = argparse.Namespace(**config)
     model, inputs = gpt_common.build_gpt(model_args)
     work = os.path.join(tmp, name.replace(" ", "-"))

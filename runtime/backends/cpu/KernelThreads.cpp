@@ -1,7 +1,12 @@
 //===- KernelThreads.cpp - the rank's intra-op pool -----------------------===//
 //
-// Workers sleep on a condition variable between jobs (no spinning: the
-// rank's cores are shared with OpenBLAS's threads and the stream workers).
+// Workers sleep on a condition variable between jobs, after spinning for
+// at most kSpin (20 us) in case the next job comes at once, as it does
+// between a step's small kernels: a futex wake-up and the caller's wait
+// for the check-outs cost more than such a kernel on a virtual machine,
+// while 20 us is too short to take a noticeable share of the cores from
+// OpenBLAS's threads when a GEMM comes next. The caller spins the same way
+// for the last check-out before it sleeps.
 // A job is published under the mutex with a new generation; every worker
 // takes part in every job, so the caller waits until each has checked out
 // before the next job reuses the fields. Chunks are handed out by an atomic
@@ -13,6 +18,7 @@
 #include "runtime/backends/cpu/KernelThreads.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 extern "C" int openblas_get_num_threads(void);
@@ -21,6 +27,22 @@ namespace fsdp::rt::cpu {
 namespace {
 
 thread_local KernelThreads *currentPool = nullptr;
+
+constexpr std::chrono::microseconds kSpin{20};
+
+/// Spins until `ready()` or kSpin has passed; whether it became ready.
+template <typename Ready> bool spinUntil(const Ready &ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (ready())
+      return true;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline)
+      return ready();
+  }
+}
 
 int positiveEnv(const char *name) {
   const char *value = std::getenv(name);
@@ -71,13 +93,15 @@ bool KernelThreads::tryRun(int64_t begin, int64_t end, int64_t chunks, ChunkFn f
     next_.store(0, std::memory_order_relaxed);
     error_ = Status::ok();
     errorChunk_ = -1;
-    active_ = static_cast<int>(workers_.size());
-    ++generation_;
+    active_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   runChunks();
+  auto allDone = [&] { return active_.load(std::memory_order_acquire) == 0; };
+  spinUntil(allDone);
   std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return active_ == 0; });
+  done_.wait(lock, allDone);
   result = error_;
   lock.unlock();
   jobsRun_.fetch_add(1, std::memory_order_relaxed);
@@ -102,17 +126,21 @@ void KernelThreads::runChunks() {
 
 void KernelThreads::workerLoop() {
   uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mutex_);
+  auto newJob = [&] { return generation_.load(std::memory_order_acquire) != seen; };
   for (;;) {
-    wake_.wait(lock, [&] { return shutdown_ || generation_ != seen; });
-    if (shutdown_)
-      return;
-    seen = generation_;
-    lock.unlock();
+    if (!spinUntil(newJob)) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return shutdown_ || newJob(); });
+      if (shutdown_)
+        return;
+    }
+    seen = generation_.load(std::memory_order_acquire);
     runChunks();
-    lock.lock();
-    if (--active_ == 0)
+    if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Under the mutex, so the caller cannot check and sleep in between.
+      std::lock_guard<std::mutex> lock(mutex_);
       done_.notify_one();
+    }
   }
 }
 

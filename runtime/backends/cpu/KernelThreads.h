@@ -79,8 +79,11 @@ private:
   std::atomic<bool> busy_{false};
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  uint64_t generation_ = 0;
-  int active_ = 0; // workers not yet done with the current job
+  /// Atomics, so a worker or caller spinning briefly before it sleeps
+  /// (KernelThreads.cpp) sees a new job or the last check-out without the
+  /// mutex; they still change under mutex_, so a sleeper never misses one.
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> active_{0}; // workers not yet done with the current job
   bool shutdown_ = false;
   // The current job, written under mutex_ before the workers wake.
   ChunkFn fn_ = nullptr;

@@ -540,4 +540,22 @@ LogicalResult emitFusedPtx(ModuleOp module, int sm, std::string &ptx, std::strin
   return emitMachineCode(*ir, target, MachineCodeKind::Assembly, ptx, error);
 }
 
+LogicalResult generateFusedPtx(MLIRContext *context, ArrayRef<FusedKernelSpec> specs,
+                               FusedPtx &out, std::string &error) {
+  DialectRegistry registry;
+  registerLlvmTranslations(registry);
+  context->appendDialectRegistry(registry);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(context));
+  if (failed(buildPtxFusedKernels(*module, specs, out.entries))) {
+    error = "cannot build the Fused kernels for NVPTX";
+    return failure();
+  }
+  for (auto [sm, ptx] : {std::pair{80, &out.sm80}, std::pair{90, &out.sm90}})
+    if (failed(emitFusedPtx(*module, sm, *ptx, error))) {
+      error = "PTX for sm_" + std::to_string(sm) + ": " + error;
+      return failure();
+    }
+  return success();
+}
+
 } // namespace fsdp

@@ -77,6 +77,20 @@ mlir::LogicalResult buildPtxFusedKernels(mlir::ModuleOp module,
 mlir::LogicalResult emitFusedPtx(mlir::ModuleOp module, int sm, std::string &ptx,
                                  std::string &error);
 
+/// What a compiled step carries for the CUDA backend: the PTX of one kernel
+/// per spec for sm_80 and sm_90, and each spec's entry name, in order.
+struct FusedPtx {
+  std::string sm80, sm90;
+  std::vector<std::string> entries;
+};
+
+/// buildPtxFusedKernels in a module of its own (created in `context`, with
+/// the LLVM translations registered), then emitFusedPtx for sm_80 and sm_90.
+/// On failure returns failure with the reason in `error`.
+mlir::LogicalResult generateFusedPtx(mlir::MLIRContext *context,
+                                     llvm::ArrayRef<FusedKernelSpec> specs, FusedPtx &out,
+                                     std::string &error);
+
 } // namespace fsdp
 
 #endif // FSDP_COMPILER_TARGET_FUSEDCODEGEN_H

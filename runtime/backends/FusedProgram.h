@@ -19,7 +19,6 @@
 #include "runtime/support/TensorRef.h"
 
 #include <cstdint>
-#include <vector>
 
 namespace fsdp::rt {
 
@@ -87,12 +86,17 @@ inline Status decodeFusedProgram(const TensorRef *inputs, int numInputs, const i
 /// compiler names each generated kernel by it (runtime/embed/EmbeddedStep.h)
 /// and the backends look generated code up by it, so a launch whose program
 /// or broadcasts differ never runs another program's code.
+/// Both backends compute it per Fused launch, so it hashes in place: the
+/// hash of the ints followed by one int64 flag per input, with no copy.
 inline uint64_t fusedProgramKey(const int64_t *ints, int numInts, const bool *scalar,
                                 int numInputs) {
-  std::vector<int64_t> words(ints, ints + numInts);
-  for (int i = 0; i < numInputs; ++i)
-    words.push_back(scalar[i] ? 1 : 0);
-  return contentHash(words.data(), words.size() * sizeof(int64_t));
+  ContentHasher hasher;
+  hasher.update(ints, static_cast<size_t>(numInts) * sizeof(int64_t));
+  for (int i = 0; i < numInputs; ++i) {
+    const int64_t flag = scalar[i] ? 1 : 0;
+    hasher.update(&flag, sizeof(flag));
+  }
+  return hasher.finish();
 }
 
 } // namespace fsdp::rt

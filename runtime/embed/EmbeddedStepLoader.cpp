@@ -25,7 +25,6 @@ namespace fsdp::rt {
 
 namespace {
 std::atomic<const FsdpEmbeddedStep *> currentStep{nullptr};
-std::atomic<bool> kernelsRegistered{false};
 } // namespace
 
 const FsdpEmbeddedStep *embeddedStep() { return currentStep.load(); }
@@ -75,12 +74,9 @@ Status registerEmbeddedKernels(const FsdpEmbeddedStep &step) {
                              " generated Fused kernels but carries no table"));
   // The CPU backend's Fused kernel runs them from now on.
   registerGeneratedFused(step.fused, step.numFused);
-  kernelsRegistered.store(true);
   // The PTX of the same chains, for CUDA devices created after this.
   return cuda::registerGeneratedPtx(step);
 }
-
-bool generatedKernelsRegistered() { return kernelsRegistered.load(); }
 
 std::string describeEmbeddedStep(const FsdpEmbeddedStep &step) {
   std::ostringstream os;

@@ -49,10 +49,9 @@ Status loadEmbeddedPlan(const FsdpEmbeddedStep &step, const std::string &name, L
 Status loadEmbeddedWeights(const FsdpEmbeddedStep &step, Executor &executor);
 
 /// Hands the generated Fused kernels (step.fused) to the CPU backend, which
-/// then runs them instead of interpreting those Fused programs. Whether it
-/// did is reported by generatedKernelsRegistered().
+/// then runs them instead of interpreting those Fused programs, and their
+/// PTX to the CUDA backend (for devices created afterwards).
 Status registerEmbeddedKernels(const FsdpEmbeddedStep &step);
-bool generatedKernelsRegistered();
 
 /// The --help paragraph about the step: the compiler's info text, the
 /// generated kernels (how many, which native variants, PTX) and where the

@@ -25,10 +25,8 @@ skipped.
 """
 
 import argparse
-import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,44 +35,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import rows as rows_report  # noqa: E402
+import test_resume as tr  # noqa: E402  (the token file, running a tool, losses)
+from test_resume import Failure, MPI_ENV, losses, run  # noqa: E402
 
 MODEL = os.path.join(ROOT, "examples", "gpt-tiny.onnx")
-TEXT = os.path.join(ROOT, "examples", "shakespeare.txt")
-MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 STEPS = 3
 SKIP = 77  # ctest's SKIP_RETURN_CODE for this test
 
 
-class Failure(Exception):
-    pass
-
-
-def run(command, env=None, expect_ok=True):
-    try:
-        out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
-    except subprocess.TimeoutExpired:
-        raise Failure(f"{' '.join(command)} still runs after 120 s: a hang")
-    if expect_ok and out.returncode != 0:
-        raise Failure(f"{' '.join(command)} failed ({out.returncode}):\n{out.stderr.strip()}")
-    return out
-
-
-class Session:
+class Session(tr.Session):
     def __init__(self, args, tmp):
-        self.args, self.tmp, self.count = args, tmp, 0
-        self.tokens = os.path.join(tmp, "tokens.bin")
-        with open(TEXT, "rb") as f:
-            data = f.read()
-        with open(self.tokens, "wb") as f:  # byte-level ids as raw little-endian uint16
-            f.write(b"".join(bytes((b, 0)) for b in data))
+        super().__init__(args, tmp)
         self.env = dict(os.environ, FSDP_RUNTIME_LIB=args.runtime_lib)
         self.cache = {}
-
-    def fresh(self, name):
-        self.count += 1
-        path = os.path.join(self.tmp, f"{self.count}-{name}")
-        os.makedirs(path)
-        return path
 
     def compiled(self, flags, embed=False):
         """(step binary, plan file) compiled with `flags`: the plan file is
@@ -104,10 +77,8 @@ class Session:
         out = run(command, env, expect_ok)
         if out.returncode != 0:
             return None, None, out
-        with open(metrics) as f:
-            losses = [(r["step"], r["loss"]) for r in map(json.loads, f)]
         with open(weights, "rb") as f:
-            return losses, f.read(), out
+            return losses(metrics), f.read(), out
 
     def fsdp_run(self, plan):
         return [self.args.fsdp_run, plan]

@@ -59,7 +59,10 @@ class Failure(Exception):
 
 
 def run(command, env=None, expect_ok=True):
-    out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    except subprocess.TimeoutExpired:
+        raise Failure(f"{' '.join(command)} still runs after 300 s: a hang")
     if expect_ok and out.returncode != 0:
         raise Failure(f"{' '.join(command)} failed:\n{out.stderr.strip()}")
     return out

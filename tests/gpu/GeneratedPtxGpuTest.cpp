@@ -22,6 +22,7 @@
 #include "runtime/backends/cuda/CudaDevice.h"
 #include "runtime/backends/cuda/CudaKernels.h"
 #include "runtime/backends/cuda/GeneratedPtx.h"
+#include "tests/gpu/GpuTestMain.h"
 
 #include <gtest/gtest.h>
 
@@ -289,13 +290,5 @@ TEST_F(GeneratedPtxGpu, TheCudaDeviceLoadsItWhenCreated) {
 } // namespace
 
 int main(int argc, char **argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  std::string why;
-  if (countCudaDevices(&why) == 0) {
-    std::printf("no GPU: %d generated-PTX GPU tests not run (%s)\n",
-                ::testing::UnitTest::GetInstance()->total_test_count(),
-                why.empty() ? "no CUDA-capable device" : why.c_str());
-    return 77;
-  }
-  return RUN_ALL_TESTS();
+  return fsdp::rt::test::runGpuTests(argc, argv, "generated-PTX GPU tests");
 }

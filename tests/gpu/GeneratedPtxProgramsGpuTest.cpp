@@ -29,6 +29,7 @@
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cuda/CudaDevice.h"
 #include "runtime/backends/cuda/GeneratedPtx.h"
+#include "tests/gpu/GpuTestMain.h"
 #include "runtime/plan/plan_generated.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -89,20 +90,17 @@ GeneratedModules generate() {
         specs.push_back(s);
     }
   mlir::MLIRContext context;
-  mlir::DialectRegistry registry;
-  registerLlvmTranslations(registry);
-  context.appendDialectRegistry(registry);
-  context.loadDialect<mlir::LLVM::LLVMDialect, mlir::NVVM::NVVMDialect>();
-  mlir::OpBuilder b(&context);
-  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(b.getUnknownLoc());
-  if (failed(buildPtxFusedKernels(*module, specs, out.entries)) ||
-      out.entries.size() != specs.size()) {
-    out.error = "buildPtxFusedKernels failed";
+  FusedPtx ptx;
+  if (failed(generateFusedPtx(&context, specs, ptx, out.error)))
+    return out;
+  if (ptx.entries.size() != specs.size()) {
+    out.error = "generateFusedPtx named " + std::to_string(ptx.entries.size()) +
+                " entries for " + std::to_string(specs.size()) + " specs";
     return out;
   }
-  if (failed(emitFusedPtx(*module, 80, out.sm80, out.error)) ||
-      failed(emitFusedPtx(*module, 90, out.sm90, out.error)))
-    return out;
+  out.sm80 = std::move(ptx.sm80);
+  out.sm90 = std::move(ptx.sm90);
+  out.entries = std::move(ptx.entries);
   for (size_t i = 0; i < specs.size(); ++i)
     out.table.push_back({specs[i].key, nullptr, nullptr, out.entries[i].c_str()});
   return out;
@@ -365,13 +363,5 @@ TEST_F(GeneratedPtxPrograms, CapturedIntoACudaGraphMatchesTheInterpreter) {
 } // namespace
 
 int main(int argc, char **argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  std::string why;
-  if (countCudaDevices(&why) == 0) {
-    std::printf("no GPU: %d generated-PTX program GPU tests not run (%s)\n",
-                ::testing::UnitTest::GetInstance()->total_test_count(),
-                why.empty() ? "no CUDA-capable device" : why.c_str());
-    return 77;
-  }
-  return RUN_ALL_TESTS();
+  return fsdp::rt::test::runGpuTests(argc, argv, "generated-PTX program GPU tests");
 }

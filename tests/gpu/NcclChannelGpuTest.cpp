@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/CudaDevice.h"
+#include "tests/gpu/GpuTestMain.h"
 #include "runtime/channels/CollectiveCall.h"
 #include "runtime/channels/InProcessCommunicator.h"
 #include "runtime/device/Channel.h"
@@ -367,13 +368,5 @@ TEST(NcclChannelGpu, SplitFormsHybridGroups) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string why;
-  gGpus = countCudaDevices(&why);
-  if (gGpus == 0) {
-    std::printf("no GPU: the NCCL channel's GPU tests not run (%s)\n",
-                why.empty() ? "no CUDA-capable device" : why.c_str());
-    return 77; // ctest SKIP_RETURN_CODE
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  return fsdp::rt::test::runGpuTests(argc, argv, "NCCL channel GPU tests", &gGpus);
 }

@@ -208,19 +208,16 @@ mlir::LogicalResult generateFusedCode(const plan::Plan &plan, mlir::ModuleOp ste
   std::vector<std::pair<std::string, std::string>> cpuSymbols;
   if (mlir::failed(buildCpuFusedKernels(step, specs, cpuSymbols)))
     return mlir::failure();
-  // The PTX is built in a module of its own (another target), whatever
-  // this build's backends: the step may run where a GPU is.
-  mlir::OwningOpRef<mlir::ModuleOp> kernels = mlir::ModuleOp::create(step.getLoc());
-  std::vector<std::string> entries;
-  if (mlir::failed(buildPtxFusedKernels(*kernels, specs, entries)))
-    return mlir::failure();
+  // PTX whatever this build's backends: the step may run where a GPU is.
+  FusedPtx ptx;
   std::string error;
-  for (auto [sm, ptx] : {std::pair{80, &contents.ptxSm80}, std::pair{90, &contents.ptxSm90}})
-    if (mlir::failed(emitFusedPtx(*kernels, sm, *ptx, error)))
-      return step.emitError() << "PTX for sm_" << sm << ": " << error;
+  if (mlir::failed(generateFusedPtx(step.getContext(), specs, ptx, error)))
+    return step.emitError() << error;
+  contents.ptxSm80 = std::move(ptx.sm80);
+  contents.ptxSm90 = std::move(ptx.sm90);
   for (size_t i = 0; i < specs.size(); ++i)
     contents.fused.push_back(
-        {specs[i].key, cpuSymbols[i].first, cpuSymbols[i].second, entries[i]});
+        {specs[i].key, cpuSymbols[i].first, cpuSymbols[i].second, ptx.entries[i]});
   return mlir::success();
 }
 

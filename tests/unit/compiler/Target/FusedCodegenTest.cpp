@@ -317,21 +317,16 @@ TEST(FusedCodegenPtx, PtxasAssemblesTheKernelsForSm80AndSm90) {
   if (ptxas.empty() || access(ptxas.c_str(), X_OK) != 0)
     GTEST_SKIP() << "ptxas not found (CUDA toolkit); the PTX cannot be assembled here";
   mlir::MLIRContext context;
-  mlir::DialectRegistry registry;
-  registerLlvmTranslations(registry);
-  context.appendDialectRegistry(registry);
-  context.loadDialect<mlir::LLVM::LLVMDialect, mlir::NVVM::NVVMDialect>();
-  mlir::OpBuilder b(&context);
-  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(b.getUnknownLoc());
   std::vector<FusedKernelSpec> specs;
   for (const Program &p : testPrograms())
     specs.push_back(p.spec());
-  std::vector<std::string> entries;
-  ASSERT_TRUE(succeeded(buildPtxFusedKernels(*module, specs, entries)));
+  FusedPtx modules;
+  std::string error;
+  ASSERT_TRUE(succeeded(generateFusedPtx(&context, specs, modules, error))) << error;
+  const std::vector<std::string> &entries = modules.entries;
   ASSERT_EQ(entries.size(), specs.size());
   for (int sm : {80, 90}) {
-    std::string ptx, error;
-    ASSERT_TRUE(succeeded(emitFusedPtx(*module, sm, ptx, error))) << error;
+    const std::string &ptx = sm == 80 ? modules.sm80 : modules.sm90;
     EXPECT_NE(ptx.find(".target sm_" + std::to_string(sm)), std::string::npos);
     for (const std::string &entry : entries)
       EXPECT_NE(ptx.find(".visible .entry " + entry), std::string::npos) << entry;

@@ -45,22 +45,13 @@ TRAIN_FLAGS = ["--optimizer=adamw", "--lr=0.001", "--weight-decay=0.01"]
 
 
 def torch_worker(args):
-    """Runs in the torch 2.x interpreter: times eager training steps."""
+    """Runs in the torch 2.x interpreter: times eager training steps as
+    train_gpt.py does (AdamW with its settings, from the seeded weights)."""
     import torch
-    torch.set_num_threads(args.torch_worker)
+    from train_gpt import torch_step_ms
     model, inputs = gpt_common.build_gpt(args)
-    batch = tuple(inputs.values())
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
-                                  weight_decay=0.01)
-    times = []
-    for _ in range(WARMUP + args.runs):
-        start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        loss = model(*batch)
-        loss.backward()
-        optimizer.step()
-        times.append((time.perf_counter() - start) * 1e3)
-    print(json.dumps({"times": times[WARMUP:], "version": torch.__version__}))
+    times, _ = torch_step_ms(model, tuple(inputs.values()), args.torch_worker, args.runs)
+    print(json.dumps({"times": times, "version": torch.__version__}))
 
 
 def run_steps(command, threads, tmp, label):

@@ -655,7 +655,6 @@ int runWorldRank(const RunOptions &opts, const LoadedPlan &plan, Communicator &w
   return 0;
 }
 
-/// This process as one rank of an mpirun job.
 /// MPI's world and this rank's device ordinal (its index on its node).
 Status createMpiRank(std::unique_ptr<Communicator> &world, int &ordinal) {
   // Open MPI names the ranks started on this node.
@@ -680,26 +679,18 @@ Status createTcpRank(std::unique_ptr<Communicator> &world, int &ordinal) {
   return Status::ok();
 }
 
-int runMpiRank(const RunOptions &opts, const LoadedPlan &plan) {
-  // Before MPI's threads exist: mpirun's SIGTERM prints this rank's
+/// This process as one rank of a launcher's job: mpirun's (MPI) or
+/// torchrun's (TCP, or any launcher that sets torchrun's environment);
+/// `createWorld` forms the world and gives this rank's device ordinal.
+using CreateWorld = Status (*)(std::unique_ptr<Communicator> &world, int &ordinal);
+int runLaunchedRank(const RunOptions &opts, const LoadedPlan &plan, CreateWorld createWorld) {
+  // Before MPI's threads exist: the launcher's SIGTERM (mpirun's, or
+  // torchrun's agent's when another rank fails) prints this rank's
   // recorder (Watchdog.h).
   reportTermination();
   std::unique_ptr<Communicator> world;
   int ordinal = 0;
-  if (Status s = createMpiRank(world, ordinal); !s)
-    return fail(s.message());
-  return runWorldRank(opts, plan, *world, ordinal);
-}
-
-/// This process as one rank of a torchrun job (or of any launcher that
-/// sets torchrun's environment): the ranks meet over TCP.
-int runTcpRank(const RunOptions &opts, const LoadedPlan &plan) {
-  // torchrun's agent, too, ends the other ranks with SIGTERM when one fails:
-  // each prints its recorder (Watchdog.h).
-  reportTermination();
-  std::unique_ptr<Communicator> world;
-  int ordinal = 0;
-  if (Status s = createTcpRank(world, ordinal); !s)
+  if (Status s = createWorld(world, ordinal); !s)
     return fail(s.message());
   return runWorldRank(opts, plan, *world, ordinal);
 }
@@ -741,9 +732,9 @@ int run(const RunOptions &opts) {
   if (Status s = checkOptionsAgainstPlan(opts, plan); !s)
     return fail(s.message());
   if (comm::launchedUnderMpi())
-    return runMpiRank(opts, plan);
+    return runLaunchedRank(opts, plan, createMpiRank);
   if (comm::launchedUnderTorchrun())
-    return runTcpRank(opts, plan);
+    return runLaunchedRank(opts, plan, createTcpRank);
   if (planWorld == 1) {
     if (Status s = runRank(opts, plan, nullptr, 0, nullptr); !s)
       return fail(s.message());

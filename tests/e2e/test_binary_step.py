@@ -35,8 +35,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import rows as rows_report  # noqa: E402
-import test_resume as tr  # noqa: E402  (the token file, running a tool, losses)
-from test_resume import Failure, MPI_ENV, losses, run  # noqa: E402
+import test_resume as tr  # noqa: E402  (the token file, running a program)
+from test_resume import Failure, run  # noqa: E402
 
 MODEL = os.path.join(ROOT, "examples", "gpt-tiny.onnx")
 STEPS = 3
@@ -65,20 +65,7 @@ class Session(tr.Session):
     def train(self, program, steps=STEPS, *extra, mpi=0, expect_ok=True):
         """(losses, weights bytes, completed process) of one run of
         `program` (a list: [fsdp-run, plan] or [binary])."""
-        work = self.fresh("run")
-        metrics, weights = os.path.join(work, "m.jsonl"), os.path.join(work, "w.safetensors")
-        command = [*program, f"--data={self.tokens}", f"--steps={steps}",
-                   f"--metrics={metrics}", f"--save-weights={weights}", *extra]
-        env = None
-        if mpi:
-            command = [self.args.mpirun, "-np", str(mpi), "--oversubscribe", "--bind-to",
-                       "none"] + command
-            env = MPI_ENV
-        out = run(command, env, expect_ok)
-        if out.returncode != 0:
-            return None, None, out
-        with open(weights, "rb") as f:
-            return losses(metrics), f.read(), out
+        return self.run_program(program, steps, *extra, mpi=mpi, expect_ok=expect_ok)
 
     def fsdp_run(self, plan):
         return [self.args.fsdp_run, plan]

@@ -95,9 +95,15 @@ class Session:
 
     def train(self, plan, steps, *extra, mpi=0, expect_ok=True):
         """(losses, weights bytes, completed process) of one fsdp-run."""
+        return self.run_program([self.args.fsdp_run, plan], steps, *extra, mpi=mpi,
+                                expect_ok=expect_ok)
+
+    def run_program(self, program, steps, *extra, mpi=0, expect_ok=True):
+        """train() for any program taking fsdp-run's flags (a list: fsdp-run
+        and a plan, or a compiled step binary)."""
         work = self.fresh("run")
         metrics, weights = os.path.join(work, "m.jsonl"), os.path.join(work, "w.safetensors")
-        command = [self.args.fsdp_run, plan, f"--data={self.tokens}", f"--steps={steps}",
+        command = [*program, f"--data={self.tokens}", f"--steps={steps}",
                    f"--metrics={metrics}", f"--save-weights={weights}", *extra]
         env = None
         if mpi:

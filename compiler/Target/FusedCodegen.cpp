@@ -423,8 +423,7 @@ LogicalResult buildCpuFusedKernels(ModuleOp module, ArrayRef<FusedKernelSpec> sp
   std::vector<FusedProgram> programs;
   if (failed(decodeAll(module, specs, programs)))
     return failure();
-  OpBuilder b(module.getBodyRegion());
-  b.setInsertionPointToEnd(module.getBody());
+  auto b = OpBuilder::atBlockEnd(module.getBody());
   Location loc = module.getLoc();
   for (size_t s = 0; s < specs.size(); ++s) {
     const std::string name = fusedKernelName(specs[s].key);
@@ -444,8 +443,7 @@ LogicalResult buildPtxFusedKernels(ModuleOp module, ArrayRef<FusedKernelSpec> sp
   std::vector<FusedProgram> programs;
   if (failed(decodeAll(module, specs, programs)))
     return failure();
-  OpBuilder b(module.getBodyRegion());
-  b.setInsertionPointToEnd(module.getBody());
+  auto b = OpBuilder::atBlockEnd(module.getBody());
   Location loc = module.getLoc();
   Type f32 = b.getF32Type(), i32 = b.getI32Type(), i64 = b.getI64Type();
   auto global = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/1);

@@ -23,6 +23,7 @@
 #include "runtime/backends/cuda/CudaKernels.h"
 #include "runtime/backends/cuda/GeneratedPtx.h"
 #include "tests/gpu/GpuTestMain.h"
+#include "tests/unit/runtime/backends/cpu/KernelTestUtil.h"
 
 #include <gtest/gtest.h>
 
@@ -36,6 +37,8 @@
 #include <vector>
 
 using namespace fsdp::rt;
+
+using fsdp::rt::cpu::kerneltest::makeRef;
 
 namespace {
 
@@ -69,12 +72,7 @@ std::string fixtureSm90() {
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 TensorRef f32(float *data, int64_t n) {
-  TensorRef t;
-  t.dtype = DType::F32;
-  t.rank = 1;
-  t.dims[0] = n;
-  t.data = data;
-  return t;
+  return makeRef(DType::F32, {n}, data);
 }
 
 /// Device buffers for one launch and the CPU's answer for `ints`.

@@ -30,6 +30,7 @@
 #include "runtime/backends/cuda/CudaDevice.h"
 #include "runtime/backends/cuda/GeneratedPtx.h"
 #include "tests/gpu/GpuTestMain.h"
+#include "tests/unit/runtime/backends/cpu/KernelTestUtil.h"
 #include "runtime/plan/plan_generated.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -52,6 +53,8 @@
 using namespace fsdp;
 using namespace fsdp::rt;
 using namespace fsdp::fusedtest;
+
+using fsdp::rt::cpu::kerneltest::makeRef;
 
 namespace {
 
@@ -133,12 +136,7 @@ bool agrees(float got, float want, bool dependsOnLog) {
 }
 
 TensorRef f32(void *data, int64_t n) {
-  TensorRef t;
-  t.dtype = DType::F32;
-  t.rank = 1;
-  t.dims[0] = n;
-  t.data = data;
-  return t;
+  return makeRef(DType::F32, {n}, data);
 }
 
 const float kUnwritten = 123.0f; // what every result holds before a run

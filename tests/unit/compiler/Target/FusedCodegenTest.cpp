@@ -21,6 +21,7 @@
 
 #include "tests/unit/compiler/Target/FusedJit.h"
 #include "tests/unit/compiler/Target/FusedTestPrograms.h"
+#include "tests/unit/runtime/backends/cpu/KernelTestUtil.h"
 
 #include "compiler/Target/LlvmObject.h"
 #include "runtime/backends/FusedProgram.h"
@@ -50,15 +51,12 @@ using namespace fsdp;
 using namespace fsdp::rt;
 using namespace fsdp::fusedtest;
 
+using fsdp::rt::cpu::kerneltest::makeRef;
+
 namespace {
 
 TensorRef refOf(std::vector<float> &data) {
-  TensorRef t;
-  t.dtype = DType::F32;
-  t.rank = 1;
-  t.dims[0] = static_cast<int64_t>(data.size());
-  t.data = data.data();
-  return t;
+  return makeRef(DType::F32, {static_cast<int64_t>(data.size())}, data.data());
 }
 
 struct Variant {

@@ -5,7 +5,9 @@
 // of the schedule and the step number, run the compiled step, then report
 // the loss (console, --metrics) and, after the last step, write the
 // parameters (--save-weights) and outputs (--outputs). Every rank runs the
-// loop on its own executor; only rank 0 reports and writes files.
+// loop on its own executor; only rank 0 reports and writes files. Under
+// fsdp-run the ranks agree after each step whether a stop signal arrived
+// (StopSignals.h); if so they save (--save) and end the run there.
 //
 //===----------------------------------------------------------------------===//
 

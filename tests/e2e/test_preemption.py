@@ -15,6 +15,9 @@ run once its Nth metrics line is written, and checks, one row each:
     step-N directory left is committed (COMMIT present), and --resume
     takes the newest one and continues bitwise;
   - without --save the line says no checkpoint was written.
+
+Compiled step binaries run the same driver: test_binary_step.py signals one
+through stop_and_resume.
 """
 
 import argparse
@@ -48,10 +51,11 @@ def lines(path):
         return 0
 
 
-def start(s, plan, work, extra, mpi=False):
+def start(s, program, work, extra, mpi=False):
+    """`program` (a list: fsdp-run and a plan, or a step binary) training K
+    steps in the background, once its SIGNAL_AT-th metrics line is written."""
     metrics = os.path.join(work, "m.jsonl")
-    command = [s.args.fsdp_run, plan, f"--data={s.tokens}", f"--steps={K}",
-               f"--metrics={metrics}", *extra]
+    command = [*program, f"--data={s.tokens}", f"--steps={K}", f"--metrics={metrics}", *extra]
     env = None
     if mpi:
         if not s.args.mpirun:
@@ -86,19 +90,30 @@ def finish(job, marker=None):
 def stop_row(s, plan_flags, sig, mpi=False):
     plan = s.plan(plan_flags)
     full_losses, full_weights, _ = s.train(plan, K)
+    return stop_and_resume(s, [s.args.fsdp_run, plan], (full_losses, full_weights), sig,
+                           mpi_marker=plan if mpi else None)
+
+
+def stop_and_resume(s, program, full, sig, mpi_marker=None):
+    """Problems of `program` signalled with `sig` mid-run (under mpirun with
+    `mpi_marker`, the plan path naming its processes: only rank 1 is
+    signalled) and resumed by the same program, against `full`, the
+    uninterrupted run's (losses, saved weights)."""
+    full_losses, full_weights = full
+    mpi = mpi_marker is not None
     work = s.fresh("stopped")
     ckpt, weights = os.path.join(work, "ckpt"), os.path.join(work, "w.safetensors")
-    job, metrics = start(s, plan, work, [f"--save={ckpt}", "--save-every=5",
-                                         f"--save-weights={weights}"], mpi)
+    job, metrics = start(s, program, work, [f"--save={ckpt}", "--save-every=5",
+                                            f"--save-weights={weights}"], mpi)
     if mpi:
-        pids = rank_pids(plan, 1)
+        pids = rank_pids(mpi_marker, 1)
         if len(pids) != 1:
             job.kill()
             raise Failure(f"rank 1's process: found {pids}")
         os.kill(pids[0], sig)  # rank 0 learns of it through the stop agreement
     else:
         os.kill(job.pid, sig)
-    out, err = finish(job, plan if mpi else None)
+    out, err = finish(job, mpi_marker)
     problems = []
     if job.returncode != 0:
         return [f"exit code {job.returncode}, expected 0:\n{err}"]
@@ -119,7 +134,7 @@ def stop_row(s, plan_flags, sig, mpi=False):
     stopped_losses = losses(metrics)
     if [st for st, _ in stopped_losses] != list(range(1, step + 1)):
         problems.append(f"metrics steps {[st for st, _ in stopped_losses]}, expected 1..{step}")
-    resumed_losses, resumed_weights, _ = s.train(plan, K, f"--resume={ckpt}")
+    resumed_losses, resumed_weights, _ = s.run_program(program, K, f"--resume={ckpt}")
     if stopped_losses + resumed_losses != full_losses:
         problems.append(f"losses {stopped_losses + resumed_losses} != uninterrupted "
                         f"{full_losses}")
@@ -133,7 +148,7 @@ def double_signal_row(s):
     full_losses, full_weights, _ = s.train(plan, K)
     work = s.fresh("double")
     ckpt = os.path.join(work, "ckpt")
-    job, _ = start(s, plan, work, [f"--save={ckpt}", "--save-every=2"])
+    job, _ = start(s, [s.args.fsdp_run, plan], work, [f"--save={ckpt}", "--save-every=2"])
     # Two different signals, so the kernel cannot merge them into one.
     os.kill(job.pid, signal.SIGTERM)
     sent = time.monotonic()
@@ -171,7 +186,7 @@ def double_signal_row(s):
 
 def no_save_row(s):
     plan = s.plan([])
-    job, _ = start(s, plan, s.fresh("nosave"), [])
+    job, _ = start(s, [s.args.fsdp_run, plan], s.fresh("nosave"), [])
     os.kill(job.pid, signal.SIGTERM)
     out, err = finish(job)
     if job.returncode != 0:

@@ -14,7 +14,10 @@ run once its Nth metrics line is written, and checks, one row each:
   - a second signal (SIGTERM and SIGINT at once) exits 130 at once; every
     step-N directory left is committed (COMMIT present), and --resume
     takes the newest one and continues bitwise;
-  - without --save the line says no checkpoint was written.
+  - without --save the line says no checkpoint was written;
+  - torchrun (the venv's, where present): SIGTERM to its agent, which
+    passes it on to the ranks, stops them the same way (torchrun itself
+    exits 1: its agent raises on the signal), resumed bitwise.
 
 Compiled step binaries run the same driver: test_binary_step.py signals one
 through stop_and_resume.
@@ -34,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import rows as rows_report  # noqa: E402
 from test_resume import MPI_ENV, Failure, Session, losses  # noqa: E402
+from test_launchers import free_port  # noqa: E402
 from test_watchdog import kill_leftovers, rank_pids  # noqa: E402
 
 K = 40      # the run's --steps
@@ -94,11 +98,14 @@ def stop_row(s, plan_flags, sig, mpi=False):
                            mpi_marker=plan if mpi else None)
 
 
-def stop_and_resume(s, program, full, sig, mpi_marker=None):
+def stop_and_resume(s, program, full, sig, mpi_marker=None, resume_program=None,
+                    expect_rc=0):
     """Problems of `program` signalled with `sig` mid-run (under mpirun with
     `mpi_marker`, the plan path naming its processes: only rank 1 is
-    signalled) and resumed by the same program, against `full`, the
-    uninterrupted run's (losses, saved weights)."""
+    signalled; otherwise the process started) and resumed by
+    `resume_program` (default: the same), against `full`, the uninterrupted
+    run's (losses, saved weights). `expect_rc`: the exit code, or None for a
+    launcher's own."""
     full_losses, full_weights = full
     mpi = mpi_marker is not None
     work = s.fresh("stopped")
@@ -115,8 +122,8 @@ def stop_and_resume(s, program, full, sig, mpi_marker=None):
         os.kill(job.pid, sig)
     out, err = finish(job, mpi_marker)
     problems = []
-    if job.returncode != 0:
-        return [f"exit code {job.returncode}, expected 0:\n{err}"]
+    if expect_rc is not None and job.returncode != expect_rc:
+        return [f"exit code {job.returncode}, expected {expect_rc}:\n{err}"]
     found = STOP_LINE.search(out)
     if not found:
         return [f"no stop line in stdout:\n{out}\n{err}"]
@@ -134,13 +141,25 @@ def stop_and_resume(s, program, full, sig, mpi_marker=None):
     stopped_losses = losses(metrics)
     if [st for st, _ in stopped_losses] != list(range(1, step + 1)):
         problems.append(f"metrics steps {[st for st, _ in stopped_losses]}, expected 1..{step}")
-    resumed_losses, resumed_weights, _ = s.run_program(program, K, f"--resume={ckpt}")
+    resumed_losses, resumed_weights, _ = s.run_program(resume_program or program, K,
+                                                       f"--resume={ckpt}")
     if stopped_losses + resumed_losses != full_losses:
         problems.append(f"losses {stopped_losses + resumed_losses} != uninterrupted "
                         f"{full_losses}")
     if resumed_weights != full_weights:
         problems.append("resumed run's saved weights differ from the uninterrupted run's")
     return problems
+
+
+def torchrun_row(s):
+    """torchrun's agent passes its SIGTERM on to the ranks (and then exits
+    1 with its own SignalException): they stop like fsdp-run's own."""
+    plan = s.plan(["--world-size=2"])
+    full_losses, full_weights, _ = s.train(plan, K)
+    launcher = [s.args.torchrun, "--no-python", "--nproc-per-node=2",
+                f"--master-port={free_port()}", s.args.fsdp_run, plan]
+    return stop_and_resume(s, launcher, (full_losses, full_weights), signal.SIGTERM,
+                           resume_program=[s.args.fsdp_run, plan], expect_rc=None)
 
 
 def double_signal_row(s):
@@ -202,6 +221,8 @@ def main():
     ap.add_argument("--fsdp-opt", required=True)
     ap.add_argument("--fsdp-run", required=True)
     ap.add_argument("--mpirun", default=shutil.which("mpirun"))
+    ap.add_argument("--torchrun", help="torchrun of the torch 2.x venv (its row is skipped, "
+                    "saying so, without it)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="preemption-") as tmp:
         s = Session(args, tmp)
@@ -217,6 +238,11 @@ def main():
              "resumes bitwise", lambda: double_signal_row(s)),
             ("without --save: the line says no checkpoint", lambda: no_save_row(s)),
         ]
+        if args.torchrun and os.path.exists(args.torchrun):
+            rows.append(("SIGTERM to torchrun's agent (--nproc-per-node=2): the ranks stop "
+                         "after the same step, resume bitwise", lambda: torchrun_row(s)))
+        else:
+            print(f"note: no torchrun at {args.torchrun}: the torchrun row did not run")
         results = rows_report.collect(rows, (), Failure)
     return rows_report.report(results)
 

@@ -23,7 +23,10 @@
 // the rank's last collectives and exits 1 as before. Any other sender's
 // SIGTERM (slurmstepd under srun, a user, torchrun's agent passing its own
 // on) is a stop. Signalling mpirun itself ends the job (Open MPI turns it
-// into the launcher's SIGTERM): signal the ranks.
+// into the launcher's SIGTERM): signal the ranks. torchrun's agent also
+// sends SIGTERM when another rank has failed; that stop then fails in the
+// next collective with the rank that died (exit 1), or the agent kills
+// the rank after its grace period.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,8 +1,10 @@
 //===- LrSchedule.cpp - learning rate per step ----------------------------===//
 //
 // Parsing is strict (the whole text must be one of the forms, numbers
-// finite, WARMUP a non-negative integer, MIN_LR non-negative) because a
-// misspelt schedule that silently became `constant` would waste a run.
+// finite, WARMUP and DECAY non-negative integers, MIN_LR non-negative)
+// because a misspelt schedule that silently became `constant` would waste a
+// run. The arithmetic follows transformers' lambdas operation for operation
+// (LrSchedule.h), so that the rates are theirs bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,65 +12,131 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 namespace fsdp::rt {
 namespace {
 
-constexpr char kForms[] = "valid forms: constant, cosine:WARMUP, cosine:WARMUP:MIN_LR "
-                          "(e.g. cosine:100:1e-5)";
+constexpr char kForms[] = "valid forms: constant, constant:WARMUP, cosine:WARMUP[:MIN_LR], "
+                          "linear:WARMUP[:MIN_LR], wsd:WARMUP:DECAY[:MIN_LR] "
+                          "(e.g. cosine:100:1e-5, wsd:100:200)";
 
 Status bad(const std::string &text, const std::string &why) {
   return Status::error("--lr-schedule: invalid value '" + text + "'" +
                        (why.empty() ? "" : " (" + why + ")") + "; " + kForms);
 }
 
+std::vector<std::string> splitColons(const std::string &text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t colon; (colon = text.find(':', start)) != std::string::npos; start = colon + 1)
+    parts.push_back(text.substr(start, colon - start));
+  parts.push_back(text.substr(start));
+  return parts;
+}
+
+std::string rate(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+bool parseSteps(const std::string &text, int64_t &out) {
+  char *end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 ||
+      !std::isdigit(static_cast<unsigned char>(text[0])))
+    return false;
+  out = value;
+  return true;
+}
+
+bool parseRate(const std::string &text, double &out) {
+  char *end = nullptr;
+  errno = 0;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(value) || value < 0)
+    return false;
+  out = value;
+  return true;
+}
+
 } // namespace
 
 Status LrSchedule::parse(const std::string &text, LrSchedule &out) {
-  if (text == "constant") {
-    out = LrSchedule();
-    return Status::ok();
-  }
-  const std::string prefix = "cosine:";
-  if (text.compare(0, prefix.size(), prefix) != 0)
-    return bad(text, "");
-  std::string rest = text.substr(prefix.size());
-  size_t colon = rest.find(':');
-  std::string warmupText = rest.substr(0, colon);
+  const std::vector<std::string> parts = splitColons(text);
   LrSchedule schedule;
-  schedule.kind = Kind::Cosine;
-  char *end = nullptr;
-  errno = 0;
-  long long warmup = std::strtoll(warmupText.c_str(), &end, 10);
-  if (warmupText.empty() || *end != '\0' || errno != 0 || warmup < 0 ||
-      !std::isdigit(static_cast<unsigned char>(warmupText[0])))
-    return bad(text, "WARMUP must be an integer >= 0");
-  schedule.warmup = warmup;
-  if (colon != std::string::npos) {
-    std::string minText = rest.substr(colon + 1);
-    errno = 0;
-    double minLr = std::strtod(minText.c_str(), &end);
-    if (minText.empty() || *end != '\0' || errno != 0 || !std::isfinite(minLr) || minLr < 0)
-      return bad(text, "MIN_LR must be a finite number >= 0");
-    schedule.minLr = minLr;
+  // The integer fields after the name, then at most one MIN_LR.
+  size_t steps = 0, maxFields = 0;
+  if (parts[0] == "constant") {
+    schedule.kind = Kind::Constant;
+    maxFields = 1; // [WARMUP], no MIN_LR
+  } else if (parts[0] == "cosine" || parts[0] == "linear") {
+    schedule.kind = parts[0] == "cosine" ? Kind::Cosine : Kind::Linear;
+    steps = 1;
+    maxFields = 2;
+  } else if (parts[0] == "wsd") {
+    schedule.kind = Kind::Wsd;
+    steps = 2;
+    maxFields = 3;
+  } else {
+    return bad(text, "");
   }
+  const size_t fields = parts.size() - 1;
+  if (fields < steps || fields > maxFields)
+    return bad(text, fields < steps ? parts[0] + " needs " +
+                                          (steps == 1 ? "WARMUP" : "WARMUP and DECAY")
+                                    : "too many fields");
+  if (fields >= 1 && !parseSteps(parts[1], schedule.warmup))
+    return bad(text, "WARMUP must be an integer >= 0");
+  if (schedule.kind == Kind::Wsd && !parseSteps(parts[2], schedule.decay))
+    return bad(text, "DECAY must be an integer >= 0");
+  if (schedule.kind != Kind::Constant && fields == maxFields &&
+      !parseRate(parts.back(), schedule.minLr))
+    return bad(text, "MIN_LR must be a finite number >= 0");
   out = schedule;
   return Status::ok();
 }
 
+Status LrSchedule::check(const std::string &text, double base, int64_t totalSteps) const {
+  if (minLr > base)
+    return Status::error(cat("--lr-schedule=", text, ": MIN_LR ", rate(minLr),
+                             " is above the base learning rate ", rate(base),
+                             " (--lr, or the plan's compiled --lr); a decay must go down"));
+  if (kind == Kind::Wsd && warmup + decay > totalSteps)
+    return Status::error(cat("--lr-schedule=", text, ": WARMUP + DECAY = ", warmup + decay,
+                             " steps, more than the run's ", totalSteps,
+                             " (--max-steps, default --steps)"));
+  return Status::ok();
+}
+
 double LrSchedule::at(double base, int64_t step, int64_t totalSteps) const {
+  if (step <= warmup)
+    return base * (static_cast<double>(step) / static_cast<double>(warmup));
   if (kind == Kind::Constant)
     return base;
-  if (step <= warmup)
-    return base * static_cast<double>(step) / static_cast<double>(warmup);
-  // step > warmup implies totalSteps > warmup whenever step <= totalSteps;
-  // past the end the rate stays at the minimum.
+  // Decay to minLr: the last step (and any past it) is minLr itself.
+  const int64_t decayStart = kind == Kind::Wsd ? totalSteps - decay : warmup;
+  if (step <= decayStart)
+    return base; // wsd's stable part
   if (step >= totalSteps)
     return minLr;
-  double progress =
-      static_cast<double>(step - warmup) / static_cast<double>(totalSteps - warmup);
-  return minLr + (base - minLr) * 0.5 * (1.0 + std::cos(M_PI * progress));
+  const double span = static_cast<double>(totalSteps - decayStart);
+  double factor;
+  const double progress = static_cast<double>(step - decayStart) / span;
+  if (kind == Kind::Cosine)
+    factor = 0.5 * (1.0 + std::cos(M_PI * progress));
+  else if (kind == Kind::Wsd)
+    factor = 1.0 - progress; // get_wsd_schedule's spelling of the line
+  else
+    factor = static_cast<double>(totalSteps - step) / span; // get_linear_schedule_with_warmup's
+  if (minLr == 0)
+    return base * factor;
+  const double ratio = minLr / base;
+  return base * (factor * (1.0 - ratio) + ratio);
 }
 
 } // namespace fsdp::rt

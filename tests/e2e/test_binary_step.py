@@ -15,6 +15,8 @@ per-step losses and saved weights, one row each:
     starting another number of processes than its world size;
   - ./step --help says what it was compiled from (model and hash, world
     size, strategy, checkpointing, planned peak per rank).
+  - SIGTERM mid-run stops ./step after the step with a checkpoint, as it
+    stops fsdp-run (test_preemption.py), and ./step resumes it bitwise.
 
 The binaries link libfsdp_runtime.a (the runtime as a library); where it
 has not been built the script says so and exits 77, which ctest reports as
@@ -27,6 +29,7 @@ skipped.
 import argparse
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -37,6 +40,7 @@ sys.path.insert(0, HERE)
 import rows as rows_report  # noqa: E402
 import test_resume as tr  # noqa: E402  (the token file, running a program)
 from test_resume import Failure, run  # noqa: E402
+import test_preemption as preemption  # noqa: E402  (signalling a run mid-way)
 
 MODEL = os.path.join(ROOT, "examples", "gpt-tiny.onnx")
 STEPS = 3
@@ -105,6 +109,16 @@ def resume_row(s, flags, save_in_binary):
         s.train(saver, 3, f"--save={ckpt}", "--save-every=3")
         resumed = s.train(resumer, 6, f"--resume={ckpt}")
         return same("resumed", resumed, "uninterrupted", (full[0][3:], full[1]))
+    return body
+
+
+def preemption_row(s):
+    """SIGTERM stops ./step after the step as it stops fsdp-run
+    (test_preemption.py), and ./step resumes it bitwise."""
+    def body():
+        binary, plan = s.compiled(["--world-size=2"])
+        full = s.train(s.fsdp_run(plan), preemption.K)
+        return preemption.stop_and_resume(s, [binary], full[:2], signal.SIGTERM)
     return body
 
 
@@ -181,6 +195,8 @@ def main():
             ("a weights file that is not the compiled one: exit 1, fsdp-run's message",
              lambda: refuses_foreign_weights(s)),
             ("./step --help says what it was compiled from", lambda: help_row(s)),
+            ("SIGTERM mid-run, N=2: ./step stops after the step with a checkpoint, "
+             "resumes bitwise", preemption_row(s)),
         ]
         if args.mpirun:
             rows += [

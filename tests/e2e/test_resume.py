@@ -103,6 +103,7 @@ class Session:
         and a plan, or a compiled step binary)."""
         work = self.fresh("run")
         metrics, weights = os.path.join(work, "m.jsonl"), os.path.join(work, "w.safetensors")
+        self.metrics = metrics  # the last run's, for fields beyond the loss
         command = [*program, f"--data={self.tokens}", f"--steps={steps}",
                    f"--metrics={metrics}", f"--save-weights={weights}", *extra]
         env = None

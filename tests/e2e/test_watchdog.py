@@ -15,7 +15,8 @@ The shipped 2-block gpt-tiny compiled for two ranks (--shard=full
              flight recorders in the documented form
   hybrid     the same at world size 4 with --shard=hybrid:2, rank 3 stalled:
              every rank's recorder names the unit of every collective but
-             the loss's all-reduce, and the groups as "G of 2: ranks a,b"
+             the loss's all-reduce (and the per-step stop agreement, a host
+             call), and the groups as "G of 2: ranks a,b"
   ckpt       the same stall in the collectives of a --save checkpoint after
              the last step: "step 2: checkpoint save (group world) did not
              complete ..." (a checkpoint save is watched as one host call)
@@ -196,14 +197,15 @@ def main():
         found = MESSAGE.findall(r.stderr)
         if len(found) != 1 or found[0][4] != str(TIMEOUT):
             raise Failure(f"expected one watchdog line, stderr:\n{r.stderr[-3000:]}")
-        # Call 15 of rank 1: call 1 is the plan agreement, then 9 per step.
+        # Call 15 of rank 1: call 1 is the plan agreement, then 10 per step
+        # (9 collectives and the stop agreement, StopSignals.h).
         if found[0][0] != "2":
             raise Failure(f"stalled in step {found[0][0]}, expected 2: {found[0]}")
         recs = recorders(r.stderr)
         if sorted(recs) != [0, 1]:
             raise Failure(f"recorders printed for ranks {sorted(recs)}, expected 0 and 1")
         for rank, entries in recs.items():
-            check_recorder(entries, rank, None if rank else 20, late=rank == int(found[0][5]))
+            check_recorder(entries, rank, None if rank else 21, late=rank == int(found[0][5]))
             if entries[0][2] != "start-up":
                 raise Failure(f"rank {rank}: first entry is not the start-up agreement")
         return f"exit 1 after {elapsed:.2f} s (timeout {TIMEOUT} s)"
@@ -228,8 +230,8 @@ def main():
         for rank, (shard, replica) in groups.items():
             check_recorder(recs[rank], rank)
             for e in recs[rank]:
-                if not e[2].startswith("step"):
-                    continue
+                if not e[2].startswith("step") or e[3].startswith("stop agreement"):
+                    continue  # host calls: no unit
                 checked += 1
                 if e[4] == "4 B":  # the loss's all-reduce, over the world
                     if e[3] != "AllReduce" or e[5] != "world":
@@ -242,8 +244,9 @@ def main():
         return f"units and groups of {checked} collectives on ranks 0 and 3"
 
     def ckpt():
-        # Rank 1's calls: 1 agreement + 9 per step for 2 steps, then the save's.
-        env = dict(os.environ, FSDP_TEST_STALL_COLLECTIVE="1:20")
+        # Rank 1's calls: 1 agreement + 9 per step for 2 steps + the stop
+        # agreement after step 1 (none after the last), then the save's.
+        env = dict(os.environ, FSDP_TEST_STALL_COLLECTIVE="1:21")
         start = time.monotonic()
         r = subprocess.run(base + ["--steps=2", f"--save={os.path.join(tmp, 'ckpt')}",
                                    f"--collective-timeout={TIMEOUT}"], env=env,

@@ -51,6 +51,7 @@
 #include "tools/fsdp-run/Driver.h"
 #include "tools/fsdp-run/ProfileReport.h"
 #include "tools/fsdp-run/StepSession.h"
+#include "tools/fsdp-run/StopSignals.h"
 #include "tools/fsdp-run/Train.h"
 #include "tools/fsdp-run/Watchdog.h"
 
@@ -120,7 +121,8 @@ namespace {
 
 const char *kUsage =
     "usage: fsdp-run PLAN [--input=NAME=FILE.npy ...] [--data=FILE] [--steps=K]\n"
-    "                [--lr=X] [--lr-schedule=S] [--metrics=FILE.jsonl] [--log-every=N]\n"
+    "                [--max-steps=M] [--lr=X] [--lr-schedule=S] [--metrics=FILE.jsonl]\n"
+    "                [--log-every=N]\n"
     "                [--save-weights=FILE.safetensors] [--outputs=DIR] [--weights=FILE]\n"
     "                [--save=DIR [--save-every=K] [--keep=N] [--save-format=sharded|full]]\n"
     "                [--resume=DIR]\n"
@@ -134,10 +136,21 @@ const char *kUsage =
     "                         file (.npy of integer ids or raw uint16 .bin); sample j\n"
     "                         of step s starts at token ((s*B + j)*T) mod (n - T - 1),\n"
     "                         the second input is the first shifted by one token\n"
-    "  --steps=K              training: the step to reach (default 1); forward: run\n"
-    "                         the plan K times (for timing)\n"
+    "  --steps=K              training: the step to reach (default 1; a --resume run\n"
+    "                         continues from its checkpoint's step); forward: run the\n"
+    "                         plan K times (for timing)\n"
+    "  --max-steps=M          training: the length of the whole run, which the\n"
+    "                         learning-rate schedule spans (default: --steps; M >= K).\n"
+    "                         A chain of jobs, each --resume'd from the last one's\n"
+    "                         --save, gives every job the same M and its own --steps,\n"
+    "                         and gets the rates of one uninterrupted run\n"
     "  --lr=X                 base learning rate (default: the plan's compiled --lr)\n"
-    "  --lr-schedule=S        constant (default) or cosine:WARMUP[:MIN_LR]\n"
+    "  --lr-schedule=S        over M steps, step t = 1..M, warmup base*t/W for t <= W:\n"
+    "                         constant[:W] (default constant), cosine:W[:MIN_LR],\n"
+    "                         linear:W[:MIN_LR] (linear decay to MIN_LR on step M),\n"
+    "                         wsd:W:DECAY[:MIN_LR] (warmup, constant, then linear\n"
+    "                         decay to MIN_LR over the last DECAY steps); MIN_LR\n"
+    "                         defaults to 0 and must not exceed the base rate\n"
     "  --metrics=FILE.jsonl   one JSON line per step: step, loss, lr, samples_per_s,\n"
     "                         tokens_per_s (--data), step_time_s, peak_bytes (the\n"
     "                         plan's), device_context_bytes (cuda: GPU memory in use\n"
@@ -191,6 +204,13 @@ const char *kUsage =
     "                         communication (the compute stream held up by the others),\n"
     "                         beside the cost model's prediction the plan carries\n"
     "  --dump                 print the plan as text and exit\n"
+    "Preemption: SIGTERM or SIGINT during training finishes the current step, every\n"
+    "rank stops after the same step, --save writes a checkpoint of it, and the run\n"
+    "exits 0 with 'stopped by SIGTERM after step N of K; checkpoint DIR/step-N ...'\n"
+    "(--save-weights and --outputs are not written); a second signal exits at once\n"
+    "with 130, leaving only committed checkpoints. Slurm: #SBATCH --signal=TERM@60\n"
+    "signals the ranks 60 s before the time limit. Under mpirun signal the ranks:\n"
+    "mpirun's own SIGTERM ends the job.\n"
     "Several processes: mpirun -np N fsdp-run PLAN ... (srun --mpi=pmix likewise), or\n"
     "torchrun --no-python --nproc-per-node=N fsdp-run PLAN ...: torchrun's ranks meet\n"
     "over TCP at MASTER_ADDR, port MASTER_PORT + 1 under torchrun's agent (which holds\n"
@@ -261,13 +281,15 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
         return fail("--input needs NAME=FILE.npy, got '" + value + "'");
       if (!opts.inputs.emplace(value.substr(0, split), value.substr(split + 1)).second)
         return fail("--input " + value.substr(0, split) + " given twice");
-    } else if (flag == "--steps" || flag == "--world-size" || flag == "--log-every" ||
-               flag == "--save-every" || flag == "--keep") {
+    } else if (flag == "--steps" || flag == "--max-steps" || flag == "--world-size" ||
+               flag == "--log-every" || flag == "--save-every" || flag == "--keep") {
       int64_t n;
       if (!parseInt(value, n) || n < 1)
         return fail(flag + ": invalid value '" + value + "'; must be an integer >= 1");
       if (flag == "--steps")
         opts.steps = n;
+      else if (flag == "--max-steps")
+        opts.maxSteps = n;
       else if (flag == "--world-size")
         opts.worldSize = n;
       else if (flag == "--save-every")
@@ -343,6 +365,10 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
   if (!opts.weightsPath.empty() && !opts.resumePath.empty())
     return fail("--weights and --resume both give the parameters (a checkpoint holds them); "
                 "give one");
+  if (opts.maxSteps && opts.steps > *opts.maxSteps)
+    return fail(cat("--steps=", opts.steps, " is past --max-steps=", *opts.maxSteps,
+                    " (--steps is the step this run stops at, --max-steps the whole run's "
+                    "length, which the schedule spans)"));
   return 0;
 }
 
@@ -360,6 +386,8 @@ std::string trainingFlagGiven(const RunOptions &opts) {
     return "--resume";
   if (opts.lrScheduleText)
     return "--lr-schedule";
+  if (opts.maxSteps)
+    return "--max-steps";
   if (opts.lr)
     return "--lr";
   if (opts.logEvery)
@@ -684,10 +712,9 @@ Status createTcpRank(std::unique_ptr<Communicator> &world, int &ordinal) {
 /// `createWorld` forms the world and gives this rank's device ordinal.
 using CreateWorld = Status (*)(std::unique_ptr<Communicator> &world, int &ordinal);
 int runLaunchedRank(const RunOptions &opts, const LoadedPlan &plan, CreateWorld createWorld) {
-  // Before MPI's threads exist: the launcher's SIGTERM (mpirun's, or
-  // torchrun's agent's when another rank fails) prints this rank's
-  // recorder (Watchdog.h).
-  reportTermination();
+  // Before MPI's threads exist: mpirun's SIGTERM prints this rank's
+  // recorder (Watchdog.h); any other stops training after the step.
+  takeSignals({opts.stopOnSignals, /*launched=*/true});
   std::unique_ptr<Communicator> world;
   int ordinal = 0;
   if (Status s = createWorld(world, ordinal); !s)
@@ -716,11 +743,13 @@ Status checkOptionsAgainstPlan(const RunOptions &opts, const LoadedPlan &plan) {
     if (std::string flag = trainingFlagGiven(opts); !flag.empty())
       return Status::error(flag + ": only training plans take it, and " + opts.planPath +
                            " is a forward plan (compile without --mode=forward)");
+    return Status::ok();
   }
-  return Status::ok();
+  return opts.lrSchedule.check(opts.lrScheduleText.value_or("constant"),
+                               opts.lr.value_or(plan.plan().base_lr()), opts.scheduleSteps());
 }
 
-int run(const RunOptions &opts) {
+int run(RunOptions &opts) {
   LoadedPlan plan;
   if (Status s = loadRunPlan(opts, plan); !s)
     return fail(s.message());
@@ -731,6 +760,13 @@ int run(const RunOptions &opts) {
   uint32_t planWorld = plan.plan().world_size();
   if (Status s = checkOptionsAgainstPlan(opts, plan); !s)
     return fail(s.message());
+  // Preemption (StopSignals.h): fsdp-run's training runs stop after the
+  // step on SIGTERM or SIGINT; a program embedding a step keeps its own
+  // signals.
+  opts.stopOnSignals = plan.isTraining();
+  const bool launched = comm::launchedUnderMpi() || comm::launchedUnderTorchrun();
+  if (opts.stopOnSignals && !launched)
+    takeSignals({/*stops=*/true, /*launched=*/false});
   if (comm::launchedUnderMpi())
     return runLaunchedRank(opts, plan, createMpiRank);
   if (comm::launchedUnderTorchrun())
@@ -897,9 +933,9 @@ Status StepSession::create(const FsdpEmbeddedStep &step, int argc, char **argv,
   if (opts.dump)
     return Status::error("--dump: run it through fsdp_step_main");
   if (opts.steps == 0)
-    return Status::error("fsdp_step_init needs --steps=K: the step the run ends at (the "
-                         "learning-rate schedule's end, and where --save writes its last "
-                         "checkpoint)");
+    return Status::error("fsdp_step_init needs --steps=K: the step the run ends at (where "
+                         "--save writes its last checkpoint, and the learning-rate schedule's "
+                         "end unless --max-steps says otherwise)");
   FSDP_RUN_RETURN_IF_FAILED(loadRunPlan(opts, st->plan));
   FSDP_RUN_RETURN_IF_FAILED(checkOptionsAgainstPlan(opts, st->plan));
   if (!st->plan.isTraining())
@@ -948,8 +984,7 @@ Status StepSession::run(int64_t steps, double &lastLoss) {
   // Refused before any rank starts, so the session goes on.
   if (last > state_->opts.steps)
     return Status::error(cat("step ", last, " is past --steps=", state_->opts.steps,
-                             " (the step the run ends at, where the learning-rate schedule "
-                             "ends)"));
+                             " (the step the run ends at)"));
   FSDP_RUN_RETURN_IF_FAILED(
       state_->onEveryRank([&](int r) { return state_->training[r]->runSteps(last); }));
   lastLoss = state_->training[0]->lastLoss();

@@ -39,7 +39,11 @@ struct RunOptions {
   const FsdpEmbeddedStep *embedded = nullptr;
   std::string planPath, outputsDir, weightsPath;
   std::map<std::string, std::string> inputs; // name -> .npy path
-  int64_t steps = 1;
+  int64_t steps = 1; // training: the step to reach (a resumed run starts past 1)
+  /// --max-steps: the length of the whole run, which the learning-rate
+  /// schedule spans (a chain of resumed jobs gives each the same), >= steps.
+  std::optional<int64_t> maxSteps;
+  int64_t scheduleSteps() const { return maxSteps.value_or(steps); }
   std::optional<int64_t> worldSize;
   /// --device, a name of runtime/device/DeviceRegistry.h; when not given,
   /// defaultDeviceName() (cuda with a GPU, else cpu).
@@ -60,6 +64,10 @@ struct RunOptions {
   std::string saveDir, resumePath;
   std::optional<int64_t> saveEvery, keep;
   std::optional<rt::CheckpointFormat> saveFormat; // --save-format, sharded when not given
+  /// Training under fsdp-run (not an embedding program): SIGTERM and SIGINT
+  /// stop the run after the step (StopSignals.h), which every rank agrees
+  /// on once a step.
+  bool stopOnSignals = false;
 };
 
 /// fsdp-run's program: parses argv (fsdp-run's flags), runs and returns the

@@ -20,11 +20,14 @@
 #include "runtime/train/TrainLog.h"
 #include "tools/fsdp-run/ProfileReport.h"
 #include "tools/fsdp-run/Progress.h"
+#include "tools/fsdp-run/StopSignals.h"
 
 #include <unistd.h>
 
 #include <chrono>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace fsdp::run {
 
@@ -121,6 +124,22 @@ Status TrainingRun::begin() {
   return Status::ok();
 }
 
+int TrainingRun::agreeOnStop(int64_t step, Status &status) {
+  const int mine = stopSignal();
+  Communicator &world = executor_.world();
+  if (world.size() == 1)
+    return mine;
+  // One integer per rank: the lowest rank that took a signal names it.
+  auto watched = watch(watchdog_, "stop agreement (allGather of the stop flag)", step);
+  int64_t local = mine;
+  std::vector<int64_t> all(static_cast<size_t>(world.size()));
+  status = world.allGather(&local, all.data(), 1, DType::I64);
+  for (int64_t signal : all)
+    if (signal != 0)
+      return static_cast<int>(signal);
+  return 0;
+}
+
 Status TrainingRun::save(const std::string &dir, StepRecord *record) {
   const int64_t step = nextStep_ - 1;
   auto watched = watch(watchdog_, "checkpoint save", step);
@@ -128,6 +147,8 @@ Status TrainingRun::save(const std::string &dir, StepRecord *record) {
   CheckpointManifest written;
   Status s = saveCheckpoint(executor_, dir, step, opts_.keep.value_or(0),
                             opts_.saveFormat.value_or(CheckpointFormat::Sharded), &written);
+  if (s)
+    savedDir_ = written.dir;
   if (s && record) {
     record->checkpointSeconds = since(start);
     record->checkpointBytes = written.totalBytes();
@@ -137,13 +158,13 @@ Status TrainingRun::save(const std::string &dir, StepRecord *record) {
 
 Status TrainingRun::runSteps(int64_t lastStep) {
   const bool lead = executor_.rank() == 0;
-  const int64_t totalSteps = opts_.steps;
+  const int64_t totalSteps = opts_.steps, scheduleSteps = opts_.scheduleSteps();
   for (int64_t step = nextStep_; step <= lastStep; ++step) {
     StepRecord record;
     DType lossType = DType::F32;
     record.step = step;
     record.totalSteps = totalSteps;
-    record.lr = opts_.lrSchedule.at(baseLr_, step, totalSteps);
+    record.lr = opts_.lrSchedule.at(baseLr_, step, scheduleSteps);
     auto start = std::chrono::steady_clock::now();
     Status s = data_->fill(step - 1);
     for (size_t i = 0; s && i < data_->inputs().size(); ++i)
@@ -171,14 +192,24 @@ Status TrainingRun::runSteps(int64_t lastStep) {
         record.deviceContextBytes = memory.overheadBytes;
       progress_->update(record);
     }
+    // A stop signal (StopSignals.h) ends the run after this step on every
+    // rank alike.
+    if (opts_.stopOnSignals && step < totalSteps) {
+      Status agreed = Status::ok();
+      stoppedBy_ = agreeOnStop(step, agreed);
+      if (!agreed)
+        return Status::error(cat("step ", step, ": ", agreed.message()));
+    }
     // Collective: every rank writes (or helps gather) its state.
-    if (!opts_.saveDir.empty() &&
-        (step == totalSteps || (opts_.saveEvery && step % *opts_.saveEvery == 0)))
+    if (!opts_.saveDir.empty() && (step == totalSteps || stoppedBy_ != 0 ||
+                                   (opts_.saveEvery && step % *opts_.saveEvery == 0)))
       if (Status c = save(opts_.saveDir, &record); !c)
         return Status::error(cat("step ", step, ": --save: ", c.message()));
     if (lead && !opts_.metricsPath.empty())
       if (Status m = metrics_->write(record); !m)
         return m;
+    if (stoppedBy_ != 0)
+      break;
   }
   return Status::ok();
 }
@@ -192,6 +223,14 @@ Status TrainingRun::finish() {
   if (firstStep_ > lastStep && !opts_.saveDir.empty())
     if (Status c = save(opts_.saveDir); !c)
       return Status::error("--save: " + c.message());
+  if (stoppedBy_ != 0) {
+    // The run ends short of --steps: what it writes after its last step
+    // (--save-weights, --outputs) would pass for the end of training.
+    progress_->finish();
+    if (lead)
+      std::printf("%s\n", stopLine().c_str());
+    return Status::ok();
+  }
   if (lead && firstStep_ <= lastStep) { // a resume at the step to reach trains none
     progress_->finish();
     if (opts_.timing)
@@ -215,6 +254,21 @@ Status TrainingRun::finish() {
   if (lead && !opts_.outputsDir.empty())
     return writeOutputs(opts_.outputsDir, executor_);
   return Status::ok();
+}
+
+std::string TrainingRun::stopLine() const {
+  const int64_t step = nextStep_ - 1;
+  std::string line = cat("stopped by ", signalName(stoppedBy_), " after step ", step, " of ",
+                         opts_.steps, "; ");
+  if (opts_.saveDir.empty())
+    line += "no checkpoint (no --save)";
+  else
+    line += cat("checkpoint ", savedDir_, " at step ", step, " (continue with --resume=",
+                opts_.saveDir, ")");
+  if (!opts_.saveWeightsPath.empty() || !opts_.outputsDir.empty())
+    line += cat("; ", !opts_.saveWeightsPath.empty() ? "--save-weights" : "--outputs",
+                " not written (the run did not reach --steps)");
+  return line;
 }
 
 Status runTraining(const RunOptions &opts, Executor &executor, CollectiveWatchdog *watchdog) {

@@ -5,7 +5,9 @@
 // of the schedule and the step number, run the compiled step, then report
 // the loss (console, --metrics) and, after the last step, write the
 // parameters (--save-weights) and outputs (--outputs). Every rank runs the
-// loop on its own executor; only rank 0 reports and writes files.
+// loop on its own executor; only rank 0 reports and writes files. Under
+// fsdp-run the ranks agree after each step whether a stop signal arrived
+// (StopSignals.h); if so they save (--save) and end the run there.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +47,8 @@ public:
   rt::Status save(const std::string &dir, rt::StepRecord *record = nullptr);
   rt::Status finish();
   int64_t nextStep() const { return nextStep_; }
+  /// The signal that stopped the run early (options.stopOnSignals), or 0.
+  int stoppedBy() const { return stoppedBy_; }
   /// The loss of the last step taken (rank 0's is the run's).
   double lastLoss() const { return lastLoss_; }
 
@@ -58,6 +62,14 @@ private:
   rt::StepProfile profile_;
   double baseLr_ = 0, lastLoss_ = 0;
   int64_t firstStep_ = 1, nextStep_ = 1;
+  int stoppedBy_ = 0;    // a stop signal every rank agreed on
+  std::string savedDir_; // the last checkpoint written
+
+  /// After step `step`: the stop signal any rank took, agreed by all
+  /// (one allGather when there are several); `status` its failure.
+  int agreeOnStop(int64_t step, rt::Status &status);
+  /// "stopped by SIGTERM after step N of K; checkpoint DIR at step N ...".
+  std::string stopLine() const;
 };
 
 /// Runs `options.steps` training steps of `executor`'s plan (weights

@@ -1,9 +1,8 @@
 //===- Watchdog.cpp - fsdp-run's side of the collective watchdog ----------===//
 //
-// SIGTERM is blocked in every thread (the mask is set before MPI and the
-// ranks' threads exist, and they inherit it) and taken by one thread in
-// sigwait, so the report runs as ordinary code: it may lock the recorder
-// and format its lines. mpirun leaves a second between SIGTERM and SIGKILL
+// The launcher's SIGTERM is taken by StopSignals.cpp's thread, so the
+// report runs as ordinary code: it may lock the recorder and format its
+// lines. mpirun leaves a second between SIGTERM and SIGKILL
 // (odls_base_sigkill_timeout), plenty for 64 lines.
 //
 //===----------------------------------------------------------------------===//
@@ -13,14 +12,11 @@
 #include "runtime/channels/StallingCommunicator.h"
 #include "tools/fsdp-run/Driver.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <string>
-#include <thread>
 
 namespace fsdp::run {
 
@@ -43,27 +39,17 @@ void writeAll(const std::string &text) {
 
 } // namespace
 
-void reportTermination() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  if (pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0)
-    return;
-  std::thread([set] {
-    int signal = 0;
-    if (sigwait(&set, &signal) != 0)
-      return;
-    if (!alreadyPrinted.load()) {
-      const int rank = terminatedRank.load();
-      std::string text = cat(programName(), ": error: rank ", rank,
-                             ": ended by SIGTERM (mpirun ends the job when a rank aborts, fails "
-                             "or dies, or when it is cancelled)\n");
-      if (FlightRecorder *recorder = terminatedRecorder.load())
-        text += recorder->format(rank);
-      writeAll(text);
-    }
-    std::_Exit(1);
-  }).detach();
+void reportTerminationAndExit() {
+  if (!alreadyPrinted.load()) {
+    const int rank = terminatedRank.load();
+    std::string text = cat(programName(), ": error: rank ", rank,
+                           ": ended by SIGTERM (mpirun ends the job when a rank aborts, fails "
+                           "or dies, or when it is cancelled)\n");
+    if (FlightRecorder *recorder = terminatedRecorder.load())
+      text += recorder->format(rank);
+    writeAll(text);
+  }
+  std::_Exit(1);
 }
 
 void reportTerminationOf(int rank, FlightRecorder *recorder) {

@@ -12,7 +12,8 @@
 //   other rank with SIGTERM (and SIGKILL a second later); fsdp-run turns
 //   that SIGTERM into a line saying so and the rank's own recorder, then
 //   exits with 1, so every rank that is alive and not stopped prints its
-//   last collectives. The same happens when a rank dies (mpirun ends the
+//   last collectives (a SIGTERM from anyone else stops a training run
+//   after its step instead: StopSignals.h). The same happens when a rank dies (mpirun ends the
 //   job) or the job is cancelled.
 // This file holds what fsdp-run.cpp needs for that: the SIGTERM report of
 // MPI ranks and the in-process test hook FSDP_TEST_STALL_COLLECTIVE.
@@ -30,10 +31,10 @@
 
 namespace fsdp::run {
 
-/// MPI ranks, before MPI starts (its threads inherit the signal mask): from
-/// now on a SIGTERM prints "fsdp-run: error: rank R: ended by SIGTERM ..."
-/// and the recorder registered by reportTerminationOf, and exits with 1.
-void reportTermination();
+/// MPI ranks, on the launcher's SIGTERM (StopSignals.h takes it): prints
+/// "fsdp-run: error: rank R: ended by SIGTERM ..." and the recorder
+/// registered by reportTerminationOf, and exits with 1.
+[[noreturn]] void reportTerminationAndExit();
 /// The rank and recorder a SIGTERM reports (the recorder must stay alive
 /// until exit).
 void reportTerminationOf(int rank, rt::FlightRecorder *recorder);

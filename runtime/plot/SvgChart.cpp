@@ -57,6 +57,9 @@ ByteUnit byteUnitFor(double maxBytes) {
 
 namespace {
 
+/// More ticks than any axis asks for (about 8): a bound, not a layout.
+constexpr int kMaxTicks = 20;
+
 /// A tick's label: the decimals the step needs, or 3 significant digits
 /// in exponent form where fixed notation would be unreadable.
 std::string tickLabel(double value, double step) {
@@ -136,8 +139,10 @@ std::string renderLineChart(const LineChart &c) {
       << "\" width=\"" << coord(plotW) << "\" height=\"" << coord(plotH)
       << "\" fill=\"#fafafa\" stroke=\"none\"/>\n";
   // Grid, ticks and their labels.
-  for (double t = ya.lo; t <= ya.hi + ya.step * 1e-6; t += ya.step) {
-    double y = py(t);
+  // Ticks by index, not by repeated addition: a step below the values'
+  // resolution would never advance t.
+  for (int k = 0; k <= kMaxTicks && ya.lo + k * ya.step <= ya.hi + ya.step * 1e-6; ++k) {
+    double t = ya.lo + k * ya.step, y = py(t);
     svg << "<line x1=\"" << coord(left - 4) << "\" y1=\"" << coord(y) << "\" x2=\""
         << coord(left + plotW) << "\" y2=\"" << coord(y)
         << "\" stroke=\"#ddd\" stroke-width=\"0.5\"/>\n";
@@ -145,9 +150,9 @@ std::string renderLineChart(const LineChart &c) {
         << "\" text-anchor=\"end\">" << tickLabel(t, ya.step) << "</text>\n";
   }
   double xStep = c.xIntegers ? std::max(xa.step, 1.0) : xa.step;
-  for (double t = std::ceil(xa.lo / xStep - 1e-9) * xStep; t <= xa.hi + xStep * 1e-6;
-       t += xStep) {
-    double x = px(t);
+  const double xFirst = std::ceil(xa.lo / xStep - 1e-9) * xStep;
+  for (int k = 0; k <= kMaxTicks && xFirst + k * xStep <= xa.hi + xStep * 1e-6; ++k) {
+    double t = xFirst + k * xStep, x = px(t);
     svg << "<line x1=\"" << coord(x) << "\" y1=\"" << coord(top) << "\" x2=\"" << coord(x)
         << "\" y2=\"" << coord(top + plotH + 4) << "\" stroke=\"#ddd\" stroke-width=\"0.5\"/>\n";
     svg << "<text class=\"tick x\" x=\"" << coord(x) << "\" y=\"" << coord(top + plotH + 16)

@@ -134,9 +134,43 @@ std::string summary(const std::vector<MetricRecord> &records) {
   return os.str();
 }
 
+/// Whether thinning keeps `r` whatever its step.
+bool alwaysKept(const MetricRecord &r) {
+  if (r.has("val_loss"))
+    return true;
+  for (const auto &[key, value] : r.values)
+    if (value.kind == MetricValue::Kind::Null)
+      return true;
+  return false;
+}
+
 } // namespace
 
-std::string renderRunPlot(const std::vector<MetricRecord> &records, const std::string &title) {
+std::vector<MetricRecord> thinRecords(const std::vector<MetricRecord> &records,
+                                      size_t maxSteps) {
+  if (records.size() <= maxSteps)
+    return records;
+  auto keep = [&](size_t i, int64_t stride) {
+    return i == 0 || i + 1 == records.size() || records[i].step % stride == 0 ||
+           alwaysKept(records[i]);
+  };
+  int64_t stride = 1;
+  for (;; stride *= 2) {
+    size_t kept = 0;
+    for (size_t i = 0; i < records.size(); ++i)
+      kept += keep(i, stride) && !alwaysKept(records[i]);
+    if (kept <= maxSteps || stride > (int64_t{1} << 40))
+      break;
+  }
+  std::vector<MetricRecord> out;
+  for (size_t i = 0; i < records.size(); ++i)
+    if (keep(i, stride))
+      out.push_back(records[i]);
+  return out;
+}
+
+std::string renderRunPlot(const std::vector<MetricRecord> &allRecords, const std::string &title) {
+  const std::vector<MetricRecord> records = thinRecords(allRecords);
   std::ostringstream body, missing;
   bool throughputDrawn = false;
   for (const ChartSpec &spec : charts()) {

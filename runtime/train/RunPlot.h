@@ -23,8 +23,24 @@
 
 namespace fsdp::rt {
 
-/// The page for `records` (in step order, as mergeByStep returns them);
-/// `title` names the run (plan or model, world size).
+/// About the most steps a page draws: a longer run's lines are thinned
+/// (thinRecords), so neither the page nor fsdp-run's memory grows with
+/// the run.
+constexpr size_t kPlotMaxSteps = 2000;
+
+/// `records` (in step order) with at most about `maxSteps` kept: the
+/// steps that are multiples of the smallest power of two that fits, plus
+/// the first and the last, every step with a val_loss and every step with
+/// a null value (so evaluations and gaps are never thinned away). A power
+/// of two keeps what was kept by a smaller one, so fsdp-run thins as it
+/// goes with memory bounded; its page may then keep a few more steps than
+/// fsdp-plot's of the same metrics file.
+std::vector<MetricRecord> thinRecords(const std::vector<MetricRecord> &records,
+                                      size_t maxSteps = kPlotMaxSteps);
+
+/// The page for `records` (in step order, as mergeByStep returns them;
+/// thinned to kPlotMaxSteps); `title` names the run (plan or model, world
+/// size).
 std::string renderRunPlot(const std::vector<MetricRecord> &records, const std::string &title);
 
 /// Writes renderRunPlot's page to `path`, atomically: a browser reloading

@@ -220,8 +220,10 @@ Status TrainingRun::plotStep(const StepRecord &record) {
     return Status::error(cat("--plot: step ", record.step, ": ", s.message()));
   const bool evaluated = parsed.has("val_loss");
   plotRecords_.push_back(std::move(parsed));
-  // Rewriting the page costs O(steps): on the printed steps (about 50 a
-  // run) and evaluations it stays far below a step's time.
+  if (plotRecords_.size() > 2 * kPlotMaxSteps) // a long run: memory stays bounded
+    plotRecords_ = thinRecords(plotRecords_);
+  // Rewriting the page costs O(kPlotMaxSteps): on the printed steps
+  // (about 50 a run) and evaluations it stays far below a step's time.
   if (!evaluated && !shouldLog(record.step, firstStep_, opts_.steps, logEvery_))
     return Status::ok();
   if (Status s = writeRunPlot(opts_.plotPath, plotRecords_, plotTitle_); !s)

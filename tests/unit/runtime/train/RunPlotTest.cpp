@@ -96,6 +96,45 @@ TEST(RunPlotTest, KeysOfTheOtherFeaturesWhenPresent) {
   EXPECT_NE(page.find("1 step skipped"), std::string::npos);
 }
 
+TEST(RunPlotTest, LongRunsAreThinnedKeepingEvaluationsAndGaps) {
+  std::vector<std::string> lines;
+  for (int step = 1; step <= 10001; ++step)
+    lines.push_back("{\"step\": " + std::to_string(step) + ", \"loss\": " +
+                    (step == 4321 ? std::string("null") : std::to_string(10.0 / step)) +
+                    (step % 100 == 0 ? ", \"val_loss\": 1" : "") + "}");
+  auto records = parse(lines);
+  auto thin = thinRecords(records);
+  // Stride 8 (10001 / 4 > 2000): 1250 multiples, plus step 1, step 10001,
+  // the val_loss steps (multiples of 100 that are not of 8: 50) and the null.
+  ASSERT_EQ(thin.size(), 1250u + 2 + 50 + 1);
+  EXPECT_EQ(thin.front().step, 1);
+  EXPECT_EQ(thin.back().step, 10001);
+  int vals = 0;
+  bool null = false;
+  for (const MetricRecord &r : thin) {
+    vals += r.has("val_loss");
+    null = null || r.step == 4321;
+    EXPECT_TRUE(r.step % 8 == 0 || r.step % 100 == 0 || r.step == 1 || r.step == 4321 ||
+                r.step == 10001)
+        << r.step;
+  }
+  EXPECT_EQ(vals, 100);
+  EXPECT_TRUE(null);
+  // Thinning again keeps them all; short runs are not thinned.
+  EXPECT_EQ(thinRecords(thin).size(), thin.size());
+  EXPECT_EQ(thinRecords(parse({lines[0], lines[1]})).size(), 2u);
+  // The page draws the thinned steps: one loss point each but the null.
+  std::string page = renderRunPlot(records, "long");
+  std::string loss = chart(page, "loss");
+  size_t begin = loss.find("data-label=\"train loss\"");
+  std::string train = loss.substr(begin, loss.find("</g>", begin) - begin);
+  int points = countOf(train, "class=\"dot\"");
+  for (size_t at = train.find("points=\""); at != std::string::npos;
+       at = train.find("points=\"", at + 1))
+    points += countOf(train.substr(at, train.find('"', at + 8) - at), " ") + 1;
+  EXPECT_EQ(points, int(thin.size()) - 1);
+}
+
 TEST(RunPlotTest, NoStepsYet) {
   std::string page = renderRunPlot({}, "run");
   EXPECT_NE(page.find("No steps logged yet."), std::string::npos);

@@ -16,6 +16,7 @@
 
 #include "runtime/support/DType.h"
 #include "runtime/plan/plan_generated.h"
+#include "runtime/plot/SvgChart.h"
 
 #include <algorithm>
 #include <cmath>
@@ -170,36 +171,9 @@ std::string renderChromeTrace(const plan::Plan &p, const StepPrediction &step,
 
 namespace {
 
-std::string escapeXml(const std::string &s) {
-  std::string out;
-  for (char c : s)
-    switch (c) {
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '&': out += "&amp;"; break;
-    case '"': out += "&quot;"; break;
-    default: out += c;
-    }
-  return out;
-}
-
-/// A "nice" tick step (1, 2 or 5 x 10^k) giving about `ticks` ticks over
-/// [0, range].
-double tickStep(double range, int ticks) {
-  if (range <= 0)
-    return 1;
-  double raw = range / ticks, power = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * power >= raw)
-      return m * power;
-  return 10 * power;
-}
-
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
+using svg::coord;
+using svg::escapeXml;
+using svg::tickStep;
 
 const char *colorOf(CostBound bound) {
   switch (bound) {
@@ -235,14 +209,8 @@ std::string renderTimelineHtml(const plan::Plan &p, const StepPrediction &step,
   for (uint64_t b : liveBytes)
     maxBytes = std::max<uint64_t>(maxBytes, p.persistent_bytes() + b);
   maxBytes = std::max<uint64_t>(maxBytes, 1);
-  // Bytes in the binary unit that reads best.
-  const char *byteUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int byteUnit = 0;
-  double byteScale = 1;
-  while (maxBytes / byteScale >= 1024 && byteUnit < 4) {
-    byteScale *= 1024;
-    ++byteUnit;
-  }
+  const svg::ByteUnit byteUnit = svg::byteUnitFor(static_cast<double>(maxBytes));
+  const double byteScale = byteUnit.scale;
   auto y = [&](double bytes) { return memBottom - bytes / maxBytes * memH; };
 
   std::ostringstream svg;
@@ -258,10 +226,10 @@ std::string renderTimelineHtml(const plan::Plan &p, const StepPrediction &step,
         << "\" y2=\"" << axisY << "\" stroke=\"#000\"/>\n";
     for (double t = 0; t <= total * scale * 1.0001; t += step10) {
       double tx = x(t / scale);
-      svg << "<line x1=\"" << num(tx) << "\" y1=\"" << gridTop << "\" x2=\"" << num(tx)
+      svg << "<line x1=\"" << coord(tx) << "\" y1=\"" << gridTop << "\" x2=\"" << coord(tx)
           << "\" y2=\"" << axisY + 4 << "\" stroke=\"#ccc\" stroke-width=\"0.5\"/>\n";
-      svg << "<text x=\"" << num(tx) << "\" y=\"" << axisY + 16
-          << "\" text-anchor=\"middle\">" << num(t) << "</text>\n";
+      svg << "<text x=\"" << coord(tx) << "\" y=\"" << axisY + 16
+          << "\" text-anchor=\"middle\">" << coord(t) << "</text>\n";
     }
     svg << "<text x=\"" << left + plotW / 2 << "\" y=\"" << axisY + 32
         << "\" text-anchor=\"middle\">predicted time (" << unit << ")</text>\n";
@@ -278,8 +246,8 @@ std::string renderTimelineHtml(const plan::Plan &p, const StepPrediction &step,
       const InstructionCost &c = step.costs[i];
       const plan::Instruction *inst = p.instructions()->Get(i);
       double w = std::max(c.seconds / total * plotW, 0.3);
-      svg << "<rect x=\"" << num(x(step.start[i])) << "\" y=\"" << laneY << "\" width=\""
-          << num(w) << "\" height=\"" << laneH << "\" fill=\"" << colorOf(c.bound)
+      svg << "<rect x=\"" << coord(x(step.start[i])) << "\" y=\"" << laneY << "\" width=\""
+          << coord(w) << "\" height=\"" << laneH << "\" fill=\"" << colorOf(c.bound)
           << "\"><title>#" << i << " " << plan::EnumNameKernel(inst->kernel()) << " "
           << escapeXml(str(inst->name())) << ": " << formatSeconds(c.seconds) << " ("
           << boundName(c.bound) << "-bound), " << humanSize(c.bytes) << "</title></rect>\n";
@@ -308,28 +276,28 @@ std::string renderTimelineHtml(const plan::Plan &p, const StepPrediction &step,
   double byteStep = tickStep(maxBytes / byteScale, 5);
   for (double b = 0; b <= maxBytes / byteScale * 1.0001; b += byteStep) {
     double by = y(b * byteScale);
-    svg << "<line x1=\"" << left - 4 << "\" y1=\"" << num(by) << "\" x2=\"" << left + plotW
-        << "\" y2=\"" << num(by) << "\" stroke=\"#ddd\" stroke-width=\"0.5\"/>\n";
-    svg << "<text x=\"" << left - 8 << "\" y=\"" << num(by + 4) << "\" text-anchor=\"end\">"
-        << num(b) << "</text>\n";
+    svg << "<line x1=\"" << left - 4 << "\" y1=\"" << coord(by) << "\" x2=\"" << left + plotW
+        << "\" y2=\"" << coord(by) << "\" stroke=\"#ddd\" stroke-width=\"0.5\"/>\n";
+    svg << "<text x=\"" << left - 8 << "\" y=\"" << coord(by + 4) << "\" text-anchor=\"end\">"
+        << coord(b) << "</text>\n";
   }
   svg << "<text transform=\"translate(" << left - 60 << "," << (memTop + memBottom) / 2
-      << ") rotate(-90)\" text-anchor=\"middle\">bytes (" << byteUnits[byteUnit]
+      << ") rotate(-90)\" text-anchor=\"middle\">bytes (" << byteUnit.name
       << ")</text>\n";
   double persistentY = y(p.persistent_bytes());
-  svg << "<line x1=\"" << left << "\" y1=\"" << num(persistentY) << "\" x2=\"" << left + plotW
-      << "\" y2=\"" << num(persistentY) << "\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>\n";
-  svg << "<text x=\"" << left + plotW - 4 << "\" y=\"" << num(persistentY - 4)
+  svg << "<line x1=\"" << left << "\" y1=\"" << coord(persistentY) << "\" x2=\"" << left + plotW
+      << "\" y2=\"" << coord(persistentY) << "\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>\n";
+  svg << "<text x=\"" << left + plotW - 4 << "\" y=\"" << coord(persistentY - 4)
       << "\" text-anchor=\"end\" fill=\"#666\">persistent " << humanSize(p.persistent_bytes())
       << "</text>\n";
   std::ostringstream path;
-  path << "M" << num(x(0)) << " " << num(persistentY);
+  path << "M" << coord(x(0)) << " " << coord(persistentY);
   for (uint32_t i : byStart(step)) {
     double at = x(step.start[i]);
-    path << " H" << num(at) << " V"
-         << num(y(p.persistent_bytes() + (i < liveBytes.size() ? liveBytes[i] : 0)));
+    path << " H" << coord(at) << " V"
+         << coord(y(p.persistent_bytes() + (i < liveBytes.size() ? liveBytes[i] : 0)));
   }
-  path << " H" << num(x(total)) << " V" << num(persistentY);
+  path << " H" << coord(x(total)) << " V" << coord(persistentY);
   svg << "<path d=\"" << path.str() << "\" fill=\"none\" stroke=\"#c0392b\" "
       << "stroke-width=\"1.5\"/>\n";
   timeAxis(memBottom, memTop);

@@ -1,12 +1,10 @@
 //===- Safetensors.cpp - safetensors checkpoint files ---------------------===//
 //
-// The header is JSON, parsed here by a small strict recursive-descent
-// reader instead of a JSON library: the runtime has no such dependency and
+// The header is JSON, read by the runtime's strict reader (JsonReader.h):
 // the header needs only objects, arrays of integers and strings. Strict
-// means RFC 8259 where it matters (no trailing commas, no leading zeros,
-// escapes checked, valid UTF-8, lone surrogates refused) plus the
-// safetensors rules (header starts with '{', only trailing whitespace),
-// and everything else a header could hold (floats, booleans, null, other
+// means RFC 8259 where it matters plus valid UTF-8 and the safetensors
+// rules (header starts with '{', only trailing whitespace), and
+// everything else a header could hold (floats, booleans, null, other
 // fields) is refused rather than skipped. Tensors are read straight from
 // the file into their own buffers once every offset has been checked, so
 // what is allocated never exceeds the file's size.
@@ -17,7 +15,7 @@
 
 #include "runtime/io/ContentHash.h"
 #include "runtime/io/FileIO.h"
-#include "runtime/io/TextScanner.h"
+#include "runtime/io/JsonReader.h"
 
 #include <algorithm>
 #include <set>
@@ -67,24 +65,6 @@ bool isValidUtf8(const std::string &s) {
   return true;
 }
 
-void appendUtf8(std::string &out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 void appendJsonString(std::string &out, const std::string &s) {
   static const char hex[] = "0123456789abcdef";
   out += '"';
@@ -105,138 +85,6 @@ void appendJsonString(std::string &out, const std::string &s) {
   }
   out += '"';
 }
-
-/// Strict JSON tokens over an in-memory header (see the file comment).
-class JsonReader : TextScanner {
-public:
-  explicit JsonReader(const std::string &text) : TextScanner(text, "JSON header") {}
-
-  /// Calls `onMember(key)` with the reader at each member's value;
-  /// `keyKind` names the keys in the duplicate-key error.
-  template <typename OnMember> Status parseObject(const char *keyKind, OnMember &&onMember) {
-    FSDP_RETURN_IF_ERROR(expect('{'));
-    if (consume('}'))
-      return Status::ok();
-    std::set<std::string> seen;
-    do {
-      std::string key;
-      FSDP_RETURN_IF_ERROR(parseString(key));
-      FSDP_RETURN_IF_ERROR(expect(':'));
-      if (!seen.insert(key).second)
-        return Status::error(std::string("duplicate ") + keyKind + " '" + key + "'");
-      FSDP_RETURN_IF_ERROR(onMember(key));
-    } while (consume(','));
-    return expect('}');
-  }
-
-  Status parseString(std::string &out) {
-    out.clear();
-    FSDP_RETURN_IF_ERROR(expect('"'));
-    while (true) {
-      if (pos_ >= text_.size())
-        return malformed("unterminated string");
-      char c = text_[pos_++];
-      if (c == '"')
-        return Status::ok();
-      if (static_cast<unsigned char>(c) < 0x20)
-        return malformed("control character in string");
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos_ >= text_.size())
-        return malformed("unterminated string");
-      char e = text_[pos_++];
-      switch (e) {
-      case '"': case '\\': case '/': out += e; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'u': {
-        uint32_t cp;
-        FSDP_RETURN_IF_ERROR(parseHex4(cp));
-        if (cp >= 0xDC00 && cp <= 0xDFFF)
-          return malformed("lone low surrogate in \\u escape");
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-          uint32_t low;
-          if (text_.compare(pos_, 2, "\\u") != 0)
-            return malformed("high surrogate without a low surrogate");
-          pos_ += 2;
-          FSDP_RETURN_IF_ERROR(parseHex4(low));
-          if (low < 0xDC00 || low > 0xDFFF)
-            return malformed("high surrogate without a low surrogate");
-          cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-        }
-        appendUtf8(out, cp);
-        break;
-      }
-      default:
-        return malformed(std::string("invalid escape '\\") + e + "'");
-      }
-    }
-  }
-
-  /// A JSON number that must be an integer fitting in int64.
-  Status parseInteger(int64_t &out) {
-    skipSpace();
-    bool negative = pos_ < text_.size() && text_[pos_] == '-';
-    pos_ += negative;
-    if (pos_ >= text_.size() || !isDigit(text_[pos_]))
-      return malformed("expected an integer");
-    if (text_[pos_] == '0' && pos_ + 1 < text_.size() && isDigit(text_[pos_ + 1]))
-      return malformed("leading zero in number");
-    int64_t value = 0;
-    while (pos_ < text_.size() && isDigit(text_[pos_])) {
-      if (__builtin_mul_overflow(value, 10, &value) ||
-          __builtin_add_overflow(value, text_[pos_] - '0', &value))
-        return malformed("integer overflows 64 bits");
-      ++pos_;
-    }
-    if (pos_ < text_.size() && std::string(".eE").find(text_[pos_]) != std::string::npos)
-      return malformed("numbers must be integers");
-    out = negative ? -value : value;
-    return Status::ok();
-  }
-
-  /// An array of at most `maxCount` integers.
-  Status parseIntArray(std::vector<int64_t> &out, size_t maxCount, const char *what) {
-    out.clear();
-    FSDP_RETURN_IF_ERROR(expect('['));
-    if (consume(']'))
-      return Status::ok();
-    do {
-      if (out.size() == maxCount)
-        return Status::error(cat(what, " has more than ", maxCount, " entries"));
-      int64_t value;
-      FSDP_RETURN_IF_ERROR(parseInteger(value));
-      out.push_back(value);
-    } while (consume(','));
-    return expect(']');
-  }
-
-  /// Only whitespace (the padding) may follow the top-level object.
-  Status finish() {
-    skipSpace();
-    return pos_ == text_.size() ? Status::ok() : malformed("trailing characters after the header");
-  }
-
-private:
-  static bool isDigit(char c) { return c >= '0' && c <= '9'; }
-  Status parseHex4(uint32_t &out) {
-    out = 0;
-    for (int i = 0; i < 4; ++i, ++pos_) {
-      char c = pos_ < text_.size() ? text_[pos_] : '\0';
-      int digit = isDigit(c) ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                                      : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
-      if (digit < 0)
-        return malformed("bad \\u escape");
-      out = out * 16 + static_cast<uint32_t>(digit);
-    }
-    return Status::ok();
-  }
-};
 
 struct Entry {
   std::string name;
@@ -288,7 +136,7 @@ Status parseHeader(const std::string &text, std::vector<Entry> &entries,
     return Status::error("header is not valid UTF-8");
   if (text.empty() || text[0] != '{')
     return Status::error("header does not start with '{'");
-  JsonReader json(text);
+  JsonReader json(text, "JSON header");
   FSDP_RETURN_IF_ERROR(json.parseObject("tensor name", [&](const std::string &key) -> Status {
     if (key == kMetadataKey)
       return json.parseObject("metadata key", [&](const std::string &mdKey) -> Status {
@@ -301,7 +149,7 @@ Status parseHeader(const std::string &text, std::vector<Entry> &entries,
       entries.push_back(std::move(entry));
     return parsed;
   }));
-  return json.finish();
+  return json.finish("header");
 }
 
 /// Checks every range against the data buffer and the others, so that

@@ -1,8 +1,9 @@
 //===- TextScanner.h - lexing primitives of the file header parsers -------===//
 //
-// Private to the runtime. The .npy header parser and the safetensors JSON
-// reader are both small recursive-descent parsers over an in-memory header;
-// TextScanner is the cursor they share: skipping whitespace, consuming or
+// Private to the runtime. The .npy header parser and the JSON reader (of
+// safetensors headers and --metrics lines, JsonReader.h) are both small
+// recursive-descent parsers over an in-memory text; TextScanner is the
+// cursor they share: skipping whitespace, consuming or
 // expecting one punctuation character, and building the "malformed <what>
 // at byte N" error, so both report positions the same way.
 //

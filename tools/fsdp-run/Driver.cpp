@@ -123,6 +123,7 @@ const char *kUsage =
     "usage: fsdp-run PLAN [--input=NAME=FILE.npy ...] [--data=FILE] [--steps=K]\n"
     "                [--max-steps=M] [--lr=X] [--lr-schedule=S] [--metrics=FILE.jsonl]\n"
     "                [--log-every=N]\n"
+    "                [--plot=FILE.html]\n"
     "                [--save-weights=FILE.safetensors] [--outputs=DIR] [--weights=FILE]\n"
     "                [--save=DIR [--save-every=K] [--keep=N] [--save-format=sharded|full]]\n"
     "                [--resume=DIR]\n"
@@ -156,6 +157,12 @@ const char *kUsage =
     "                         plan's), device_context_bytes (cuda: GPU memory in use\n"
     "                         beyond the plan's), and checkpoint_s, checkpoint_bytes\n"
     "                         after a save\n"
+    "  --plot=FILE.html       rank 0 draws the run's metrics (loss and val_loss, learning\n"
+    "                         rate, grad norm, tokens/s, memory, loss scale: those the\n"
+    "                         run logs) over steps as a self-contained page (inline\n"
+    "                         SVG, no script), rewritten on each printed step, each\n"
+    "                         evaluation and after the last step; fsdp-plot draws\n"
+    "                         --metrics files the same way\n"
     "  --log-every=N          without a terminal, print every N-th step (default:\n"
     "                         every step up to 50 steps, else about 50 lines)\n"
     "  --save-weights=FILE    after the last step, write the parameters as safetensors\n"
@@ -267,6 +274,7 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
                         : flag == "--weights"      ? &opts.weightsPath
                         : flag == "--data"         ? &opts.dataPath
                         : flag == "--metrics"      ? &opts.metricsPath
+                        : flag == "--plot"         ? &opts.plotPath
                         : flag == "--save-weights" ? &opts.saveWeightsPath
                         : flag == "--save"         ? &opts.saveDir
                         : flag == "--resume"       ? &opts.resumePath
@@ -378,6 +386,8 @@ std::string trainingFlagGiven(const RunOptions &opts) {
     return "--data";
   if (!opts.metricsPath.empty())
     return "--metrics";
+  if (!opts.plotPath.empty())
+    return "--plot";
   if (!opts.saveWeightsPath.empty())
     return "--save-weights";
   if (!opts.saveDir.empty())

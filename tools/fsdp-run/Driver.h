@@ -56,6 +56,7 @@ struct RunOptions {
   double collectiveTimeout = 600;
   // Training plans only.
   std::string dataPath, metricsPath, saveWeightsPath;
+  std::string plotPath; // --plot: the run's metrics as a page (runtime/train/RunPlot.h)
   std::optional<std::string> lrScheduleText;
   rt::LrSchedule lrSchedule;
   std::optional<double> lr;

@@ -3,7 +3,7 @@
 // Each rank feeds its own samples (the data contract's RankLayout) and
 // runs the same compiled step; the loss a sharded plan outputs is already
 // the global mean (the compiler all-reduces it), so rank 0's is the run's.
-// Only rank 0 prints, writes --metrics and writes outputs; --save-weights
+// Only rank 0 prints, writes --metrics and --plot and writes outputs; --save-weights
 // is collective (every rank contributes its shards, rank 0 writes), and so
 // are --save's checkpoints (every rank writes its own state) and --resume. A
 // step's time covers staging its inputs, the compiled step and reading the
@@ -16,7 +16,10 @@
 #include "runtime/channels/MpiCommunicator.h"
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/checkpoint/ModelState.h"
+#include "runtime/plan/plan_generated.h"
 #include "runtime/train/DataSource.h"
+#include "runtime/train/MetricsReader.h"
+#include "runtime/train/RunPlot.h"
 #include "runtime/train/TrainLog.h"
 #include "tools/fsdp-run/ProfileReport.h"
 #include "tools/fsdp-run/Progress.h"
@@ -64,6 +67,23 @@ Status openData(const RunOptions &opts, Executor &executor, std::unique_ptr<Data
 } // namespace
 
 namespace {
+/// The plot's title: the model, the plan and how it is distributed.
+std::string plotTitle(const RunOptions &opts, const Executor &executor) {
+  auto baseName = [](const std::string &path) {
+    size_t slash = path.find_last_of('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+  };
+  const plan::Plan &p = executor.plan().plan();
+  std::string title = p.source() ? baseName(p.source()->str()) : "";
+  const std::string planName = baseName(opts.planPath);
+  if (!planName.empty())
+    title += (title.empty() ? "" : ", plan ") + planName;
+  title += cat(", world size ", executor.worldSize());
+  if (p.strategy() && p.strategy()->size())
+    title += ", --shard=" + p.strategy()->str();
+  return title;
+}
+
 double since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -92,6 +112,12 @@ Status TrainingRun::begin() {
   if (lead && !opts_.metricsPath.empty())
     if (Status s = metrics_->open(opts_.metricsPath); !s)
       return s;
+  if (lead && !opts_.plotPath.empty()) {
+    plotTitle_ = plotTitle(opts_, executor_);
+    // Written now, empty, so an unwritable path fails before any step.
+    if (Status s = writeRunPlot(opts_.plotPath, plotRecords_, plotTitle_); !s)
+      return Status::error("--plot: " + s.message());
+  }
   baseLr_ = opts_.lr ? *opts_.lr : executor_.baseLearningRate();
   const int64_t lastStep = opts_.steps;
   // Checkpoint saves and loads report their wall time and size (the save's
@@ -119,8 +145,8 @@ Status TrainingRun::begin() {
   // mpirun hands each rank a pseudo-terminal whatever the job's output is
   // (often a log file), so MPI runs print plain lines.
   bool terminal = isatty(STDOUT_FILENO) && !comm::launchedUnderMpi();
-  progress_ = std::make_unique<Progress>(stdout, terminal, firstStep_, lastStep,
-                                         opts_.logEvery ? *opts_.logEvery : defaultLogEvery(lastStep));
+  logEvery_ = opts_.logEvery ? *opts_.logEvery : defaultLogEvery(lastStep);
+  progress_ = std::make_unique<Progress>(stdout, terminal, firstStep_, lastStep, logEvery_);
   return Status::ok();
 }
 
@@ -208,9 +234,31 @@ Status TrainingRun::runSteps(int64_t lastStep) {
     if (lead && !opts_.metricsPath.empty())
       if (Status m = metrics_->write(record); !m)
         return m;
+    if (lead && !opts_.plotPath.empty())
+      if (Status p = plotStep(record); !p)
+        return p;
     if (stoppedBy_ != 0)
       break;
   }
+  return Status::ok();
+}
+
+Status TrainingRun::plotStep(const StepRecord &record) {
+  // The plot reads the --metrics line back, so it shows exactly the keys
+  // the metrics file holds (fsdp-plot reads the same lines).
+  MetricRecord parsed;
+  if (Status s = parseMetricsLine(metricsLine(record), parsed); !s)
+    return Status::error(cat("--plot: step ", record.step, ": ", s.message()));
+  const bool evaluated = parsed.has("val_loss");
+  plotRecords_.push_back(std::move(parsed));
+  if (plotRecords_.size() > 2 * kPlotMaxSteps) // a long run: memory stays bounded
+    plotRecords_ = thinRecords(plotRecords_);
+  // Rewriting the page costs O(kPlotMaxSteps): on the printed steps
+  // (about 50 a run) and evaluations it stays far below a step's time.
+  if (!evaluated && !shouldLog(record.step, firstStep_, opts_.steps, logEvery_))
+    return Status::ok();
+  if (Status s = writeRunPlot(opts_.plotPath, plotRecords_, plotTitle_); !s)
+    return Status::error("--plot: " + s.message());
   return Status::ok();
 }
 
@@ -238,6 +286,11 @@ Status TrainingRun::finish() {
                   progress_->seconds() * 1e3 / (lastStep - firstStep_ + 1),
                   static_cast<long long>(lastStep - firstStep_ + 1), executor_.allocatedBytes());
   }
+  // A run that stops before its last step (or whose last step printed no
+  // line) still ends with every step it took on the page.
+  if (lead && !opts_.plotPath.empty() && !plotRecords_.empty())
+    if (Status s = writeRunPlot(opts_.plotPath, plotRecords_, plotTitle_); !s)
+      return Status::error("--plot: " + s.message());
   // --profile: collective (every rank), rank 0 prints.
   if (opts_.profile && firstStep_ <= lastStep)
     if (Status s = reportProfile(executor_, profile_, opts_.device); !s)

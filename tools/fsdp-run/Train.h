@@ -17,6 +17,7 @@
 #include "runtime/exec/CollectiveWatchdog.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/train/DataSource.h"
+#include "runtime/train/MetricsReader.h"
 #include "runtime/train/TrainLog.h"
 #include "tools/fsdp-run/Driver.h"
 
@@ -53,6 +54,9 @@ public:
   double lastLoss() const { return lastLoss_; }
 
 private:
+  /// --plot: keeps the step's metrics and rewrites the page when due.
+  rt::Status plotStep(const rt::StepRecord &record);
+
   const RunOptions &opts_;
   rt::Executor &executor_;
   rt::CollectiveWatchdog *watchdog_;
@@ -61,7 +65,9 @@ private:
   std::unique_ptr<Progress> progress_;
   rt::StepProfile profile_;
   double baseLr_ = 0, lastLoss_ = 0;
-  int64_t firstStep_ = 1, nextStep_ = 1;
+  int64_t firstStep_ = 1, nextStep_ = 1, logEvery_ = 1;
+  std::vector<rt::MetricRecord> plotRecords_; // rank 0, with --plot
+  std::string plotTitle_;
   int stoppedBy_ = 0;    // a stop signal every rank agreed on
   std::string savedDir_; // the last checkpoint written
 

@@ -52,6 +52,14 @@ inline void writeBytes(const std::string &path, const std::string &bytes) {
       .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
+/// How often `what` occurs in `text` (overlapping occurrences count).
+inline int countOf(const std::string &text, const std::string &what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
 /// A fixture whose tests each get a fresh directory `dir` (named from
 /// `prefix`, the process and the test) and a file name `path` in it.
 class FormatTest : public ::testing::Test {

@@ -18,6 +18,7 @@
 
 import argparse
 import contextlib
+import inspect
 import json
 import math
 import os
@@ -303,12 +304,17 @@ def export(model, inputs, path, opset, mode, output="loss"):
     # (aten::_transformer_encoder_layer_fwd, which the exporter cannot lower).
     # That path is skipped while grad is enabled and parameters require grad,
     # so force grad on in case the caller turned it off.
+    # torch >= 2.9 exports through torch.export by default (dynamo=True),
+    # which these seed models were never written for (nn.Transformer's mask
+    # check is data-dependent there); they are the TorchScript exporter's.
+    legacy = ({"dynamo": False}
+              if "dynamo" in inspect.signature(torch.onnx.export).parameters else {})
     with quiet(), torch.enable_grad():
         torch.onnx.export(
             model, tuple(inputs.values()), path,
             input_names=list(inputs), output_names=[output],
             opset_version=opset, training=training,
-            do_constant_folding=False, export_params=True)
+            do_constant_folding=False, export_params=True, **legacy)
 
 
 def describe(model, inputs):

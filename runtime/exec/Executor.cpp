@@ -175,7 +175,9 @@ Status Executor::prepare() {
     CollectiveGroups groups;
     if (!readCollectiveGroups(launches_[i].kernel, ints_[i].data(), ints_[i].size(), groups))
       return Status::error(cat(plan_.path(), ": instruction ", i, " has no group layout"));
-    collectives_[i].op = groups.reduction == 1 ? ReduceOp::Avg : ReduceOp::Sum;
+    collectives_[i].op = groups.reduction == 1   ? ReduceOp::Avg
+                          : groups.reduction == 2 ? ReduceOp::Max
+                                                  : ReduceOp::Sum;
     Communicator *group = nullptr;
     FSDP_RETURN_IF_ERROR(groupComm(groups.ranks, groups.numRanks, groups.groupSize, group));
     FSDP_RETURN_IF_ERROR(channelOf(group, collectives_[i].channel));

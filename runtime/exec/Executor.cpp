@@ -743,15 +743,20 @@ Status Executor::getLoss(double &loss, DType *dtype) const {
   std::string name = lossOutput();
   if (name.empty())
     return Status::error(plan_.path() + ": the plan names no loss output");
+  return getScalarOutput(name, loss, dtype, "loss");
+}
+
+Status Executor::getScalarOutput(const std::string &name, double &value, DType *dtype,
+                                 const char *what) const {
   uint32_t buffer;
   FSDP_RETURN_IF_ERROR(bindingBuffer(false, name, buffer));
   TensorRef source = viewOf(buffer);
   if (source.numElements() != 1 || !isFloat(source.dtype))
-    return Status::error(plan_.path() + ": loss output '" + name + "' is " + shapeText(source) +
-                         ", not a float scalar");
+    return Status::error(plan_.path() + ": " + what + " output '" + name + "' is " +
+                         shapeText(source) + ", not a float scalar");
   uint8_t bytes[8] = {};
   FSDP_RETURN_IF_ERROR(device_.copyToHost(bytes, source.data, dtypeSize(source.dtype)));
-  loss = floatScalarToDouble(source.dtype, bytes);
+  value = floatScalarToDouble(source.dtype, bytes);
   if (dtype)
     *dtype = source.dtype;
   return Status::ok();

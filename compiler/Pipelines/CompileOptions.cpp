@@ -47,6 +47,7 @@ constexpr const char *offloadNames[] = {"none", "cpu"};
 constexpr const char *deviceNames[] = {"h100", "a100", "cpu"};
 constexpr const char *reportFormatNames[] = {"text", "json"};
 constexpr const char *fusionNames[] = {"elementwise", "none"};
+constexpr const char *clipNormNames[] = {"2", "inf"};
 static_assert(std::size(stageNames) == size_t(Stage::Memory) + 1 &&
                   std::size(modeNames) == size_t(Mode::Forward) + 1 &&
                   std::size(emitNames) == size_t(EmitKind::Object) + 1 &&
@@ -60,7 +61,8 @@ static_assert(std::size(stageNames) == size_t(Stage::Memory) + 1 &&
                   std::size(deviceNames) == size_t(DeviceKind::Cpu) + 1 &&
                   std::size(reportFormatNames) ==
                       size_t(ReportFormat::Json) + 1 &&
-                  std::size(fusionNames) == size_t(FusionKind::None) + 1,
+                  std::size(fusionNames) == size_t(FusionKind::None) + 1 &&
+                  std::size(clipNormNames) == size_t(ClipNormType::Inf) + 1,
               "every enumerator needs a spelling");
 
 constexpr const char *sizeUnitNames[] = {"B",   "KB",  "MB",  "GB", "TB",
@@ -361,6 +363,24 @@ const std::vector<FlagSpec> &flagTable() {
                "same bits either way)"),
       enumFlag("report-format", reportFormatNames,
                &CompileOptions::reportFormat, "with --emit=report"),
+      [&] {
+        FlagSpec clip = realFlag(
+            "clip-grad-norm", &CompileOptions::clipGradNorm, 0, true, inf,
+            "clip the total gradient norm to X before the optimizer "
+            "(torch.nn.utils.clip_grad_norm_ over all trained parameters, "
+            "across shards); the plan outputs grad_norm (default: no clipping)");
+        clip.show = [](const CompileOptions &) { return std::string(); };
+        return clip;
+      }(),
+      enumFlag("clip-norm-type", clipNormNames, &CompileOptions::clipNormType,
+               "with --clip-grad-norm: the 2-norm or the largest |g|"),
+      {"log-grad-norm", "",
+       "compute the total gradient norm every step without clipping; the plan "
+       "outputs grad_norm (fsdp-run logs it)",
+       [](const std::string &, CompileOptions &opts, std::string &) {
+         opts.logGradNorm = true;
+       },
+       [](const CompileOptions &) { return std::string(); }},
   };
   return table;
 }
@@ -490,7 +510,8 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
     for (const char *flag :
          {"shard", "wrap", "ckpt", "prefetch", "limit-all-gathers", "optimizer",
           "lr", "beta1", "beta2", "eps", "weight-decay", "momentum", "nesterov",
-          "freeze", "no-decay", "loss", "param-dtype", "reduce-dtype", "offload"})
+          "freeze", "no-decay", "loss", "param-dtype", "reduce-dtype", "offload",
+          "clip-grad-norm", "clip-norm-type", "log-grad-norm"})
       if (given(flag))
         return fail("--" + std::string(flag) + " requires --mode=train");
   }
@@ -512,6 +533,7 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
        "step (its plan carries the prediction)"},
       {"embed-weights", opts.emit == EmitKind::Binary || opts.emit == EmitKind::Object,
        "--emit=binary or --emit=object (the other outputs write no step)"},
+      {"clip-norm-type", given("clip-grad-norm"), "--clip-grad-norm=MAX"},
       {"momentum", sgd, "--optimizer=sgd"},
       {"nesterov", sgd, "--optimizer=sgd"},
       {"beta1", !sgd, "--optimizer=adamw"},
@@ -555,6 +577,15 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
                     " acts in the shard stage, which this output does not run (it needs "
                     "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard "
                     "or later)");
+  // The gradient norm is computed where the shard stage leaves the
+  // gradients (issue 19's gradient passes run there).
+  if (opts.mode == Mode::Train && !shardStageRuns)
+    for (const char *flag : {"clip-grad-norm", "log-grad-norm"})
+      if (given(flag))
+        return fail("--" + std::string(flag) +
+                    " acts after the shard stage, which this output does not run (it needs "
+                    "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard "
+                    "or later)");
   // The schedule stage moves all-gathers: a step without any would
   // silently ignore its flags.
   if (opts.mode == Mode::Train && shardStageRuns)
@@ -574,6 +605,10 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
   if (opts.loss == LossKind::CrossEntropy && opts.lossOutput.empty())
     return fail("--loss=xent:OUTPUT needs a non-empty OUTPUT");
   return true;
+}
+
+bool fsdp::gradNormRequested(const CompileOptions &opts) {
+  return opts.mode == Mode::Train && (opts.clipGradNorm > 0 || opts.logGradNorm);
 }
 
 bool fsdp::parseByteSize(const std::string &text, int64_t &bytes,

@@ -58,6 +58,8 @@ enum class ReportFormat { Text, Json };
 /// Elementwise fusion when a plan is emitted; `None` keeps one kernel per op
 /// (for comparing, and for reading plans op by op).
 enum class FusionKind { Elementwise, None };
+/// --clip-norm-type: the 2-norm, or the largest |g| (torch's norm_type=inf).
+enum class ClipNormType { Two, Inf };
 
 /// Every fsdp-opt flag with its default. Defaults are those a user gets by
 /// saying nothing; `explicitlySet` lets rules tell "left at the default" from
@@ -122,6 +124,13 @@ struct CompileOptions {
   DeviceKind device = DeviceKind::H100;
   ReportFormat reportFormat = ReportFormat::Text;
   FusionKind fusion = FusionKind::Elementwise;
+  /// --clip-grad-norm=MAX (0: not given) and --clip-norm-type: torch's
+  /// clip_grad_norm_ before the optimizer; --log-grad-norm computes and
+  /// outputs the norm without clipping (any clipping outputs it too).
+  double clipGradNorm = 0;
+  ClipNormType clipNormType = ClipNormType::Two;
+  bool logGradNorm = false;
+
   /// --embed-weights: a compiled step carries its weights instead of
   /// reading them from the file beside it.
   bool embedWeights = false;
@@ -169,6 +178,11 @@ std::string checkHybridGroup(int64_t group, int64_t world);
 /// --optimizer or --mode (judged by `explicitlySet`, so a default never
 /// conflicts). Per-value checks already happened in parseCompileFlag.
 bool validateCompileOptions(const CompileOptions &opts, std::string &error);
+
+/// Whether the step computes the gradient norm (--clip-grad-norm or
+/// --log-grad-norm): fsdp-clip-gradients runs and the plan outputs
+/// "grad_norm".
+bool gradNormRequested(const CompileOptions &opts);
 
 /// --weight-decay as given, else torch's default for the optimizer.
 double effectiveWeightDecay(const CompileOptions &opts);

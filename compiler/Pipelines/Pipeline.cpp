@@ -15,6 +15,7 @@
 #include "compiler/Analysis/CostModel.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
 #include "compiler/Pipelines/AutoCheckpoint.h"
+#include "compiler/Transforms/ClipGradients.h"
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/ScheduleCollectives.h"
 #include "compiler/Transforms/ShardParameters.h"
@@ -98,6 +99,9 @@ PipelineStart pipelineStartOf(mlir::ModuleOp module) {
   for (unsigned i = 0; i < step.getNumArguments(); ++i)
     start.sharded |= static_cast<bool>(step.getArgAttr(i, dist::kUnitAttr));
   step.walk([&](mlir::Operation *op) { start.scheduled |= op->hasAttr(dist::kStreamAttr); });
+  for (unsigned i = 0; i < step.getNumResults(); ++i)
+    if (auto name = step.getResultAttrOfType<mlir::StringAttr>(i, nn::kOutputAttr))
+      start.gradNorm |= name.getValue() == kGradNormOutput;
   return start;
 }
 
@@ -138,19 +142,31 @@ void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
     recompute.device = opts.device;
     pm.addPass(createRecomputeActivationsPass(recompute));
   }
-  if (last < Stage::Shard || !shardingRequested(opts))
+  if (last < Stage::Shard)
     return;
-  if (!start.sharded) {
+  if (shardingRequested(opts) && !start.sharded) {
     ShardParametersPassOptions shard;
     shard.worldSize = opts.worldSize;
     shard.shard = {opts.shard, opts.hybridGroupSize};
     shard.wrap = {opts.wrap, opts.wrapMinParams, opts.wrapRegex};
     shard.paramDtype = opts.paramDtype;
     shard.reduceDtype = opts.reduceDtype;
+    // Clipping sums the same shards under every strategy (ClipGradients.h).
+    shard.alignShards = gradNormRequested(opts);
     pm.addPass(createShardParametersPass(shard));
     if (opts.offload == OffloadKind::Cpu)
       pm.addPass(createOffloadStatePass());
   }
+  // Passes that rewrite the gradients the optimizer updates read, on the
+  // sharded (or single-rank) step, only when their flag is given.
+  if (gradNormRequested(opts) && !start.gradNorm) {
+    ClipGradientsPassOptions clip;
+    clip.maxNorm = opts.clipGradNorm;
+    clip.normType = opts.clipNormType == ClipNormType::Inf ? "inf" : "2";
+    pm.addPass(createClipGradientsPass(clip));
+  }
+  if (!shardingRequested(opts))
+    return;
   // Scheduling runs once, on the sharded step: IR printed after it already
   // carries its streams.
   if (last < Stage::Schedule || start.scheduled)

@@ -47,6 +47,7 @@ struct PipelineStart {
   bool trained = false;   // @train_step exists
   bool sharded = false;   // its arguments are shard units
   bool scheduled = false; // its collectives have streams
+  bool gradNorm = false;  // it outputs grad_norm (fsdp-clip-gradients ran)
 };
 PipelineStart pipelineStartOf(mlir::ModuleOp module);
 
@@ -54,7 +55,8 @@ PipelineStart pipelineStartOf(mlir::ModuleOp module);
 /// after import, for a module that has been through `start`: in train mode
 /// fsdp-attach-loss, fsdp-build-train-step and fsdp-apply-optimizer (the
 /// train stage), fsdp-recompute-activations (--ckpt), fsdp-shard-parameters
-/// and fsdp-offload-state (the shard stage), fsdp-schedule-collectives;
+/// and fsdp-offload-state (the shard stage), fsdp-clip-gradients
+/// (--clip-grad-norm, --log-grad-norm), fsdp-schedule-collectives;
 /// then, when a plan is emitted, fsdp-fuse-elementwise on every function.
 /// `opts.ckpt` must not be auto: runStages resolves it first.
 void buildCompilePipeline(mlir::OpPassManager &pm, const CompileOptions &opts,

@@ -64,6 +64,15 @@ struct TrainPipelineOptions : mlir::PassPipelineOptions<TrainPipelineOptions> {
   Option<int64_t> prefetch{*this, "prefetch", llvm::cl::init(CompileOptions().prefetch)};
   Option<int64_t> limitAllGathers{*this, "limit-all-gathers",
                                   llvm::cl::init(CompileOptions().limitAllGathers)};
+  // Gradient clipping (fsdp-clip-gradients).
+  Option<double> clipGradNorm{*this, "clip-grad-norm",
+                              llvm::cl::desc("--clip-grad-norm=MAX (0: no clipping)"),
+                              llvm::cl::init(0.0)};
+  Option<ClipNormType> clipNormType{
+      *this, "clip-norm-type", llvm::cl::desc("2 or inf"), llvm::cl::init(ClipNormType::Two),
+      llvm::cl::values(clEnumValN(ClipNormType::Two, "2", "the 2-norm"),
+                       clEnumValN(ClipNormType::Inf, "inf", "the largest |g|"))};
+  Option<bool> logGradNorm{*this, "log-grad-norm", llvm::cl::init(false)};
   // Emission.
   Option<bool> fuse{*this, "fuse",
                     llvm::cl::desc("end with fsdp-fuse-elementwise, as before a plan is "
@@ -119,6 +128,9 @@ CompileOptions compileOptionsFor(const TrainPipelineOptions &options) {
   given(options.offload, "offload");
   opts.prefetch = options.prefetch;
   opts.limitAllGathers = options.limitAllGathers;
+  opts.clipGradNorm = options.clipGradNorm;
+  opts.clipNormType = options.clipNormType;
+  opts.logGradNorm = options.logGradNorm;
   return opts;
 }
 

@@ -257,6 +257,9 @@ def ShardParametersPass : Pass<"fsdp-shard-parameters", "::mlir::ModuleOp"> {
     Option<"reduceDtype", "reduce-dtype", "::fsdp::DType", /*default=*/"::fsdp::DType::F32",
            "dtype gradients are reduced in: f32 or bf16",
            [{::fsdp::dtypeValues()}]>,
+    Option<"alignShards", "align-shards", "bool", /*default=*/"false",
+           "every shard size a multiple of the parameter alignment (what "
+           "fsdp-clip-gradients needs for bitwise-equal norms across strategies)">,
   ];
 }
 
@@ -287,6 +290,47 @@ def OffloadStatePass : Pass<"fsdp-offload-state", "::mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["::fsdp::dist::FSDPDialect"];
+}
+
+def ClipGradientsPass : Pass<"fsdp-clip-gradients", "::mlir::ModuleOp"> {
+  let summary = "Gradient norm clipping (torch.nn.utils.clip_grad_norm_) "
+                "before the optimizer updates of @train_step, and the norm "
+                "as the output grad_norm";
+  let description = [{
+    Runs on the sharded (or single-rank) @train_step. The total norm of
+    all gradients, the 2-norm or with `norm-type=inf` the largest |g|, is
+    computed from each rank's partial over its gradient shards and one
+    `fsdp.all_reduce` (sum or max) over the shard group; under
+    `--shard=none` each rank sums the chunks a `--shard=full` step would
+    give each rank, in rank order, so both compute the same bits (with
+    `fsdp-shard-parameters{align-shards}`). With `max-norm` > 0 every
+    gradient is multiplied by min(1, max-norm / (norm + 1e-6)) before its
+    update; with 0 the norm is only computed. Either way it is returned as
+    `grad_norm`.
+
+    ```mlir
+    // Before: fsdp-clip-gradients{max-norm=1.0}, two ranks, --shard=full
+    %rs = fsdp.reduce_scatter %f {...} : tensor<16xf32> -> tensor<8xf32>
+    %new = nn.sgd %shard, %rs, %lr ... -> tensor<8xf32>
+    return %mean, %new : tensor<f32>, tensor<8xf32>
+    // After
+    %sq = nn.mul %rs, %rs : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    %p = nn.reduce_sum %sq {axes = array<i64: 0>, keepdims = false} : (tensor<8xf32>) -> tensor<f32>
+    %t = fsdp.all_reduce %p {group_size = 2 : i64, groups = array<i64: 0, 1>, reduction = "sum"} : tensor<f32>
+    %norm = nn.sqrt %t : tensor<f32>
+    %c = nn.div %max, %norm_plus_eps ...          // then nn.min with 1.0
+    %g = nn.mul %rs, %c : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+    %new = nn.sgd %shard, %g, %lr ... -> tensor<8xf32>
+    return %mean, %new, %norm : tensor<f32>, tensor<8xf32>, tensor<f32>
+    ```
+  }];
+  let dependentDialects = ["::fsdp::dist::FSDPDialect", "::fsdp::nn::NNDialect"];
+  let options = [
+    Option<"maxNorm", "max-norm", "double", /*default=*/"0.0",
+           "the largest total norm (0: only compute and output the norm)">,
+    Option<"normType", "norm-type", "std::string", /*default=*/"\"2\"",
+           "the norm: 2 or inf">,
+  ];
 }
 
 def ScheduleCollectivesPass

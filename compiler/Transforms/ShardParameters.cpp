@@ -55,6 +55,10 @@ int64_t shardGroupSize(const ShardOptions &options) {
   }
 }
 
+int64_t parameterAlignment(Type element) {
+  return std::max<int64_t>(1, 512 / element.getIntOrFloatBitWidth());
+}
+
 namespace {
 
 using Strategy = ShardOptions::Strategy;
@@ -200,9 +204,10 @@ void Sharder::formGroups() {
       std::vector<int64_t> numels;
       for (size_t p : members)
         numels.push_back(cast<RankedTensorType>(trainables[p].arg.getType()).getNumElements());
-      // 64-byte aligned parameters: in-place views keep the plan's alignment.
-      int64_t align = std::max<int64_t>(1, 512 / element.getIntOrFloatBitWidth());
-      g.layout = computeFlatLayout(numels, shardRanks, align, gathersInPlace(g, options));
+      int64_t align = parameterAlignment(element);
+      bool alignShard = gathersInPlace(g, options) ||
+                        (options.alignShards && options.strategy != Strategy::None);
+      g.layout = computeFlatLayout(numels, shardRanks, align, alignShard);
       g.shardType = RankedTensorType::get({g.layout.shardNumel}, element);
       g.flatType = RankedTensorType::get({g.layout.paddedNumel}, element);
       groups.push_back(std::move(g));
@@ -580,6 +585,7 @@ struct ShardParametersPass : impl::ShardParametersPassBase<ShardParametersPass> 
     o.wrap = wrapPolicyFor(wrap.kind, wrap.minParams, wrap.regex);
     o.bf16Params = paramDtype == DType::BF16;
     o.bf16Reduce = reduceDtype == DType::BF16;
+    o.alignShards = alignShards;
     if (failed(shardParameters(getOperation(), o)))
       signalPassFailure();
   }

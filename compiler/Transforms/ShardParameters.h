@@ -42,11 +42,21 @@ struct ShardOptions {
   WrapPolicy wrap;
   bool bf16Params = false; // gather and compute with bf16 copies
   bool bf16Reduce = false; // reduce gradients in bf16
+  /// Every unit's shard size a multiple of the parameter alignment, as
+  /// in-place gathered units always have. --clip-grad-norm asks for it:
+  /// rank r's shard then covers the same elements under full and grad-op
+  /// (and the slice --shard=none sums for rank r), so the gradient norm
+  /// sums the same chunks and the strategies stay bitwise equal.
+  bool alignShards = false;
 };
 
 /// Ranks a unit's flat buffer is split over: the world under full/grad-op,
 /// G under hybrid:G, one (no split) under none.
 int64_t shardGroupSize(const ShardOptions &options);
+
+/// Elements of `element` type each parameter of a flat buffer starts at a
+/// multiple of (64 bytes: in-place views keep the plan's alignment).
+int64_t parameterAlignment(mlir::Type element);
 
 mlir::LogicalResult shardParameters(mlir::ModuleOp module, const ShardOptions &options);
 

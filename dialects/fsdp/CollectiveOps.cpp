@@ -4,7 +4,7 @@
 // listed in ascending order; all_gather multiplies dim 0 by the group size
 // and reduce_scatter divides it (evenly: flat shards are padded so every
 // rank holds the same count); other dims and the element type are
-// unchanged; reductions are "sum" or "avg".
+// unchanged; reductions are "sum", "avg" or "max".
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,8 +34,9 @@ static LogicalResult verifyGroups(Operation *op, ArrayRef<int64_t> groups, int64
 }
 
 static LogicalResult verifyReduction(Operation *op, StringRef reduction) {
-  if (reduction != "sum" && reduction != "avg")
-    return op->emitOpError("reduction must be \"sum\" or \"avg\", not \"") << reduction << "\"";
+  if (reduction != "sum" && reduction != "avg" && reduction != "max")
+    return op->emitOpError("reduction must be \"sum\", \"avg\" or \"max\", not \"")
+           << reduction << "\"";
   return success();
 }
 

@@ -4,8 +4,9 @@
 // rank's value: all_gather concatenates every rank's tensor along dim 0 in
 // group order, reduce_scatter reduces tensors split along dim 0 and keeps
 // this rank's chunk, all_reduce reduces whole tensors, each within this
-// rank's group (below); `reduction` is "sum" or "avg" (sum, then one
-// division by the group size, which is how FSDP averages gradients). They
+// rank's group (below); `reduction` is "sum", "avg" (sum, then one
+// division by the group size, which is how FSDP averages gradients) or
+// "max" (an inf-norm gradient clip's combine). They
 // communicate, so they are not Pure: a collective whose result is unused
 // still has to run on every rank. The schedule stage marks them
 // `fsdp.stream = 1` to run them asynchronously on the communication stream

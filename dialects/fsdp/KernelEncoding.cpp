@@ -20,14 +20,14 @@ namespace {
 using nn::KernelEncoding;
 using plan::Kernel;
 
-/// A collective's [reduction (0 sum, 1 avg; reductions only), group_size,
+/// A collective's [reduction (0 sum, 1 avg, 2 max; reductions only), group_size,
 /// ranks...].
 template <typename Op> KernelEncoding collective(Op op, std::optional<StringRef> reduction) {
   KernelEncoding encoding;
   encoding.kernel = Op::getKernel();
   encoding.operands = {op.getInput()};
   if (reduction)
-    encoding.ints.push_back(*reduction == "avg" ? 1 : 0);
+    encoding.ints.push_back(*reduction == "avg" ? 1 : *reduction == "max" ? 2 : 0);
   encoding.ints.push_back(op.getGroupSize());
   encoding.ints.insert(encoding.ints.end(), op.getGroups().begin(), op.getGroups().end());
   return encoding;

@@ -33,10 +33,14 @@ namespace fsdp::rt {
 
 /// Reductions across ranks. Avg is Sum followed by one division by size(),
 /// the way FSDP averages gradients (and ncclAvg is specified); it is defined
-/// for floating types only.
-enum class ReduceOp : uint8_t { Sum, Avg };
+/// for floating types only. Max (ncclMax) is what an inf-norm gradient
+/// clip combines; a NaN on any rank makes the result NaN, as torch's max
+/// does, so a clip sees every rank's overflow.
+enum class ReduceOp : uint8_t { Sum, Avg, Max };
 
-inline const char *reduceOpName(ReduceOp op) { return op == ReduceOp::Sum ? "sum" : "avg"; }
+inline const char *reduceOpName(ReduceOp op) {
+  return op == ReduceOp::Sum ? "sum" : op == ReduceOp::Avg ? "avg" : "max";
+}
 
 /// Whether send and recv fit a collective over `groupSize` ranks: the same
 /// dtype, and send.numElements() * sendScale == recv.numElements() *

@@ -147,7 +147,9 @@ Status mapCall(const ChannelCall &call, int rank, int size, Call &out) {
     out.datatype = DataType::Uint8;
     out.count *= dtypeSize(d.dtype);
   }
-  out.op = d.op == ReduceOp::Avg ? RedOp::Avg : RedOp::Sum;
+  out.op = d.op == ReduceOp::Avg   ? RedOp::Avg
+           : d.op == ReduceOp::Max ? RedOp::Max
+                                   : RedOp::Sum;
   out.root = d.kind == CallKind::Broadcast ? d.root : 0;
   return Status::ok();
 }

@@ -42,7 +42,7 @@ enum class DataType : int {
 };
 
 /// The ncclRedOp_t values the mapping uses.
-enum class RedOp : int { Sum = 0, Avg = 4 };
+enum class RedOp : int { Sum = 0, Max = 2, Avg = 4 };
 
 /// The NCCL entry point a Call stands for.
 enum class Function : uint8_t {

@@ -2,7 +2,8 @@
 //
 // Works in blocks of a few hundred elements: the block's accumulators (in the
 // compute type) stay in cache while each rank's input streams through once,
-// in rank order, so every element sees exactly ((in0 + in1) + in2) ... and
+// in rank order, so every element sees exactly ((in0 + in1) + in2) ... (or the max of
+// them, NaN if any is NaN) and
 // the inner loops are plain contiguous adds the compiler vectorizes without
 // changing any element's order of operations.
 //
@@ -25,6 +26,14 @@ using cpu::ComputeType;
 constexpr cpu::DTypeSet kReducibleTypes = cpu::bitOf(DType::F32) | cpu::bitOf(DType::F64) |
                                           cpu::bitOf(DType::BF16) | cpu::bitOf(DType::F16) |
                                           cpu::bitOf(DType::I64);
+
+/// max(a, b), NaN if either is (std::max would drop a NaN in `b`).
+template <typename C> inline C maxOf(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>)
+    return (a != a || b != b) ? (a != a ? a : b) : (a < b ? b : a);
+  else
+    return a < b ? b : a;
+}
 
 /// a + b; integers wrap instead of overflowing into undefined behaviour.
 template <typename C> inline C add(C a, C b) {
@@ -50,8 +59,12 @@ void reduceTyped(const void *const *inputs, int numInputs, void *out, int64_t co
       acc[j] = cpu::load(first + j);
     for (int s = 1; s < numInputs; ++s) {
       const T *in = static_cast<const T *>(inputs[s]) + base;
-      for (int64_t j = 0; j < len; ++j)
-        acc[j] = add(acc[j], cpu::load(in + j));
+      if (op == ReduceOp::Max)
+        for (int64_t j = 0; j < len; ++j)
+          acc[j] = maxOf(acc[j], static_cast<C>(cpu::load(in + j)));
+      else
+        for (int64_t j = 0; j < len; ++j)
+          acc[j] = add(acc[j], cpu::load(in + j));
     }
     if (op == ReduceOp::Avg)
       for (int64_t j = 0; j < len; ++j)

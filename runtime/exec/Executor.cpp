@@ -175,7 +175,9 @@ Status Executor::prepare() {
     CollectiveGroups groups;
     if (!readCollectiveGroups(launches_[i].kernel, ints_[i].data(), ints_[i].size(), groups))
       return Status::error(cat(plan_.path(), ": instruction ", i, " has no group layout"));
-    collectives_[i].op = groups.reduction == 1 ? ReduceOp::Avg : ReduceOp::Sum;
+    collectives_[i].op = groups.reduction == 1   ? ReduceOp::Avg
+                          : groups.reduction == 2 ? ReduceOp::Max
+                                                  : ReduceOp::Sum;
     Communicator *group = nullptr;
     FSDP_RETURN_IF_ERROR(groupComm(groups.ranks, groups.numRanks, groups.groupSize, group));
     FSDP_RETURN_IF_ERROR(channelOf(group, collectives_[i].channel));
@@ -741,15 +743,20 @@ Status Executor::getLoss(double &loss, DType *dtype) const {
   std::string name = lossOutput();
   if (name.empty())
     return Status::error(plan_.path() + ": the plan names no loss output");
+  return getScalarOutput(name, loss, dtype, "loss");
+}
+
+Status Executor::getScalarOutput(const std::string &name, double &value, DType *dtype,
+                                 const char *what) const {
   uint32_t buffer;
   FSDP_RETURN_IF_ERROR(bindingBuffer(false, name, buffer));
   TensorRef source = viewOf(buffer);
   if (source.numElements() != 1 || !isFloat(source.dtype))
-    return Status::error(plan_.path() + ": loss output '" + name + "' is " + shapeText(source) +
-                         ", not a float scalar");
+    return Status::error(plan_.path() + ": " + what + " output '" + name + "' is " +
+                         shapeText(source) + ", not a float scalar");
   uint8_t bytes[8] = {};
   FSDP_RETURN_IF_ERROR(device_.copyToHost(bytes, source.data, dtypeSize(source.dtype)));
-  loss = floatScalarToDouble(source.dtype, bytes);
+  value = floatScalarToDouble(source.dtype, bytes);
   if (dtype)
     *dtype = source.dtype;
   return Status::ok();

@@ -119,6 +119,10 @@ public:
   /// Training plans: the scalar loss of the last step, widened to double;
   /// `dtype` (optional) receives the loss's own float type.
   Status getLoss(double &loss, DType *dtype = nullptr) const;
+  /// The named float scalar output (a training plan's "grad_norm", ...),
+  /// widened to double; `what` names it in errors.
+  Status getScalarOutput(const std::string &name, double &value, DType *dtype = nullptr,
+                         const char *what = "scalar") const;
   /// The world this executor runs in (a group of one for a one-rank plan).
   Communicator &world() const { return *comm_; }
   /// The plan it runs, and its content hash.

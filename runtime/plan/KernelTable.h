@@ -74,7 +74,7 @@ bool isCollective(uint16_t kernel);
 /// A collective's integer attributes read by their Kernels.def layout:
 /// [reduction,] group_size, ranks... (AllGather has no reduction).
 struct CollectiveGroups {
-  int64_t reduction = 0; // 0 sum, 1 avg; 0 for AllGather
+  int64_t reduction = 0; // 0 sum, 1 avg, 2 max; 0 for AllGather
   int64_t groupSize = 0;
   const int64_t *ranks = nullptr; // the world's ranks, group by group
   size_t numRanks = 0;

@@ -76,8 +76,9 @@ Status checkCollective(const plan::Instruction &inst, const plan::Plan &plan,
                              kernel == static_cast<uint16_t>(Kernel::AllGather)
                                  ? "[group_size, ranks...]"
                                  : "[reduction, group_size, ranks...]"));
-  if (groups.reduction != 0 && groups.reduction != 1)
-    return Status::error(cat(what, ": reduction ", groups.reduction, " is neither 0 (sum) nor 1 (avg)"));
+  if (groups.reduction < 0 || groups.reduction > 2)
+    return Status::error(cat(what, ": reduction ", groups.reduction,
+                             " is none of 0 (sum), 1 (avg) and 2 (max)"));
   uint32_t world = plan.world_size();
   if (groups.groupSize < 1 || world % groups.groupSize != 0)
     return Status::error(cat(what, ": group size ", groups.groupSize,

@@ -34,6 +34,9 @@ std::string metricsLine(const StepRecord &r) {
   line += ", \"loss\": " +
           (std::isfinite(loss) ? format(r.lossIsF64 ? "%.17g" : "%.9g", loss) : std::string("null"));
   line += ", \"lr\": " + format("%.17g", r.lr);
+  if (r.gradNorm)
+    line += ", \"grad_norm\": " +
+            (std::isfinite(*r.gradNorm) ? format("%.9g", *r.gradNorm) : std::string("null"));
   line += ", \"samples_per_s\": " + format("%.6g", perSecond(r.samples, r.stepSeconds));
   if (r.tokens > 0)
     line += ", \"tokens_per_s\": " + format("%.6g", perSecond(r.tokens, r.stepSeconds));
@@ -65,6 +68,8 @@ std::string consoleLine(const StepRecord &r) {
   std::string line = "step " + std::to_string(r.step) + "/" + std::to_string(r.totalSteps);
   line += " loss " + format("%.6f", static_cast<double>(r.loss));
   line += " lr " + format("%.3e", r.lr);
+  if (r.gradNorm)
+    line += " grad_norm " + format("%.4g", *r.gradNorm);
   if (r.tokens > 0)
     line += " " + format("%.0f", perSecond(r.tokens, r.stepSeconds)) + " tok/s";
   else

@@ -40,6 +40,9 @@ struct StepRecord {
   /// workspaces, allocation rounding; Device::memoryInfo): only for devices
   /// with memory of their own.
   std::optional<uint64_t> deviceContextBytes;
+  /// The total gradient norm before clipping, when the plan outputs it
+  /// (fsdp-opt --clip-grad-norm or --log-grad-norm).
+  std::optional<double> gradNorm;
   /// A checkpoint saved after this step: its wall time (-1: none saved)
   /// and the bytes it wrote.
   double checkpointSeconds = -1;
@@ -47,10 +50,12 @@ struct StepRecord {
 };
 
 /// The JSON object of a --metrics line, without the newline. A non-finite
-/// loss is written as null (JSON has no NaN).
+/// loss (or grad_norm, present when recorded) is written as null (JSON has
+/// no NaN).
 std::string metricsLine(const StepRecord &record);
 /// "step 5/100 loss 4.123456 lr 1.000e-03 1234 tok/s 12.3 MiB"; runs
-/// without tokens show samples/s.
+/// without tokens show samples/s, runs with a gradient norm show
+/// "grad_norm 1.234" after the lr.
 std::string consoleLine(const StepRecord &record);
 /// Bytes in the largest binary unit that keeps a value >= 1 ("12.3 MiB").
 std::string formatBytes(uint64_t bytes);

@@ -102,11 +102,15 @@ def round_bf16(t):
 # --------------------------------------------------------------------------
 
 def torch_reference(entry, onnx_path, data, optim, freeze, steps, world,
-                    param_dtype="f32", reduce_dtype="f32", ranks=None, average=True):
+                    param_dtype="f32", reduce_dtype="f32", ranks=None, average=True,
+                    clip=None, norms=None):
     """Returns (global losses as float32, {name: final parameter}). `ranks`
     (default all) picks the ranks whose micro-batches count: [0] is the
     negative control's different global batch. average=False sums the
-    ranks' gradients without dividing (a negative control)."""
+    ranks' gradients without dividing (a negative control). clip=(MAX,
+    NORM_TYPE) runs torch.nn.utils.clip_grad_norm_ on the reduced gradients
+    before each optimizer step (MAX inf: the norm only), appending each
+    step's total norm to the list `norms`."""
     model = tp.torch_model(entry, onnx_path)
     named = [(n, p) for n, p in model.named_parameters()
              if not (freeze and re.fullmatch(freeze, n))]
@@ -149,6 +153,10 @@ def torch_reference(entry, onnx_path, data, optim, freeze, steps, world,
             if reduce_dtype == "bf16":
                 total = round_bf16(total)
             p.grad = total
+        if clip:
+            norm = torch.nn.utils.clip_grad_norm_(params, clip[0], norm_type=clip[1])
+            if norms is not None:
+                norms.append(float(norm))
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         losses.append(float(numpy.mean(numpy.array(rank_losses, dtype=numpy.float64))))
@@ -260,6 +268,7 @@ class Spec:
     optim: object = None
     freeze: object = None
     offload: bool = False  # --offload=cpu
+    flags: tuple = ()  # further fsdp-opt flags (--clip-grad-norm=1, ...)
 
     def resolved(self):
         optim, freeze = SETUP[self.model]
@@ -269,6 +278,7 @@ class Spec:
         optim, freeze = self.resolved()
         text = f"{self.model}-{self.world}-{self.shard}-{self.param_dtype}-{self.reduce_dtype}"
         text += f"-{optim.describe()}-{freeze}" + ("-offload" if self.offload else "")
+        text += "".join(self.flags)
         return re.sub(r"[^A-Za-z0-9.=-]+", "_", text)
 
 
@@ -324,7 +334,7 @@ class Session:
             command = ([self.args.fsdp_opt, self.onnx(spec.model), "-o", path] +
                        config_flags(spec.world, spec.shard, spec.param_dtype, spec.reduce_dtype,
                                     spec.offload) +
-                       optim.flags())
+                       optim.flags() + list(spec.flags))
             if freeze:
                 command.append(f"--freeze={freeze}")
             try:

@@ -5,7 +5,8 @@
 # 1. The report's peak_bytes equals what fsdp-run allocates for the same
 #    plan (`--metrics` peak_bytes after one training step of the example
 #    GPT on a token file; unsharded, --shard=full on 2 ranks, hybrid:2 with
-#    bf16 parameters on 4), and every rank's row adds up to it.
+#    bf16 parameters on 4, offload, gradient clipping), and every rank's row
+#    adds up to it.
 # 2. Under --shard=full --wrap=blocks, the persistent parameter and
 #    optimizer-state bytes per rank fall as 1/N for world sizes 1, 2, 4
 #    (up to the padding that makes each unit divide into N equal shards and
@@ -77,7 +78,11 @@ def check_matches_runtime(args, workdir):
     seen = []
     for flags in ([], ["--world-size=2", "--shard=full", "--wrap=blocks"],
                   ["--world-size=4", "--shard=hybrid:2", "--param-dtype=bf16"],
-                  ["--world-size=2", "--shard=full", "--offload=cpu"]):
+                  ["--world-size=2", "--shard=full", "--offload=cpu"],
+                  # The gradient norm's buffers and the grad_norm output.
+                  ["--world-size=2", "--shard=full", "--clip-grad-norm=1"],
+                  ["--world-size=2", "--shard=none", "--clip-grad-norm=1",
+                   "--clip-norm-type=inf"]):
         plan = os.path.join(workdir, "step.plan")
         run([args.fsdp_opt, MODEL, "-o", plan, *flags])
         metrics = os.path.join(workdir, "metrics.jsonl")

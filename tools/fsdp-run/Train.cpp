@@ -27,6 +27,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -185,6 +186,10 @@ Status TrainingRun::save(const std::string &dir, StepRecord *record) {
 Status TrainingRun::runSteps(int64_t lastStep) {
   const bool lead = executor_.rank() == 0;
   const int64_t totalSteps = opts_.steps, scheduleSteps = opts_.scheduleSteps();
+  // A plan compiled with --clip-grad-norm or --log-grad-norm outputs the
+  // step's gradient norm (compiler/Transforms/ClipGradients.h).
+  const std::vector<std::string> outputs = executor_.outputNames();
+  const bool gradNorm = std::find(outputs.begin(), outputs.end(), "grad_norm") != outputs.end();
   for (int64_t step = nextStep_; step <= lastStep; ++step) {
     StepRecord record;
     DType lossType = DType::F32;
@@ -203,6 +208,10 @@ Status TrainingRun::runSteps(int64_t lastStep) {
       s = executor_.run(opts_.profile ? &profile_ : nullptr);
     if (s)
       s = executor_.getLoss(record.loss, &lossType);
+    if (s && gradNorm) {
+      record.gradNorm.emplace();
+      s = executor_.getScalarOutput("grad_norm", *record.gradNorm, nullptr, "grad_norm");
+    }
     if (!s)
       return Status::error(cat("step ", step, ": ", s.message()));
     nextStep_ = step + 1;

@@ -66,6 +66,7 @@ static_assert(static_cast<int>(DataType::Float64) == ncclFloat64);
 static_assert(static_cast<int>(DataType::Bfloat16) == ncclBfloat16);
 static_assert(static_cast<int>(RedOp::Sum) == ncclSum);
 static_assert(static_cast<int>(RedOp::Avg) == ncclAvg);
+static_assert(static_cast<int>(RedOp::Max) == ncclMax);
 static_assert(sizeof(ncclUniqueId) == NCCL_UNIQUE_ID_BYTES);
 
 Status cudaFailure(cudaError_t error, const std::string &what) {
@@ -266,7 +267,7 @@ private:
       return text;
     text += cat("(", c.count, " x ", nccl::dataTypeName(c.datatype));
     if (c.function == nccl::Function::ReduceScatter || c.function == nccl::Function::AllReduce)
-      text += c.op == RedOp::Avg ? ", avg" : ", sum";
+      text += c.op == RedOp::Avg ? ", avg" : c.op == RedOp::Max ? ", max" : ", sum";
     if (c.function == nccl::Function::Broadcast)
       text += cat(", root ", c.root);
     return text + cat(") on rank ", rank_, " of ", size_);

@@ -198,6 +198,15 @@ TEST(CompileOptionsTest, NumericFlags) {
   EXPECT_EQ(opts.memBudget, int64_t(85899345920));
   EXPECT_EQ(parsed({"--prefetch=3"}).prefetch, 3);
   EXPECT_EQ(parsed({"--limit-all-gathers=4"}).limitAllGathers, 4);
+  // Gradient clipping: off unless asked; any of its flags computes the norm.
+  EXPECT_FALSE(gradNormRequested(parsed({})));
+  opts = parsed({"--clip-grad-norm=1.5", "--clip-norm-type=inf"});
+  EXPECT_EQ(opts.clipGradNorm, 1.5);
+  EXPECT_EQ(opts.clipNormType, ClipNormType::Inf);
+  EXPECT_TRUE(gradNormRequested(opts));
+  EXPECT_EQ(parsed({"--clip-grad-norm=2"}).clipNormType, ClipNormType::Two);
+  EXPECT_TRUE(parsed({"--log-grad-norm"}).logGradNorm);
+  EXPECT_TRUE(gradNormRequested(parsed({"--log-grad-norm"})));
 }
 
 TEST(CompileOptionsTest, InvalidValuesNameTheFlagAndValidValues) {
@@ -252,6 +261,11 @@ TEST(CompileOptionsTest, InvalidValuesNameTheFlagAndValidValues) {
       {"--weight-decay=-0.01", "must be >= 0"},
       {"--momentum=-0.5", "must be >= 0"},
       {"--mem-budget=0", "must be > 0"},
+      {"--clip-grad-norm=-1", "must be > 0"},
+      {"--clip-grad-norm=0", "must be > 0"},
+      {"--clip-grad-norm=abc", "must be a finite number"},
+      {"--clip-grad-norm=inf", "must be a finite number"},
+      {"--clip-norm-type=1", "valid: 2, inf"},
       {"--mem-budget=80gb",
        "unknown unit 'gb'; valid: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"},
   };
@@ -394,6 +408,14 @@ TEST(CompileOptionsTest, ByteSizes) {
 TEST(CompileOptionsTest, CrossFlagRules) {
   const std::pair<std::vector<std::string>, std::string> cases[] = {
       {{"--world-size=8", "--shard=hybrid:4"}, ""},
+      {{"--clip-grad-norm=1", "--clip-norm-type=inf"}, ""},
+      {{"--clip-norm-type=inf"}, "--clip-norm-type requires --clip-grad-norm=MAX"},
+      {{"--mode=forward", "--clip-grad-norm=1"}, "--clip-grad-norm requires --mode=train"},
+      {{"--mode=forward", "--log-grad-norm"}, "--log-grad-norm requires --mode=train"},
+      {{"--emit=mlir", "--stop-after=shard", "--log-grad-norm"}, ""},
+      {{"--emit=mlir", "--stop-after=checkpoint", "--clip-grad-norm=1"},
+       "--clip-grad-norm acts after the shard stage, which this output does not run (it "
+       "needs --emit=plan or --emit=report, or --emit=mlir with --stop-after=shard or later)"},
       {{"--world-size=8", "--shard=hybrid:8"}, ""},
       {{"--world-size=8", "--shard=hybrid:1"}, ""},
       {{"--world-size=8", "--shard=hybrid:3"},
@@ -546,7 +568,10 @@ TEST(CompileOptionsTest, UsageListsEveryFlagWithValuesAndDefault) {
         "offload=none|cpu ",
         "mem-budget=SIZE ",
         "device=h100|a100|cpu ",
-        "report-format=text|json "})
+        "report-format=text|json ",
+        "clip-grad-norm=X ",
+        "clip-norm-type=2|inf ",
+        "log-grad-norm "})
     EXPECT_NE(text.find("\n  --" + std::string(flag)), std::string::npos)
         << flag;
   // Defaults are rendered from CompileOptions, one per flag.

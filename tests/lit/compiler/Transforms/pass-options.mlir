@@ -25,9 +25,9 @@
 // RUN: not fsdp-opt %s --dump-pass-pipeline -o /dev/null --pass-pipeline='builtin.module(fsdp-apply-optimizer{optimizer=sgd momentum=0.9},fsdp-recompute-activations{ckpt=selective blocks=0,2 device=cpu},fsdp-shard-parameters{world-size=4 shard=hybrid:2 wrap=regex:layers\.[0-9] param-dtype=bf16})' 2>&1 | FileCheck %s --check-prefix=PRINT
 // PRINT: fsdp-apply-optimizer{{{.*}}momentum=9.000000e-01{{.*}} optimizer=sgd
 // PRINT-SAME: fsdp-recompute-activations{blocks=0,2 ckpt=selective device=cpu}
-// PRINT-SAME: fsdp-shard-parameters{param-dtype=bf16 reduce-dtype=f32 shard=hybrid:2 world-size=4 wrap=regex:layers\.[0-9]}
+// PRINT-SAME: fsdp-shard-parameters{align-shards=false param-dtype=bf16 reduce-dtype=f32 shard=hybrid:2 world-size=4 wrap=regex:layers\.[0-9]}
 // RUN: not fsdp-opt %s --dump-pass-pipeline -o /dev/null --pass-pipeline='builtin.module(fsdp-shard-parameters{wrap=size:20 shard=grad-op})' 2>&1 | FileCheck %s --check-prefix=DEFAULTS
-// DEFAULTS: fsdp-shard-parameters{param-dtype=f32 reduce-dtype=f32 shard=grad-op world-size=1 wrap=size:20}
+// DEFAULTS: fsdp-shard-parameters{align-shards=false param-dtype=f32 reduce-dtype=f32 shard=grad-op world-size=1 wrap=size:20}
 
 module {
 }

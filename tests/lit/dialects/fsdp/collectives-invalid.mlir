@@ -75,8 +75,8 @@ func.func @scatter_uneven(%x: tensor<10xf32>) -> tensor<3xf32> {
 // -----
 
 func.func @bad_reduction(%x: tensor<8xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{reduction must be "sum" or "avg", not "max"}}
-  %0 = fsdp.reduce_scatter %x {groups = array<i64: 0, 1>, group_size = 2, reduction = "max"} : tensor<8xf32> -> tensor<4xf32>
+  // expected-error @+1 {{reduction must be "sum", "avg" or "max", not "min"}}
+  %0 = fsdp.reduce_scatter %x {groups = array<i64: 0, 1>, group_size = 2, reduction = "min"} : tensor<8xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 

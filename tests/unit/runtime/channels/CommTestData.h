@@ -14,6 +14,7 @@
 #include "runtime/channels/Communicator.h"
 #include "runtime/support/Half.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -49,7 +50,7 @@ inline Bytes rankData(DType dtype, int rank, int64_t count, uint64_t salt = 0) {
 }
 
 /// Sequential reference: element `offset + i` of every input, added in rank
-/// order in the compute type, divided once for Avg.
+/// order in the compute type, divided once for Avg; or their largest (Max).
 inline Bytes reference(DType dtype, ReduceOp op, const std::vector<Bytes> &inputs, int64_t offset,
                 int64_t count) {
   const int n = static_cast<int>(inputs.size());
@@ -63,7 +64,7 @@ inline Bytes reference(DType dtype, ReduceOp op, const std::vector<Bytes> &input
       };
       float acc = at(0);
       for (int s = 1; s < n; ++s)
-        acc += at(s);
+        acc = op == ReduceOp::Max ? std::max(acc, at(s)) : acc + at(s);
       if (op == ReduceOp::Avg)
         acc /= static_cast<float>(n);
       if (dtype == DType::F32)
@@ -72,16 +73,24 @@ inline Bytes reference(DType dtype, ReduceOp op, const std::vector<Bytes> &input
         reinterpret_cast<uint16_t *>(out.data())[i] = floatToBf16(acc);
     } else if (dtype == DType::F64) {
       double acc = reinterpret_cast<const double *>(inputs[0].data())[k];
-      for (int s = 1; s < n; ++s)
-        acc += reinterpret_cast<const double *>(inputs[s].data())[k];
+      for (int s = 1; s < n; ++s) {
+        const double v = reinterpret_cast<const double *>(inputs[s].data())[k];
+        acc = op == ReduceOp::Max ? std::max(acc, v) : acc + v;
+      }
       if (op == ReduceOp::Avg)
         acc /= n;
       reinterpret_cast<double *>(out.data())[i] = acc;
     } else {
+      const int64_t *first = reinterpret_cast<const int64_t *>(inputs[0].data());
       uint64_t acc = 0; // i64 wraps like the communicator's
-      for (int s = 0; s < n; ++s)
-        acc += static_cast<uint64_t>(reinterpret_cast<const int64_t *>(inputs[s].data())[k]);
-      reinterpret_cast<int64_t *>(out.data())[i] = static_cast<int64_t>(acc);
+      int64_t largest = first[k];
+      for (int s = 0; s < n; ++s) {
+        const int64_t v = reinterpret_cast<const int64_t *>(inputs[s].data())[k];
+        acc += static_cast<uint64_t>(v);
+        largest = std::max(largest, v);
+      }
+      reinterpret_cast<int64_t *>(out.data())[i] =
+          op == ReduceOp::Max ? largest : static_cast<int64_t>(acc);
     }
   }
   return out;
@@ -111,7 +120,9 @@ struct TypeOp {
 inline const TypeOp kReductions[] = {{DType::F32, ReduceOp::Sum}, {DType::F32, ReduceOp::Avg},
                               {DType::F64, ReduceOp::Sum}, {DType::F64, ReduceOp::Avg},
                               {DType::BF16, ReduceOp::Sum}, {DType::BF16, ReduceOp::Avg},
-                              {DType::I64, ReduceOp::Sum}};
+                              {DType::I64, ReduceOp::Sum}, {DType::F32, ReduceOp::Max},
+                              {DType::F64, ReduceOp::Max}, {DType::BF16, ReduceOp::Max},
+                              {DType::I64, ReduceOp::Max}};
 
 /// The concatenation of every rank's rankData: what allGather returns.
 inline Bytes concatenated(const std::vector<Bytes> &parts) {

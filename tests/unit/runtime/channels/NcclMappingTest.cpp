@@ -66,7 +66,8 @@ template <typename T> void storeAs(uint8_t *p, T v) { std::memcpy(p, &v, sizeof(
 
 /// out = reduction over inputs (in order) of `count` elements of NCCL type
 /// `t`: floats in their compute type (float for the 16-bit ones, rounded
-/// once when stored), integers wrapping; avg divides the sum once.
+/// once when stored), integers wrapping; avg divides the sum once; max
+/// keeps the largest.
 template <typename Stored, typename Compute, typename Load, typename Store>
 void reduceTyped(const std::vector<const uint8_t *> &in, uint8_t *out, size_t count, RedOp op,
                  Load load, Store store) {
@@ -75,7 +76,9 @@ void reduceTyped(const std::vector<const uint8_t *> &in, uint8_t *out, size_t co
     Compute acc = load(in[0] + i * es);
     for (size_t s = 1; s < in.size(); ++s) {
       Compute x = load(in[s] + i * es);
-      if constexpr (std::is_integral_v<Compute>)
+      if (op == RedOp::Max)
+        acc = acc < x ? x : acc;
+      else if constexpr (std::is_integral_v<Compute>)
         acc = static_cast<Compute>(static_cast<std::make_unsigned_t<Compute>>(acc) +
                                    static_cast<std::make_unsigned_t<Compute>>(x));
       else
@@ -94,7 +97,7 @@ void reducePlain(const std::vector<const uint8_t *> &in, uint8_t *out, size_t co
 
 std::string reduceNccl(DataType t, RedOp op, const std::vector<const uint8_t *> &in, uint8_t *out,
                        size_t count) {
-  if (op != RedOp::Sum && op != RedOp::Avg)
+  if (op != RedOp::Sum && op != RedOp::Avg && op != RedOp::Max)
     return "unknown ncclRedOp_t";
   switch (t) {
   case DataType::Int8: reducePlain<int8_t>(in, out, count, op); break;
@@ -374,7 +377,7 @@ std::vector<Scenario> scenarios(int size) {
                        }});
         if (!commtest::reducible(t))
           continue;
-        for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
+        for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max}) {
           if (op == ReduceOp::Avg && !isFloat(t))
             continue;
           out.push_back({cat("reduceScatter ", dtypeName(t), " ", reduceOpName(op), " x", count,

@@ -521,8 +521,8 @@ TEST_F(ShardedPlanTest, CollectiveGroupsAreChecked) {
   EXPECT_REFUSED(instructionRefusal(0, {Kernel::AllGather, {Shard}, {Full}, {}, {}}),
                  "too few for [group_size, ranks...]");
   EXPECT_REFUSED(
-      instructionRefusal(2, {Kernel::ReduceScatter, {GFlat}, {GShard}, {2, 4, 0, 1, 2, 3}, {}}),
-      "reduction 2 is neither 0 (sum) nor 1 (avg)");
+      instructionRefusal(2, {Kernel::ReduceScatter, {GFlat}, {GShard}, {3, 4, 0, 1, 2, 3}, {}}),
+      "reduction 3 is none of 0 (sum), 1 (avg) and 2 (max)");
   EXPECT_REFUSED(instructionRefusal(3, {Kernel::AllReduce, {GShard}, {GShard}, {0, 3, 0, 1, 2, 3}, {}}),
                  "group size 3 does not divide the world size 4");
   EXPECT_REFUSED(instructionRefusal(3, {Kernel::AllReduce, {GShard}, {GShard}, {0, 0, 0, 1, 2, 3}, {}}),

@@ -69,6 +69,15 @@ TEST(TrainLogTest, MetricsLineHasEveryKey) {
   saved.checkpointBytes = 4096;
   EXPECT_EQ(field(metricsLine(saved), "checkpoint_s"), "0.25");
   EXPECT_EQ(field(metricsLine(saved), "checkpoint_bytes"), "4096");
+  // A plan that outputs the gradient norm (--clip-grad-norm, --log-grad-norm)
+  // logs it after lr, as the f32 it is (9 digits round-trip), null if not finite.
+  EXPECT_EQ(metricsLine(record()).find("grad_norm"), std::string::npos);
+  StepRecord clipped = record();
+  clipped.gradNorm = static_cast<double>(1.2345678f);
+  EXPECT_EQ(field(metricsLine(clipped), "grad_norm"), "1.23456776");
+  EXPECT_LT(metricsLine(clipped).find("\"lr\""), metricsLine(clipped).find("\"grad_norm\""));
+  clipped.gradNorm = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(field(metricsLine(clipped), "grad_norm"), "null");
 }
 
 TEST(TrainLogTest, LossAndLrRoundTripExactly) {
@@ -97,6 +106,10 @@ TEST(TrainLogTest, ConsoleLineAndBytes) {
   StepRecord noTokens = record();
   noTokens.tokens = 0;
   EXPECT_EQ(consoleLine(noTokens), "step 5/100 loss 4.123456 lr 1.000e-03 16.0 samples/s 12.3 MiB");
+  StepRecord clipped = record();
+  clipped.gradNorm = 0.51234;
+  EXPECT_EQ(consoleLine(clipped),
+            "step 5/100 loss 4.123456 lr 1.000e-03 grad_norm 0.5123 1024 tok/s 12.3 MiB");
   EXPECT_EQ(formatBytes(0), "0 B");
   EXPECT_EQ(formatBytes(1023), "1023 B");
   EXPECT_EQ(formatBytes(1536), "1.5 KiB");

@@ -59,6 +59,15 @@ from gradcheck_cases import CASES, DIRECTIONS, DTYPES, LOSS_TOLERANCE, OPSET, Ca
 # ---------------------------------------------------------------------------
 # Model files, safetensors, and the runs.
 
+def tensor_type(dtype):
+    """ONNX's element type of a numpy dtype: onnx.helper's function where it
+    exists (onnx >= 1.13; onnx.mapping is gone from 1.17 on), onnx.mapping's
+    table on Debian's onnx 1.12."""
+    if hasattr(helper, "np_dtype_to_tensor_dtype"):
+        return helper.np_dtype_to_tensor_dtype(numpy.dtype(dtype))
+    return onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[numpy.dtype(dtype)]
+
+
 def save_model(c, probes, path, train):
     """The case's nodes, the probe of each output, and the loss named 'loss'
     (Cast to float for training, see the header)."""
@@ -87,8 +96,8 @@ def save_model(c, probes, path, train):
         loss_type = TensorProto.DOUBLE
     initializers = [numpy_helper.from_array(v, k) for k, v in c.params.items()]
     initializers += [numpy_helper.from_array(v, k) for k, v in c.consts.items()]
-    inputs = [helper.make_tensor_value_info(
-        k, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[v.dtype], list(v.shape)) for k, v in c.inputs.items()]
+    inputs = [helper.make_tensor_value_info(k, tensor_type(v.dtype), list(v.shape))
+              for k, v in c.inputs.items()]
     graph = helper.make_graph(nodes, "gradcheck", inputs,
                               [helper.make_tensor_value_info("loss", loss_type, [])],
                               initializer=initializers)

@@ -44,6 +44,11 @@ struct StepRecord {
   /// and the bytes it wrote.
   double checkpointSeconds = -1;
   uint64_t checkpointBytes = 0;
+  /// Validation (fsdp-run --eval-data) run after this step: the mean loss
+  /// over its batches and ranks ("val_loss", 17 digits) and its wall time
+  /// ("eval_time_s"), which stepSeconds does not include.
+  std::optional<double> valLoss;
+  double evalSeconds = 0;
 };
 
 /// The JSON object of a --metrics line, without the newline. A non-finite

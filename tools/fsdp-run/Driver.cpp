@@ -124,6 +124,8 @@ const char *kUsage =
     "                [--save-weights=FILE.safetensors] [--outputs=DIR] [--weights=FILE]\n"
     "                [--save=DIR [--save-every=K] [--keep=N] [--save-format=sharded|full]]\n"
     "                [--resume=DIR]\n"
+    "                [--eval-data=FILE | --eval-input=NAME=FILE.npy ...]\n"
+    "                [--eval-every=K] [--eval-batches=M]\n"
     "                [--world-size=N] [--collective-timeout=SECONDS]\n"
     "                [--device=NAME] [--tf32] [--cuda-graphs=on|off]\n"
     "                [--time] [--profile] [--dump]\n"
@@ -156,6 +158,16 @@ const char *kUsage =
     "                         the step to reach; either format loads into any plan of\n"
     "                         the model (with --steps at its step and --save:\n"
     "                         resharding); the plan's initial weights are not read\n"
+    "  --eval-data=FILE       validation: a token file (as --data) evaluated with the\n"
+    "                         training plan's forward pass (the same parameter shards)\n"
+    "                         after every --eval-every=K steps and after the last one\n"
+    "                         (default: the last one only); val_loss, the mean loss\n"
+    "                         over --eval-batches=M batches (default: every whole batch\n"
+    "                         the file holds), goes to the console and --metrics.\n"
+    "                         Evaluation batch e reads samples e*B + j, j < B, the same\n"
+    "                         M batches each time; ids must lie in the vocabulary\n"
+    "  --eval-input=NAME=FILE.npy  validation samples of input NAME (as --input), one\n"
+    "                         per input, instead of --eval-data\n"
     "  --outputs=DIR          write each graph output to DIR/<name>.npy (after the\n"
     "                         last step)\n"
     "  --weights=FILE         parameters from this safetensors file instead of the\n"
@@ -250,19 +262,22 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
                         : flag == "--save-weights" ? &opts.saveWeightsPath
                         : flag == "--save"         ? &opts.saveDir
                         : flag == "--resume"       ? &opts.resumePath
+                        : flag == "--eval-data"    ? &opts.evalDataPath
                                                    : nullptr;
     if (path) {
       if (value.empty())
         return fail(flag + " needs a file name (" + flag + "=FILE)");
       *path = value;
-    } else if (flag == "--input") {
+    } else if (flag == "--input" || flag == "--eval-input") {
       size_t split = value.find('=');
       if (split == std::string::npos || split == 0 || split + 1 == value.size())
-        return fail("--input needs NAME=FILE.npy, got '" + value + "'");
-      if (!opts.inputs.emplace(value.substr(0, split), value.substr(split + 1)).second)
-        return fail("--input " + value.substr(0, split) + " given twice");
+        return fail(flag + " needs NAME=FILE.npy, got '" + value + "'");
+      auto &inputs = flag == "--input" ? opts.inputs : opts.evalInputs;
+      if (!inputs.emplace(value.substr(0, split), value.substr(split + 1)).second)
+        return fail(flag + " " + value.substr(0, split) + " given twice");
     } else if (flag == "--steps" || flag == "--world-size" || flag == "--log-every" ||
-               flag == "--save-every" || flag == "--keep") {
+               flag == "--save-every" || flag == "--keep" || flag == "--eval-every" ||
+               flag == "--eval-batches") {
       int64_t n;
       if (!parseInt(value, n) || n < 1)
         return fail(flag + ": invalid value '" + value + "'; must be an integer >= 1");
@@ -274,6 +289,10 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
         opts.saveEvery = n;
       else if (flag == "--keep")
         opts.keep = n;
+      else if (flag == "--eval-every")
+        opts.evalEvery = n;
+      else if (flag == "--eval-batches")
+        opts.evalBatches = n;
       else
         opts.logEvery = n;
     } else if (flag == "--collective-timeout") {
@@ -340,6 +359,12 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
   if ((opts.saveEvery || opts.keep || opts.saveFormat) && opts.saveDir.empty())
     return fail(std::string(opts.saveEvery ? "--save-every" : opts.keep ? "--keep" : "--save-format") +
                 " needs --save=DIR (where checkpoints go)");
+  if ((opts.evalEvery || opts.evalBatches) && opts.evalDataPath.empty() && opts.evalInputs.empty())
+    return fail(std::string(opts.evalEvery ? "--eval-every" : "--eval-batches") +
+                " needs evaluation data (--eval-data=FILE or --eval-input=NAME=FILE.npy)");
+  if (!opts.evalDataPath.empty() && !opts.evalInputs.empty())
+    return fail("--eval-input=" + opts.evalInputs.begin()->first + ": the evaluation inputs "
+                "come from --eval-data=" + opts.evalDataPath + " (give one of the two)");
   if (!opts.weightsPath.empty() && !opts.resumePath.empty())
     return fail("--weights and --resume both give the parameters (a checkpoint holds them); "
                 "give one");
@@ -364,6 +389,10 @@ std::string trainingFlagGiven(const RunOptions &opts) {
     return "--lr";
   if (opts.logEvery)
     return "--log-every";
+  if (!opts.evalDataPath.empty())
+    return "--eval-data";
+  if (!opts.evalInputs.empty())
+    return "--eval-input";
   return "";
 }
 

@@ -60,6 +60,12 @@ struct RunOptions {
   std::string saveDir, resumePath;
   std::optional<int64_t> saveEvery, keep;
   std::optional<rt::CheckpointFormat> saveFormat; // --save-format, sharded when not given
+  // Validation (Eval.h): a token file or one .npy per input, how often
+  // (every K steps; after the last step only when not given) and how many
+  // batches (every whole batch of the data when not given).
+  std::string evalDataPath;
+  std::map<std::string, std::string> evalInputs; // name -> .npy path
+  std::optional<int64_t> evalEvery, evalBatches;
 };
 
 /// fsdp-run's program: parses argv (fsdp-run's flags), runs and returns the

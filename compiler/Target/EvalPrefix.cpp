@@ -1,9 +1,9 @@
 //===- EvalPrefix.cpp - the part of a training step an evaluation runs ----===//
 //
 // A depth-first walk back from the loss instruction over its producers:
-// for a buffer read at instruction i, the latest writer before i (SSA
-// values are written once per step; a persistent buffer rewritten later in
-// the step, as an optimizer's, is read by the forward before that write);
+// for a buffer read at instruction i, the latest writer before i, none if
+// no instruction writes it before i (a parameter or an input, held from
+// before the step; the optimizer rewriting it later is no producer);
 // for an event waited on, the latest signaller before i, or the first
 // signaller at all when none precedes it (a schedule error the prefix must
 // still cover, so the runtime would wait for it rather than hang).
@@ -17,13 +17,15 @@
 namespace fsdp {
 namespace {
 
-/// The latest index < `before` in `indices` (sorted ascending), or the first
-/// one when none is earlier; -1 when `indices` is empty.
-int64_t latestBefore(const std::vector<uint32_t> &indices, size_t before) {
-  if (indices.empty())
-    return -1;
+/// The latest index < `before` in `indices` (sorted ascending); when none
+/// is earlier, the first one if `orLater`, else -1 (as for an empty list).
+int64_t latestBefore(const std::vector<uint32_t> &indices, size_t before, bool orLater) {
   auto it = std::lower_bound(indices.begin(), indices.end(), before);
-  return it == indices.begin() ? indices.front() : *std::prev(it);
+  if (it != indices.begin())
+    return *std::prev(it);
+  if (orLater && !indices.empty())
+    return indices.front();
+  return -1;
 }
 
 } // namespace
@@ -59,10 +61,10 @@ uint32_t evalPrefixEnd(const std::vector<InstructionDesc> &instructions, size_t 
     last = std::max(last, i);
     for (uint32_t in : instructions[i].inputs)
       if (in < writers.size())
-        visit(latestBefore(writers[in], i));
+        visit(latestBefore(writers[in], i, /*orLater=*/false));
     for (uint32_t e : instructions[i].waits)
       if (e < signallers.size())
-        visit(latestBefore(signallers[e], i));
+        visit(latestBefore(signallers[e], i, /*orLater=*/true));
   }
   return static_cast<uint32_t>(last + 1);
 }

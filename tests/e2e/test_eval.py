@@ -115,14 +115,16 @@ def val_losses(records):
     return {r["step"]: r["val_loss"] for r in records if "val_loss" in r}
 
 
-def torch_reference(s, world):
+def torch_reference(s, world, shift=0):
     """Training losses and {step: val_loss} of torch on the global batch of
-    b x world samples, evaluating with model.eval() under no_grad."""
+    b x world samples, evaluating with model.eval() under no_grad (on
+    evaluation batches shift .. shift + M - 1: a negative control)."""
     model = tp.torch_model(s.entry, s.onnx)
     optimizer = tp.ADAMW.build(list(model.named_parameters()))
     batch = s.b * world
     idx, targets = tp.token_windows(s.train_tokens, STEPS, batch, s.T)
-    vidx, vtargets = tp.token_windows(s.val_tokens, EVAL_BATCHES, batch, s.T)
+    vidx, vtargets = tp.token_windows(s.val_tokens, EVAL_BATCHES + shift, batch, s.T)
+    vidx, vtargets = vidx[shift * batch:], vtargets[shift * batch:]
     losses, evals = [], {}
     for step in range(STEPS):
         rows_ = slice(step * batch, (step + 1) * batch)
@@ -158,6 +160,10 @@ def parity_row(s, world, flags):
             problems.append(f"val_loss differs from torch's eval() loss by {worst:.2e} relative")
         if loss_rel > tp.LOSS_TOLERANCE:
             problems.append(f"training loss differs from torch's by {loss_rel:.2e} relative")
+        # Negative control: the comparison must reject other batches.
+        shifted = torch_reference(s, world, shift=1)[1]
+        if max(abs(ours[k] - shifted[k]) / abs(shifted[k]) for k in shifted) <= tp.LOSS_TOLERANCE:
+            problems.append("the comparison accepted torch's loss on the next batches")
         return problems
     return (f"world {world} {' '.join(flags) or '(unsharded)'}: val_loss vs torch eval()", body)
 
@@ -280,8 +286,10 @@ def main():
         table = [
             parity_row(s, 1, []),
             parity_row(s, 2, full2),
-            bitwise_row(s, "world 1: --ckpt=blocks gives the same val_loss bits", [],
-                        [["--ckpt=blocks"]]),
+            bitwise_row(s, "world 1: --shard=full, grad-op, none and --ckpt=blocks give the "
+                           "unsharded val_loss bits", [],
+                        [["--world-size=1", "--shard=full"], ["--world-size=1", "--shard=grad-op"],
+                         ["--world-size=1", "--shard=none"], ["--ckpt=blocks"]]),
             bitwise_row(s, "world 2: grad-op, none, --ckpt=blocks, --prefetch=1, --offload=cpu "
                            "give full's val_loss bits", full2,
                         [["--world-size=2", "--shard=grad-op"],

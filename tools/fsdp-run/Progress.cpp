@@ -24,8 +24,8 @@ void Progress::update(const rt::StepRecord &record) {
   // A step followed by a validation always prints its line, and on a
   // terminal keeps it above the bar.
   if (record.valLoss) {
-    std::fprintf(out_, "%s%s (validation: %.3f s)\n", terminal_ && drawn_ ? "\r\033[K" : "",
-                 rt::consoleLine(record).c_str(), record.evalSeconds);
+    std::fprintf(out_, "%s%s (validation: %.2f ms)\n", terminal_ && drawn_ ? "\r\033[K" : "",
+                 rt::consoleLine(record).c_str(), record.evalSeconds * 1e3);
     std::fflush(out_);
     drawn_ = false;
     return;

@@ -16,6 +16,7 @@
 #include "compiler/Autodiff/BuildTrainStep.h"
 
 #include "compiler/Transforms/Passes.h"
+#include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
 #include "dialects/nn/gradients/GradientBuilder.h"
 
@@ -137,6 +138,10 @@ LogicalResult TrainStepBuilder::run() {
   Value loss = ret.getOperand(0);
   if (!varied.count(loss))
     return step.emitError("the loss does not depend on any trainable parameter");
+  // The op computing the loss marks where an evaluation's forward pass
+  // ends (the plan's eval prefix, compiler/Target/EvalPrefix.h).
+  if (Operation *lossOp = loss.getDefiningOp())
+    lossOp->setAttr(dist::kEvalLossAttr, UnitAttr::get(step.getContext()));
   OpBuilder builder(ret);
   nn::GradientBuilder seed(builder, loss.getLoc());
   grads[loss] = seed.reshape(seed.scalarLike(loss, 1.0), nn::shapeOfValue(loss));

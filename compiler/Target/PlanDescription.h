@@ -99,6 +99,8 @@ struct PlanDescription {
   std::string lossOutput;
   double baseLr = 0.0;
   std::optional<PredictionDesc> prediction;
+  /// The evaluation prefix (plan.fbs eval_end, eval_loss_buffer).
+  uint32_t evalEnd = 0, evalLossBuffer = rt::kNoBuffer;
 };
 
 } // namespace fsdp

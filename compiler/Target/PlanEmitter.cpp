@@ -18,6 +18,7 @@
 #include "compiler/Target/PlanEmitter.h"
 
 #include "compiler/Analysis/CostModel.h"
+#include "compiler/Target/EvalPrefix.h"
 #include "compiler/Target/PlanPlacement.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
@@ -115,6 +116,27 @@ LogicalResult buildParameterTable(func::FuncOp func, const PlanPlacement &placem
   return success();
 }
 
+/// The evaluation prefix of a training step: up to the first instruction
+/// of an op marked fsdp.eval_loss (recomputed clones copy the mark, but
+/// the forward's own op comes first), reading its scalar float result.
+/// Steps without the mark (IR written before it existed) get none.
+void describeEvalPrefix(const PlanPlacement &placement, PlanDescription &plan) {
+  for (size_t i = 0; i < placement.instructions.size(); ++i) {
+    Operation *op = placement.instructions[i].op;
+    if (!op || !op->hasAttr(dist::kEvalLossAttr))
+      continue;
+    for (Value result : op->getResults()) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!type || type.getNumElements() != 1 || !isa<FloatType>(type.getElementType()))
+        continue;
+      plan.evalEnd = evalPrefixEnd(plan.instructions, i);
+      plan.evalLossBuffer = placement.bufferOf(result);
+      return;
+    }
+    return;
+  }
+}
+
 /// The plan's header fields from the options.
 void describeStep(func::FuncOp func, const PlanEmitOptions &options, PlanDescription &plan) {
   auto source = func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(nn::kSourceAttr);
@@ -168,6 +190,8 @@ LogicalResult emitStep(func::FuncOp func, const PlanEmitOptions &options,
   plan.numStreams = placement.numStreams;
   plan.numEvents = placement.numEvents;
   describeStep(func, options, plan);
+  if (options.mode == "train")
+    describeEvalPrefix(placement, plan);
 
   // In memory (a report) the plan needs no weights: a model planned
   // without its weight files on disk still gets its numbers.

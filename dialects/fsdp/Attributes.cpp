@@ -40,6 +40,7 @@ std::optional<Known> lookup(StringRef name) {
       .Case(kStreamAttr,
             Known{Place::Operation, "an fsdp collective, offload copy or optimizer update"})
       .Case(kRecomputeAttr, Known{Place::Operation, "an operation"})
+      .Case(kEvalLossAttr, Known{Place::Operation, "the op computing the step's loss"})
       .Cases(kUnitAttr, kHostAttr, Known{Place::Argument, "a function argument"})
       .Default(std::nullopt);
 }
@@ -216,6 +217,9 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op, NamedAttribut
                                 << ", not " << value;
     if (stream.getInt() == kHostStream)
       return verifyOnHost(op);
+  } else if (name == kEvalLossAttr) {
+    if (!isa<UnitAttr>(value))
+      return op->emitError("'") << name << "' must be a unit attribute, not " << value;
   } else if (!getName(value)) { // kRecomputeAttr
     return op->emitError("'") << name << "' must name a block (a non-empty string), not " << value;
   }

@@ -39,6 +39,7 @@ def FSDP_Dialect : Dialect {
     | `fsdp.host` | function argument | unit | the argument lives in host memory (`--offload=cpu`) |
     | `fsdp.stream` | `fsdp.all_gather`, `fsdp.reduce_scatter`, `fsdp.all_reduce`; `fsdp.to_device`, `fsdp.to_host`; `nn.adamw`, `nn.sgd` | `i64`: 0, or 1 (collectives), 2 (copies), 3 (updates) | the stream the op runs on: 0 compute (in program order), 1 communication, 2 copy, 3 host (asynchronous; an update there reads host operands only) |
     | `fsdp.recompute` | any op | non-empty string | the op is a recomputed clone of a forward op of the named block |
+    | `fsdp.eval_loss` | any op | unit | the op computes the step's local mean loss, where an evaluation ends (the plan's `eval_end`; on micro-batch 0 only) |
 
     An `fsdp.unit` dictionary has exactly the keys `name` (non-empty
     string, the unit's name), `flat_numel` (`i64`, the unit's flat length:

@@ -58,6 +58,11 @@ inline constexpr llvm::StringLiteral kRecomputeAttr = "fsdp.recompute";
 inline constexpr llvm::StringLiteral kHostAttr = "fsdp.host";
 /// On the module: what --ckpt=auto chose, one line (a string) for the user.
 inline constexpr llvm::StringLiteral kCheckpointChoiceAttr = "fsdp.checkpoint_choice";
+/// On the op computing the step's loss (a unit attribute): this rank's
+/// local mean loss, before any cross-rank average, which an evaluation
+/// runs the step's program up to (compiler/Target/EvalPrefix.h). Passes
+/// that clone the forward keep it on the first copy only (micro-batch 0).
+inline constexpr llvm::StringLiteral kEvalLossAttr = "fsdp.eval_loss";
 
 /// Whether `v` lives in host memory: a function argument marked kHostAttr
 /// or the result of an fsdp.to_host (what the host stream may touch).

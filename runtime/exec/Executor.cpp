@@ -397,6 +397,11 @@ Status Executor::prepareStreams() {
   }
   if (issueOrder_.size() != numInstructions)
     return Status::error(cat(plan_.path(), ": the streams' waits cannot be ordered"));
+  // The prefix is closed under its waits (EvalPrefixCheck.h), so the step's
+  // order restricted to it is an order of its own.
+  for (uint32_t i : issueOrder_)
+    if (i < plan.eval_end())
+      evalOrder_.push_back(i);
   return Status::ok();
 }
 
@@ -760,6 +765,42 @@ Status Executor::getScalarOutput(const std::string &name, double &value, DType *
   if (dtype)
     *dtype = source.dtype;
   return Status::ok();
+}
+
+bool Executor::hasEvalPrefix() const { return plan_.plan().eval_end() > 0; }
+
+Status Executor::runEval(double &loss) {
+  if (!hasEvalPrefix())
+    return Status::error(plan_.path() + ": the plan has no evaluation prefix (compile it again "
+                                        "with this fsdp-opt)");
+  // One call at a time, with no channel groups: an evaluation is rare and
+  // its collectives are the forward's gathers.
+  Status s;
+  if (!streams_.empty())
+    s = device_.beginStep(*streams_[0], step_);
+  std::vector<uint32_t> watched;
+  if (watchdog_) {
+    for (uint32_t i : evalOrder_)
+      if (watchIndex_[i] >= 0)
+        watched.push_back(static_cast<uint32_t>(watchIndex_[i]));
+    watchdog_->stepIssued(static_cast<int64_t>(step_), watched);
+  }
+  for (size_t n = 0; s && n < evalOrder_.size(); ++n)
+    s = enqueue(evalOrder_[n], false);
+  for (std::unique_ptr<Stream> &stream : streams_)
+    if (Status synced = device_.synchronize(*stream); s && !synced)
+      s = synced;
+  if (watchdog_)
+    watchdog_->stepEnded();
+  if (s) {
+    TensorRef source = viewOf(plan_.plan().eval_loss_buffer());
+    uint8_t bytes[8] = {};
+    s = device_.copyToHost(bytes, source.data, dtypeSize(source.dtype));
+    loss = floatScalarToDouble(source.dtype, bytes);
+  }
+  if (!s && worldSize() > 1)
+    abort(s.message());
+  return s;
 }
 
 Status Executor::inputType(const std::string &name, DType &dtype,

@@ -123,6 +123,14 @@ public:
   /// widened to double; `what` names it in errors.
   Status getScalarOutput(const std::string &name, double &value, DType *dtype = nullptr,
                          const char *what = "scalar") const;
+  /// Training plans with an evaluation prefix (plan.fbs eval_end,
+  /// runtime/plan/EvalPrefixCheck.h): runs the step's instructions up to
+  /// this rank's local mean loss (the forward pass, on the inputs set last)
+  /// and returns that loss, widened to double. It changes nothing a step
+  /// keeps, is no step (the step number and dropout seeds stay), and runs
+  /// eagerly even with graphs on. Collective, like run().
+  bool hasEvalPrefix() const;
+  Status runEval(double &loss);
   /// The world this executor runs in (a group of one for a one-rank plan).
   Communicator &world() const { return *comm_; }
   /// The plan it runs, and its content hash.
@@ -255,6 +263,8 @@ private:
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<std::unique_ptr<Event>> events_;
   std::vector<uint32_t> issueOrder_;
+  /// issueOrder_'s instructions of the evaluation prefix (runEval).
+  std::vector<uint32_t> evalOrder_;
   /// At the position in issueOrder_ where a batch starts: how many
   /// instructions it has (collectives issued as one channel group; 1 for
   /// anything else).

@@ -16,6 +16,8 @@
 
 #include "runtime/plan/PlanCheck.h"
 
+#include "runtime/plan/EvalPrefixCheck.h"
+
 #include "runtime/support/DType.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/support/TensorRef.h"
@@ -518,6 +520,7 @@ Status checkPlan(const plan::Plan &plan, const std::string &path) {
   for (size_t i = 0; i < count(plan.parameters()); ++i)
     FSDP_RETURN_IF_ERROR(checkParameter(*plan.parameters()->Get(i), i, plan, path));
   FSDP_RETURN_IF_ERROR(checkPrediction(plan, path));
+  FSDP_RETURN_IF_ERROR(checkEvalPrefix(plan, path));
   return Status::ok();
 }
 

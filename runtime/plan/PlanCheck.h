@@ -8,7 +8,9 @@
 // its row in Kernels.def prescribes, and bindings and parameters point at
 // real buffers. Distributed plans add the collectives' group layouts,
 // Flatten's offsets, the shard units and where each sharded parameter lies
-// in its unit. Errors name the plan file and the offending entry. The
+// in its unit; training plans with an evaluation prefix, that it runs alone
+// without changing the training (EvalPrefixCheck.h). Errors name the plan
+// file and the offending entry. The
 // kernel table's helpers (kernelName, isCollective, readCollectiveGroups)
 // come with this header for its users.
 //

@@ -134,6 +134,8 @@ std::string dumpPlan(const LoadedPlan &loaded) {
        << " loss=\"" << (p.loss_output() ? p.loss_output()->str() : "") << "\" lr="
        << bufferOrNone(p.lr_buffer()) << " step=" << bufferOrNone(p.step_buffer()) << "\n";
   }
+  if (p.eval_end() > 0)
+    os << "eval end=" << p.eval_end() << " loss=" << bufferOrNone(p.eval_loss_buffer()) << "\n";
   // Exact (17 digits), so a test can hold it against the report's numbers.
   if (const plan::CostPrediction *c = p.prediction()) {
     os.precision(17);

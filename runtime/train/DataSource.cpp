@@ -97,6 +97,13 @@ public:
     return Status::ok();
   }
 
+  int64_t distinctSamples() const override {
+    int64_t least = files_.empty() ? 0 : files_[0].samples.shape[0];
+    for (const File &file : files_)
+      least = std::min(least, file.samples.shape[0]);
+    return least;
+  }
+
 private:
   std::vector<File> files_;
   RankLayout layout_;
@@ -128,6 +135,10 @@ public:
   }
 
   int64_t tokensPerStep() const override { return globalBatch_ * seqLen_; }
+  // Starts j * T below n - T - 1 (openTokenFile ensured n >= T + 2).
+  int64_t distinctSamples() const override {
+    return (tokens_.shape[0] - seqLen_ - 2) / seqLen_ + 1;
+  }
 
 private:
   HostTensor tokens_;

@@ -72,6 +72,11 @@ public:
   /// Samples and tokens (0 when not a token source) of one global step.
   int64_t samplesPerStep() const { return globalBatch_; }
   virtual int64_t tokensPerStep() const { return 0; }
+  /// Global samples 0, 1, ... the data holds before the contract's
+  /// indexing wraps around: S for sample files (the smallest file's), the
+  /// windows starting below n - T - 1 for a token file. An evaluation pass
+  /// reads only these (fsdp-run --eval-batches).
+  virtual int64_t distinctSamples() const = 0;
 
 protected:
   /// Allocates batch() for `inputs` once; fill() only writes into it.

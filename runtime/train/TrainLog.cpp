@@ -49,6 +49,10 @@ std::string metricsLine(const StepRecord &r) {
   if (r.checkpointSeconds >= 0)
     line += ", \"checkpoint_s\": " + format("%.6g", r.checkpointSeconds) +
             ", \"checkpoint_bytes\": " + std::to_string(r.checkpointBytes);
+  if (r.valLoss)
+    line += ", \"val_loss\": " +
+            (std::isfinite(*r.valLoss) ? format("%.17g", *r.valLoss) : std::string("null")) +
+            ", \"eval_time_s\": " + format("%.6g", r.evalSeconds);
   line += "}";
   return line;
 }
@@ -74,7 +78,10 @@ std::string consoleLine(const StepRecord &r) {
     line += " " + format("%.0f", perSecond(r.tokens, r.stepSeconds)) + " tok/s";
   else
     line += " " + format("%.1f", perSecond(r.samples, r.stepSeconds)) + " samples/s";
-  return line + " " + formatBytes(r.peakBytes);
+  line += " " + formatBytes(r.peakBytes);
+  if (r.valLoss)
+    line += " val_loss " + format("%.6f", *r.valLoss);
+  return line;
 }
 
 int64_t defaultLogEvery(int64_t totalSteps) {

@@ -3,7 +3,8 @@
 // One record per optimizer step, rendered two ways: a JSON object per line
 // for `--metrics` files (keys step, loss, lr, samples_per_s, tokens_per_s
 // for token runs, step_time_s, peak_bytes, host_bytes and
-// device_context_bytes when there are any; the loss printed with 9
+// device_context_bytes when there are any, val_loss and eval_time_s after
+// a validation; the loss printed with 9
 // significant digits for f32 (17 for f64) so parsing it back in its own
 // type gives the same bits),
 // and a short human line for the console. MetricsFile flushes every line,
@@ -47,6 +48,11 @@ struct StepRecord {
   /// and the bytes it wrote.
   double checkpointSeconds = -1;
   uint64_t checkpointBytes = 0;
+  /// Validation (fsdp-run --eval-data) run after this step: the mean loss
+  /// over its batches and ranks ("val_loss", 17 digits) and its wall time
+  /// ("eval_time_s"), which stepSeconds does not include.
+  std::optional<double> valLoss;
+  double evalSeconds = 0;
 };
 
 /// The JSON object of a --metrics line, without the newline. A non-finite

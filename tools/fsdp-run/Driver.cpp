@@ -127,6 +127,8 @@ const char *kUsage =
     "                [--save-weights=FILE.safetensors] [--outputs=DIR] [--weights=FILE]\n"
     "                [--save=DIR [--save-every=K] [--keep=N] [--save-format=sharded|full]]\n"
     "                [--resume=DIR]\n"
+    "                [--eval-data=FILE | --eval-input=NAME=FILE.npy ...]\n"
+    "                [--eval-every=K] [--eval-batches=M]\n"
     "                [--world-size=N] [--collective-timeout=SECONDS]\n"
     "                [--device=NAME] [--tf32] [--cuda-graphs=on|off]\n"
     "                [--time] [--profile] [--dump]\n"
@@ -155,8 +157,9 @@ const char *kUsage =
     "  --metrics=FILE.jsonl   one JSON line per step: step, loss, lr, samples_per_s,\n"
     "                         tokens_per_s (--data), step_time_s, peak_bytes (the\n"
     "                         plan's), device_context_bytes (cuda: GPU memory in use\n"
-    "                         beyond the plan's), and checkpoint_s, checkpoint_bytes\n"
-    "                         after a save\n"
+    "                         beyond the plan's), checkpoint_s, checkpoint_bytes\n"
+    "                         after a save, and val_loss, eval_time_s after an\n"
+    "                         evaluation (--eval-data)\n"
     "  --plot=FILE.html       rank 0 draws the run's metrics (loss and val_loss, learning\n"
     "                         rate, grad norm, tokens/s, memory, loss scale: those the\n"
     "                         run logs) over steps as a self-contained page (inline\n"
@@ -176,6 +179,16 @@ const char *kUsage =
     "                         the step to reach; either format loads into any plan of\n"
     "                         the model (with --steps at its step and --save:\n"
     "                         resharding); the plan's initial weights are not read\n"
+    "  --eval-data=FILE       validation: a token file (as --data) evaluated with the\n"
+    "                         training plan's forward pass (the same parameter shards)\n"
+    "                         after every --eval-every=K steps and after the last one\n"
+    "                         (default: the last one only); val_loss, the mean loss\n"
+    "                         over --eval-batches=M batches (default: every whole batch\n"
+    "                         the file holds), goes to the console and --metrics.\n"
+    "                         Evaluation batch e reads samples e*B + j, j < B, the same\n"
+    "                         M batches each time; ids must lie in the vocabulary\n"
+    "  --eval-input=NAME=FILE.npy  validation samples of input NAME (as --input), one\n"
+    "                         per input, instead of --eval-data\n"
     "  --outputs=DIR          write each graph output to DIR/<name>.npy (after the\n"
     "                         last step)\n"
     "  --weights=FILE         parameters from this safetensors file instead of the\n"
@@ -278,19 +291,22 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
                         : flag == "--save-weights" ? &opts.saveWeightsPath
                         : flag == "--save"         ? &opts.saveDir
                         : flag == "--resume"       ? &opts.resumePath
+                        : flag == "--eval-data"    ? &opts.evalDataPath
                                                    : nullptr;
     if (path) {
       if (value.empty())
         return fail(flag + " needs a file name (" + flag + "=FILE)");
       *path = value;
-    } else if (flag == "--input") {
+    } else if (flag == "--input" || flag == "--eval-input") {
       size_t split = value.find('=');
       if (split == std::string::npos || split == 0 || split + 1 == value.size())
-        return fail("--input needs NAME=FILE.npy, got '" + value + "'");
-      if (!opts.inputs.emplace(value.substr(0, split), value.substr(split + 1)).second)
-        return fail("--input " + value.substr(0, split) + " given twice");
-    } else if (flag == "--steps" || flag == "--max-steps" || flag == "--world-size" ||
-               flag == "--log-every" || flag == "--save-every" || flag == "--keep") {
+        return fail(flag + " needs NAME=FILE.npy, got '" + value + "'");
+      auto &inputs = flag == "--input" ? opts.inputs : opts.evalInputs;
+      if (!inputs.emplace(value.substr(0, split), value.substr(split + 1)).second)
+        return fail(flag + " " + value.substr(0, split) + " given twice");
+    } else if (flag == "--steps" || flag == "--max-steps" || flag == "--world-size" || flag == "--log-every" ||
+               flag == "--save-every" || flag == "--keep" || flag == "--eval-every" ||
+               flag == "--eval-batches") {
       int64_t n;
       if (!parseInt(value, n) || n < 1)
         return fail(flag + ": invalid value '" + value + "'; must be an integer >= 1");
@@ -304,6 +320,10 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
         opts.saveEvery = n;
       else if (flag == "--keep")
         opts.keep = n;
+      else if (flag == "--eval-every")
+        opts.evalEvery = n;
+      else if (flag == "--eval-batches")
+        opts.evalBatches = n;
       else
         opts.logEvery = n;
     } else if (flag == "--collective-timeout") {
@@ -370,6 +390,12 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
   if ((opts.saveEvery || opts.keep || opts.saveFormat) && opts.saveDir.empty())
     return fail(std::string(opts.saveEvery ? "--save-every" : opts.keep ? "--keep" : "--save-format") +
                 " needs --save=DIR (where checkpoints go)");
+  if ((opts.evalEvery || opts.evalBatches) && opts.evalDataPath.empty() && opts.evalInputs.empty())
+    return fail(std::string(opts.evalEvery ? "--eval-every" : "--eval-batches") +
+                " needs evaluation data (--eval-data=FILE or --eval-input=NAME=FILE.npy)");
+  if (!opts.evalDataPath.empty() && !opts.evalInputs.empty())
+    return fail("--eval-input=" + opts.evalInputs.begin()->first + ": the evaluation inputs "
+                "come from --eval-data=" + opts.evalDataPath + " (give one of the two)");
   if (!opts.weightsPath.empty() && !opts.resumePath.empty())
     return fail("--weights and --resume both give the parameters (a checkpoint holds them); "
                 "give one");
@@ -402,6 +428,10 @@ std::string trainingFlagGiven(const RunOptions &opts) {
     return "--lr";
   if (opts.logEvery)
     return "--log-every";
+  if (!opts.evalDataPath.empty())
+    return "--eval-data";
+  if (!opts.evalInputs.empty())
+    return "--eval-input";
   return "";
 }
 

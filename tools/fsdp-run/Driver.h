@@ -69,6 +69,12 @@ struct RunOptions {
   /// stop the run after the step (StopSignals.h), which every rank agrees
   /// on once a step.
   bool stopOnSignals = false;
+  // Validation (Eval.h): a token file or one .npy per input, how often
+  // (every K steps; after the last step only when not given) and how many
+  // batches (every whole batch of the data when not given).
+  std::string evalDataPath;
+  std::map<std::string, std::string> evalInputs; // name -> .npy path
+  std::optional<int64_t> evalEvery, evalBatches;
 };
 
 /// fsdp-run's program: parses argv (fsdp-run's flags), runs and returns the

@@ -21,6 +21,15 @@ void Progress::update(const rt::StepRecord &record) {
   last_ = record;
   ++steps_;
   seconds_ += record.stepSeconds;
+  // A step followed by a validation always prints its line, and on a
+  // terminal keeps it above the bar.
+  if (record.valLoss) {
+    std::fprintf(out_, "%s%s (validation: %.2f ms)\n", terminal_ && drawn_ ? "\r\033[K" : "",
+                 rt::consoleLine(record).c_str(), record.evalSeconds * 1e3);
+    std::fflush(out_);
+    drawn_ = false;
+    return;
+  }
   if (!terminal_) {
     if (rt::shouldLog(record.step, firstStep_, lastStep_, logEvery_)) {
       std::fprintf(out_, "%s\n", rt::consoleLine(record).c_str());

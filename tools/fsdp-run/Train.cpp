@@ -21,6 +21,7 @@
 #include "runtime/train/MetricsReader.h"
 #include "runtime/train/RunPlot.h"
 #include "runtime/train/TrainLog.h"
+#include "tools/fsdp-run/Eval.h"
 #include "tools/fsdp-run/ProfileReport.h"
 #include "tools/fsdp-run/Progress.h"
 #include "tools/fsdp-run/StopSignals.h"
@@ -37,10 +38,7 @@ namespace fsdp::run {
 
 using namespace fsdp::rt;
 
-namespace {
-
-/// The data source the options describe, for the executor's rank.
-Status openData(const RunOptions &opts, Executor &executor, std::unique_ptr<DataSource> &source) {
+Status openData(const DataFlags &flags, Executor &executor, std::unique_ptr<DataSource> &source) {
   std::vector<InputSpec> specs;
   for (const std::string &name : executor.inputNames()) {
     InputSpec spec;
@@ -50,22 +48,21 @@ Status openData(const RunOptions &opts, Executor &executor, std::unique_ptr<Data
     specs.push_back(std::move(spec));
   }
   RankLayout layout{executor.rank(), executor.worldSize()};
-  if (!opts.dataPath.empty()) {
-    if (!opts.inputs.empty())
-      return Status::error("--input=" + opts.inputs.begin()->first +
-                           ": the plan's inputs come from --data=" + opts.dataPath +
-                           " (give --data or --input, not both)");
-    return openTokenFile(specs, opts.dataPath, layout, source);
+  const std::string data = flags.dataFlag, input = flags.inputFlag;
+  if (!flags.dataPath.empty()) {
+    if (!flags.inputs.empty())
+      return Status::error(input + "=" + flags.inputs.begin()->first +
+                           ": the plan's inputs come from " + data + "=" + flags.dataPath +
+                           " (give " + data + " or " + input + ", not both)");
+    return openTokenFile(specs, flags.dataPath, layout, source);
   }
   for (const InputSpec &spec : specs)
-    if (!opts.inputs.count(spec.name))
-      return Status::error("missing --input=" + spec.name +
+    if (!flags.inputs.count(spec.name))
+      return Status::error("missing " + input + "=" + spec.name +
                            "=FILE.npy (a training plan takes each input as a .npy of samples "
-                           "stacked on dimension 0, or --data=FILE for token models)");
-  return openSampleFiles(specs, opts.inputs, layout, source);
+                           "stacked on dimension 0, or " + data + "=FILE for token models)");
+  return openSampleFiles(specs, flags.inputs, layout, source);
 }
-
-} // namespace
 
 namespace {
 /// The plot's title: the model, the plan and how it is distributed.
@@ -106,8 +103,12 @@ TrainingRun::TrainingRun(const RunOptions &opts, Executor &executor, CollectiveW
 TrainingRun::~TrainingRun() = default;
 
 Status TrainingRun::begin() {
-  if (Status s = openData(opts_, executor_, data_); !s)
+  if (Status s = openData({opts_.dataPath, opts_.inputs, "--data", "--input"}, executor_, data_);
+      !s)
     return s;
+  if (!opts_.evalDataPath.empty() || !opts_.evalInputs.empty())
+    if (Status s = Evaluation::open(opts_, executor_, eval_); !s)
+      return s;
   const bool lead = executor_.rank() == 0; // reports and writes files
   metrics_ = std::make_unique<MetricsFile>();
   if (lead && !opts_.metricsPath.empty())
@@ -216,9 +217,18 @@ Status TrainingRun::runSteps(int64_t lastStep) {
       return Status::error(cat("step ", step, ": ", s.message()));
     nextStep_ = step + 1;
     lastLoss_ = record.loss;
+    record.stepSeconds = since(start);
+    // Collective: every rank evaluates its share of the batches.
+    if (eval_ && eval_->dueAfter(step, totalSteps)) {
+      auto evalStart = std::chrono::steady_clock::now();
+      double valLoss = 0;
+      if (Status v = eval_->run(valLoss); !v)
+        return Status::error(cat("step ", step, ": evaluation: ", v.message()));
+      record.valLoss = valLoss;
+      record.evalSeconds = since(evalStart);
+    }
     if (lead) {
       record.lossIsF64 = lossType == DType::F64;
-      record.stepSeconds = since(start);
       record.samples = data_->samplesPerStep();
       record.tokens = data_->tokensPerStep();
       record.peakBytes = executor_.allocatedBytes();

@@ -21,11 +21,27 @@
 #include "runtime/train/TrainLog.h"
 #include "tools/fsdp-run/Driver.h"
 
+#include <map>
 #include <memory>
+#include <string>
 
 namespace fsdp::run {
 
 class Progress;
+class Evaluation;
+
+/// Where a run's samples come from: a token file or one .npy per input,
+/// and the flags that named them (for messages).
+struct DataFlags {
+  const std::string &dataPath;
+  const std::map<std::string, std::string> &inputs;
+  const char *dataFlag, *inputFlag;
+};
+
+/// The data source `flags` describe (the data contract, RankLayout), for
+/// the executor's rank.
+rt::Status openData(const DataFlags &flags, rt::Executor &executor,
+                    std::unique_ptr<rt::DataSource> &source);
 
 /// One rank's training run in three parts, so that a program embedding a
 /// compiled step (fsdp_step.h) can take steps a few at a time: begin
@@ -63,6 +79,7 @@ private:
   std::unique_ptr<rt::DataSource> data_;
   std::unique_ptr<rt::MetricsFile> metrics_;
   std::unique_ptr<Progress> progress_;
+  std::unique_ptr<Evaluation> eval_; // --eval-data / --eval-input (Eval.h)
   rt::StepProfile profile_;
   double baseLr_ = 0, lastLoss_ = 0;
   int64_t firstStep_ = 1, nextStep_ = 1, logEvery_ = 1;

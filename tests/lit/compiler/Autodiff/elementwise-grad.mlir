@@ -15,7 +15,7 @@
 // CHECK-SAME: %[[B:[a-z0-9]+]]: tensor<3xf32> {nn.param = "b"}) -> (tensor<f32> {nn.output = "loss"}, tensor<3xf32> {nn.grad = "b"})
 // CHECK-NEXT: %[[ADD:[0-9]+]] = nn.add %[[X]], %[[B]]
 // CHECK-SAME: : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[ADD]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[ADD]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -46,7 +46,7 @@ module @add_bias_broadcast {
 // CHECK-SAME: %[[B:[a-z0-9]+]]: tensor<2x3xf32> {nn.param = "b"}) -> (tensor<f32> {nn.output = "loss"}, tensor<2x3xf32> {nn.grad = "a"}, tensor<2x3xf32> {nn.grad = "b"})
 // CHECK-NEXT: %[[ADD:[0-9]+]] = nn.add %[[A]], %[[B]]
 // CHECK-SAME: : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[ADD]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[ADD]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -74,7 +74,7 @@ module @add_same_shape {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<2x1xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<2x1xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[SUB:[0-9]+]] = nn.sub %[[X]], %[[W]]
 // CHECK-SAME: : (tensor<2x3xf32>, tensor<2x1xf32>) -> tensor<2x3xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[SUB]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[SUB]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -105,7 +105,7 @@ module @sub_rhs_broadcast {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<3xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<3xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[W]], %[[X]]
 // CHECK-SAME: : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -138,7 +138,7 @@ module @mul_scale_broadcast {
 // CHECK-SAME: %[[B:[a-z0-9]+]]: tensor<4xf32> {nn.param = "b"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4xf32> {nn.grad = "a"}, tensor<4xf32> {nn.grad = "b"})
 // CHECK-NEXT: %[[DIV:[0-9]+]] = nn.div %[[A]], %[[B]]
 // CHECK-SAME: : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[DIV]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[DIV]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -172,7 +172,7 @@ module @div_both {
 // CHECK-SAME: : tensor<f32>
 // CHECK-NEXT: %[[POW:[0-9]+]] = nn.pow %[[W]], %[[CONSTANT]]
 // CHECK-SAME: : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[POW]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[POW]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT_1:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -210,7 +210,7 @@ module @pow_const_exponent {
 // CHECK-SAME: %[[E:[a-z0-9]+]]: tensor<i64> {nn.input = "e"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[POW:[0-9]+]] = nn.pow %[[W]], %[[E]]
 // CHECK-SAME: : (tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[POW]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[POW]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -249,7 +249,7 @@ module @pow_int_exponent {
 // CHECK-SAME: %[[E:[a-z0-9]+]]: tensor<f32> {nn.param = "e"}) -> (tensor<f32> {nn.output = "loss"}, tensor<f32> {nn.grad = "e"})
 // CHECK-NEXT: %[[POW:[0-9]+]] = nn.pow %[[X]], %[[E]]
 // CHECK-SAME: : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[POW]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[POW]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -289,7 +289,7 @@ module @pow_param_exponent {
 // CHECK-SAME: : tensor<f32>
 // CHECK-NEXT: %[[WHERE:[0-9]+]] = nn.where %[[M]], %[[W]], %[[CONSTANT]]
 // CHECK-SAME: : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[WHERE]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[WHERE]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT_1:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -322,7 +322,7 @@ module @where_mask {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<3xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<3xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[WHERE:[0-9]+]] = nn.where %[[M]], %[[X]], %[[W]]
 // CHECK-SAME: : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[WHERE]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[WHERE]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -355,7 +355,7 @@ module @where_y_broadcast {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[NEG:[0-9]+]] = nn.neg %[[W]]
 // CHECK-SAME: : tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[NEG]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[NEG]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -382,7 +382,7 @@ module @neg {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[RELU:[0-9]+]] = nn.relu %[[W]]
 // CHECK-SAME: : tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[RELU]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[RELU]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -409,7 +409,7 @@ module @relu {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[EXP:[0-9]+]] = nn.exp %[[W]]
 // CHECK-SAME: : tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[EXP]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[EXP]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -436,7 +436,7 @@ module @exp {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[LOG:[0-9]+]] = nn.log %[[W]]
 // CHECK-SAME: : tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[LOG]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[LOG]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -463,7 +463,7 @@ module @log {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[SQRT:[0-9]+]] = nn.sqrt %[[W]]
 // CHECK-SAME: : tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[SQRT]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[SQRT]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -494,7 +494,7 @@ module @sqrt {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[ERF:[0-9]+]] = nn.erf %[[W]]
 // CHECK-SAME: : tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[ERF]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[ERF]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -521,7 +521,7 @@ module @erf {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[TANH:[0-9]+]] = nn.tanh %[[W]]
 // CHECK-SAME: : tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[TANH]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[TANH]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -548,7 +548,7 @@ module @tanh {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[SIGMOID:[0-9]+]] = nn.sigmoid %[[W]]
 // CHECK-SAME: : tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[SIGMOID]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[SIGMOID]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -576,7 +576,7 @@ module @sigmoid {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {nn.param = "w"}) -> (tensor<bf16> {nn.output = "loss"}, tensor<4xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[CAST:[0-9]+]] = nn.cast %[[W]]
 // CHECK-SAME: : tensor<4xf32> to tensor<4xbf16>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[CAST]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[CAST]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xbf16>) -> tensor<bf16>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<bf16>
@@ -608,7 +608,7 @@ module @cast_f32_bf16 {
 // CHECK-SAME: : tensor<4xi32> to tensor<4xf32>
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[CAST_1]], %[[W]]
 // CHECK-SAME: : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>

@@ -14,7 +14,7 @@
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<3x4xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<3x4xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[MATMUL:[0-9]+]] = nn.matmul %[[X]], %[[W]]
 // CHECK-SAME: : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MATMUL]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MATMUL]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -48,7 +48,7 @@ module @matmul_2d_weight {
 // CHECK-SAME: : tensor<4x3xf32> to tensor<3x4xf32>
 // CHECK-NEXT: %[[MATMUL:[0-9]+]] = nn.matmul %[[A]], %[[TRANSPOSE]]
 // CHECK-SAME: : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MATMUL]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MATMUL]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -85,7 +85,7 @@ module @matmul_transposed_weight {
 // CHECK-SAME: : tensor<4x3xf32> to tensor<3x4xf32>
 // CHECK-NEXT: %[[MATMUL:[0-9]+]] = nn.matmul %[[X]], %[[TRANSPOSE]]
 // CHECK-SAME: : (tensor<2x5x3xf32>, tensor<3x4xf32>) -> tensor<2x5x4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MATMUL]] {axes = array<i64: 0, 1, 2>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MATMUL]] {axes = array<i64: 0, 1, 2>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x5x4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -121,7 +121,7 @@ module @matmul_batched_transposed_weight {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<3x4xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<3xf32> {nn.grad = "v"}, tensor<3x4xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[MATMUL:[0-9]+]] = nn.matmul %[[V]], %[[W]]
 // CHECK-SAME: : (tensor<3xf32>, tensor<3x4xf32>) -> tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MATMUL]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MATMUL]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -162,7 +162,7 @@ module @matmul_1d_lhs {
 // CHECK-SAME: %[[V:[a-z0-9]+]]: tensor<3xf32> {nn.param = "v"}) -> (tensor<f32> {nn.output = "loss"}, tensor<2x3xf32> {nn.grad = "a"}, tensor<3xf32> {nn.grad = "v"})
 // CHECK-NEXT: %[[MATMUL:[0-9]+]] = nn.matmul %[[A]], %[[V]]
 // CHECK-SAME: : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MATMUL]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MATMUL]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -242,7 +242,7 @@ module @matmul_dot {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<3x4xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<3x4xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[MATMUL:[0-9]+]] = nn.matmul %[[X]], %[[W]]
 // CHECK-SAME: : (tensor<2x5x3xf32>, tensor<3x4xf32>) -> tensor<2x5x4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MATMUL]] {axes = array<i64: 0, 1, 2>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MATMUL]] {axes = array<i64: 0, 1, 2>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x5x4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -278,7 +278,7 @@ module @matmul_batched_2d_weight {
 // CHECK-SAME: %[[B:[a-z0-9]+]]: tensor<1x3x4xf32> {nn.param = "b"}) -> (tensor<f32> {nn.output = "loss"}, tensor<2x5x3xf32> {nn.grad = "a"}, tensor<1x3x4xf32> {nn.grad = "b"})
 // CHECK-NEXT: %[[MATMUL:[0-9]+]] = nn.matmul %[[A]], %[[B]]
 // CHECK-SAME: : (tensor<2x5x3xf32>, tensor<1x3x4xf32>) -> tensor<2x5x4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MATMUL]] {axes = array<i64: 0, 1, 2>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MATMUL]] {axes = array<i64: 0, 1, 2>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x5x4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -317,7 +317,7 @@ module @matmul_batch_broadcast {
 // CHECK-SAME: %[[C:[a-z0-9]+]]: tensor<4xf32> {nn.param = "c"}) -> (tensor<f32> {nn.output = "loss"}, tensor<2x3xf32> {nn.grad = "a"}, tensor<3x4xf32> {nn.grad = "b"}, tensor<4xf32> {nn.grad = "c"})
 // CHECK-NEXT: %[[GEMM:[0-9]+]] = nn.gemm %[[A]], %[[B]], %[[C]] {alpha = 2.000000e+00 : f32}
 // CHECK-SAME: : (tensor<2x3xf32>, tensor<3x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[GEMM]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[GEMM]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -354,7 +354,7 @@ module @gemm_nn_bias {
 // CHECK-SAME: %[[C:[a-z0-9]+]]: tensor<2x4xf32> {nn.param = "c"}) -> (tensor<f32> {nn.output = "loss"}, tensor<2x3xf32> {nn.grad = "a"}, tensor<4x3xf32> {nn.grad = "b"}, tensor<2x4xf32> {nn.grad = "c"})
 // CHECK-NEXT: %[[GEMM:[0-9]+]] = nn.gemm %[[A]], %[[B]], %[[C]] {beta = 5.000000e-01 : f32, trans_b = true}
 // CHECK-SAME: : (tensor<2x3xf32>, tensor<4x3xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[GEMM]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[GEMM]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -389,7 +389,7 @@ module @gemm_nt_beta {
 // CHECK-SAME: %[[B:[a-z0-9]+]]: tensor<3x4xf32> {nn.param = "b"}) -> (tensor<f32> {nn.output = "loss"}, tensor<3x2xf32> {nn.grad = "a"}, tensor<3x4xf32> {nn.grad = "b"})
 // CHECK-NEXT: %[[GEMM:[0-9]+]] = nn.gemm %[[A]], %[[B]] {trans_a = true}
 // CHECK-SAME: : (tensor<3x2xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[GEMM]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[GEMM]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -420,7 +420,7 @@ module @gemm_tn {
 // CHECK-SAME: %[[B:[a-z0-9]+]]: tensor<4x3xf32> {nn.param = "b"}) -> (tensor<f32> {nn.output = "loss"}, tensor<3x2xf32> {nn.grad = "a"}, tensor<4x3xf32> {nn.grad = "b"})
 // CHECK-NEXT: %[[GEMM:[0-9]+]] = nn.gemm %[[A]], %[[B]] {trans_a = true, trans_b = true}
 // CHECK-SAME: : (tensor<3x2xf32>, tensor<4x3xf32>) -> tensor<2x4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[GEMM]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[GEMM]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>

@@ -12,7 +12,7 @@
 // CHECK: func.func @train_step(
 // CHECK-SAME: %[[S:[a-z0-9]+]]: tensor<4x5xf32> {nn.param = "s"},
 // CHECK-SAME: %[[LABELS:[a-z0-9]+]]: tensor<4xi64> {nn.input = "labels"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4x5xf32> {nn.grad = "s"})
-// CHECK-NEXT: %[[LOSS:[a-z_0-9]+]], %[[LOG_PROB:[a-z_0-9]+]] = nn.softmax_cross_entropy %[[S]], %[[LABELS]] {reduction = "mean"}
+// CHECK-NEXT: %[[LOSS:[a-z_0-9]+]], %[[LOG_PROB:[a-z_0-9]+]] = nn.softmax_cross_entropy %[[S]], %[[LABELS]] {fsdp.eval_loss, reduction = "mean"}
 // CHECK-SAME: : (tensor<4x5xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x5xf32>)
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -35,7 +35,7 @@ module @sce_mean {
 // CHECK-SAME: %[[S:[a-z0-9]+]]: tensor<4x5xf32> {nn.param = "s"},
 // CHECK-SAME: %[[LABELS:[a-z0-9]+]]: tensor<4xi32> {nn.input = "labels"},
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<5xf32> {nn.input = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4x5xf32> {nn.grad = "s"})
-// CHECK-NEXT: %[[LOSS:[a-z_0-9]+]], %[[LOG_PROB:[a-z_0-9]+]] = nn.softmax_cross_entropy %[[S]], %[[LABELS]], %[[W]] {ignore_index = -100 : i64, reduction = "sum"}
+// CHECK-NEXT: %[[LOSS:[a-z_0-9]+]], %[[LOG_PROB:[a-z_0-9]+]] = nn.softmax_cross_entropy %[[S]], %[[LABELS]], %[[W]] {fsdp.eval_loss, ignore_index = -100 : i64, reduction = "sum"}
 // CHECK-SAME: : (tensor<4x5xf32>, tensor<4xi32>, tensor<5xf32>) -> (tensor<f32>, tensor<4x5xf32>)
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -59,7 +59,7 @@ module @sce_weights_ignore {
 // CHECK-SAME: %[[LABELS:[a-z0-9]+]]: tensor<4xi64> {nn.input = "labels"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4x5xf32> {nn.grad = "s"})
 // CHECK-NEXT: %[[LOSS:[a-z_0-9]+]], %[[LOG_PROB:[a-z_0-9]+]] = nn.softmax_cross_entropy %[[S]], %[[LABELS]] {reduction = "none"}
 // CHECK-SAME: : (tensor<4x5xf32>, tensor<4xi64>) -> (tensor<4xf32>, tensor<4x5xf32>)
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[LOSS]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[LOSS]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -124,7 +124,7 @@ module @sce_log_prob_used {
 // CHECK-SAME: %[[TARGET:[a-z0-9]+]]: tensor<4xi64> {nn.input = "target"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4x5xf32> {nn.grad = "s"})
 // CHECK-NEXT: %[[LOG_SOFTMAX:[0-9]+]] = nn.log_softmax %[[S]] {axis = 1 : i64}
 // CHECK-SAME: : tensor<4x5xf32>
-// CHECK-NEXT: %[[NLL_LOSS:[0-9]+]] = nn.nll_loss %[[LOG_SOFTMAX]], %[[TARGET]] {reduction = "mean"}
+// CHECK-NEXT: %[[NLL_LOSS:[0-9]+]] = nn.nll_loss %[[LOG_SOFTMAX]], %[[TARGET]] {fsdp.eval_loss, reduction = "mean"}
 // CHECK-SAME: : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -150,7 +150,7 @@ module @nll_log_softmax {
 // CHECK-SAME: %[[S:[a-z0-9]+]]: tensor<2x5x3xf32> {nn.param = "s"},
 // CHECK-SAME: %[[TARGET:[a-z0-9]+]]: tensor<2x3xi64> {nn.input = "target"},
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<5xf32> {nn.input = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<2x5x3xf32> {nn.grad = "s"})
-// CHECK-NEXT: %[[NLL_LOSS:[0-9]+]] = nn.nll_loss %[[S]], %[[TARGET]], %[[W]] {ignore_index = 0 : i64, reduction = "mean"}
+// CHECK-NEXT: %[[NLL_LOSS:[0-9]+]] = nn.nll_loss %[[S]], %[[TARGET]], %[[W]] {fsdp.eval_loss, ignore_index = 0 : i64, reduction = "mean"}
 // CHECK-SAME: : (tensor<2x5x3xf32>, tensor<2x3xi64>, tensor<5xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>

@@ -13,7 +13,7 @@
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<2x3xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<2x3xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[RESULT:[a-z_0-9]+]], %[[MASK:[a-z_0-9]+]] = nn.dropout %[[W]] {ratio = 2.500000e-01 : f32, seed = 7 : i64, training = true}
 // CHECK-SAME: : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xi1>)
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[RESULT]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[RESULT]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -41,7 +41,7 @@ module @dropout_training {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<2x3xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<2x3xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[RESULT:[a-z_0-9]+]], %[[MASK:[a-z_0-9]+]] = nn.dropout %[[W]] {ratio = 2.500000e-01 : f32, training = false}
 // CHECK-SAME: : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xi1>)
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[RESULT]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[RESULT]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -66,7 +66,7 @@ module @dropout_inference {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<2x3xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<2x3xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[RESULT:[a-z_0-9]+]], %[[MASK:[a-z_0-9]+]] = nn.dropout %[[W]] {ratio = 0.000000e+00 : f32, training = true}
 // CHECK-SAME: : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xi1>)
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[RESULT]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[RESULT]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -92,7 +92,7 @@ module @dropout_ratio_zero {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<4xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[W]], %[[W]]
 // CHECK-SAME: : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -130,7 +130,7 @@ module @used_twice {
 // CHECK-SAME: : tensor<4xf32>
 // CHECK-NEXT: %[[ADD:[0-9]+]] = nn.add %[[MUL]], %[[TANH]]
 // CHECK-SAME: : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[ADD]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[ADD]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -168,7 +168,7 @@ module @residual {
 // CHECK-SAME: : tensor<4xi64> to tensor<4xf32>
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[W]], %[[CAST]]
 // CHECK-SAME: : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -202,7 +202,7 @@ module @unused_and_int_params {
 // CHECK-SAME: : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[GATHER]], %[[HEAD_W]]
 // CHECK-SAME: : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<3x4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -230,7 +230,7 @@ module @unused_and_int_params {
 // FREEZE-SAME: : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
 // FREEZE-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[GATHER]], %[[HEAD_W]]
 // FREEZE-SAME: : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
-// FREEZE-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, keepdims = false}
+// FREEZE-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // FREEZE-SAME: : (tensor<3x4xf32>) -> tensor<f32>
 // FREEZE-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // FREEZE-SAME: : tensor<f32>

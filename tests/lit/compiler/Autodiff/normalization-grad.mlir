@@ -14,7 +14,7 @@
 // CHECK-SAME: : tensor<2x3xf32>
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[SOFTMAX]], %[[X]]
 // CHECK-SAME: : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -47,7 +47,7 @@ module @softmax {
 // CHECK-SAME: : tensor<2x3xf32>
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[LOG_SOFTMAX]], %[[X]]
 // CHECK-SAME: : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -85,7 +85,7 @@ module @log_softmax {
 // CHECK-SAME: : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>)
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[RESULT]], %[[T]]
 // CHECK-SAME: : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1, 2>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1, 2>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x4x8xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -120,7 +120,7 @@ module @layer_norm_bias {
 // CHECK-SAME: : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[RESULT]], %[[T]]
 // CHECK-SAME: : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4x8xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -156,7 +156,7 @@ module @layer_norm_no_bias {
 // CHECK-SAME: : (tensor<2x4x8xf32>, tensor<1x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>)
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[RESULT]], %[[T]]
 // CHECK-SAME: : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1, 2>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1, 2>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x4x8xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>

@@ -15,7 +15,7 @@
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<2xf32>
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[REDUCE_SUM]], %[[X]]
 // CHECK-SAME: : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
-// CHECK-NEXT: %[[REDUCE_SUM_1:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM_1:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -51,7 +51,7 @@ module @reduce_sum_axis {
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<1x3xf32>
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[REDUCE_SUM]], %[[X]]
 // CHECK-SAME: : (tensor<1x3xf32>, tensor<1x3xf32>) -> tensor<1x3xf32>
-// CHECK-NEXT: %[[REDUCE_SUM_1:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM_1:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<1x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -80,7 +80,7 @@ module @reduce_sum_keepdims {
 // CHECK-LABEL: module @reduce_mean
 // CHECK: func.func @train_step(
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<2x3xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<2x3xf32> {nn.grad = "w"})
-// CHECK-NEXT: %[[REDUCE_MEAN:[0-9]+]] = nn.reduce_mean %[[W]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_MEAN:[0-9]+]] = nn.reduce_mean %[[W]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -107,7 +107,7 @@ module @reduce_mean {
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<2x3xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}, tensor<2x3xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[REDUCE_MAX:[0-9]+]] = nn.reduce_max %[[W]] {axes = array<i64: 1>, keepdims = false}
 // CHECK-SAME: : (tensor<2x3xf32>) -> tensor<2xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[REDUCE_MAX]] {axes = array<i64: 0>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[REDUCE_MAX]] {axes = array<i64: 0>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>

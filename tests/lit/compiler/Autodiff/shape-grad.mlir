@@ -16,7 +16,7 @@
 // CHECK-SAME: : tensor<2x6xf32> to tensor<3x4xf32>
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[RESHAPE]], %[[X]]
 // CHECK-SAME: : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<3x4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -50,7 +50,7 @@ module @reshape {
 // CHECK-SAME: : tensor<2x3x4xf32> to tensor<4x2x3xf32>
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[TRANSPOSE]], %[[X]]
 // CHECK-SAME: : (tensor<4x2x3xf32>, tensor<4x2x3xf32>) -> tensor<4x2x3xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1, 2>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1, 2>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<4x2x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -87,7 +87,7 @@ module @transpose_3d {
 // CHECK-SAME: : (tensor<2x3xf32>, tensor<2x1xf32>, tensor<2x2xf32>) -> tensor<2x6xf32>
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[CONCAT]], %[[T]]
 // CHECK-SAME: : (tensor<2x6xf32>, tensor<2x6xf32>) -> tensor<2x6xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x6xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -162,7 +162,7 @@ module @split_unused_piece {
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x3xf32> {nn.input = "x"}) -> (tensor<f32> {nn.output = "loss"}, tensor<2x6xf32> {nn.grad = "w"})
 // CHECK-NEXT: %[[SLICE:[0-9]+]] = nn.slice %[[W]] {ends = array<i64: 2, 1>, starts = array<i64: 0, 5>, steps = array<i64: 1, -2>}
 // CHECK-SAME: : tensor<2x6xf32> to tensor<2x2xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[SLICE]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[SLICE]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x2xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -193,7 +193,7 @@ module @slice_negative_step {
 // CHECK-SAME: : tensor<3x1xf32> to tensor<2x3x4xf32>
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[EXPAND]], %[[X]]
 // CHECK-SAME: : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1, 2>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1, 2>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x3x4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -227,7 +227,7 @@ module @expand {
 // CHECK-SAME: %[[IDS:[a-z0-9]+]]: tensor<2x3xi64> {nn.input = "ids"}) -> (tensor<f32> {nn.output = "loss"}, tensor<10x4xf32> {nn.grad = "wte"})
 // CHECK-NEXT: %[[GATHER:[0-9]+]] = nn.gather %[[WTE]], %[[IDS]] {axis = 0 : i64}
 // CHECK-SAME: : (tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[GATHER]] {axes = array<i64: 0, 1, 2>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[GATHER]] {axes = array<i64: 0, 1, 2>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<2x3x4xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>
@@ -306,7 +306,7 @@ module @gather_repeated_use {
 // CHECK-SAME: : tensor<3x3xf32>
 // CHECK-NEXT: %[[MUL:[0-9]+]] = nn.mul %[[TRILU]], %[[X]]
 // CHECK-SAME: : (tensor<3x3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
-// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, keepdims = false}
+// CHECK-NEXT: %[[REDUCE_SUM:[0-9]+]] = nn.reduce_sum %[[MUL]] {axes = array<i64: 0, 1>, fsdp.eval_loss, keepdims = false}
 // CHECK-SAME: : (tensor<3x3xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[CONSTANT:[0-9]+]] = nn.constant dense<1.000000e+00>
 // CHECK-SAME: : tensor<f32>

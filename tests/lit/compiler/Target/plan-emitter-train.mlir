@@ -47,6 +47,9 @@
 // ADAMW-NEXT: state "fc.bias.exp_avg" %[[BM]]
 // ADAMW-NEXT: state "fc.bias.exp_avg_sq" %[[BV]]
 // ADAMW-NEXT: train optimizer=adamw base_lr=0.001 loss="loss" lr=%[[LR]] step=%[[STEP]]
+// The evaluation prefix (fsdp-run --eval-data) ends with the loss
+// instruction, which writes the output binding directly.
+// ADAMW-NEXT: eval end=2 loss=%[[LOSS]]
 
 // SGD with Nesterov momentum: one momentum buffer per parameter, updated in
 // place with the parameter; no step buffer.

@@ -156,6 +156,15 @@ func.func @recompute_not_string(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// The evaluation loss mark is a unit attribute.
+func.func @eval_loss_not_unit(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'fsdp.eval_loss' must be a unit attribute, not true}}
+  %0 = nn.neg %x {fsdp.eval_loss = true} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
 // fsdp.host is a flag (a unit attribute).
 // expected-error @+1 {{argument 0: 'fsdp.host' must be a unit attribute, not true}}
 func.func @host_not_unit(%s: tensor<4xf32> {fsdp.host = true}) {

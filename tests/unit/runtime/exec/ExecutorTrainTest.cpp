@@ -274,7 +274,7 @@ protected:
         fbb.CreateString("step.safetensors"), weightsHash, 0,
         train ? fbb.CreateVector(state) : 0, train ? 2 : kNoBuffer, train && stepBuffer ? 3 : kNoBuffer,
         train ? fbb.CreateString("loss") : 0, train ? fbb.CreateString("sgd") : 0,
-        train ? 0.5 : 0.0);
+        train ? 0.5 : 0.0, 0, 0, 0, 0, 0, evalEnd_, evalEnd_ ? 6 : kNoBuffer);
     plan::FinishPlanBuffer(fbb, root);
     ASSERT_TRUE(writePlanFile(path, fbb.GetBufferPointer(), fbb.GetSize()).isOk());
     Status s = loadPlan(path, loaded);
@@ -300,6 +300,8 @@ protected:
 
   LoadedPlan loaded;
   uint8_t numStreams_ = 1; // the plan's streams (4: it has a host stream)
+  /// The evaluation prefix: instruction 0, lr_f32 = cast(lr), as its "loss".
+  uint32_t evalEnd_ = 0;
   GarbageDevice device;
 };
 
@@ -347,6 +349,41 @@ TEST_F(ExecutorTrainTest, StepsUpdateParametersAndZeroedStateInPlace) {
   EXPECT_NE(ModelState(*executor).getParameter("v", w).message().find("has no parameter 'v'"),
             std::string::npos);
   EXPECT_FALSE(executor->setStep(0).isOk());
+}
+
+// runEval runs only the evaluation prefix and reads its loss buffer: the
+// parameter, the optimizer state and the step count stay as they were, so
+// the next step gives what it gives without the evaluation.
+TEST_F(ExecutorTrainTest, EvaluationRunsOnlyThePrefix) {
+  ASSERT_NO_FATAL_FAILURE(writePlan(true));
+  std::unique_ptr<Executor> plain;
+  ASSERT_TRUE(Executor::create(loaded, device, nullptr, plain).isOk());
+  double value = 0;
+  EXPECT_FALSE(plain->hasEvalPrefix());
+  EXPECT_NE(plain->runEval(value).message().find("has no evaluation prefix"), std::string::npos);
+
+  evalEnd_ = 1;
+  ASSERT_NO_FATAL_FAILURE(writePlan(true));
+  std::unique_ptr<Executor> executor;
+  ASSERT_TRUE(Executor::create(loaded, device, nullptr, executor).isOk());
+  ASSERT_TRUE(executor->hasEvalPrefix());
+  ASSERT_TRUE(stepOnZeros(*executor, 1).isOk());
+  ASSERT_TRUE(executor->setLearningRate(0.5).isOk());
+  ASSERT_TRUE(executor->runEval(value).isOk());
+  EXPECT_EQ(value, 0.5);
+  HostTensor w, state;
+  ASSERT_TRUE(ModelState(*executor).getParameter("w", w).isOk());
+  EXPECT_EQ(floats(w), (std::vector<float>{1, 2, 3, 4}));
+  ASSERT_TRUE(executor->getOutput("exp_avg", state).isOk());
+  EXPECT_EQ(floats(state), (std::vector<float>{0, 0, 0, 0}));
+  // Step 2 on zeros: the loss is mean(w) + 2, the step number the runtime
+  // wrote, not one an evaluation advanced.
+  HostTensor x{DType::F32, {2, 4}, std::vector<char>(32, 0)};
+  ASSERT_TRUE(executor->setInput("x", x.ref()).isOk());
+  ASSERT_TRUE(executor->setStep(2).isOk());
+  ASSERT_TRUE(executor->run().isOk());
+  ASSERT_TRUE(executor->getLoss(value).isOk());
+  EXPECT_EQ(value, 2.5 + 2);
 }
 
 TEST_F(ExecutorTrainTest, SavedWeightsReadBackInTorchsFormat) {

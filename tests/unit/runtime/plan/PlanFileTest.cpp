@@ -101,6 +101,9 @@ struct TrainInstruction {
   std::vector<uint32_t> inputs, outputs;
   std::vector<int64_t> ints;
   std::vector<float> floats;
+  uint8_t stream = 0;
+  std::vector<uint32_t> waits = {};
+  int32_t signal = -1;
 };
 
 /// The fields of a training plan that its tests vary.
@@ -109,6 +112,9 @@ struct TrainSpec {
   std::vector<std::pair<std::string, uint32_t>> state = {{"w.exp_avg", 2}, {"w.exp_avg_sq", 3}};
   uint32_t lrBuffer = 4, stepBuffer = 5;
   std::string lossOutput = "loss";
+  uint8_t numStreams = 1;
+  uint32_t numEvents = 0;
+  uint32_t evalEnd = 0, evalLoss = rt::kNoBuffer; // the evaluation prefix
 };
 
 /// Buffers of the training plans, one per 64-byte slot of the persistent
@@ -134,7 +140,8 @@ createInstructions(flatbuffers::FlatBufferBuilder &fbb, const std::vector<TrainI
   for (const TrainInstruction &inst : list)
     instructions.push_back(plan::CreateInstruction(
         fbb, inst.kernel, fbb.CreateVector(inst.inputs), fbb.CreateVector(inst.outputs),
-        fbb.CreateVector(inst.ints), fbb.CreateVector(inst.floats), 0, fbb.CreateString("i")));
+        fbb.CreateVector(inst.ints), fbb.CreateVector(inst.floats), inst.stream,
+        fbb.CreateString("i"), fbb.CreateVector(inst.waits), inst.signal));
   return instructions;
 }
 
@@ -162,9 +169,9 @@ std::vector<uint8_t> buildTrainPlan(const TrainSpec &spec) {
   auto root = plan::CreatePlan(
       fbb, rt::kPlanFormatVersion, fbb.CreateString("test"), fbb.CreateString(""),
       fbb.CreateString("train"), 1, fbb.CreateVector(buffers), fbb.CreateVector(instructions), 0,
-      0, 0, fbb.CreateVector(out), 64 * defs.size(), 64, 1, 0, 0, 0, 0, fbb.CreateVector(state),
-      spec.lrBuffer, spec.stepBuffer, fbb.CreateString(spec.lossOutput),
-      fbb.CreateString("adamw"), 1e-3);
+      0, 0, fbb.CreateVector(out), 64 * defs.size(), 64, spec.numStreams, 0, 0, 0, spec.numEvents,
+      fbb.CreateVector(state), spec.lrBuffer, spec.stepBuffer, fbb.CreateString(spec.lossOutput),
+      fbb.CreateString("adamw"), 1e-3, 0, 0, 0, 0, 0, spec.evalEnd, spec.evalLoss);
   plan::FinishPlanBuffer(fbb, root);
   return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
 }
@@ -392,6 +399,59 @@ TEST_F(PlanFileTest, TrainingFieldsAreChecked) {
   TrainSpec loss;
   loss.lossOutput = "w";
   EXPECT_TRUE(has(refusal(loss), "loss_output 'w' is not an output binding"));
+}
+
+// The evaluation prefix (runtime/plan/EvalPrefixCheck.h): it may write
+// arena values and outputs only, wait only on events it signals, and must
+// write its float scalar loss.
+TEST_F(PlanFileTest, EvalPrefixIsChecked) {
+  const TrainInstruction loss{plan::Kernel::Copy, {Lr32}, {Loss}, {}, {}};
+  const TrainInstruction toArena{plan::Kernel::Copy, {W}, {G}, {}, {}};
+  auto check = [&](const TrainSpec &spec) { return writeAndLoad(buildTrainPlan(spec)); };
+  auto refusal = [&](const TrainSpec &spec) { return check(spec).message(); };
+  const auto has = [](const std::string &message, const char *text) {
+    return message.find(text) != std::string::npos;
+  };
+  TrainSpec valid;
+  valid.instructions = {toArena, loss, kAdamW};
+  valid.evalEnd = 2;
+  valid.evalLoss = Loss;
+  rt::Status status = check(valid);
+  EXPECT_TRUE(status.isOk()) << status.message();
+
+  TrainSpec writesState = valid; // the update inside the prefix
+  writesState.instructions = {kAdamW, loss};
+  EXPECT_TRUE(has(refusal(writesState), "instruction 0 (AdamW 'i') writes buffer 0 'w', which "
+                                        "the training keeps"))
+      << refusal(writesState);
+  TrainSpec past = valid;
+  past.evalEnd = 4;
+  EXPECT_TRUE(has(refusal(past), "is past the plan's 3 instructions")) << refusal(past);
+  TrainSpec notScalar = valid;
+  notScalar.evalLoss = Idx;
+  EXPECT_TRUE(has(refusal(notScalar), "is not a float scalar")) << refusal(notScalar);
+  TrainSpec lossLater = valid;
+  lossLater.evalEnd = 1;
+  EXPECT_TRUE(has(refusal(lossLater), "no instruction of the prefix writes the loss buffer"))
+      << refusal(lossLater);
+  TrainSpec stray = valid;
+  stray.evalEnd = 0;
+  EXPECT_TRUE(has(refusal(stray), "eval_loss_buffer is set without an evaluation prefix"));
+
+  // The loss waits for a copy-stream copy that comes after it in plan
+  // order: a valid step, but its prefix alone would wait forever.
+  TrainSpec waits;
+  waits.numStreams = 3;
+  waits.numEvents = 1;
+  waits.instructions = {{plan::Kernel::Copy, {Lr32}, {Loss}, {}, {}, 0, {0}},
+                        {plan::Kernel::Copy, {W}, {G}, {}, {}, 2, {}, 0}};
+  waits.evalEnd = 2;
+  waits.evalLoss = Loss;
+  status = check(waits);
+  EXPECT_TRUE(status.isOk()) << status.message();
+  waits.evalEnd = 1;
+  EXPECT_TRUE(has(refusal(waits), "waits on event 0, which no instruction of the prefix signals"))
+      << refusal(waits);
 }
 
 /// Buffers of the sharded plans (world size 4, one unit of 7 elements padded

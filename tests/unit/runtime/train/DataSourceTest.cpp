@@ -126,6 +126,7 @@ TEST_F(SampleSourceTest, StepsWalkTheRowsAndWrap) {
   ASSERT_TRUE(openSampleFiles(specs, {{"x", fiveSamples()}}, {}, source).isOk());
   EXPECT_EQ(source->samplesPerStep(), 2);
   EXPECT_EQ(source->tokensPerStep(), 0);
+  EXPECT_EQ(source->distinctSamples(), 5); // the rows before sampling wraps
   std::vector<std::vector<int>> seen;
   for (int64_t step = 0; step < 4; ++step) {
     ASSERT_TRUE(source->fill(step).isOk());
@@ -214,6 +215,8 @@ TEST_F(TokenSourceTest, WindowsFollowTheContract) {
   Status s = openTokenFile(gptInputs(), binTokens(20), {}, source);
   ASSERT_TRUE(s.isOk()) << s.message();
   EXPECT_EQ(source->tokensPerStep(), 8);
+  // Windows starting at 0, 4, 8, 12 (below 15) come before the first wrap.
+  EXPECT_EQ(source->distinctSamples(), 4);
   EXPECT_EQ(source->inputs(), (std::vector<std::string>{"idx", "targets"}));
   for (int64_t step = 0; step < 5; ++step) {
     ASSERT_TRUE(source->fill(step).isOk());
@@ -242,6 +245,7 @@ TEST_F(TokenSourceTest, NpyTokensOfAnyIntegerDtype) {
   // Rank 1 of 2: B = 4, its samples are j = 2, 3; n = 30, T = 4: modulus 25.
   Status s = openTokenFile(gptInputs(DType::I32), file, {1, 2}, source);
   ASSERT_TRUE(s.isOk()) << s.message();
+  EXPECT_EQ(source->distinctSamples(), 7); // starts 0, 4, ..., 24 (below 25)
   ASSERT_TRUE(source->fill(1).isOk()); // j = 6, 7: starts 24, 28 mod 25 = 3
   std::vector<int32_t> idx = valuesOf<int32_t>(source->batch()[0]);
   EXPECT_EQ(idx, (std::vector<int32_t>{1024, 1025, 1026, 1027, 1003, 1004, 1005, 1006}));

@@ -80,6 +80,21 @@ TEST(TrainLogTest, MetricsLineHasEveryKey) {
   EXPECT_EQ(field(metricsLine(clipped), "grad_norm"), "null");
 }
 
+TEST(TrainLogTest, ValidationIsReportedOnItsStep) {
+  EXPECT_EQ(metricsLine(record()).find("val_loss"), std::string::npos);
+  EXPECT_EQ(consoleLine(record()).find("val_loss"), std::string::npos);
+  StepRecord evaluated = record();
+  evaluated.valLoss = 4.2645777066548662; // a mean of f32 losses: a double
+  evaluated.evalSeconds = 0.125;
+  std::string line = metricsLine(evaluated);
+  EXPECT_EQ(std::strtod(field(line, "val_loss").c_str(), nullptr), *evaluated.valLoss) << line;
+  EXPECT_EQ(field(line, "eval_time_s"), "0.125");
+  EXPECT_EQ(consoleLine(evaluated),
+            "step 5/100 loss 4.123456 lr 1.000e-03 1024 tok/s 12.3 MiB val_loss 4.264578");
+  evaluated.valLoss = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(field(metricsLine(evaluated), "val_loss"), "null");
+}
+
 TEST(TrainLogTest, LossAndLrRoundTripExactly) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<uint32_t> bits;

@@ -14,6 +14,7 @@
 
 #include "compiler/Analysis/CostModel.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
+#include "compiler/Pipelines/AutoAccumulation.h"
 #include "compiler/Pipelines/AutoCheckpoint.h"
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/ScheduleCollectives.h"
@@ -92,6 +93,7 @@ std::string shardStrategyName(const CompileOptions &opts) {
 PipelineStart pipelineStartOf(mlir::ModuleOp module) {
   PipelineStart start;
   start.trained = module.lookupSymbol(kTrainStepName) != nullptr;
+  start.accumulated = module->hasAttr(dist::kGradAccumAttr);
   auto step = module.lookupSymbol<mlir::func::FuncOp>(kTrainStepName);
   if (!step)
     return start;
@@ -138,8 +140,23 @@ void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
     recompute.device = opts.device;
     pm.addPass(createRecomputeActivationsPass(recompute));
   }
-  if (last < Stage::Shard || !shardingRequested(opts))
+  if (last < Stage::Shard)
     return;
+  // --grad-accum unrolls the step right after sharding (an unsharded step
+  // too), before any pass that rewrites the accumulated gradients.
+  auto accumulate = [&] {
+    if (opts.gradAccum <= 1 || start.accumulated)
+      return;
+    AccumulateMicroBatchesPassOptions accum;
+    accum.microBatches = opts.gradAccum;
+    accum.reduce = opts.accumReduce == AccumReduceKind::Last ? AccumReduceKind::Last
+                                                            : AccumReduceKind::Each;
+    if (opts.accumReduce == AccumReduceKind::Auto && opts.accumLastUnits)
+      accum.lastUnits = *opts.accumLastUnits;
+    pm.addPass(createAccumulateMicroBatchesPass(accum));
+  };
+  if (!shardingRequested(opts))
+    return accumulate();
   if (!start.sharded) {
     ShardParametersPassOptions shard;
     shard.worldSize = opts.worldSize;
@@ -148,8 +165,11 @@ void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
     shard.paramDtype = opts.paramDtype;
     shard.reduceDtype = opts.reduceDtype;
     pm.addPass(createShardParametersPass(shard));
+    accumulate();
     if (opts.offload == OffloadKind::Cpu)
       pm.addPass(createOffloadStatePass());
+  } else {
+    accumulate();
   }
   // Scheduling runs once, on the sharded step: IR printed after it already
   // carries its streams.
@@ -191,6 +211,17 @@ mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts,
       if (mlir::failed(choice))
         return mlir::failure();
       module->setAttr(dist::kCheckpointChoiceAttr,
+                      mlir::StringAttr::get(module.getContext(), choice->summary));
+      return runStages(module, choice->opts, setup);
+    }
+    // --accum-reduce=auto likewise plans candidates first (after
+    // --ckpt=auto has chosen, so they carry its choice).
+    if (opts.gradAccum > 1 && opts.accumReduce == AccumReduceKind::Auto &&
+        !opts.accumLastUnits && lastRequestedStage(opts) >= Stage::Shard) {
+      mlir::FailureOr<AccumulationChoice> choice = chooseAccumulation(module, opts);
+      if (mlir::failed(choice))
+        return mlir::failure();
+      module->setAttr(dist::kAccumulationChoiceAttr,
                       mlir::StringAttr::get(module.getContext(), choice->summary));
       return runStages(module, choice->opts, setup);
     }

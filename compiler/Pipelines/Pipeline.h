@@ -47,6 +47,7 @@ struct PipelineStart {
   bool trained = false;   // @train_step exists
   bool sharded = false;   // its arguments are shard units
   bool scheduled = false; // its collectives have streams
+  bool accumulated = false; // it runs --grad-accum's micro-batches
 };
 PipelineStart pipelineStartOf(mlir::ModuleOp module);
 

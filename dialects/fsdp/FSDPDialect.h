@@ -58,6 +58,16 @@ inline constexpr llvm::StringLiteral kRecomputeAttr = "fsdp.recompute";
 inline constexpr llvm::StringLiteral kHostAttr = "fsdp.host";
 /// On the module: what --ckpt=auto chose, one line (a string) for the user.
 inline constexpr llvm::StringLiteral kCheckpointChoiceAttr = "fsdp.checkpoint_choice";
+/// Gradient accumulation (--grad-accum, compiler/Transforms/
+/// AccumulateMicroBatches.h). On the module: K, the micro-batches per step
+/// (an i64 > 1; the plan's grad_accum); the choice per flat group (a
+/// dictionary from group name to "each" or "last"); what
+/// --accum-reduce=auto chose, one line for the user. On an all-gather: the
+/// micro-batch (an i64 >= 1) it was cloned for.
+inline constexpr llvm::StringLiteral kGradAccumAttr = "fsdp.grad_accum";
+inline constexpr llvm::StringLiteral kAccumulationAttr = "fsdp.accumulation";
+inline constexpr llvm::StringLiteral kAccumulationChoiceAttr = "fsdp.accumulation_choice";
+inline constexpr llvm::StringLiteral kMicroBatchAttr = "fsdp.micro_batch";
 
 /// Whether `v` lives in host memory: a function argument marked kHostAttr
 /// or the result of an fsdp.to_host (what the host stream may touch).

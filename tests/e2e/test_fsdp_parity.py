@@ -260,6 +260,7 @@ class Spec:
     optim: object = None
     freeze: object = None
     offload: bool = False  # --offload=cpu
+    extra: tuple = ()  # further fsdp-opt flags (test_grad_accum.py's --grad-accum=K)
 
     def resolved(self):
         optim, freeze = SETUP[self.model]
@@ -269,6 +270,7 @@ class Spec:
         optim, freeze = self.resolved()
         text = f"{self.model}-{self.world}-{self.shard}-{self.param_dtype}-{self.reduce_dtype}"
         text += f"-{optim.describe()}-{freeze}" + ("-offload" if self.offload else "")
+        text += "".join(self.extra)
         return re.sub(r"[^A-Za-z0-9.=-]+", "_", text)
 
 
@@ -324,7 +326,7 @@ class Session:
             command = ([self.args.fsdp_opt, self.onnx(spec.model), "-o", path] +
                        config_flags(spec.world, spec.shard, spec.param_dtype, spec.reduce_dtype,
                                     spec.offload) +
-                       optim.flags())
+                       optim.flags() + list(spec.extra))
             if freeze:
                 command.append(f"--freeze={freeze}")
             try:

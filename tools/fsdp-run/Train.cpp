@@ -16,6 +16,7 @@
 #include "runtime/channels/MpiCommunicator.h"
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/checkpoint/ModelState.h"
+#include "runtime/plan/plan_generated.h"
 #include "runtime/train/DataSource.h"
 #include "runtime/train/TrainLog.h"
 #include "tools/fsdp-run/ProfileReport.h"
@@ -42,7 +43,8 @@ Status openData(const RunOptions &opts, Executor &executor, std::unique_ptr<Data
       return s;
     specs.push_back(std::move(spec));
   }
-  RankLayout layout{executor.rank(), executor.worldSize()};
+  RankLayout layout{executor.rank(), executor.worldSize(),
+                    static_cast<int64_t>(executor.plan().plan().grad_accum())};
   if (!opts.dataPath.empty()) {
     if (!opts.inputs.empty())
       return Status::error("--input=" + opts.inputs.begin()->first +

@@ -13,10 +13,12 @@
 # parameters 5e-5 relative L2 after the last step):
 #   parity  K = 2, 4 at N = 1, 2, --shard=full, each and last (AdamW); SGD
 #           with momentum at N = 2 (AdamW alone barely notices a wrong 1/K);
-#           an unsharded N = 1 plan; --data=tokens.bin at N = 2
+#           an unsharded N = 1 plan; --data=tokens.bin at N = 2; hybrid:2
+#           at N = 4
 #   neg     the SGD run against torch without the 1/K must FAIL
 #   shard   grad-op and none are bitwise the full run at N = 2 (each, last)
 #   ckpt    --ckpt=blocks is bitwise the run without it (N = 2, each)
+#   offload --offload=cpu is bitwise the run on device (N = 2, each, last)
 #   k1      --grad-accum=1 writes the plan of no flag, byte for byte
 #   report  --emit=report's per-unit choice and costs: auto without a budget
 #           is last everywhere; auto under a budget equal to the all-each
@@ -123,6 +125,8 @@ def parity_rows(s):
     unsharded = fp.Spec(GPT, None, extra=accum(2, "last"))
     s.check("parity", "gpt unsharded N=1 K=2", lambda: s.accum_parity(unsharded, 2))
     s.check("parity", "gpt N=2 K=2 last, --data=tokens.bin", lambda: token_parity(s))
+    hybrid = fp.Spec(GPT, 4, "hybrid:2", extra=accum(2, "last"))
+    s.check("parity", "gpt N=4 K=2 last, --shard=hybrid:2", lambda: s.accum_parity(hybrid, 2))
 
 
 def token_parity(s, world=2, k=2):
@@ -156,6 +160,10 @@ def bitwise_rows(s):
         for shard in ("grad-op", "none"):
             same_bits_row(s, "shard", f"gpt N=2 K=2 {reduce}: {shard} == full (bits)",
                           fp.Spec(GPT, 2, shard, extra=accum(2, reduce)), full)
+    for reduce in ("each", "last"):
+        same_bits_row(s, "offload", f"gpt N=2 K=2 {reduce}: --offload=cpu == on device (bits)",
+                      fp.Spec(GPT, 2, "full", offload=True, extra=accum(2, reduce)),
+                      fp.Spec(GPT, 2, "full", extra=accum(2, reduce)))
     same_bits_row(s, "ckpt", "gpt N=2 K=2 each: --ckpt=blocks == no ckpt (bits)",
                   fp.Spec(GPT, 2, "full", extra=accum(2, "each") + ("--ckpt=blocks",)),
                   fp.Spec(GPT, 2, "full", extra=accum(2, "each")))
@@ -219,7 +227,8 @@ def main():
     parser.add_argument("--fsdp-opt", required=True)
     parser.add_argument("--fsdp-run", required=True)
     parser.add_argument("--only", nargs="+", default=[], metavar="ROW",
-                        help="run only these rows (parity, neg, shard, ckpt, k1, report)")
+                        help="run only these rows (parity, neg, shard, ckpt, offload, k1, "
+                             "report)")
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it")
     args = parser.parse_args()
     args.mpirun = None

@@ -198,6 +198,11 @@ TEST(CompileOptionsTest, NumericFlags) {
   EXPECT_EQ(opts.memBudget, int64_t(85899345920));
   EXPECT_EQ(parsed({"--prefetch=3"}).prefetch, 3);
   EXPECT_EQ(parsed({"--limit-all-gathers=4"}).limitAllGathers, 4);
+  EXPECT_EQ(parsed({}).gradAccum, 1);
+  EXPECT_EQ(parsed({}).accumReduce, AccumReduceKind::Auto);
+  CompileOptions accum = parsed({"--grad-accum=4", "--accum-reduce=last"});
+  EXPECT_EQ(accum.gradAccum, 4);
+  EXPECT_EQ(accum.accumReduce, AccumReduceKind::Last);
 }
 
 TEST(CompileOptionsTest, InvalidValuesNameTheFlagAndValidValues) {
@@ -417,6 +422,11 @@ TEST(CompileOptionsTest, CrossFlagRules) {
        "--beta2 requires --optimizer=adamw"},
       {{"--optimizer=sgd", "--eps=1e-6"}, "--eps requires --optimizer=adamw"},
       {{"--optimizer=sgd", "--weight-decay=0"}, ""},
+      {{"--grad-accum=2", "--accum-reduce=each"}, ""},
+      {{"--accum-reduce=last"}, "--accum-reduce requires --grad-accum=K with K > 1"},
+      {{"--grad-accum=1", "--accum-reduce=auto"},
+       "--accum-reduce requires --grad-accum=K with K > 1"},
+      {{"--mode=forward", "--grad-accum=2"}, "--grad-accum requires --mode=train"},
       {{"--beta1=0.8", "--beta2=0.9", "--eps=1e-6"}, ""},
       {{"--mode=forward", "--world-size=1", "--emit=report", "--report-format=json",
         "--mem-budget=1GiB", "--device=cpu"},
@@ -531,6 +541,8 @@ TEST(CompileOptionsTest, UsageListsEveryFlagWithValuesAndDefault) {
         "ckpt=none|blocks|selective|auto\n",
         "prefetch=K ",
         "limit-all-gathers=K ",
+        "grad-accum=K ",
+        "accum-reduce=each|last|auto\n",
         "optimizer=adamw|sgd ",
         "lr=X ",
         "beta1=X ",

@@ -14,7 +14,7 @@
 #   parity  K = 2, 4 at N = 1, 2, --shard=full, each and last (AdamW); SGD
 #           with momentum at N = 2 (AdamW alone barely notices a wrong 1/K);
 #           an unsharded N = 1 plan; --data=tokens.bin at N = 2; hybrid:2
-#           at N = 4
+#           at N = 4; nn.Transformer (three inputs, frozen buffers) at N = 2
 #   neg     the SGD run against torch without the 1/K must FAIL
 #   shard   grad-op and none are bitwise the full run at N = 2 (each, last)
 #   ckpt    --ckpt=blocks is bitwise the run without it (N = 2, each)
@@ -55,12 +55,15 @@ def accum(k, reduce):
     return (f"--grad-accum={k}", f"--accum-reduce={reduce}")
 
 
-def torch_accumulated(entry, onnx_path, data, optim, steps, world, k, scale=True):
+def torch_accumulated(entry, onnx_path, data, optim, freeze, steps, world, k, scale=True):
     """(losses as float32, {name: final parameter}) of torch accumulating K
     micro-batches per step; scale=False leaves out the 1/K (a negative
     control)."""
     model = tp.torch_model(entry, onnx_path)
-    named = list(model.named_parameters())
+    named = [(n, p) for n, p in model.named_parameters()
+             if not (freeze and re.fullmatch(freeze, n))]
+    for n, p in model.named_parameters():
+        p.requires_grad_(not (freeze and re.fullmatch(freeze, n)))
     optimizer = optim.build(named)
     names = [spec["name"] for spec in entry["inputs"]]
     b = entry["inputs"][0]["shape"][0]
@@ -93,12 +96,13 @@ class Session(fp.Session):
         return super().dataset(model, world * 4)
 
     def accumulated_reference(self, spec, k, scale=True):
-        key = ("accum", spec.model, spec.world or 1, k, spec.resolved()[0].describe(), scale)
+        optim, freeze = spec.resolved()
+        key = ("accum", spec.model, spec.world or 1, k, optim.describe(), freeze, scale)
         if key not in self._refs:
             data, _ = self.dataset(spec.model, spec.world or 1)
             self._refs[key] = torch_accumulated(self.entries[spec.model], self.onnx(spec.model),
-                                                data, spec.resolved()[0], STEPS,
-                                                spec.world or 1, k, scale)
+                                                data, optim, freeze, STEPS, spec.world or 1, k,
+                                                scale)
         return self._refs[key]
 
     def accum_parity(self, spec, k):
@@ -125,6 +129,9 @@ def parity_rows(s):
     unsharded = fp.Spec(GPT, None, extra=accum(2, "last"))
     s.check("parity", "gpt unsharded N=1 K=2", lambda: s.accum_parity(unsharded, 2))
     s.check("parity", "gpt N=2 K=2 last, --data=tokens.bin", lambda: token_parity(s))
+    transformer = fp.Spec(fp.TRANSFORMER, 2, "full", extra=accum(2, "each"))
+    s.check("parity", "transformer N=2 K=2 each",
+            lambda: s.accum_parity(transformer, 2))
     hybrid = fp.Spec(GPT, 4, "hybrid:2", extra=accum(2, "last"))
     s.check("parity", "gpt N=4 K=2 last, --shard=hybrid:2", lambda: s.accum_parity(hybrid, 2))
 
@@ -143,7 +150,7 @@ def token_parity(s, world=2, k=2):
     names = [spec["name"] for spec in entry["inputs"]]
     spec = fp.Spec(GPT, world, "full", extra=accum(k, "last"))
     reference = torch_accumulated(entry, s.onnx(GPT), {names[0]: idx, names[1]: targets},
-                                  spec.resolved()[0], STEPS, world, k)
+                                  *spec.resolved(), STEPS, world, k)
     return s.compare(spec, s.train(spec, data=binary), reference)
 
 
@@ -243,7 +250,7 @@ def main():
         with open(os.devnull, "w") as null:
             saved, sys.stdout = sys.stdout, null  # the exporter's per-file lines
             try:
-                entries = tp.export(tmp, [GPT])
+                entries = tp.export(tmp, [GPT, fp.TRANSFORMER])
             finally:
                 sys.stdout = saved
         s = Session(args, tmp, entries)

@@ -200,14 +200,8 @@ LogicalResult Accumulator::run() {
   if (failed(findGroups()) || failed(sliceInputs()))
     return failure();
   collectMicroBatch();
-  for (auto &[arg, slice] : inputs)
-    microBatch.insert(slice.getDefiningOp());
-  // Keep the slices first: they are in the micro-batch and before its ops.
-  Operation *lastOp = nullptr;
-  for (Operation *op : microBatch)
-    if (!lastOp || lastOp->isBeforeInBlock(op))
-      lastOp = op;
-  Operation *tail = lastOp->getNextNode();
+  // Micro-batch 0 is in program order; its clones go right after it.
+  Operation *tail = microBatch.back()->getNextNode();
 
   // The targets (and the loss) by value, and their running sums.
   SmallVector<Value> targets{loss};
@@ -257,11 +251,17 @@ LogicalResult Accumulator::run() {
     }
   }
 
-  // Each sum times 1/K stands for its target in the rest of the step.
+  // Each sum times 1/K (one constant per element type) stands for its
+  // target in the rest of the step.
   llvm::DenseMap<Value, Value> finals;
+  llvm::DenseMap<Type, Value> inverseK;
   for (Value t : targets) {
     nn::GradientBuilder g(b, NameLoc::get(b.getStringAttr("accum:mean")));
-    Value mean = g.mul(sum[t], g.scalarLike(sum[t], 1.0 / static_cast<double>(k)));
+    Type element = cast<RankedTensorType>(t.getType()).getElementType();
+    Value &scale = inverseK[element];
+    if (!scale)
+      scale = g.scalarLike(t, 1.0 / static_cast<double>(k));
+    Value mean = g.mul(sum[t], scale);
     finals[t] = mean;
     t.replaceUsesWithIf(mean, [&](OpOperand &use) {
       Operation *user = use.getOwner();

@@ -50,7 +50,7 @@ func.func @forward(%w0: tensor<4x4xf32> {nn.param = "layers.0.w"}, %b0: tensor<4
 // The sums and the loss are scaled by 1/K; the optimizer reads the mean.
 // EACH: %[[HALF:[a-z0-9_]+]] = nn.constant dense<5.000000e-01> : tensor<f32>
 // EACH: %[[MEAN:[0-9]+]] = nn.mul %{{[0-9]+}}, %[[HALF]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
-// EACH: %[[ROOTG:[0-9]+]] = nn.mul %{{[0-9]+}}, %{{[a-z0-9_]+}} : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+// EACH: %[[ROOTG:[0-9]+]] = nn.mul %{{[0-9]+}}, %[[HALF]] : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
 // EACH: fsdp.all_reduce %[[MEAN]]
 // EACH: nn.sgd %{{[a-z0-9]+}}, %[[ROOTG]]
 // EACH-COUNT-2: nn.sgd

@@ -579,6 +579,9 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
                     (opts.shard == ShardKind::None
                          ? "and --shard=none has none"
                          : "and this plan is not sharded (give --world-size=N or --shard)"));
+  // parseCompileFlag rejects K < 1; this catches options built in code.
+  if (opts.gradAccum < 1)
+    return fail("--grad-accum=" + std::to_string(opts.gradAccum) + ": K must be >= 1");
   // --ckpt=auto chooses what to recompute against the budget.
   if (opts.ckpt == CkptKind::Auto && !opts.memBudget)
     return fail("--ckpt=auto needs --mem-budget=SIZE (it recomputes the cheapest set of blocks that fits)");

@@ -145,8 +145,8 @@ void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
   // --grad-accum unrolls the step right after sharding (an unsharded step
   // too), before any pass that rewrites the accumulated gradients.
   auto accumulate = [&] {
-    if (opts.gradAccum <= 1 || start.accumulated)
-      return;
+    if (opts.gradAccum == 1 || start.accumulated)
+      return; // K = 1 is the step as it is; the pass refuses K < 1
     AccumulateMicroBatchesPassOptions accum;
     accum.microBatches = opts.gradAccum;
     accum.reduce = opts.accumReduce == AccumReduceKind::Last ? AccumReduceKind::Last

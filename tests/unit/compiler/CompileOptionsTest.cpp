@@ -542,7 +542,7 @@ TEST(CompileOptionsTest, UsageListsEveryFlagWithValuesAndDefault) {
         "prefetch=K ",
         "limit-all-gathers=K ",
         "grad-accum=K ",
-        "accum-reduce=each|last|auto\n",
+        "accum-reduce=each|last|auto ",
         "optimizer=adamw|sgd ",
         "lr=X ",
         "beta1=X ",

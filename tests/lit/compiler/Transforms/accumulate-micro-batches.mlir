@@ -4,6 +4,7 @@
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 shard=grad-op},fsdp-accumulate-micro-batches{micro-batches=3 reduce=each})' | FileCheck %s --check-prefix=GRADOP
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-accumulate-micro-batches{micro-batches=2 reduce=last})' | FileCheck %s --check-prefix=UNSHARDED
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-attach-loss,fsdp-build-train-step,fsdp-apply-optimizer{optimizer=sgd},fsdp-shard-parameters{world-size=2 shard=full},fsdp-accumulate-micro-batches{micro-batches=1})' | FileCheck %s --check-prefix=ONE
+// RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-train-pipeline{world-size=2 grad-accum=2 accum-reduce=last})' | FileCheck %s --check-prefix=PIPELINE
 
 // fsdp-accumulate-micro-batches (compiler/Transforms/AccumulateMicroBatches.cpp)
 // on the two-block MLP of shard-parameters.mlir: the input doubles its
@@ -98,3 +99,9 @@ func.func @forward(%w0: tensor<4x4xf32> {nn.param = "layers.0.w"}, %b0: tensor<4
 // ONE-LABEL: func.func @train_step(
 // ONE-SAME: tensor<2x4xf32> {nn.input = "x"}
 // ONE-NOT: nn.slice
+
+// fsdp-train-pipeline runs the pass after the shard stage, before the
+// schedule stage puts every collective (micro-batch 1's too) on its stream.
+// PIPELINE: fsdp.accumulation = {layers.0 = "last", layers.1 = "last", root = "last"}, fsdp.grad_accum = 2 : i64
+// PIPELINE: fsdp.all_gather {{.*}}fsdp.micro_batch = 1 : i64{{.*}}fsdp.stream = 1
+// PIPELINE: fsdp.reduce_scatter {{.*}}fsdp.stream = 1

@@ -19,6 +19,8 @@
 #   shard   grad-op and none are bitwise the full run at N = 2 (each, last)
 #   ckpt    --ckpt=blocks is bitwise the run without it (N = 2, each)
 #   offload --offload=cpu is bitwise the run on device (N = 2, each, last)
+#   mpirun  mpirun -np 2 is bitwise the in-process ranks (each rank's data
+#           source fills its own micro-batches)
 #   k1      --grad-accum=1 writes the plan of no flag, byte for byte
 #   report  --emit=report's per-unit choice and costs: auto without a budget
 #           is last everywhere; auto under a budget equal to the all-each
@@ -171,6 +173,10 @@ def bitwise_rows(s):
         same_bits_row(s, "offload", f"gpt N=2 K=2 {reduce}: --offload=cpu == on device (bits)",
                       fp.Spec(GPT, 2, "full", offload=True, extra=accum(2, reduce)),
                       fp.Spec(GPT, 2, "full", extra=accum(2, reduce)))
+    def mpirun():
+        spec = fp.Spec(GPT, 2, "full", extra=accum(2, "last"))
+        return 0.0, 0.0, fp.same_bits(s.train(spec, mpi=True), s.train(spec))
+    s.check("mpirun", "gpt N=2 K=2 last: mpirun -np 2 == in-process ranks (bits)", mpirun)
     same_bits_row(s, "ckpt", "gpt N=2 K=2 each: --ckpt=blocks == no ckpt (bits)",
                   fp.Spec(GPT, 2, "full", extra=accum(2, "each") + ("--ckpt=blocks",)),
                   fp.Spec(GPT, 2, "full", extra=accum(2, "each")))
@@ -234,11 +240,11 @@ def main():
     parser.add_argument("--fsdp-opt", required=True)
     parser.add_argument("--fsdp-run", required=True)
     parser.add_argument("--only", nargs="+", default=[], metavar="ROW",
-                        help="run only these rows (parity, neg, shard, ckpt, offload, k1, "
-                             "report)")
+                        help="run only these rows (parity, neg, shard, offload, mpirun, ckpt, "
+                             "k1, report)")
+    parser.add_argument("--mpirun", default=shutil.which("mpirun"))
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it")
     args = parser.parse_args()
-    args.mpirun = None
     torch.manual_seed(0)
     torch.set_num_threads(1)
     start = time.time()

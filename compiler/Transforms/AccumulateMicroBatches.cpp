@@ -18,7 +18,9 @@
 //      op, each target summed into its accumulator right after the clone
 //      computing it, so at most one micro-batch's activations are live.
 //      Clones of the op marking the forward loss for evaluation lose that
-//      mark: the eval pass runs micro-batch 0's forward.
+//      mark: the eval pass runs micro-batch 0's forward. Dropout clones get
+//      a seed of their own per micro-batch (the masks differ, as torch's
+//      would across K forward passes).
 //   4. The end. Each accumulator times 1/K replaces its target where the
 //      rest of the step read it; ops of the original step that read a
 //      target and sat inside micro-batch 0 (the `last` reductions) move
@@ -240,6 +242,14 @@ LogicalResult Accumulator::run() {
         clone->removeAttr(mark);
       if (isa<dist::AllGatherOp>(clone))
         clone->setAttr(dist::kMicroBatchAttr, b.getI64IntegerAttr(m));
+      // A dropout mask is a function of its seed, the step and the element:
+      // each micro-batch draws its own (its recomputed copies, cloned with
+      // it, the same one).
+      if (auto dropout = dyn_cast<nn::DropoutOp>(clone)) {
+        uint64_t seed = static_cast<uint64_t>(dropout.getSeed().value_or(0));
+        seed ^= static_cast<uint64_t>(m) * 0x9E3779B97F4A7C15ull;
+        dropout.setSeedAttr(b.getI64IntegerAttr(static_cast<int64_t>(seed >> 1)));
+      }
       for (auto [old, now] : llvm::zip(op->getResults(), clone->getResults())) {
         auto it = sum.find(old);
         if (it == sum.end())

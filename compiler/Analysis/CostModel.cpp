@@ -174,10 +174,7 @@ InstructionCost predictInstruction(const plan::Plan &p, uint32_t index,
                               device.kernelFloor);
       return cost;
     }
-    double bandwidth = cost.groupSize <= device.ranksPerNode ? device.intraNodeBandwidth
-                                                             : device.interNodeBandwidth;
-    double steps = (cost.groupSize - 1.0) / cost.groupSize * (k == Kernel::AllReduce ? 2 : 1);
-    cost.seconds = steps * static_cast<double>(cost.bytes) / bandwidth + device.collectiveLatency;
+    cost.seconds = collectiveSeconds(cost.bytes, cost.groupSize, k == Kernel::AllReduce, device);
     return cost;
   }
 
@@ -213,6 +210,16 @@ InstructionCost predictInstruction(const plan::Plan &p, uint32_t index,
     half = out && (out->dtype() == plan::DType::BF16 || out->dtype() == plan::DType::F16);
   }
   return computeKernelCost(flops, read + written, half, device);
+}
+
+double collectiveSeconds(uint64_t bytes, uint32_t groupSize, bool allReduce,
+                         const DeviceProfile &device) {
+  if (groupSize <= 1)
+    return std::max(2.0 * static_cast<double>(bytes) / device.memoryBandwidth, device.kernelFloor);
+  double bandwidth =
+      groupSize <= device.ranksPerNode ? device.intraNodeBandwidth : device.interNodeBandwidth;
+  double steps = (groupSize - 1.0) / groupSize * (allReduce ? 2 : 1);
+  return steps * static_cast<double>(bytes) / bandwidth + device.collectiveLatency;
 }
 
 double matmulFlops(uint64_t resultElements, int64_t reduction) {

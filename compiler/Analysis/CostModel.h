@@ -70,6 +70,11 @@ struct InstructionCost {
 InstructionCost predictInstruction(const plan::Plan &plan, uint32_t inst,
                                    const DeviceProfile &device);
 
+/// The ring cost of one collective over a full tensor of `bytes` in a group
+/// of `groupSize` ranks (an all-reduce moves twice an all-gather's or
+/// reduce-scatter's share); a group of one is a local copy.
+double collectiveSeconds(uint64_t bytes, uint32_t groupSize, bool allReduce,
+                         const DeviceProfile &device);
 /// 2 * M * N * K of a matrix product with `resultElements` = M * N (times
 /// any batch) and reduction length K.
 double matmulFlops(uint64_t resultElements, int64_t reduction);

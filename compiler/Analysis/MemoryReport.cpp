@@ -371,6 +371,7 @@ MemoryReport analyzeMemory(const plan::Plan &p) {
   report.reduceDtype =
       p.reduce_dtype() && p.reduce_dtype()->size() ? p.reduce_dtype()->str() : "f32";
   report.worldSize = std::max<uint32_t>(p.world_size(), 1);
+  report.gradAccum = std::max<uint32_t>(p.grad_accum(), 1);
   report.persistentBytes = p.persistent_bytes();
   report.arenaBytes = p.arena_bytes();
   report.hostBytes = p.host_bytes();
@@ -565,8 +566,21 @@ std::string renderJson(const MemoryReport &r) {
        << ", \"bytes_per_rank\": " << u.bytesPerRank
        << ", \"gathered_in_place\": " << (u.gatheredInPlace ? "true" : "false") << "}";
   }
-  const char *unitsEnd = r.configurations.empty() ? "\n" : ",\n";
+  const bool accumulates = r.gradAccum > 1;
+  const char *unitsEnd = r.configurations.empty() && !accumulates ? "\n" : ",\n";
   os << (r.units.empty() ? "]" : "\n  ]") << unitsEnd;
+  if (accumulates) {
+    os << "  \"grad_accum\": " << r.gradAccum << ",\n  \"accumulation\": [";
+    for (size_t i = 0; i < r.accumulation.size(); ++i) {
+      const UnitAccumulation &a = r.accumulation[i];
+      os << (i ? ",\n" : "\n") << "    {\"unit\": " << jsonString(a.name)
+         << ", \"chosen\": " << jsonString(a.chosen) << ", \"each_bytes\": " << a.eachBytes
+         << ", \"each_predicted_s\": " << jsonNumber(a.eachSeconds)
+         << ", \"last_bytes\": " << a.lastBytes
+         << ", \"last_predicted_s\": " << jsonNumber(a.lastSeconds) << "}";
+    }
+    os << (r.accumulation.empty() ? "]" : "\n  ]") << (r.configurations.empty() ? "\n" : ",\n");
+  }
   if (!r.configurations.empty()) {
     os << "  \"configurations\": [";
     for (size_t i = 0; i < r.configurations.size(); ++i) {
@@ -678,6 +692,20 @@ std::string renderText(const MemoryReport &r) {
     if (t.hostSeconds > 0)
       os << "; host optimizer " << formatSeconds(t.hostSeconds) << " on its own stream";
     os << "\n";
+  }
+  if (r.gradAccum > 1) {
+    os << "\ngradient accumulation over " << r.gradAccum
+       << " micro-batches, per unit (each: reduce every micro-batch's gradient, a shard-sized "
+          "accumulator; last: sum the unsharded gradient, reduce once; bytes per rank held "
+          "across micro-batches, predicted reduction time per step on "
+       << (r.predicted ? r.predicted->device : std::string("the device")) << "):\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const UnitAccumulation &a : r.accumulation)
+      rows.push_back({a.name, a.chosen.empty() ? "-" : a.chosen, humanSize(a.eachBytes),
+                      formatSeconds(a.eachSeconds), humanSize(a.lastBytes),
+                      formatSeconds(a.lastSeconds)});
+    printTable(os, {"unit", "chosen", "each: bytes", "each: time", "last: bytes", "last: time"},
+               rows, /*namesFirst=*/true);
   }
   if (!r.configurations.empty()) {
     os << "\nconfigurations at world size " << r.worldSize

@@ -105,6 +105,16 @@ struct ConfigurationRow {
   std::string note;
 };
 
+/// One unit's gradient accumulation under --grad-accum (filled from
+/// compiler/Analysis/AccumulationCost.h): the accumulator bytes per rank and
+/// the predicted reduction time per step of each choice, and the choice.
+struct UnitAccumulation {
+  std::string name;
+  std::string chosen; // "each" or "last"; "" when the step does not say
+  uint64_t eachBytes = 0, lastBytes = 0;
+  double eachSeconds = 0, lastSeconds = 0;
+};
+
 struct MemoryReport {
   std::string source, mode, optimizer;
   /// The plan's --shard, param and reduce dtypes; plans compiled before
@@ -135,6 +145,10 @@ struct MemoryReport {
   /// Rendered when set / non-empty (--emit=report sets both).
   std::optional<PredictedTime> predicted;
   std::vector<ConfigurationRow> configurations;
+  /// --grad-accum's K (the plan's grad_accum) and, when K > 1 and the
+  /// caller filled it, the choice per unit; rendered only when K > 1.
+  uint32_t gradAccum = 1;
+  std::vector<UnitAccumulation> accumulation;
 };
 
 /// Analyzes a verified plan.

@@ -48,6 +48,7 @@ constexpr const char *deviceNames[] = {"h100", "a100", "cpu"};
 constexpr const char *reportFormatNames[] = {"text", "json"};
 constexpr const char *fusionNames[] = {"elementwise", "none"};
 constexpr const char *clipNormNames[] = {"2", "inf"};
+constexpr const char *accumReduceNames[] = {"each", "last", "auto"};
 static_assert(std::size(stageNames) == size_t(Stage::Memory) + 1 &&
                   std::size(modeNames) == size_t(Mode::Forward) + 1 &&
                   std::size(emitNames) == size_t(EmitKind::Object) + 1 &&
@@ -62,7 +63,8 @@ static_assert(std::size(stageNames) == size_t(Stage::Memory) + 1 &&
                   std::size(reportFormatNames) ==
                       size_t(ReportFormat::Json) + 1 &&
                   std::size(fusionNames) == size_t(FusionKind::None) + 1 &&
-                  std::size(clipNormNames) == size_t(ClipNormType::Inf) + 1,
+                  std::size(clipNormNames) == size_t(ClipNormType::Inf) + 1 &&
+                  std::size(accumReduceNames) == size_t(AccumReduceKind::Auto) + 1,
               "every enumerator needs a spelling");
 
 constexpr const char *sizeUnitNames[] = {"B",   "KB",  "MB",  "GB", "TB",
@@ -297,6 +299,12 @@ const std::vector<FlagSpec> &flagTable() {
               "units all-gathered ahead of use"),
       intFlag("limit-all-gathers", "K", &CompileOptions::limitAllGathers, 1,
               "all-gathers in flight at once"),
+      intFlag("grad-accum", "K", &CompileOptions::gradAccum, 1,
+              "micro-batches per optimizer step (global batch b x N x K)"),
+      enumFlag("accum-reduce", accumReduceNames, &CompileOptions::accumReduce,
+               "with --grad-accum: reduce each micro-batch's gradient, or sum "
+               "unsharded and reduce after the last; auto: last while it fits "
+               "--mem-budget"),
       enumFlag("optimizer", optimizerNames, &CompileOptions::optimizer, ""),
       realFlag("lr", &CompileOptions::lr, 0, true, inf, "learning rate"),
       realFlag("beta1", &CompileOptions::beta1, 0, false, 1,
@@ -511,7 +519,8 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
          {"shard", "wrap", "ckpt", "prefetch", "limit-all-gathers", "optimizer",
           "lr", "beta1", "beta2", "eps", "weight-decay", "momentum", "nesterov",
           "freeze", "no-decay", "loss", "param-dtype", "reduce-dtype", "offload",
-          "clip-grad-norm", "clip-norm-type", "log-grad-norm"})
+          "clip-grad-norm", "clip-norm-type", "log-grad-norm",
+          "grad-accum", "accum-reduce"})
       if (given(flag))
         return fail("--" + std::string(flag) + " requires --mode=train");
   }
@@ -534,6 +543,7 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
       {"embed-weights", opts.emit == EmitKind::Binary || opts.emit == EmitKind::Object,
        "--emit=binary or --emit=object (the other outputs write no step)"},
       {"clip-norm-type", given("clip-grad-norm"), "--clip-grad-norm=MAX"},
+      {"accum-reduce", opts.gradAccum > 1, "--grad-accum=K with K > 1"},
       {"momentum", sgd, "--optimizer=sgd"},
       {"nesterov", sgd, "--optimizer=sgd"},
       {"beta1", !sgd, "--optimizer=adamw"},
@@ -586,6 +596,11 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
                     " acts after the shard stage, which this output does not run (it needs "
                     "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard "
                     "or later)");
+  // Gradient accumulation unrolls the step after the shard stage.
+  if (opts.mode == Mode::Train && !shardStageRuns && given("grad-accum"))
+    return fail("--grad-accum acts after the shard stage, which this output does not run (it "
+                "needs --emit=plan or --emit=report, or --emit=mlir with --stop-after=shard or "
+                "later)");
   // The schedule stage moves all-gathers: a step without any would
   // silently ignore its flags.
   if (opts.mode == Mode::Train && shardStageRuns)
@@ -595,6 +610,9 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
                     (opts.shard == ShardKind::None
                          ? "and --shard=none has none"
                          : "and this plan is not sharded (give --world-size=N or --shard)"));
+  // parseCompileFlag rejects K < 1; this catches options built in code.
+  if (opts.gradAccum < 1)
+    return fail("--grad-accum=" + std::to_string(opts.gradAccum) + ": K must be >= 1");
   // --ckpt=auto chooses what to recompute against the budget.
   if (opts.ckpt == CkptKind::Auto && !opts.memBudget)
     return fail("--ckpt=auto needs --mem-budget=SIZE (it recomputes the cheapest set of blocks that fits)");

@@ -60,6 +60,9 @@ enum class ReportFormat { Text, Json };
 enum class FusionKind { Elementwise, None };
 /// --clip-norm-type: the 2-norm, or the largest |g| (torch's norm_type=inf).
 enum class ClipNormType { Two, Inf };
+/// --accum-reduce: how a unit's gradient accumulates over --grad-accum's
+/// micro-batches (compiler/Transforms/AccumulateMicroBatches.h).
+enum class AccumReduceKind { Each, Last, Auto };
 
 /// Every fsdp-opt flag with its default. Defaults are those a user gets by
 /// saying nothing; `explicitlySet` lets rules tell "left at the default" from
@@ -91,6 +94,12 @@ struct CompileOptions {
   std::optional<std::vector<int64_t>> ckptBlocks;
   int64_t prefetch = 1;        // units gathered ahead of use; 0 disables.
   int64_t limitAllGathers = 2; // all-gathers in flight at once.
+  /// --grad-accum=K: micro-batches per optimizer step; --accum-reduce:
+  /// how each unit accumulates (auto: chosen against --mem-budget).
+  int64_t gradAccum = 1;
+  AccumReduceKind accumReduce = AccumReduceKind::Auto;
+  /// The units --accum-reduce=auto resolved to `last` (not a flag).
+  std::optional<std::vector<std::string>> accumLastUnits;
 
   OptimizerKind optimizer = OptimizerKind::AdamW;
   double lr = 1e-3;

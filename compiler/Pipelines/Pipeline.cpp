@@ -14,6 +14,7 @@
 
 #include "compiler/Analysis/CostModel.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
+#include "compiler/Pipelines/AutoAccumulation.h"
 #include "compiler/Pipelines/AutoCheckpoint.h"
 #include "compiler/Transforms/ClipGradients.h"
 #include "compiler/Transforms/Passes.h"
@@ -93,6 +94,7 @@ std::string shardStrategyName(const CompileOptions &opts) {
 PipelineStart pipelineStartOf(mlir::ModuleOp module) {
   PipelineStart start;
   start.trained = module.lookupSymbol(kTrainStepName) != nullptr;
+  start.accumulated = module->hasAttr(dist::kGradAccumAttr);
   auto step = module.lookupSymbol<mlir::func::FuncOp>(kTrainStepName);
   if (!step)
     return start;
@@ -144,6 +146,19 @@ void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
   }
   if (last < Stage::Shard)
     return;
+  // --grad-accum unrolls the step right after sharding (an unsharded step
+  // too), before any pass that rewrites the accumulated gradients.
+  auto accumulate = [&] {
+    if (opts.gradAccum == 1 || start.accumulated)
+      return; // K = 1 is the step as it is; the pass refuses K < 1
+    AccumulateMicroBatchesPassOptions accum;
+    accum.microBatches = opts.gradAccum;
+    accum.reduce = opts.accumReduce == AccumReduceKind::Last ? AccumReduceKind::Last
+                                                            : AccumReduceKind::Each;
+    if (opts.accumReduce == AccumReduceKind::Auto && opts.accumLastUnits)
+      accum.lastUnits = *opts.accumLastUnits;
+    pm.addPass(createAccumulateMicroBatchesPass(accum));
+  };
   if (shardingRequested(opts) && !start.sharded) {
     ShardParametersPassOptions shard;
     shard.worldSize = opts.worldSize;
@@ -154,11 +169,15 @@ void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
     // Clipping sums the same shards under every strategy (ClipGradients.h).
     shard.alignShards = gradNormRequested(opts);
     pm.addPass(createShardParametersPass(shard));
+    accumulate();
     if (opts.offload == OffloadKind::Cpu)
       pm.addPass(createOffloadStatePass());
+  } else {
+    accumulate();
   }
   // Passes that rewrite the gradients the optimizer updates read, on the
-  // sharded (or single-rank) step, only when their flag is given.
+  // sharded (or single-rank) and accumulated step, only when their flag is
+  // given.
   if (gradNormRequested(opts) && !start.gradNorm) {
     ClipGradientsPassOptions clip;
     clip.maxNorm = opts.clipGradNorm;
@@ -207,6 +226,17 @@ mlir::LogicalResult runStages(mlir::ModuleOp module, const CompileOptions &opts,
       if (mlir::failed(choice))
         return mlir::failure();
       module->setAttr(dist::kCheckpointChoiceAttr,
+                      mlir::StringAttr::get(module.getContext(), choice->summary));
+      return runStages(module, choice->opts, setup);
+    }
+    // --accum-reduce=auto likewise plans candidates first (after
+    // --ckpt=auto has chosen, so they carry its choice).
+    if (opts.gradAccum > 1 && opts.accumReduce == AccumReduceKind::Auto &&
+        !opts.accumLastUnits && lastRequestedStage(opts) >= Stage::Shard) {
+      mlir::FailureOr<AccumulationChoice> choice = chooseAccumulation(module, opts);
+      if (mlir::failed(choice))
+        return mlir::failure();
+      module->setAttr(dist::kAccumulationChoiceAttr,
                       mlir::StringAttr::get(module.getContext(), choice->summary));
       return runStages(module, choice->opts, setup);
     }

@@ -48,6 +48,7 @@ struct PipelineStart {
   bool sharded = false;   // its arguments are shard units
   bool scheduled = false; // its collectives have streams
   bool gradNorm = false;  // it outputs grad_norm (fsdp-clip-gradients ran)
+  bool accumulated = false; // it runs --grad-accum's micro-batches
 };
 PipelineStart pipelineStartOf(mlir::ModuleOp module);
 

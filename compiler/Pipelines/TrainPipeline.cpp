@@ -7,8 +7,9 @@
 // defaults (the choices are the passes' own typed options,
 // compiler/Transforms/PassOptions.h). They fill a CompileOptions, marking
 // the ones given as the flag parser does, and buildCompilePipeline adds the
-// same passes fsdp-opt would. Two things stay fsdp-opt's: --ckpt=auto,
-// which compiles candidates before the pipeline exists, and --stop-after
+// same passes fsdp-opt would. Three things stay fsdp-opt's: --ckpt=auto and
+// --accum-reduce=auto, which compile candidates before the pipeline exists,
+// and --stop-after
 // (list the passes instead). Each pass checks its own options; the
 // cross-flag rules of validateCompileOptions are fsdp-opt's.
 //
@@ -61,6 +62,12 @@ struct TrainPipelineOptions : mlir::PassPipelineOptions<TrainPipelineOptions> {
   Option<DType> paramDtype{*this, "param-dtype", llvm::cl::init(DType::F32), dtypeValues()};
   Option<DType> reduceDtype{*this, "reduce-dtype", llvm::cl::init(DType::F32), dtypeValues()};
   Option<bool> offload{*this, "offload", llvm::cl::desc("--offload=cpu"), llvm::cl::init(false)};
+  // Gradient accumulation (--grad-accum; --accum-reduce=auto is fsdp-opt's).
+  Option<int64_t> gradAccum{*this, "grad-accum", llvm::cl::desc("micro-batches per step"),
+                            llvm::cl::init(1)};
+  Option<AccumReduceKind> accumReduce{*this, "accum-reduce", llvm::cl::desc("each or last"),
+                                      llvm::cl::init(AccumReduceKind::Each),
+                                      accumReduceValues()};
   Option<int64_t> prefetch{*this, "prefetch", llvm::cl::init(CompileOptions().prefetch)};
   Option<int64_t> limitAllGathers{*this, "limit-all-gathers",
                                   llvm::cl::init(CompileOptions().limitAllGathers)};
@@ -131,6 +138,8 @@ CompileOptions compileOptionsFor(const TrainPipelineOptions &options) {
   opts.clipGradNorm = options.clipGradNorm;
   opts.clipNormType = options.clipNormType;
   opts.logGradNorm = options.logGradNorm;
+  opts.gradAccum = options.gradAccum;
+  opts.accumReduce = options.accumReduce;
   return opts;
 }
 

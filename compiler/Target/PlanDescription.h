@@ -92,6 +92,7 @@ struct PlanDescription {
   std::string weightsFile; // relative to the plan's directory; "" without weights
   uint64_t weightsHash = 0;
   uint32_t worldSize = 1;
+  uint32_t gradAccum = 1; // --grad-accum's K
   uint64_t persistentBytes = 0, arenaBytes = 0, hostBytes = 0;
   uint8_t numStreams = 1;
   uint32_t numEvents = 0;

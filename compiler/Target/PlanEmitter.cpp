@@ -143,6 +143,8 @@ void describeStep(func::FuncOp func, const PlanEmitOptions &options, PlanDescrip
   plan.source = source ? source.str() : "";
   plan.mode = options.mode;
   plan.worldSize = options.worldSize;
+  if (auto k = func->getParentOfType<ModuleOp>()->getAttrOfType<IntegerAttr>(dist::kGradAccumAttr))
+    plan.gradAccum = static_cast<uint32_t>(k.getInt());
   plan.optimizer = options.optimizer;
   plan.baseLr = options.baseLr;
   plan.strategy = options.strategy;

@@ -61,7 +61,7 @@ void build(const PlanDescription &p, flatbuffers::FlatBufferBuilder &fbb) {
       fbb.CreateString(p.weightsFile), p.weightsHash, p.numEvents, fbState, p.lrBuffer,
       p.stepBuffer, fbb.CreateString(p.lossOutput), fbb.CreateString(p.optimizer), p.baseLr,
       fbb.CreateString(p.strategy), fbb.CreateString(p.paramDtype), fbb.CreateString(p.reduceDtype),
-      p.hostBytes, fbPrediction, p.evalEnd, p.evalLossBuffer);
+      p.hostBytes, fbPrediction, p.evalEnd, p.evalLossBuffer, p.gradAccum);
   plan::FinishPlanBuffer(fbb, root);
 }
 

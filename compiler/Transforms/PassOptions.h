@@ -68,6 +68,12 @@ inline llvm::cl::ValuesClass dtypeValues() {
                           clEnumValN(DType::BF16, "bf16", "bfloat16"));
 }
 
+inline llvm::cl::ValuesClass accumReduceValues() {
+  return llvm::cl::values(
+      clEnumValN(AccumReduceKind::Each, "each", "reduce every micro-batch's gradient"),
+      clEnumValN(AccumReduceKind::Last, "last", "sum unsharded, reduce after the last"));
+}
+
 namespace detail {
 
 /// Looks `arg` up among the values `parser` was given (::llvm::cl::values);
@@ -112,6 +118,7 @@ FSDP_CHOICE_OPTION(::fsdp::RecomputeOptions::Policy)
 FSDP_CHOICE_OPTION(::fsdp::DeviceKind)
 FSDP_CHOICE_OPTION(::fsdp::DType)
 FSDP_CHOICE_OPTION(::fsdp::CkptKind)
+FSDP_CHOICE_OPTION(::fsdp::AccumReduceKind)
 #undef FSDP_CHOICE_OPTION
 
 /// Reads and prints ShardSpec as --shard does.

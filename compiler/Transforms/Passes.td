@@ -263,6 +263,58 @@ def ShardParametersPass : Pass<"fsdp-shard-parameters", "::mlir::ModuleOp"> {
   ];
 }
 
+def AccumulateMicroBatchesPass
+    : Pass<"fsdp-accumulate-micro-batches", "::mlir::ModuleOp"> {
+  let summary = "Gradient accumulation: K micro-batches per optimizer step, "
+                "each gradient reduced per micro-batch (each) or summed "
+                "unsharded and reduced once (last)";
+  let description = [{
+    Runs on the sharded @train_step (right after fsdp-shard-parameters).
+    Every `nn.input` becomes K times as many rows; micro-batch k reads rows
+    [k*b, (k+1)*b) and runs the step's forward and backward (with its own
+    all-gathers; persistent ones are gathered once) after micro-batch k-1.
+    Per flat group, `reduce=each` sums the reduced gradient shards of the
+    micro-batches, `reduce=last` (or the group named in `last-units`) sums
+    the unsharded flat gradient and reduces it once after the last
+    micro-batch. Sums are scaled by 1/K; the loss is the micro-batches'
+    mean. The module records K (`fsdp.grad_accum`, the plan's grad_accum)
+    and the choice per group (`fsdp.accumulation`).
+
+    ```mlir
+    // Before: fsdp-accumulate-micro-batches{micro-batches=2 reduce=each}
+    func.func @train_step(%x: tensor<2x4xf32> {nn.input = "x"}, ...) {
+      %0 = fsdp.all_gather %shard ...
+      ...
+      %rs = fsdp.reduce_scatter %f ... : tensor<16xf32> -> tensor<8xf32>
+      %new = nn.sgd %shard, %rs, %lr ...
+    // After
+    func.func @train_step(%x: tensor<4x4xf32> {nn.input = "x"}, ...) {
+      %x0 = nn.slice %x {starts = array<i64: 0, 0>, ends = array<i64: 2, 4>, ...}
+      %0 = fsdp.all_gather %shard ...
+      ...
+      %rs = fsdp.reduce_scatter %f ... : tensor<16xf32> -> tensor<8xf32>
+      %x1 = nn.slice %x {starts = array<i64: 2, 0>, ends = array<i64: 4, 4>, ...}
+      %1 = fsdp.all_gather %shard {fsdp.micro_batch = 1 : i64, ...}
+      ...
+      %rs1 = fsdp.reduce_scatter %f1 ...
+      %sum = nn.add %rs, %rs1
+      %mean = nn.mul %sum, %half
+      %new = nn.sgd %shard, %mean, %lr ...
+    ```
+  }];
+  let dependentDialects = ["::fsdp::dist::FSDPDialect", "::fsdp::nn::NNDialect"];
+  let options = [
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "K: micro-batches per optimizer step (1: the step unchanged)">,
+    Option<"reduce", "reduce", "::fsdp::AccumReduceKind",
+           /*default=*/"::fsdp::AccumReduceKind::Each",
+           "each: reduce every micro-batch's gradient; last: sum unsharded, reduce once",
+           [{::fsdp::accumReduceValues()}]>,
+    ListOption<"lastUnits", "last-units", "std::string",
+               "flat groups accumulated unsharded (last) whatever reduce says">,
+  ];
+}
+
 def OffloadStatePass : Pass<"fsdp-offload-state", "::mlir::ModuleOp"> {
   let summary = "Shards, optimizer state and the optimizer's scalars of the "
                 "sharded @train_step in host memory, with copies to and from "

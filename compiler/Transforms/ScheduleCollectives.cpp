@@ -80,6 +80,10 @@ private:
 struct Item {
   std::string unit;
   int phase = 0; // 0 forward (or the only gather), 1 backward
+  /// The micro-batch under --grad-accum (fsdp.micro_batch; 0 without):
+  /// gathers are prefetched within their micro-batch, never into the one
+  /// before, which would hold them through its backward.
+  int64_t microBatch = 0;
   SmallVector<Operation *> gathers;
   /// The last reader of the gathered buffer (see Scheduler::lastUse); null
   /// when nothing reads it. Only gathers and their operands' producers
@@ -327,7 +331,8 @@ void Scheduler::run() {
 void Scheduler::prefetchGathers() {
   // Items: consecutive gathers of one unit in one phase (a unit with
   // several flat buffers gathers each of them).
-  llvm::DenseSet<Value> gathered;
+  llvm::DenseSet<std::pair<Value, int64_t>> gathered;
+  int64_t microBatches = 1;
   for (Operation &op : body) {
     auto gather = dyn_cast<dist::AllGatherOp>(op);
     if (!gather)
@@ -339,20 +344,25 @@ void Scheduler::prefetchGathers() {
     std::string name = unit ? unit.getAs<StringAttr>("name").str() : "";
     if (name.empty() || name == "root")
       continue;
-    int phase = gathered.insert(arg).second ? 0 : 1;
-    if (items.empty() || items.back().unit != name || items.back().phase != phase)
-      items.push_back({name, phase, {}});
+    auto mbAttr = gather->getAttrOfType<IntegerAttr>(dist::kMicroBatchAttr);
+    int64_t mb = mbAttr ? mbAttr.getInt() : 0;
+    microBatches = std::max(microBatches, mb + 1);
+    int phase = gathered.insert({arg, mb}).second ? 0 : 1;
+    if (items.empty() || items.back().unit != name || items.back().phase != phase ||
+        items.back().microBatch != mb)
+      items.push_back({name, phase, mb, {}, nullptr});
     items.back().gathers.push_back(gather);
   }
   for (Item &item : items)
     item.lastUse = lastUse(item);
-  for (int phase = 0; phase < 2; ++phase) {
-    std::vector<Item *> list;
-    for (Item &item : items)
-      if (item.phase == phase)
-        list.push_back(&item);
-    schedulePhase(list);
-  }
+  for (int64_t mb = 0; mb < microBatches; ++mb)
+    for (int phase = 0; phase < 2; ++phase) {
+      std::vector<Item *> list;
+      for (Item &item : items)
+        if (item.phase == phase && item.microBatch == mb)
+          list.push_back(&item);
+      schedulePhase(list);
+    }
 }
 
 } // namespace

@@ -36,7 +36,9 @@ struct Known {
 
 std::optional<Known> lookup(StringRef name) {
   return llvm::StringSwitch<std::optional<Known>>(name)
-      .Cases(kWorldSizeAttr, kCheckpointChoiceAttr, Known{Place::Operation, "the module"})
+      .Cases(kWorldSizeAttr, kCheckpointChoiceAttr, kGradAccumAttr, kAccumulationAttr,
+             kAccumulationChoiceAttr, Known{Place::Operation, "the module"})
+      .Case(kMicroBatchAttr, Known{Place::Operation, "an fsdp.all_gather"})
       .Case(kStreamAttr,
             Known{Place::Operation, "an fsdp collective, offload copy or optimizer update"})
       .Case(kRecomputeAttr, Known{Place::Operation, "an operation"})
@@ -56,8 +58,12 @@ LogicalResult verifyPlace(Operation *op, NamedAttribute attr, Place found) {
   if (right && name == kStreamAttr)
     right = isa<AllGatherOp, ReduceScatterOp, AllReduceOp, ToDeviceOp, ToHostOp, fsdp::nn::AdamWOp,
                 fsdp::nn::SgdOp>(op);
-  else if (right && (name == kWorldSizeAttr || name == kCheckpointChoiceAttr))
+  else if (right && (name == kWorldSizeAttr || name == kCheckpointChoiceAttr ||
+                     name == kGradAccumAttr || name == kAccumulationAttr ||
+                     name == kAccumulationChoiceAttr))
     right = isa<ModuleOp>(op);
+  else if (right && name == kMicroBatchAttr)
+    right = isa<AllGatherOp>(op);
   if (right)
     return success();
   InFlightDiagnostic diag = op->emitError("'") << name << "' belongs on " << known->where;
@@ -197,9 +203,22 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op, NamedAttribut
     IntegerAttr size = getI64(value);
     if (!size || size.getInt() < 1)
       return op->emitError("'") << name << "' must be a positive i64, not " << value;
-  } else if (name == kCheckpointChoiceAttr) {
+  } else if (name == kCheckpointChoiceAttr || name == kAccumulationChoiceAttr) {
     if (!isa<StringAttr>(value))
       return op->emitError("'") << name << "' must be a string, not " << value;
+  } else if (name == kGradAccumAttr || name == kMicroBatchAttr) {
+    IntegerAttr k = getI64(value);
+    int64_t least = name == kGradAccumAttr ? 2 : 1;
+    if (!k || k.getInt() < least)
+      return op->emitError("'") << name << "' must be an i64 >= " << least << ", not " << value;
+  } else if (name == kAccumulationAttr) {
+    auto choices = dyn_cast<DictionaryAttr>(value);
+    if (!choices || llvm::any_of(choices, [](NamedAttribute c) {
+          auto s = dyn_cast<StringAttr>(c.getValue());
+          return !s || (s.getValue() != "each" && s.getValue() != "last");
+        }))
+      return op->emitError("'") << name
+                                << "' must map flat groups to \"each\" or \"last\", not " << value;
   } else if (name == kStreamAttr) {
     // Collectives run on the communication stream, offload copies on the
     // copy stream, optimizer updates on the host stream; any of them may

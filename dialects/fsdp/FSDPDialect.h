@@ -63,6 +63,16 @@ inline constexpr llvm::StringLiteral kCheckpointChoiceAttr = "fsdp.checkpoint_ch
 /// runs the step's program up to (compiler/Target/EvalPrefix.h). Passes
 /// that clone the forward keep it on the first copy only (micro-batch 0).
 inline constexpr llvm::StringLiteral kEvalLossAttr = "fsdp.eval_loss";
+/// Gradient accumulation (--grad-accum, compiler/Transforms/
+/// AccumulateMicroBatches.h). On the module: K, the micro-batches per step
+/// (an i64 > 1; the plan's grad_accum); the choice per flat group (a
+/// dictionary from group name to "each" or "last"); what
+/// --accum-reduce=auto chose, one line for the user. On an all-gather: the
+/// micro-batch (an i64 >= 1) it was cloned for.
+inline constexpr llvm::StringLiteral kGradAccumAttr = "fsdp.grad_accum";
+inline constexpr llvm::StringLiteral kAccumulationAttr = "fsdp.accumulation";
+inline constexpr llvm::StringLiteral kAccumulationChoiceAttr = "fsdp.accumulation_choice";
+inline constexpr llvm::StringLiteral kMicroBatchAttr = "fsdp.micro_batch";
 
 /// Whether `v` lives in host memory: a function argument marked kHostAttr
 /// or the result of an fsdp.to_host (what the host stream may touch).

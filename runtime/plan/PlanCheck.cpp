@@ -503,6 +503,8 @@ Status checkPlan(const plan::Plan &plan, const std::string &path) {
     return Status::error(path + ": world size must be >= 1");
   if (plan.num_streams() < 1)
     return Status::error(path + ": plan has no streams");
+  if (plan.grad_accum() < 1)
+    return Status::error(path + ": grad_accum (micro-batches per step) must be >= 1");
   if (plan.persistent_bytes() % kBufferAlignment || plan.arena_bytes() % kBufferAlignment ||
       plan.host_bytes() % kBufferAlignment)
     return Status::error(path + ": region sizes must be multiples of 64 bytes");

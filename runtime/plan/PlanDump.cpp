@@ -53,6 +53,8 @@ std::string dumpPlan(const LoadedPlan &loaded) {
      << "\n";
   if (p.num_streams() > 1)
     os << "streams " << int(p.num_streams()) << " events=" << p.num_events() << "\n";
+  if (p.grad_accum() > 1)
+    os << "grad_accum=" << p.grad_accum() << " (micro-batches per step, stacked in each input)\n";
   os << "memory persistent=" << p.persistent_bytes() << " arena=" << p.arena_bytes()
      << " constant=" << (p.constant_data() ? p.constant_data()->size() : 0);
   if (p.host_bytes())

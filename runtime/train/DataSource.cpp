@@ -62,6 +62,20 @@ Status checkLayout(RankLayout layout) {
   if (layout.worldSize < 1 || layout.rank < 0 || layout.rank >= layout.worldSize)
     return Status::error(cat("rank ", layout.rank, " of world size ", layout.worldSize,
                              " is out of range"));
+  if (layout.gradAccum < 1)
+    return Status::error(cat("gradient accumulation of ", layout.gradAccum,
+                             " micro-batches: must be >= 1"));
+  return Status::ok();
+}
+
+/// Rows per micro-batch of an input binding of `rows` rows, which must hold
+/// K whole micro-batches.
+Status microBatchRows(const InputSpec &spec, RankLayout layout, int64_t &out) {
+  int64_t rows = spec.shape.empty() ? 0 : spec.shape[0];
+  if (rows % layout.gradAccum != 0)
+    return Status::error(cat("input '", spec.name, "' has ", rows, " rows, not ",
+                             layout.gradAccum, " micro-batches of equal size"));
+  out = rows / layout.gradAccum;
   return Status::ok();
 }
 
@@ -76,7 +90,7 @@ public:
   SampleSource(const std::vector<InputSpec> &inputs, std::vector<File> files, RankLayout layout,
                int64_t microBatch)
       : files_(std::move(files)), layout_(layout), microBatch_(microBatch) {
-    bind(inputs, microBatch * layout.worldSize);
+    bind(inputs, microBatch * layout.worldSize * layout.gradAccum);
   }
 
   Status fill(int64_t step) override {
@@ -85,8 +99,8 @@ public:
       HostTensor &out = batch_[k];
       size_t inBytes = file.rowElements * dtypeSize(file.samples.dtype);
       size_t outBytes = file.rowElements * dtypeSize(out.dtype);
-      for (int64_t i = 0; i < microBatch_; ++i) {
-        int64_t row = sampleRow(step, layout_.rank * microBatch_ + i, globalBatch_,
+      for (int64_t i = 0; i < microBatch_ * layout_.gradAccum; ++i) {
+        int64_t row = sampleRow(step, globalSampleOfRow(layout_, microBatch_, i), globalBatch_,
                                 file.samples.shape[0]);
         FSDP_RETURN_IF_ERROR(convertElements(file.samples.dtype,
                                              file.samples.data.data() + row * inBytes,
@@ -114,16 +128,16 @@ private:
 class TokenSource final : public DataSource {
 public:
   TokenSource(const std::vector<InputSpec> &inputs, HostTensor tokens, RankLayout layout)
-      : tokens_(std::move(tokens)), layout_(layout), microBatch_(inputs[0].shape[0]),
-        seqLen_(inputs[0].shape[1]) {
-    bind(inputs, microBatch_ * layout.worldSize);
+      : tokens_(std::move(tokens)), layout_(layout),
+        microBatch_(inputs[0].shape[0] / layout.gradAccum), seqLen_(inputs[0].shape[1]) {
+    bind(inputs, microBatch_ * layout.worldSize * layout.gradAccum);
   }
 
   Status fill(int64_t step) override {
     size_t tokenBytes = dtypeSize(tokens_.dtype);
-    for (int64_t i = 0; i < microBatch_; ++i) {
-      int64_t start = tokenStart(step, layout_.rank * microBatch_ + i, globalBatch_, seqLen_,
-                                 tokens_.shape[0]);
+    for (int64_t i = 0; i < microBatch_ * layout_.gradAccum; ++i) {
+      int64_t start = tokenStart(step, globalSampleOfRow(layout_, microBatch_, i), globalBatch_,
+                                 seqLen_, tokens_.shape[0]);
       for (int k = 0; k < 2; ++k) {
         HostTensor &out = batch_[k];
         FSDP_RETURN_IF_ERROR(convertElements(
@@ -167,6 +181,11 @@ void DataSource::bind(const std::vector<InputSpec> &inputs, int64_t globalBatch)
     names_.push_back(spec.name);
   }
   globalBatch_ = globalBatch;
+}
+
+int64_t globalSampleOfRow(RankLayout layout, int64_t microBatch, int64_t row) {
+  int64_t k = row / microBatch, i = row % microBatch;
+  return (k * layout.worldSize + layout.rank) * microBatch + i;
 }
 
 int64_t sampleRow(int64_t step, int64_t j, int64_t globalBatch, int64_t numSamples) {
@@ -263,10 +282,10 @@ Status openSampleFiles(const std::vector<InputSpec> &inputs,
     if (spec.shape.empty())
       return Status::error(context + ": the input is a scalar; training inputs need a batch "
                                      "dimension");
-    if (microBatch >= 0 && spec.shape[0] != microBatch)
+    if (microBatch >= 0 && spec.shape[0] != microBatch * layout.gradAccum)
       return Status::error(cat("input '", spec.name, "' has batch dimension ", spec.shape[0],
-                               " but the first input has ", microBatch));
-    microBatch = spec.shape[0];
+                               " but the first input has ", microBatch * layout.gradAccum));
+    FSDP_RETURN_IF_ERROR(microBatchRows(spec, layout, microBatch));
     SampleSource::File file;
     FSDP_RETURN_IF_ERROR(readNpy(path, file.samples));
     const HostTensor &s = file.samples;
@@ -305,7 +324,8 @@ Status openTokenFile(const std::vector<InputSpec> &inputs, const std::string &pa
   for (const InputSpec &spec : inputs)
     if (!isInteger(spec.dtype) || spec.shape.size() != 2 || spec.shape != inputs[0].shape)
       return Status::error(needs + described);
-  int64_t seqLen = inputs[0].shape[1];
+  int64_t seqLen = inputs[0].shape[1], microBatch = 0;
+  FSDP_RETURN_IF_ERROR(microBatchRows(inputs[0], layout, microBatch));
   HostTensor tokens;
   FSDP_RETURN_IF_ERROR(readTokenFile(path, tokens));
   int64_t n = tokens.shape[0];

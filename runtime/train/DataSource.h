@@ -2,8 +2,11 @@
 //
 // What a training run feeds each step, exactly as docs/design.md's data contract
 // says, so runs are comparable with other tools. The plan's inputs have
-// shape [b, ...] with b the per-rank micro-batch; the global batch is
-// B = b * N over N ranks, and rank r takes global samples [r*b, (r+1)*b).
+// shape [K*b, ...] with b the per-rank micro-batch and K the micro-batches
+// per step (--grad-accum; 1 without); the global batch is B = b * N * K
+// over N ranks, and rows [k*b, (k+1)*b) of rank r hold global samples
+// [k*b*N + r*b, k*b*N + (r+1)*b): micro-batch k spreads over all ranks,
+// and K = 1 is rank r taking samples [r*b, (r+1)*b).
 // Two sources: sample files (one .npy per input, S samples stacked on dim 0;
 // sample j of step s is row (s*B + j) mod S) and a token file (n integer
 // ids; sample j of step s starts at ((s*B + j) * T) mod (n - T - 1), the
@@ -36,10 +39,17 @@ struct InputSpec {
 };
 
 /// Which rank of how many this process feeds.
+/// And how many micro-batches (K) each input binding stacks.
 struct RankLayout {
   int64_t rank = 0;
   int64_t worldSize = 1;
+  int64_t gradAccum = 1;
 };
+
+/// The global sample (0 <= j < B) that row `row` of a rank's input binding
+/// holds, for micro-batches of `microBatch` rows: the data contract's
+/// k*b*N + r*b + i for row k*b + i.
+int64_t globalSampleOfRow(RankLayout layout, int64_t microBatch, int64_t row);
 
 /// Row of a sample file holding `numSamples` rows that global sample `j`
 /// of 0-based step `step` reads: (step*B + j) mod S.

@@ -268,7 +268,7 @@ class Spec:
     optim: object = None
     freeze: object = None
     offload: bool = False  # --offload=cpu
-    flags: tuple = ()  # further fsdp-opt flags (--clip-grad-norm=1, ...)
+    flags: tuple = ()  # further fsdp-opt flags (--clip-grad-norm=1, --grad-accum=K, ...)
 
     def resolved(self):
         optim, freeze = SETUP[self.model]

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Analysis/AccumulationCost.h"
 #include "compiler/Analysis/CostModel.h"
 #include "compiler/Analysis/MemoryReport.h"
 #include "compiler/Analysis/ModelSummary.h"
@@ -245,6 +246,13 @@ int emitReport(const fsdp::CompileOptions &opts, ModuleOp module, ModuleOp impor
     return rc;
   fsdp::MemoryReport report = step.memory;
   report.predicted = fsdp::predictedTimeOf(step.prediction, device);
+  if (report.gradAccum > 1) {
+    std::map<std::string, std::string> chosen;
+    if (auto choices = module->getAttrOfType<DictionaryAttr>(fsdp::dist::kAccumulationAttr))
+      for (NamedAttribute c : choices)
+        chosen[c.getName().str()] = cast<StringAttr>(c.getValue()).str();
+    report.accumulation = fsdp::accumulationCosts(report, report.gradAccum, chosen, device);
+  }
   if (opts.mode == fsdp::Mode::Train)
     report.configurations = fsdp::compareConfigurations(imported, opts, step);
   auto output = openOutput(opts.outputPath);
@@ -322,6 +330,8 @@ LogicalResult printModelDiagnostic(Diagnostic &diag) {
 /// so they never mix with a report or IR on stdout.
 void printStageNotes(ModuleOp module) {
   if (auto choice = module->getAttrOfType<StringAttr>(fsdp::dist::kCheckpointChoiceAttr))
+    llvm::errs() << "fsdp-opt: note: " << choice.getValue() << "\n";
+  if (auto choice = module->getAttrOfType<StringAttr>(fsdp::dist::kAccumulationChoiceAttr))
     llvm::errs() << "fsdp-opt: note: " << choice.getValue() << "\n";
 }
 

@@ -47,7 +47,8 @@ Status openData(const DataFlags &flags, Executor &executor, std::unique_ptr<Data
       return s;
     specs.push_back(std::move(spec));
   }
-  RankLayout layout{executor.rank(), executor.worldSize()};
+  RankLayout layout{executor.rank(), executor.worldSize(),
+                    static_cast<int64_t>(executor.plan().plan().grad_accum())};
   const std::string data = flags.dataFlag, input = flags.inputFlag;
   if (!flags.dataPath.empty()) {
     if (!flags.inputs.empty())

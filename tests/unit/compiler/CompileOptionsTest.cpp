@@ -207,6 +207,11 @@ TEST(CompileOptionsTest, NumericFlags) {
   EXPECT_EQ(parsed({"--clip-grad-norm=2"}).clipNormType, ClipNormType::Two);
   EXPECT_TRUE(parsed({"--log-grad-norm"}).logGradNorm);
   EXPECT_TRUE(gradNormRequested(parsed({"--log-grad-norm"})));
+  EXPECT_EQ(parsed({}).gradAccum, 1);
+  EXPECT_EQ(parsed({}).accumReduce, AccumReduceKind::Auto);
+  CompileOptions accum = parsed({"--grad-accum=4", "--accum-reduce=last"});
+  EXPECT_EQ(accum.gradAccum, 4);
+  EXPECT_EQ(accum.accumReduce, AccumReduceKind::Last);
 }
 
 TEST(CompileOptionsTest, InvalidValuesNameTheFlagAndValidValues) {
@@ -439,6 +444,11 @@ TEST(CompileOptionsTest, CrossFlagRules) {
        "--beta2 requires --optimizer=adamw"},
       {{"--optimizer=sgd", "--eps=1e-6"}, "--eps requires --optimizer=adamw"},
       {{"--optimizer=sgd", "--weight-decay=0"}, ""},
+      {{"--grad-accum=2", "--accum-reduce=each"}, ""},
+      {{"--accum-reduce=last"}, "--accum-reduce requires --grad-accum=K with K > 1"},
+      {{"--grad-accum=1", "--accum-reduce=auto"},
+       "--accum-reduce requires --grad-accum=K with K > 1"},
+      {{"--mode=forward", "--grad-accum=2"}, "--grad-accum requires --mode=train"},
       {{"--beta1=0.8", "--beta2=0.9", "--eps=1e-6"}, ""},
       {{"--mode=forward", "--world-size=1", "--emit=report", "--report-format=json",
         "--mem-budget=1GiB", "--device=cpu"},
@@ -553,6 +563,8 @@ TEST(CompileOptionsTest, UsageListsEveryFlagWithValuesAndDefault) {
         "ckpt=none|blocks|selective|auto\n",
         "prefetch=K ",
         "limit-all-gathers=K ",
+        "grad-accum=K ",
+        "accum-reduce=each|last|auto ",
         "optimizer=adamw|sgd ",
         "lr=X ",
         "beta1=X ",

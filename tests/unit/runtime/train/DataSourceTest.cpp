@@ -150,6 +150,37 @@ TEST_F(SampleSourceTest, RanksTakeTheirSliceOfTheGlobalBatch) {
   EXPECT_FALSE(openSampleFiles(specs, {{"x", fiveSamples()}}, {2, 2}, source).isOk());
 }
 
+TEST_F(SampleSourceTest, MicroBatchesSpreadOverAllRanks) {
+  // --grad-accum: b = 1, N = 2, K = 2: B = 4; the binding holds K*b = 2
+  // rows, micro-batch k of rank r reading sample k*b*N + r*b.
+  std::vector<InputSpec> specs{{"x", DType::F32, {2, 3}}};
+  std::unique_ptr<DataSource> source;
+  ASSERT_TRUE(openSampleFiles(specs, {{"x", fiveSamples()}}, {1, 2, 2}, source).isOk());
+  EXPECT_EQ(source->samplesPerStep(), 4);
+  ASSERT_TRUE(source->fill(0).isOk());
+  EXPECT_EQ(rowsOf(*source, 0, 3), (std::vector<int>{1, 3}));
+  ASSERT_TRUE(source->fill(1).isOk());
+  EXPECT_EQ(rowsOf(*source, 0, 3), (std::vector<int>{0, 2})); // samples 5, 7 mod 5
+  // K = 1 is the rank slice of before.
+  ASSERT_TRUE(openSampleFiles(specs, {{"x", fiveSamples()}}, {1, 2, 1}, source).isOk());
+  ASSERT_TRUE(source->fill(0).isOk());
+  EXPECT_EQ(rowsOf(*source, 0, 3), (std::vector<int>{2, 3}));
+  // Rows that do not split into K equal micro-batches are refused.
+  Status s = openSampleFiles(specs, {{"x", fiveSamples()}}, {0, 1, 3}, source);
+  EXPECT_TRUE(contains(s, "input 'x' has 2 rows, not 3 micro-batches of equal size")) << s.message();
+}
+
+TEST(DataContract, GlobalSampleOfRow) {
+  // b = 2, N = 3, K = 2: rank 1 holds samples 2, 3 (micro-batch 0) and
+  // 8, 9 (micro-batch 1).
+  RankLayout layout{1, 3, 2};
+  std::vector<int64_t> samples;
+  for (int64_t row = 0; row < 4; ++row)
+    samples.push_back(globalSampleOfRow(layout, 2, row));
+  EXPECT_EQ(samples, (std::vector<int64_t>{2, 3, 8, 9}));
+}
+
+
 TEST_F(SampleSourceTest, InputsConvertOnlyWithoutLoss) {
   std::string labels = save("y.npy", tensorOf<int32_t>(DType::I32, {3}, {7, 8, 9}));
   std::vector<InputSpec> specs{{"x", DType::F32, {2, 3}}, {"y", DType::I64, {2}}};
@@ -208,6 +239,20 @@ protected:
     return {{"idx", dtype, {2, 4}}, {"targets", dtype, {2, 4}}};
   }
 };
+
+TEST_F(TokenSourceTest, MicroBatchWindows) {
+  // n = 20, T = 4, b = 1, N = 2, K = 2: B = 4; rank 0 reads samples 0 and 2
+  // of each step, starting at ((4s + j) * 4) mod 15.
+  std::vector<InputSpec> inputs{{"idx", DType::I64, {2, 4}}, {"targets", DType::I64, {2, 4}}};
+  std::unique_ptr<DataSource> source;
+  Status s = openTokenFile(inputs, binTokens(20), {0, 2, 2}, source);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  EXPECT_EQ(source->tokensPerStep(), 16);
+  ASSERT_TRUE(source->fill(1).isOk());
+  std::vector<int64_t> idx = valuesOf<int64_t>(source->batch()[0]);
+  EXPECT_EQ(idx[0], (4 * 4) % 15);
+  EXPECT_EQ(idx[4], (6 * 4) % 15);
+}
 
 TEST_F(TokenSourceTest, WindowsFollowTheContract) {
   // n = 20, T = 4, b = 2: sample j of step s starts at ((2s + j) * 4) mod 15.

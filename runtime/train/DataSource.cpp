@@ -90,7 +90,7 @@ public:
   SampleSource(const std::vector<InputSpec> &inputs, std::vector<File> files, RankLayout layout,
                int64_t microBatch)
       : files_(std::move(files)), layout_(layout), microBatch_(microBatch) {
-    bind(inputs, microBatch * layout.worldSize * layout.gradAccum);
+    bind(inputs, layout.samplesPerStep(microBatch));
   }
 
   Status fill(int64_t step) override {
@@ -130,7 +130,7 @@ public:
   TokenSource(const std::vector<InputSpec> &inputs, HostTensor tokens, RankLayout layout)
       : tokens_(std::move(tokens)), layout_(layout),
         microBatch_(inputs[0].shape[0] / layout.gradAccum), seqLen_(inputs[0].shape[1]) {
-    bind(inputs, microBatch_ * layout.worldSize * layout.gradAccum);
+    bind(inputs, layout.samplesPerStep(microBatch_));
   }
 
   Status fill(int64_t step) override {
@@ -184,7 +184,7 @@ void DataSource::bind(const std::vector<InputSpec> &inputs, int64_t globalBatch)
 }
 
 int64_t globalSampleOfRow(RankLayout layout, int64_t microBatch, int64_t row) {
-  int64_t k = row / microBatch, i = row % microBatch;
+  int64_t k = layout.firstMicroBatchOnly ? 0 : row / microBatch, i = row % microBatch;
   return (k * layout.worldSize + layout.rank) * microBatch + i;
 }
 

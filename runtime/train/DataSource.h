@@ -44,6 +44,15 @@ struct RankLayout {
   int64_t rank = 0;
   int64_t worldSize = 1;
   int64_t gradAccum = 1;
+  /// Evaluation (--eval-data): a batch is one micro-batch per rank (b x N
+  /// samples, no K), read into micro-batch 0's rows, which are all the
+  /// evaluation prefix reads; the other micro-batches' rows repeat them.
+  bool firstMicroBatchOnly = false;
+
+  /// Global samples per step: b x N x K (b x N under firstMicroBatchOnly).
+  int64_t samplesPerStep(int64_t microBatch) const {
+    return microBatch * worldSize * (firstMicroBatchOnly ? 1 : gradAccum);
+  }
 };
 
 /// The global sample (0 <= j < B) that row `row` of a rank's input binding

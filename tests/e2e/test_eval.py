@@ -301,6 +301,13 @@ def main():
             bitwise_row(s, "world 4, --lr=0: hybrid:2 gives full's val_loss bits",
                         ["--world-size=4", "--shard=full"],
                         [["--world-size=4", "--shard=hybrid:2"]], extra=["--lr=0"]),
+            # --grad-accum=K: evaluation fills micro-batch 0's rows with
+            # e*b*N + j (no K) and runs its prefix; at --lr=0 both plans
+            # evaluate the initial weights on the same samples.
+            bitwise_row(s, "world 2, --lr=0: --grad-accum=2 gives K=1's val_loss bits",
+                        full2, [full2 + ["--grad-accum=2"], full2 + ["--grad-accum=2",
+                                                                     "--accum-reduce=last"]],
+                        extra=["--lr=0"]),
             unchanged_row(s, []),
             unchanged_row(s, full2),
             eval_input_row(s),

@@ -125,7 +125,7 @@ Status openLocal(const RunOptions &opts, Executor &executor, std::unique_ptr<Dat
     return Status::error(opts.planPath + ": the plan has no evaluation prefix (compiled by an "
                                          "fsdp-opt without validation: compile it again)");
   FSDP_RETURN_IF_ERROR(refuseDropout(plan, opts.planPath));
-  if (Status s = openData({opts.evalDataPath, opts.evalInputs, "--eval-data", "--eval-input"},
+  if (Status s = openData({opts.evalDataPath, opts.evalInputs, "--eval-data", "--eval-input", true},
                           executor, data);
       !s)
     return Status::error(evalSource(opts) + ": " + s.message());

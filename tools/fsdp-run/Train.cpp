@@ -48,7 +48,7 @@ Status openData(const DataFlags &flags, Executor &executor, std::unique_ptr<Data
     specs.push_back(std::move(spec));
   }
   RankLayout layout{executor.rank(), executor.worldSize(),
-                    static_cast<int64_t>(executor.plan().plan().grad_accum())};
+                    static_cast<int64_t>(executor.plan().plan().grad_accum()), flags.evaluation};
   const std::string data = flags.dataFlag, input = flags.inputFlag;
   if (!flags.dataPath.empty()) {
     if (!flags.inputs.empty())

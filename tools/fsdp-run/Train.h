@@ -36,6 +36,7 @@ struct DataFlags {
   const std::string &dataPath;
   const std::map<std::string, std::string> &inputs;
   const char *dataFlag, *inputFlag;
+  bool evaluation = false; // batches of b x N samples in micro-batch 0's rows
 };
 
 /// The data source `flags` describe (the data contract, RankLayout), for

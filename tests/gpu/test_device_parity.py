@@ -13,6 +13,10 @@
 #     --offload=cpu, --ckpt=blocks and --param-dtype=bf16; the Transformer
 #     with dropout (the masks come from the shared counter RNG, so they are
 #     the CPU's bit for bit); the MLP with SGD + Nesterov momentum;
+#   - a real training run (issue 19): the GPT with --clip-grad-norm (2-norm
+#     and inf, clipping every step; grad_norm compared too), with
+#     --grad-accum=2 (each and last), and with validation (--eval-input:
+#     val_loss after steps 5 and 10 compared too);
 #   - a negative control: the device's run against a CPU run with lr x 1.1
 #     must FAIL the same comparison, so a comparison that cannot fail is
 #     caught;
@@ -450,6 +454,40 @@ def train_case(model, flags):
     return case
 
 
+def compare_metric(device, key, run, ref_run, result):
+    """Problems if the runs' `key` values (a metric some steps log, as
+    val_loss or grad_norm) differ beyond the loss tolerance or are missing."""
+    ours = [r[key] for r in run[0] if r.get(key) is not None]
+    theirs = [r[key] for r in ref_run[0] if r.get(key) is not None]
+    if not ours or len(ours) != len(theirs):
+        result.problems.append(f"{key}: {device} logged {ours}, {REFERENCE} {theirs}")
+        return
+    worst = max(abs(a - b) / abs(b) for a, b in zip(ours, theirs))
+    if not worst <= LOSS_TOLERANCE:
+        result.problems.append(f"{key} differs (max rel {worst:.2e}): {device} {ours}, "
+                               f"{REFERENCE} {theirs}")
+
+
+def metric_case(model, flags, key, extra=lambda t, model: []):
+    """A training comparison (losses, parameters) that also compares the
+    metric `key` the plan's flags make the run log; `extra(t, model)` gives
+    further fsdp-run flags."""
+    def case(t, device):
+        more = tuple(extra(t, model))
+        run = t.train(device, model, flags, extra=more)
+        ref_run = t.train(REFERENCE, model, flags, extra=more)
+        result = compare_training(device, run, ref_run)
+        compare_metric(device, key, run, ref_run, result)
+        return result
+    return case
+
+
+def eval_flags(t, model):
+    """Validation on the training samples' file, after steps 5 and 10."""
+    return [f"--eval-input={n}={f}" for n, f in t.models.get(model)["inputs"].items()] + [
+        "--eval-every=5", "--eval-batches=1"]
+
+
 def mpirun(n):
     """The launcher of n processes on this machine (each picks GPU
     OMPI_COMM_WORLD_LOCAL_RANK), or None without mpirun."""
@@ -776,6 +814,23 @@ CASES = [
          train_case("transformer-dropout-train",
                     ADAMW_EPS6 + [f"--freeze={TRANSFORMER_BUFFERS}"])),
     Case("train mlp sgd nesterov", train_case("mlp-train", SGD_NESTEROV)),
+    # A real training run (issue 19): what the compiler adds to the step.
+    Case("train gpt --clip-grad-norm (clips every step)",
+         metric_case("gpt-train", ADAMW + ["--world-size=1", "--shard=full",
+                                           "--clip-grad-norm=0.05"], "grad_norm")),
+    Case("train gpt --clip-grad-norm --clip-norm-type=inf",
+         metric_case("gpt-train", ADAMW + ["--world-size=1", "--shard=full",
+                                           "--clip-grad-norm=0.01", "--clip-norm-type=inf"],
+                     "grad_norm")),
+    Case("train gpt --grad-accum=2 --accum-reduce=each",
+         train_case("gpt-train", ADAMW + ["--world-size=1", "--shard=full", "--grad-accum=2",
+                                          "--accum-reduce=each"])),
+    Case("train gpt --grad-accum=2 --accum-reduce=last",
+         train_case("gpt-train", ADAMW + ["--world-size=1", "--shard=full", "--grad-accum=2",
+                                          "--accum-reduce=last"])),
+    Case("train gpt with validation (--eval-input)",
+         metric_case("gpt-train", ADAMW + ["--world-size=1", "--shard=full"], "val_loss",
+                     extra=eval_flags)),
     Case("negative: vs cpu at lr x1.1 must differ", negative_case),
     Case("resume cpu->device and device->cpu", resume_case),
     Case("bad token id refused on both", bad_token_case),

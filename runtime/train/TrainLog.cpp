@@ -46,6 +46,11 @@ std::string metricsLine(const StepRecord &r) {
   if (r.checkpointSeconds >= 0)
     line += ", \"checkpoint_s\": " + format("%.6g", r.checkpointSeconds) +
             ", \"checkpoint_bytes\": " + std::to_string(r.checkpointBytes);
+  // fp16 loss scaling (issue 19, C).
+  if (r.lossScale)
+    line += ", \"loss_scale\": " + format("%.9g", *r.lossScale);
+  if (r.skipped)
+    line += std::string(", \"skipped\": ") + (*r.skipped ? "true" : "false");
   line += "}";
   return line;
 }
@@ -69,7 +74,13 @@ std::string consoleLine(const StepRecord &r) {
     line += " " + format("%.0f", perSecond(r.tokens, r.stepSeconds)) + " tok/s";
   else
     line += " " + format("%.1f", perSecond(r.samples, r.stepSeconds)) + " samples/s";
-  return line + " " + formatBytes(r.peakBytes);
+  line += " " + formatBytes(r.peakBytes);
+  // fp16 loss scaling (issue 19, C).
+  if (r.lossScale)
+    line += " scale " + format("%.9g", *r.lossScale);
+  if (r.skipped && *r.skipped)
+    line += " (skipped: inf/nan gradient)";
+  return line;
 }
 
 int64_t defaultLogEvery(int64_t totalSteps) {

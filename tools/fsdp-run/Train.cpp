@@ -160,6 +160,12 @@ Status TrainingRun::runSteps(int64_t lastStep) {
       return Status::error(cat("step ", step, ": ", s.message()));
     nextStep_ = step + 1;
     lastLoss_ = record.loss;
+    // fp16 loss scaling (issue 19, C): the scale the step used, and
+    // whether it skipped its update.
+    if (std::optional<Executor::LossScaleOutcome> scaled = executor_.lastLossScale()) {
+      record.lossScale = scaled->scale;
+      record.skipped = scaled->skipped;
+    }
     if (lead) {
       record.lossIsF64 = lossType == DType::F64;
       record.stepSeconds = since(start);

@@ -68,8 +68,10 @@ llvm::SmallVector<Value> fsdp::nn::updatedOperands(Operation *op) {
 // new_param` or `-> (new_param, new_buffer)`: the spelling it had before
 // its second optional operand (skip_if) made the operand list need
 // segment sizes, so existing IR reads and prints unchanged.
-ParseResult fsdp::nn::parseSgdTypes(OpAsmParser &parser, Type &param, Type &grad, Type &lr,
-                                    Type &buffer, Type &newParam, Type &newBuffer) {
+namespace fsdp::nn {
+
+ParseResult parseSgdTypes(OpAsmParser &parser, Type &param, Type &grad, Type &lr, Type &buffer,
+                          Type &newParam, Type &newBuffer) {
   llvm::SMLoc loc = parser.getCurrentLocation();
   FunctionType type;
   if (parser.parseType(type))
@@ -87,8 +89,8 @@ ParseResult fsdp::nn::parseSgdTypes(OpAsmParser &parser, Type &param, Type &grad
   return success();
 }
 
-void fsdp::nn::printSgdTypes(OpAsmPrinter &printer, Operation *op, Type param, Type grad,
-                             Type lr, Type buffer, Type newParam, Type newBuffer) {
+void printSgdTypes(OpAsmPrinter &printer, Operation *op, Type param, Type grad, Type lr,
+                   Type buffer, Type newParam, Type newBuffer) {
   SmallVector<Type> inputs{param, grad, lr}, results{newParam};
   if (buffer)
     inputs.push_back(buffer);
@@ -96,3 +98,5 @@ void fsdp::nn::printSgdTypes(OpAsmPrinter &printer, Operation *op, Type param, T
     results.push_back(newBuffer);
   printer << FunctionType::get(op->getContext(), inputs, results);
 }
+
+} // namespace fsdp::nn

@@ -96,8 +96,10 @@ def main():
     args = parser.parse_args()
     if not has_cpu_grad_scaler():
         python = args.torch2_python
-        if python and os.path.exists(python) and os.path.realpath(python) != os.path.realpath(
-                sys.executable):
+        # A venv's python is a link to the system's: its path, not its
+        # target, selects the venv; the environment marks the one re-run.
+        if python and os.path.exists(python) and not os.environ.get("FSDP_LOSS_SCALING_RERUN"):
+            os.environ["FSDP_LOSS_SCALING_RERUN"] = "1"
             os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
         print(f"SKIP: no torch.amp.GradScaler here ({sys.executable}) and no usable "
               f"--torch2-python ({python})")

@@ -343,19 +343,19 @@ TEST(OptimizerKernels, InPlaceEqualsOutOfPlace) {
 /// place nothing changes; into other buffers the operands are copied), and
 /// zero updates exactly as without a flag. The flag must be an f32 scalar.
 TEST(OptimizerKernels, FoundInfSkipsTheUpdate) {
-  const double p0[3] = {1.0, -2.0, 0.5}, g0[3] = {0.25, 1.0, -4.0};
+  const double p0[3] = {1.0, -2.0, 0.5}, g0[3] = {0.25, 1.0, -4.0}, v0[3] = {0.5, 2.0, 0.125};
   Scalar lr(DType::F64, 0.1), step(DType::I64, 3), found(DType::F32, 1.0),
       clear(DType::F32, 0.0), found64(DType::F64, 1.0);
   const TensorRef foundRef = found.ref(), clearRef = clear.ref(), found64Ref = found64.ref();
   // AdamW in place, skipped: parameter and moments keep their bits.
   TestTensor p = filled(DType::F32, p0, 3), g = filled(DType::F32, g0, 3);
-  TestTensor m = filled(DType::F32, g0, 3), v = filled(DType::F32, p0, 3);
+  TestTensor m = filled(DType::F32, g0, 3), v = filled(DType::F32, v0, 3);
   ASSERT_TRUE(adamw(p.ref(), g.ref(), m.ref(), v.ref(), lr.ref(), step.ref(), kAdamW, p.ref(),
                     m.ref(), v.ref(), &foundRef).isOk());
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(p.get(i), static_cast<float>(p0[i])) << i;
     EXPECT_EQ(m.get(i), static_cast<float>(g0[i])) << i;
-    EXPECT_EQ(v.get(i), static_cast<float>(p0[i])) << i;
+    EXPECT_EQ(v.get(i), static_cast<float>(v0[i])) << i;
   }
   // Skipped into other buffers: the operands' values are copied there.
   TestTensor pOut(DType::F32, {3}), mOut(DType::F32, {3}), vOut(DType::F32, {3});
@@ -365,7 +365,7 @@ TEST(OptimizerKernels, FoundInfSkipsTheUpdate) {
     EXPECT_EQ(pOut.get(i), p.get(i)) << i;
   // A zero flag is the update without one, bit for bit.
   TestTensor q = filled(DType::F32, p0, 3), mq = filled(DType::F32, g0, 3),
-             vq = filled(DType::F32, p0, 3);
+             vq = filled(DType::F32, v0, 3);
   ASSERT_TRUE(adamw(p.ref(), g.ref(), m.ref(), v.ref(), lr.ref(), step.ref(), kAdamW, p.ref(),
                     m.ref(), v.ref(), &clearRef).isOk());
   ASSERT_TRUE(adamw(q.ref(), g.ref(), mq.ref(), vq.ref(), lr.ref(), step.ref(), kAdamW, q.ref(),

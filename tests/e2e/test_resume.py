@@ -70,11 +70,11 @@ def run(command, env=None, expect_ok=True):
 
 
 def losses(path):
-    """Each step's loss, with its loss scale and whether it was skipped
-    under fp16 loss scaling (None otherwise)."""
+    """(step, loss) of each step; an fp16 run's also carry the step's loss
+    scale and whether it was skipped, so comparing them compares those."""
     with open(path) as f:
-        return [(r["step"], r["loss"], r.get("loss_scale"), r.get("skipped"))
-                for r in map(json.loads, f)]
+        return [(r["step"], r["loss"]) + ((r["loss_scale"], r["skipped"]) if "loss_scale" in r
+                                          else ()) for r in map(json.loads, f)]
 
 
 class Session:

@@ -9,7 +9,9 @@
 # scaler.update. Every step compares the loss (1e-5 relative), the scale
 # the step used ("loss_scale" in --metrics) and whether it was skipped
 # ("skipped"), exactly; the parameters after the last step within 5e-5
-# relative L2 (DESIGN's tolerances).
+# relative L2 (DESIGN's tolerances). Each plan's `fsdp-run --dump` shows
+# its loss_scaling line (scale and reciprocal buffers, found_inf output,
+# growth interval).
 #
 # Rows:
 #   noskip  f32 reduce, default growth interval (2000): no step skips, at
@@ -41,6 +43,7 @@
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -125,6 +128,11 @@ def main():
 
         def parity(spec, expect_skips):
             loss_rel, param_rel, problems = s.parity(spec)
+            # The plan names the runtime's scalars, the flag and the interval.
+            dump = fp.run([args.fsdp_run, s.plan(spec), "--dump"]).stdout
+            if not re.search(r'^loss_scaling scale=%\d+ inv_scale=%\d+ found_inf="found_inf" '
+                             rf'growth_interval={spec.growth_interval}$', dump, re.M):
+                problems.append("fsdp-run --dump shows no loss_scaling line for the plan")
             records, log = s.train(spec)[0], s.reference(spec)[2]
             problems += scaler_problems(records, log)
             skipped = sum(bool(r.get("skipped")) for r in records)

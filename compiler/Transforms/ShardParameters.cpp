@@ -312,17 +312,18 @@ Value Sharder::collective(Location l, StringRef kind, Value input, Type type,
 Value Sharder::gatherAt(FlatGroup &g, Operation *before, StringRef tag) {
   Type master = g.shardType.getElementType();
   Type low = lowPrecision(options.paramDtype);
+  const std::string toLow = tag.str() + ".to_" + dtypeText(options.paramDtype);
   if (options.strategy == Strategy::None) {
     if (!low)
       return g.shard;
     b.setInsertionPointToStart(&body);
-    Value rounded = castTo(loc(g, tag.str() + ".to_" + dtypeText(options.paramDtype)), g.shard, low);
+    Value rounded = castTo(loc(g, toLow), g.shard, low);
     return castTo(loc(g, tag.str() + ".to_compute"), rounded, master);
   }
   b.setInsertionPoint(before);
   Value shard = g.shard;
   if (low)
-    shard = castTo(loc(g, tag.str() + ".to_" + dtypeText(options.paramDtype)), shard, low);
+    shard = castTo(loc(g, toLow), shard, low);
   int64_t size = shardGroupSize(options);
   auto fullType = g.flatType.clone(cast<RankedTensorType>(shard.getType()).getElementType());
   Value full = collective(loc(g, tag.str() + ".all_gather"), "all_gather", shard, fullType,
@@ -377,7 +378,7 @@ void Sharder::rewireUses(FlatGroup &g) {
     if (window.uses.empty())
       continue;
     Value full = gatherAt(g, window.first, w == 0 ? (split ? "forward" : "gather") : "backward");
-    if (auto arg = dyn_cast<BlockArgument>(full))
+    if (isa<BlockArgument>(full))
       b.setInsertionPointToStart(&body);
     else if (options.strategy == Strategy::None)
       b.setInsertionPointAfter(full.getDefiningOp()); // the rounded copy, at the start

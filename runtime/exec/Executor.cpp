@@ -520,15 +520,15 @@ Status Executor::captureStep() {
 }
 
 Status Executor::run(StepProfile *profile) {
-  Status s;
-  if (profile)
+  // The step's loss scale, written as the learning rate is: before any of
+  // its work is enqueued.
+  Status s = scaler_ ? writeLossScale() : Status::ok();
+  if (s && profile)
     s = beginProfiledStep();
   if (s && !streams_.empty())
     s = device_.beginStep(*streams_[0], step_);
   if (s && watchdog_) // the streams are idle: the marks may be cleared
     watchdog_->stepIssued(static_cast<int64_t>(step_) + 1, watchOrder_);
-  if (s && scaler_)
-    s = writeLossScale();
   if (s)
     s = enqueueStep(profile != nullptr);
   if (s && profile)

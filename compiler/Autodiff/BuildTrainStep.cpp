@@ -144,7 +144,25 @@ LogicalResult TrainStepBuilder::run() {
     lossOp->setAttr(dist::kEvalLossAttr, UnitAttr::get(step.getContext()));
   OpBuilder builder(ret);
   nn::GradientBuilder seed(builder, loss.getLoc());
-  grads[loss] = seed.reshape(seed.scalarLike(loss, 1.0), nn::shapeOfValue(loss));
+  // d loss / d loss: 1, or under dynamic loss scaling the step's scale, an
+  // f32 argument the runtime writes (torch's backward of loss * scale
+  // seeds the loss with exactly the scale).
+  Value one = seed.scalarLike(loss, 1.0);
+  if (options.lossScale) {
+    if (!nn::elementTypeOfValue(loss).isF32())
+      return step.emitError("loss scaling needs an f32 loss, not ")
+             << nn::elementTypeOfValue(loss);
+    for (BlockArgument arg : body.getArguments())
+      if (step.getArgAttr(arg.getArgNumber(), nn::kLossScaleAttr))
+        return step.emitError("@forward already has a loss-scale argument");
+    unsigned index = step.getNumArguments();
+    step.insertArgument(index, RankedTensorType::get({}, builder.getF32Type()),
+                        builder.getDictionaryAttr(
+                            builder.getNamedAttr(nn::kLossScaleAttr, builder.getUnitAttr())),
+                        step.getLoc());
+    one = body.getArgument(index);
+  }
+  grads[loss] = seed.reshape(one, nn::shapeOfValue(loss));
 
   SmallVector<Operation *> forwardOps;
   for (Operation &op : body.without_terminator())
@@ -211,7 +229,7 @@ namespace {
 struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
   using Base::Base;
   void runOnOperation() final {
-    if (failed(buildTrainStep(getOperation(), {freeze})))
+    if (failed(buildTrainStep(getOperation(), {freeze, lossScale})))
       signalPassFailure();
   }
 };

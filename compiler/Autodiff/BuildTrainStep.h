@@ -23,6 +23,9 @@ struct TrainStepOptions {
   /// Parameters whose names match this POSIX extended regex are constants
   /// of training (torch buffers exported as initializers); empty: none.
   std::string freezeRegex;
+  /// Dynamic loss scaling (--param-dtype=f16): the backward pass is seeded
+  /// with an f32 argument marked `nn.loss_scale` instead of 1.
+  bool lossScale = false;
 };
 
 inline constexpr llvm::StringLiteral kTrainStepName = "train_step";

@@ -42,7 +42,7 @@ constexpr const char *wrapNames[] = {"blocks", "size:N", "regex:RE"};
 constexpr const char *ckptNames[] = {"none", "blocks", "selective", "auto"};
 constexpr const char *optimizerNames[] = {"adamw", "sgd"};
 constexpr const char *lossNames[] = {"auto", "xent:OUTPUT[,LABELS]"};
-constexpr const char *dtypeNames[] = {"f32", "bf16"};
+constexpr const char *dtypeNames[] = {"f32", "bf16", "f16"};
 constexpr const char *offloadNames[] = {"none", "cpu"};
 constexpr const char *deviceNames[] = {"h100", "a100", "cpu"};
 constexpr const char *reportFormatNames[] = {"text", "json"};
@@ -57,7 +57,7 @@ static_assert(std::size(stageNames) == size_t(Stage::Memory) + 1 &&
                   std::size(ckptNames) == size_t(CkptKind::Auto) + 1 &&
                   std::size(optimizerNames) == size_t(OptimizerKind::Sgd) + 1 &&
                   std::size(lossNames) == size_t(LossKind::CrossEntropy) + 1 &&
-                  std::size(dtypeNames) == size_t(DType::BF16) + 1 &&
+                  std::size(dtypeNames) == size_t(DType::F16) + 1 &&
                   std::size(offloadNames) == size_t(OffloadKind::Cpu) + 1 &&
                   std::size(deviceNames) == size_t(DeviceKind::Cpu) + 1 &&
                   std::size(reportFormatNames) ==
@@ -346,9 +346,14 @@ const std::vector<FlagSpec> &flagTable() {
                "keep the model's loss, or cross-entropy on OUTPUT",
                parseLossParam),
       enumFlag("param-dtype", dtypeNames, &CompileOptions::paramDtype,
-               "dtype of gathered parameters (master shards stay f32)"),
+               "dtype of gathered parameters (master shards stay f32); f16 "
+               "scales the loss dynamically as torch.amp.GradScaler"),
       enumFlag("reduce-dtype", dtypeNames, &CompileOptions::reduceDtype,
-               "dtype gradients are reduced in"),
+               "dtype gradients are reduced in (f16 only with "
+               "--param-dtype=f16)"),
+      intFlag("loss-scale-growth-interval", "N", &CompileOptions::lossScaleGrowthInterval, 1,
+              "with --param-dtype=f16: good steps after which the loss scale "
+              "doubles (GradScaler's growth_interval)"),
       enumFlag("offload", offloadNames, &CompileOptions::offload,
                "keep parameter and optimizer shards in host memory"),
       {"mem-budget", "SIZE",
@@ -472,6 +477,8 @@ std::string fsdp::shardValueText(ShardKind kind, int64_t hybridGroupSize) {
 }
 
 std::string fsdp::ckptValueText(CkptKind kind) { return ckptNames[size_t(kind)]; }
+
+std::string fsdp::dtypeText(DType dtype) { return dtypeNames[size_t(dtype)]; }
 
 bool fsdp::emitsCompiledStep(EmitKind emit) {
   return emit == EmitKind::Binary || emit == EmitKind::Object || emit == EmitKind::Llvm ||
@@ -613,6 +620,22 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
   // parseCompileFlag rejects K < 1; this catches options built in code.
   if (opts.gradAccum < 1)
     return fail("--grad-accum=" + std::to_string(opts.gradAccum) + ": K must be >= 1");
+  // fp16 mixed precision: gradients in half only under loss scaling, which
+  // f16 parameters bring (unscaled half gradients underflow); a bf16 reduce
+  // of loss-scaled gradients would round away the scale's precision
+  // gain, so f16 pairs with an f32 or f16 reduce only.
+  if (opts.paramDtype == DType::F16 && opts.reduceDtype == DType::BF16)
+    return fail("--param-dtype=f16 needs --reduce-dtype=f32 or f16, not bf16 (loss-scaled "
+                "gradients are reduced in the precision they were scaled for)");
+  if (opts.reduceDtype == DType::F16 && opts.paramDtype != DType::F16)
+    return fail("--reduce-dtype=f16 needs --param-dtype=f16 (only loss-scaled gradients keep "
+                "their small values in half precision)");
+  if (given("loss-scale-growth-interval") && opts.paramDtype != DType::F16)
+    return fail("--loss-scale-growth-interval requires --param-dtype=f16 (only f16 scales "
+                "the loss)");
+  if (opts.paramDtype == DType::F16 && opts.offload == OffloadKind::Cpu)
+    return fail("--param-dtype=f16 with --offload=cpu is not supported yet (the skipped-step "
+                "flag lives in device memory, the offloaded optimizer on the host)");
   // --ckpt=auto chooses what to recompute against the budget.
   if (opts.ckpt == CkptKind::Auto && !opts.memBudget)
     return fail("--ckpt=auto needs --mem-budget=SIZE (it recomputes the cheapest set of blocks that fits)");

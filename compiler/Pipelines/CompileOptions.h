@@ -50,7 +50,8 @@ enum class OptimizerKind { AdamW, Sgd };
 /// `Auto` keeps a loss the model already returns; `CrossEntropy` attaches
 /// one to the output named in `--loss=xent:OUTPUT[,LABELS]`.
 enum class LossKind { Auto, CrossEntropy };
-enum class DType { F32, BF16 };
+/// F16 is fp16 mixed precision with dynamic loss scaling (torch's GradScaler).
+enum class DType { F32, BF16, F16 };
 enum class OffloadKind { None, Cpu };
 /// The device whose cost model drives scheduling and checkpoint choices.
 enum class DeviceKind { H100, A100, Cpu };
@@ -127,6 +128,9 @@ struct CompileOptions {
 
   DType paramDtype = DType::F32;
   DType reduceDtype = DType::F32;
+  /// Dynamic loss scaling (--param-dtype=f16): good steps after which the
+  /// scale doubles (torch.amp.GradScaler's growth_interval).
+  int64_t lossScaleGrowthInterval = 2000;
   OffloadKind offload = OffloadKind::None;
   /// Bytes per rank a plan may use; unset means no limit.
   std::optional<int64_t> memBudget;
@@ -177,6 +181,8 @@ std::string shardValueText(ShardKind kind, int64_t hybridGroupSize);
 std::string wrapValueText(WrapKind kind, int64_t minParams, const std::string &regex);
 /// --ckpt's value as written: "none", "blocks", ...
 std::string ckptValueText(CkptKind kind);
+/// --param-dtype's and --reduce-dtype's values as written: "f32", "bf16", "f16".
+std::string dtypeText(DType dtype);
 
 /// Why --shard=hybrid:`group` cannot split --world-size=`world` ("--shard=
 /// hybrid:3: group size does not divide --world-size=4"); "" when it can.

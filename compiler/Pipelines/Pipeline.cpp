@@ -81,8 +81,10 @@ PlanEmitOptions planEmitOptionsFor(const CompileOptions &opts) {
     options.worldSize = static_cast<uint32_t>(opts.worldSize);
     if (shardingRequested(opts))
       options.strategy = shardStrategyName(opts);
-    options.paramDtype = opts.paramDtype == DType::BF16 ? "bf16" : "f32";
-    options.reduceDtype = opts.reduceDtype == DType::BF16 ? "bf16" : "f32";
+    options.paramDtype = dtypeText(opts.paramDtype);
+    options.reduceDtype = dtypeText(opts.reduceDtype);
+    if (opts.paramDtype == DType::F16)
+      options.lossScaleGrowthInterval = static_cast<uint32_t>(opts.lossScaleGrowthInterval);
   }
   return options;
 }
@@ -118,7 +120,9 @@ void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
     loss.xent = opts.loss == LossKind::CrossEntropy ? opts.lossOutput : "";
     loss.labels = opts.lossLabels;
     pm.addPass(createAttachLossPass(loss));
-    pm.addPass(createBuildTrainStepPass({opts.freezeRegex}));
+    // fp16 seeds the backward pass with the loss scale (unscaled after
+    // sharding, below).
+    pm.addPass(createBuildTrainStepPass({opts.freezeRegex, opts.paramDtype == DType::F16}));
     ApplyOptimizerPassOptions optimizer;
     optimizer.optimizer = opts.optimizer == OptimizerKind::Sgd ? OptimizerOptions::Kind::Sgd
                                                                 : OptimizerOptions::Kind::AdamW;
@@ -170,6 +174,9 @@ void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
     shard.alignShards = gradNormRequested(opts);
     pm.addPass(createShardParametersPass(shard));
     accumulate();
+    // Passes that rewrite the reduced gradients, in the agreed order.
+    if (opts.paramDtype == DType::F16)
+      pm.addPass(createUnscaleGradientsPass());
     if (opts.offload == OffloadKind::Cpu)
       pm.addPass(createOffloadStatePass());
   } else {

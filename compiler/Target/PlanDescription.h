@@ -99,6 +99,11 @@ struct PlanDescription {
   uint32_t lrBuffer = rt::kNoBuffer, stepBuffer = rt::kNoBuffer;
   std::string lossOutput;
   double baseLr = 0.0;
+  /// fp16 dynamic loss scaling (plan.fbs): the scale's and its reciprocal's
+  /// buffers, the found_inf output, the growth interval (0: none).
+  uint32_t lossScaleBuffer = rt::kNoBuffer, invLossScaleBuffer = rt::kNoBuffer;
+  std::string foundInfOutput;
+  uint32_t lossScaleGrowthInterval = 0;
   std::optional<PredictionDesc> prediction;
   /// The evaluation prefix (plan.fbs eval_end, eval_loss_buffer).
   uint32_t evalEnd = 0, evalLossBuffer = rt::kNoBuffer;

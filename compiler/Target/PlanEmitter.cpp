@@ -152,6 +152,12 @@ void describeStep(func::FuncOp func, const PlanEmitOptions &options, PlanDescrip
   plan.reduceDtype = options.strategy.empty() ? "" : options.reduceDtype;
   plan.lossOutput =
       options.mode == "train" && !plan.outputs.empty() ? plan.outputs.front().first : "";
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (func.getResultAttr(i, nn::kFoundInfAttr))
+      if (auto name = func.getResultAttrOfType<StringAttr>(i, nn::kOutputAttr))
+        plan.foundInfOutput = name.str();
+  if (!plan.foundInfOutput.empty())
+    plan.lossScaleGrowthInterval = options.lossScaleGrowthInterval;
 }
 
 /// The cost model's prediction of `plan`'s step on `device`.
@@ -186,6 +192,8 @@ LogicalResult emitStep(func::FuncOp func, const PlanEmitOptions &options,
   plan.state = std::move(placement.state);
   plan.lrBuffer = placement.lrBuffer;
   plan.stepBuffer = placement.stepBuffer;
+  plan.lossScaleBuffer = placement.lossScaleBuffer;
+  plan.invLossScaleBuffer = placement.invLossScaleBuffer;
   plan.persistentBytes = placement.persistentBytes;
   plan.arenaBytes = placement.arenaBytes;
   plan.hostBytes = placement.hostBytes;

@@ -35,6 +35,8 @@ struct PlanEmitOptions {
   double baseLr = 0.0;   // train plans: the learning rate schedules scale
   std::string strategy;  // sharded plans: --shard as written; "" unsharded
   std::string paramDtype = "f32", reduceDtype = "f32";
+  /// f16 plans: GradScaler's growth_interval (0: no loss scaling).
+  uint32_t lossScaleGrowthInterval = 0;
   /// When set, receives the serialized plan FlatBuffer (without the file
   /// header) instead of a plan file being written, and no weights file is
   /// written either: what --emit=report analyzes. planPath still names the

@@ -232,12 +232,16 @@ LogicalResult Placer::placeArguments(Block &body) {
     auto unit = func.getArgAttrOfType<DictionaryAttr>(i, dist::kUnitAttr);
     bool lr = static_cast<bool>(func.getArgAttr(i, nn::kLrAttr));
     bool step = static_cast<bool>(func.getArgAttr(i, nn::kStepAttr));
+    bool scale = static_cast<bool>(func.getArgAttr(i, nn::kLossScaleAttr));
+    bool invScale = static_cast<bool>(func.getArgAttr(i, nn::kInvLossScaleAttr));
     std::string name = param       ? param.str()
                        : unit      ? unit.getAs<StringAttr>("name").str()
                        : input     ? input.str()
                        : stateName ? stateName.str()
                        : lr        ? "lr"
                        : step      ? "step"
+                       : scale     ? "loss_scale"
+                       : invScale  ? "inv_loss_scale"
                                    : "arg" + std::to_string(i);
     FailureOr<uint32_t> index =
         unit ? placeShard(arg, unit, name) : addBuffer(arg, name, regionOf(arg));
@@ -253,6 +257,10 @@ LogicalResult Placer::placeArguments(Block &body) {
       out.lrBuffer = *index;
     else if (step)
       out.stepBuffer = *index;
+    else if (scale)
+      out.lossScaleBuffer = *index;
+    else if (invScale)
+      out.invLossScaleBuffer = *index;
     else
       out.inputs.emplace_back(name, *index);
   }

@@ -62,6 +62,7 @@ struct PlanPlacement {
   /// Shard buffer -> the persistent buffer its unit is gathered into.
   llvm::DenseMap<uint32_t, uint32_t> gatheredBufferOf;
   uint32_t lrBuffer = rt::kNoBuffer, stepBuffer = rt::kNoBuffer;
+  uint32_t lossScaleBuffer = rt::kNoBuffer, invLossScaleBuffer = rt::kNoBuffer;
   uint64_t persistentBytes = 0, hostBytes = 0, arenaBytes = 0;
   uint64_t arenaLowerBound = 0; // peak of simultaneously live arena bytes
   uint8_t numStreams = 1;

@@ -61,7 +61,9 @@ void build(const PlanDescription &p, flatbuffers::FlatBufferBuilder &fbb) {
       fbb.CreateString(p.weightsFile), p.weightsHash, p.numEvents, fbState, p.lrBuffer,
       p.stepBuffer, fbb.CreateString(p.lossOutput), fbb.CreateString(p.optimizer), p.baseLr,
       fbb.CreateString(p.strategy), fbb.CreateString(p.paramDtype), fbb.CreateString(p.reduceDtype),
-      p.hostBytes, fbPrediction, p.evalEnd, p.evalLossBuffer, p.gradAccum);
+      p.hostBytes, fbPrediction, p.evalEnd, p.evalLossBuffer, p.gradAccum, p.lossScaleBuffer,
+      p.invLossScaleBuffer, p.foundInfOutput.empty() ? 0 : fbb.CreateString(p.foundInfOutput),
+      p.lossScaleGrowthInterval);
   plan::FinishPlanBuffer(fbb, root);
 }
 

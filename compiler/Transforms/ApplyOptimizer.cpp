@@ -112,7 +112,7 @@ LogicalResult applyOptimizer(ModuleOp module, const OptimizerOptions &options) {
     Location loc = NameLoc::get(b.getStringAttr("optimizer:" + u.name));
     if (adam) {
       auto op = b.create<nn::AdamWOp>(loc, u.param, u.grad, argument(s[0].first),
-                                      argument(s[1].first), lr, stepNumber,
+                                      argument(s[1].first), lr, stepNumber, /*found_inf=*/Value(),
                                       b.getF64FloatAttr(options.beta1),
                                       b.getF64FloatAttr(options.beta2),
                                       b.getF64FloatAttr(options.eps), b.getF64FloatAttr(decay));
@@ -124,7 +124,7 @@ LogicalResult applyOptimizer(ModuleOp module, const OptimizerOptions &options) {
       SmallVector<Type> types{u.param.getType()};
       if (momentum)
         types.push_back(u.param.getType());
-      auto op = b.create<nn::SgdOp>(loc, types, u.param, u.grad, lr, buffer,
+      auto op = b.create<nn::SgdOp>(loc, types, u.param, u.grad, lr, buffer, /*found_inf=*/Value(),
                                     b.getF64FloatAttr(options.momentum), b.getF64FloatAttr(decay),
                                     b.getBoolAttr(options.nesterov));
       results.push_back(op.getNewParam());

@@ -65,7 +65,8 @@ inline llvm::cl::ValuesClass deviceValues() {
 }
 inline llvm::cl::ValuesClass dtypeValues() {
   return llvm::cl::values(clEnumValN(DType::F32, "f32", "float32"),
-                          clEnumValN(DType::BF16, "bf16", "bfloat16"));
+                          clEnumValN(DType::BF16, "bf16", "bfloat16"),
+                          clEnumValN(DType::F16, "f16", "float16 (loss scaling)"));
 }
 
 inline llvm::cl::ValuesClass accumReduceValues() {

@@ -69,7 +69,9 @@ def BuildTrainStepPass : Pass<"fsdp-build-train-step", "::mlir::ModuleOp"> {
     takes @forward's arguments and returns the loss and, for every trainable
     parameter the loss depends on, its gradient (`nn.grad` = the parameter's
     name); @forward is removed. Parameters matching `freeze` are constants of
-    training (torch buffers) and get no gradient.
+    training (torch buffers) and get no gradient. With `loss-scale`, the
+    backward pass starts from a new f32 argument `nn.loss_scale` instead of
+    1 (fp16 dynamic loss scaling; fsdp-unscale-gradients undoes it).
 
     ```mlir
     // Before
@@ -97,6 +99,9 @@ def BuildTrainStepPass : Pass<"fsdp-build-train-step", "::mlir::ModuleOp"> {
   let options = [
     Option<"freeze", "freeze", "std::string", /*default=*/"",
            "POSIX extended regex of parameters that are not trained">,
+    Option<"lossScale", "loss-scale", "bool", /*default=*/"false",
+           "seed the backward pass with an f32 argument `nn.loss_scale` (dynamic "
+           "loss scaling) instead of 1">,
   ];
 }
 
@@ -252,10 +257,10 @@ def ShardParametersPass : Pass<"fsdp-shard-parameters", "::mlir::ModuleOp"> {
     Option<"wrap", "wrap", "::fsdp::WrapSpec", /*default=*/"::fsdp::WrapSpec()",
            "units: blocks, size:N (>= N parameter elements) or regex:RE">,
     Option<"paramDtype", "param-dtype", "::fsdp::DType", /*default=*/"::fsdp::DType::F32",
-           "dtype of gathered parameters, f32 or bf16 (master shards stay f32)",
+           "dtype of gathered parameters, f32, bf16 or f16 (master shards stay f32)",
            [{::fsdp::dtypeValues()}]>,
     Option<"reduceDtype", "reduce-dtype", "::fsdp::DType", /*default=*/"::fsdp::DType::F32",
-           "dtype gradients are reduced in: f32 or bf16",
+           "dtype gradients are reduced in: f32, bf16 or f16",
            [{::fsdp::dtypeValues()}]>,
     Option<"alignShards", "align-shards", "bool", /*default=*/"false",
            "every shard size a multiple of the parameter alignment (what "
@@ -383,6 +388,38 @@ def ClipGradientsPass : Pass<"fsdp-clip-gradients", "::mlir::ModuleOp"> {
     Option<"normType", "norm-type", "std::string", /*default=*/"\"2\"",
            "the norm: 2 or inf">,
   ];
+}
+
+def UnscaleGradientsPass : Pass<"fsdp-unscale-gradients", "::mlir::ModuleOp"> {
+  let summary = "fp16 dynamic loss scaling: unscale the reduced gradients and "
+                "skip the optimizer updates when any is inf or NaN";
+  let description = [{
+    Runs after fsdp-shard-parameters on a step whose backward pass was
+    seeded with the loss scale (`fsdp-build-train-step{loss-scale=true}`).
+    Each optimizer update's gradient becomes `grad * inv_scale` (a new f32
+    argument `nn.inv_loss_scale`); each rank's flag is 1 when any unscaled
+    element is inf or NaN, all-reduced (sum) over the world; every update
+    takes it as `skip_if` (a no-op when non-zero) and the step returns it
+    as output "found_inf" (`nn.found_inf`), torch.amp.GradScaler's
+    unscale_, found_inf and skipped step.
+
+    ```mlir
+    // Before
+    %g = fsdp.reduce_scatter %flat {...} : tensor<16xf32> -> tensor<8xf32>
+    %p:3 = nn.adamw %shard, %g, %m, %v, %lr, %step {...} : tensor<8xf32>, tensor<f64>, tensor<i64>
+    // After
+    %g = fsdp.reduce_scatter %flat {...} : tensor<16xf32> -> tensor<8xf32>
+    %u = nn.mul %g, %inv : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+    %d = nn.sub %u, %u : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    %n = nn.is_nan %d : (tensor<8xf32>) -> tensor<8xi1>
+    %c = nn.cast %n : tensor<8xi1> to tensor<8xf32>
+    %f = nn.reduce_max %c {axes = array<i64: 0>, keepdims = false} : (tensor<8xf32>) -> tensor<f32>
+    %found = fsdp.all_reduce %f {..., reduction = "sum"} : tensor<f32>
+    %p:3 = nn.adamw %shard, %u, %m, %v, %lr, %step skip_if(%found : tensor<f32>) {...} : ...
+    return ..., %found : ..., tensor<f32>   // {nn.output = "found_inf", nn.found_inf}
+    ```
+  }];
+  let dependentDialects = ["::fsdp::dist::FSDPDialect", "::fsdp::nn::NNDialect"];
 }
 
 def ScheduleCollectivesPass

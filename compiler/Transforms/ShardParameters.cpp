@@ -115,10 +115,10 @@ StringRef stateSuffix(StringRef stateName, StringRef param) {
 /// holding its shard in place (fsdp.all_gather `persistent`): grad-op
 /// units and the root unit, which are gathered once and whose copy lives
 /// through the forward/backward turn where memory peaks anyway, so the
-/// shard need not be held a second time. Not under bf16 parameters, where
-/// the gathered copy has another type than the f32 master shard.
+/// shard need not be held a second time. Not under bf16 or f16 parameters,
+/// where the gathered copy has another type than the f32 master shard.
 bool gathersInPlace(const FlatGroup &g, const ShardOptions &options) {
-  return options.strategy != Strategy::None && !options.bf16Params &&
+  return options.strategy != Strategy::None && options.paramDtype == DType::F32 &&
          (g.root || options.strategy == Strategy::GradOp);
 }
 
@@ -139,6 +139,12 @@ private:
   Value collective(Location loc, StringRef kind, Value input, Type type,
                    ArrayRef<int64_t> groups, int64_t groupSize);
   Value castTo(Location loc, Value v, Type element);
+  /// bf16 or f16 for --param-dtype/--reduce-dtype's `dtype`; null for f32.
+  Type lowPrecision(DType dtype) {
+    return dtype == DType::BF16 ? Type(b.getBF16Type())
+           : dtype == DType::F16 ? Type(b.getF16Type())
+                                 : Type();
+  }
   Location loc(const FlatGroup &g, StringRef what) {
     return NameLoc::get(b.getStringAttr("fsdp:" + g.name + "." + what.str()));
   }
@@ -304,21 +310,30 @@ Value Sharder::collective(Location l, StringRef kind, Value input, Type type,
 }
 
 /// The unit's full flat buffer, rebuilt before `before`: all-gathered from
-/// the shards (through bf16 under mixed precision), or the replicated
-/// buffer itself under --shard=none.
+/// the shards (through bf16 or f16 under mixed precision), or the
+/// replicated buffer itself under --shard=none (rounded through the low
+/// precision type at the step's start, so none computes with the values
+/// full and grad-op gather).
 Value Sharder::gatherAt(FlatGroup &g, Operation *before, StringRef tag) {
-  if (options.strategy == Strategy::None)
-    return g.shard;
-  b.setInsertionPoint(before);
   Type master = g.shardType.getElementType();
+  Type low = lowPrecision(options.paramDtype);
+  const std::string toLow = tag.str() + ".to_" + dtypeText(options.paramDtype);
+  if (options.strategy == Strategy::None) {
+    if (!low)
+      return g.shard;
+    b.setInsertionPointToStart(&body);
+    Value rounded = castTo(loc(g, toLow), g.shard, low);
+    return castTo(loc(g, tag.str() + ".to_compute"), rounded, master);
+  }
+  b.setInsertionPoint(before);
   Value shard = g.shard;
-  if (options.bf16Params)
-    shard = castTo(loc(g, tag.str() + ".to_bf16"), shard, b.getBF16Type());
+  if (low)
+    shard = castTo(loc(g, toLow), shard, low);
   int64_t size = shardGroupSize(options);
   auto fullType = g.flatType.clone(cast<RankedTensorType>(shard.getType()).getElementType());
   Value full = collective(loc(g, tag.str() + ".all_gather"), "all_gather", shard, fullType,
                           consecutiveGroups(options.worldSize), size);
-  if (options.bf16Params)
+  if (low)
     full = castTo(loc(g, tag.str() + ".to_compute"), full, master);
   else if (gathersInPlace(g, options))
     full.getDefiningOp()->setAttr("persistent", b.getUnitAttr());
@@ -368,8 +383,10 @@ void Sharder::rewireUses(FlatGroup &g) {
     if (window.uses.empty())
       continue;
     Value full = gatherAt(g, window.first, w == 0 ? (split ? "forward" : "gather") : "backward");
-    if (options.strategy == Strategy::None)
+    if (isa<BlockArgument>(full))
       b.setInsertionPointToStart(&body);
+    else if (options.strategy == Strategy::None)
+      b.setInsertionPointAfter(full.getDefiningOp()); // the rounded copy, at the start
     else
       b.setInsertionPoint(window.first);
     llvm::DenseMap<Value, Value> copy; // member or derived value -> this window's value
@@ -414,8 +431,8 @@ Value Sharder::reduceGradients(FlatGroup &g) {
   Type master = g.shardType.getElementType();
   Value flat = b.create<dist::FlattenOp>(loc(g, "flatten_grads"), g.flatType, grads,
                                          b.getDenseI64ArrayAttr(g.layout.offsets));
-  if (options.bf16Reduce)
-    flat = castTo(loc(g, "grads_to_bf16"), flat, b.getBF16Type());
+  if (Type low = lowPrecision(options.reduceDtype))
+    flat = castTo(loc(g, "grads_to_" + dtypeText(options.reduceDtype)), flat, low);
   Type reduceElement = cast<RankedTensorType>(flat.getType()).getElementType();
   const int64_t n = options.worldSize, shardRanks = shardGroupSize(options);
   Value reduced;
@@ -429,7 +446,7 @@ Value Sharder::reduceGradients(FlatGroup &g) {
       reduced = collective(loc(g, "all_reduce_replicas"), "all_reduce", reduced,
                            reduced.getType(), stridedGroups(n, shardRanks), n / shardRanks);
   }
-  if (options.bf16Reduce)
+  if (lowPrecision(options.reduceDtype))
     reduced = castTo(loc(g, "grads_to_master"), reduced, master);
   return reduced;
 }
@@ -583,8 +600,8 @@ struct ShardParametersPass : impl::ShardParametersPassBase<ShardParametersPass> 
     o.strategy = shard.kind;
     o.hybridGroupSize = shard.kind == ShardKind::Hybrid ? shard.hybridGroupSize : 0;
     o.wrap = wrapPolicyFor(wrap.kind, wrap.minParams, wrap.regex);
-    o.bf16Params = paramDtype == DType::BF16;
-    o.bf16Reduce = reduceDtype == DType::BF16;
+    o.paramDtype = paramDtype;
+    o.reduceDtype = reduceDtype;
     o.alignShards = alignShards;
     if (failed(shardParameters(getOperation(), o)))
       signalPassFailure();

@@ -40,8 +40,10 @@ struct ShardOptions {
   Strategy strategy = Strategy::Full;
   int64_t hybridGroupSize = 0; // ranks per shard group under Hybrid
   WrapPolicy wrap;
-  bool bf16Params = false; // gather and compute with bf16 copies
-  bool bf16Reduce = false; // reduce gradients in bf16
+  /// Gather and compute with copies rounded to this type (bf16, f16; the
+  /// master shards stay f32), and reduce gradients in this type.
+  DType paramDtype = DType::F32;
+  DType reduceDtype = DType::F32;
   /// Every unit's shard size a multiple of the parameter alignment, as
   /// in-place gathered units always have. --clip-grad-norm asks for it:
   /// rank r's shard then covers the same elements under full and grad-op

@@ -219,7 +219,8 @@ KernelEncoding DropoutGradOp::encodeKernel() {
   return encoding;
 }
 
-// Optimizers: f64 hyperparameters travel as f32 attributes.
+// Optimizers: f64 hyperparameters travel as f32 attributes; skip_if's
+// flag, when present, is the last operand (Kernels.def).
 Kernel AdamWOp::getKernel() { return Kernel::AdamW; }
 KernelEncoding AdamWOp::encodeKernel() {
   KernelEncoding encoding = operandsInOrder(*this, getKernel());
@@ -237,6 +238,8 @@ KernelEncoding SgdOp::encodeKernel() {
   KernelEncoding encoding;
   encoding.kernel = getKernel();
   encoding.operands = {getParam(), getGrad(), getMomentumBuffer(), getLr()};
+  if (Value foundInf = getFoundInf())
+    encoding.operands.push_back(foundInf);
   encoding.ints = {getNesterov()};
   encoding.floats = {static_cast<float>(getMomentum().convertToDouble()),
                      static_cast<float>(getWeightDecay().convertToDouble())};

@@ -20,5 +20,14 @@ void NNDialect::initialize() {
       >();
 }
 
+// Custom assembly directives of the generated parsers and printers,
+// defined with their op family (OptimizerOps.cpp).
+namespace fsdp::nn {
+ParseResult parseSgdTypes(OpAsmParser &parser, Type &param, Type &grad, Type &lr, Type &buffer,
+                          Type &newParam, Type &newBuffer);
+void printSgdTypes(OpAsmPrinter &printer, Operation *op, Type param, Type grad, Type lr,
+                   Type buffer, Type newParam, Type newBuffer);
+} // namespace fsdp::nn
+
 #define GET_OP_CLASSES
 #include "dialects/nn/NNOps.cpp.inc"

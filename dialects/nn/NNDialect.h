@@ -48,6 +48,15 @@ inline constexpr llvm::StringLiteral kLrAttr = "nn.lr";
 inline constexpr llvm::StringLiteral kStepAttr = "nn.step";
 inline constexpr llvm::StringLiteral kUpdateAttr = "nn.update";
 inline constexpr llvm::StringLiteral kGradAttr = "nn.grad";
+/// Dynamic loss scaling (--param-dtype=f16): `nn.loss_scale` and
+/// `nn.inv_loss_scale` on f32 scalar arguments the runtime writes before
+/// each step (the scale seeding the backward pass, and its reciprocal that
+/// unscales the reduced gradients); `nn.found_inf` on the f32 scalar result
+/// that is non-zero when a gradient was inf or NaN on any rank (the step's
+/// optimizer updates were skipped).
+inline constexpr llvm::StringLiteral kLossScaleAttr = "nn.loss_scale";
+inline constexpr llvm::StringLiteral kInvLossScaleAttr = "nn.inv_loss_scale";
+inline constexpr llvm::StringLiteral kFoundInfAttr = "nn.found_inf";
 
 /// The operands an optimizer update (nn.adamw, nn.sgd) overwrites when the
 /// plan writes its results in place: the parameter and its state, the old

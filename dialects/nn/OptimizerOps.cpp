@@ -21,6 +21,7 @@ static LogicalResult requireSameTypes(Operation *op, ValueRange values, Type typ
 
 LogicalResult AdamWOp::verify() {
   Type type = getParam().getType();
+  // ODS checks found_inf's type (an f32 scalar); nothing else to relate.
   if (failed(requireSameTypes(*this, {getGrad(), getExpAvg(), getExpAvgSq()}, type)) ||
       failed(requireSameTypes(*this, getResults(), type)))
     return failure();
@@ -62,3 +63,40 @@ llvm::SmallVector<Value> fsdp::nn::updatedOperands(Operation *op) {
   }
   return {};
 }
+
+// nn.sgd's types as one function type, `(param, grad, lr[, buffer]) ->
+// new_param` or `-> (new_param, new_buffer)`: the spelling it had before
+// its second optional operand (skip_if) made the operand list need
+// segment sizes, so existing IR reads and prints unchanged.
+namespace fsdp::nn {
+
+ParseResult parseSgdTypes(OpAsmParser &parser, Type &param, Type &grad, Type &lr, Type &buffer,
+                          Type &newParam, Type &newBuffer) {
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  FunctionType type;
+  if (parser.parseType(type))
+    return failure();
+  if (type.getNumInputs() < 3 || type.getNumInputs() > 4 || type.getNumResults() < 1 ||
+      type.getNumResults() > 2)
+    return parser.emitError(loc, "expected (param, grad, lr[, momentum_buffer]) -> "
+                                 "(new_param[, new_momentum_buffer])");
+  param = type.getInput(0);
+  grad = type.getInput(1);
+  lr = type.getInput(2);
+  buffer = type.getNumInputs() == 4 ? type.getInput(3) : Type();
+  newParam = type.getResult(0);
+  newBuffer = type.getNumResults() == 2 ? type.getResult(1) : Type();
+  return success();
+}
+
+void printSgdTypes(OpAsmPrinter &printer, Operation *op, Type param, Type grad, Type lr,
+                   Type buffer, Type newParam, Type newBuffer) {
+  SmallVector<Type> inputs{param, grad, lr}, results{newParam};
+  if (buffer)
+    inputs.push_back(buffer);
+  if (newBuffer)
+    results.push_back(newBuffer);
+  printer << FunctionType::get(op->getContext(), inputs, results);
+}
+
+} // namespace fsdp::nn

@@ -3,7 +3,8 @@
 // What both backends' AdamW and SGD kernels require of their operands
 // before touching memory: every state tensor and result shaped and typed
 // as the parameter, lr an f64 scalar and step an i64 scalar, a momentum
-// buffer with both its operand and its result. One check, so the backends
+// buffer with both its operand and its result, a found_inf flag (when
+// given) an f32 scalar. One check, so the backends
 // refuse the same instructions with the same words.
 //
 //===----------------------------------------------------------------------===//
@@ -35,7 +36,7 @@ inline Status checkAdamWOperands(const TensorRef &param, const TensorRef &grad,
                                  const TensorRef &expAvg, const TensorRef &expAvgSq,
                                  const TensorRef &lr, const TensorRef &step,
                                  const TensorRef &paramOut, const TensorRef &expAvgOut,
-                                 const TensorRef &expAvgSqOut) {
+                                 const TensorRef &expAvgSqOut, const TensorRef *foundInf) {
   const char *op = "adamw";
   FSDP_RETURN_IF_ERROR(requireLikeParam(op, "grad", grad, param));
   FSDP_RETURN_IF_ERROR(requireLikeParam(op, "exp_avg", expAvg, param));
@@ -44,12 +45,15 @@ inline Status checkAdamWOperands(const TensorRef &param, const TensorRef &grad,
   FSDP_RETURN_IF_ERROR(requireLikeParam(op, "the updated exp_avg", expAvgOut, param));
   FSDP_RETURN_IF_ERROR(requireLikeParam(op, "the updated exp_avg_sq", expAvgSqOut, param));
   FSDP_RETURN_IF_ERROR(requireScalar(op, "lr", lr, DType::F64));
+  if (foundInf)
+    FSDP_RETURN_IF_ERROR(requireScalar(op, "found_inf", *foundInf, DType::F32));
   return requireScalar(op, "step", step, DType::I64);
 }
 
 inline Status checkSgdOperands(const TensorRef &param, const TensorRef &grad,
                                const TensorRef *momentumBuffer, const TensorRef &lr,
-                               const TensorRef &paramOut, const TensorRef *bufferOut) {
+                               const TensorRef &paramOut, const TensorRef *bufferOut,
+                               const TensorRef *foundInf) {
   const char *op = "sgd";
   FSDP_RETURN_IF_ERROR(requireLikeParam(op, "grad", grad, param));
   FSDP_RETURN_IF_ERROR(requireLikeParam(op, "the updated parameter", paramOut, param));
@@ -59,6 +63,8 @@ inline Status checkSgdOperands(const TensorRef &param, const TensorRef &grad,
     FSDP_RETURN_IF_ERROR(requireLikeParam(op, "momentum_buffer", *momentumBuffer, param));
     FSDP_RETURN_IF_ERROR(requireLikeParam(op, "the updated momentum_buffer", *bufferOut, param));
   }
+  if (foundInf)
+    FSDP_RETURN_IF_ERROR(requireScalar(op, "found_inf", *foundInf, DType::F32));
   return requireScalar(op, "lr", lr, DType::F64);
 }
 

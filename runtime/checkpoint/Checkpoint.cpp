@@ -21,10 +21,12 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <map>
 #include <sstream>
 #include <unistd.h>
@@ -59,9 +61,19 @@ std::string renderCommit(const CheckpointManifest &info) {
      << "\nstep " << info.step << "\nworld_size " << info.worldSize
      << "\nplan_hash " << hashHex(info.planHash)
      << "\ndata_position step\nrng step\n"; // both derive from the step alone
+  if (const std::optional<LossScalerState> &scaler = info.lossScaler)
+    os << "loss_scale " << std::setprecision(9) << scaler->scale << "\nloss_scale_growth_tracker "
+       << scaler->growthTracker << "\noptimizer_steps " << scaler->optimizerSteps << "\n";
   for (const auto &[name, entry] : info.files)
     os << "file " << name << " " << entry.first << " " << hashHex(entry.second) << "\n";
   return os.str();
+}
+
+/// The manifest's loss scaler state, made on first mention.
+LossScalerState &scalerOf(CheckpointManifest &info) {
+  if (!info.lossScaler)
+    info.lossScaler.emplace();
+  return *info.lossScaler;
 }
 
 Status parseCommit(const std::string &path, CheckpointManifest &info) {
@@ -81,6 +93,12 @@ Status parseCommit(const std::string &path, CheckpointManifest &info) {
       fields >> info.worldSize;
     else if (key == "plan_hash")
       fields >> std::hex >> info.planHash;
+    else if (key == "loss_scale")
+      fields >> scalerOf(info).scale;
+    else if (key == "loss_scale_growth_tracker")
+      fields >> scalerOf(info).growthTracker;
+    else if (key == "optimizer_steps")
+      fields >> scalerOf(info).optimizerSteps;
     else if (key == "kind") {
       std::string kind;
       fields >> kind;
@@ -98,6 +116,8 @@ Status parseCommit(const std::string &path, CheckpointManifest &info) {
   }
   if (info.step < 0 || info.worldSize < 1)
     return Status::error(path + ": no step or world size");
+  if (info.lossScaler && !(info.lossScaler->scale > 0 && std::isfinite(info.lossScaler->scale)))
+    return Status::error(path + ": loss_scale must be a positive finite number");
   return Status::ok();
 }
 
@@ -352,6 +372,8 @@ Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
   info.step = step;
   info.worldSize = size;
   info.planHash = executor.planHash();
+  if (const LossScaler *scaler = executor.lossScaler())
+    info.lossScaler = scaler->state();
   if (full) {
     info.files[kFullCheckpointFile] = {entries[0], entries[1]};
   } else {
@@ -452,6 +474,11 @@ Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step
             : cat(manifest.dir, " (sharded over ", manifest.worldSize, " ranks)");
     FSDP_RETURN_IF_ERROR(world.agree(restoreCheckpointState(executor, source.get(), what),
                                      "restoring the checkpoint"));
+  }
+  if (LossScaler *scaler = executor.lossScaler()) {
+    LossScalerState state;
+    state.optimizerSteps = manifest.step; // a run without loss scaling applied every step
+    scaler->setState(manifest.lossScaler.value_or(state));
   }
   step = manifest.step;
   if (out)

@@ -28,7 +28,11 @@
 // file's size and hash, so a truncated, flipped or missing shard is refused
 // naming the file. The data position and the dropout randomness are
 // functions of the step (the data contract, per-step seeds), so the step
-// is all a resumed run needs besides the state: it continues bitwise.
+// is all a resumed run needs besides the state: it continues bitwise. An
+// fp16 run's COMMIT also records its loss scaler (scale, growth tracker,
+// optimizer steps), which a resumed fp16 run continues from; a checkpoint
+// without it (another run's, or an older one) starts the scaler afresh
+// with every saved step counted as an optimizer step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +46,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +65,10 @@ struct CheckpointManifest {
   int64_t step = -1, worldSize = -1; // world size: of the run that saved it
   uint64_t planHash = 0;
   std::map<std::string, std::pair<uint64_t, uint64_t>> files; // name -> (bytes, content hash)
+  /// fp16 runs: the dynamic loss scaler's state after `step` (scale, good
+  /// steps in a row, optimizer steps taken); absent in other checkpoints
+  /// and in those written before it was recorded.
+  std::optional<LossScalerState> lossScaler;
   /// The bytes of all its files.
   uint64_t totalBytes() const;
 };

@@ -77,6 +77,8 @@ Status Executor::create(const LoadedPlan &plan, Device &device, Communicator *co
         device.copyToDevice(executor->constants_.base, constants->data(), constantBytes));
   FSDP_RETURN_IF_ERROR(executor->zeroPersistent());
   FSDP_RETURN_IF_ERROR(executor->prepare());
+  if (uint32_t interval = plan.plan().loss_scale_growth_interval())
+    executor->scaler_.emplace(interval);
   out = std::move(executor);
   return Status::ok();
 }
@@ -525,8 +527,10 @@ Status Executor::captureStep() {
 }
 
 Status Executor::run(StepProfile *profile) {
-  Status s;
-  if (profile)
+  // The step's loss scale, written as the learning rate is: before any of
+  // its work is enqueued.
+  Status s = scaler_ ? writeLossScale() : Status::ok();
+  if (s && profile)
     s = beginProfiledStep();
   if (s && !streams_.empty())
     s = device_.beginStep(*streams_[0], step_);
@@ -554,6 +558,32 @@ Status Executor::run(StepProfile *profile) {
     return s;
   }
   ++step_;
+  if (scaler_) {
+    bool found = false;
+    FSDP_RETURN_IF_ERROR(readFoundInf(found));
+    lastLossScale_ = LossScaleOutcome{scaler_->state().scale, found};
+    scaler_->update(found);
+  }
+  return Status::ok();
+}
+
+Status Executor::writeLossScale() {
+  const float scale = scaler_->state().scale, inv = scaler_->invScale();
+  FSDP_RETURN_IF_ERROR(
+      writeScalar(plan_.plan().loss_scale_buffer(), DType::F32, &scale, "loss-scale"));
+  return writeScalar(plan_.plan().inv_loss_scale_buffer(), DType::F32, &inv, "inverse loss-scale");
+}
+
+Status Executor::readFoundInf(bool &found) const {
+  uint32_t buffer;
+  FSDP_RETURN_IF_ERROR(bindingBuffer(false, plan_.plan().found_inf_output()->str(), buffer));
+  TensorRef source = viewOf(buffer);
+  if (source.dtype != DType::F32 || source.numElements() != 1)
+    return Status::error(plan_.path() + ": found_inf output is " + shapeText(source) +
+                         ", not an f32 scalar");
+  float flag = 0;
+  FSDP_RETURN_IF_ERROR(device_.copyToHost(&flag, source.data, sizeof(flag)));
+  found = flag != 0.0f;
   return Status::ok();
 }
 
@@ -716,8 +746,11 @@ Status Executor::setStep(int64_t step) {
   // SGD needs no step number, so its plans carry no step buffer; the step
   // still seeds dropout.
   bool optional = isTraining() && plan_.plan().step_buffer() == kNoBuffer;
+  // Under loss scaling the optimizer counts only the updates it applied.
+  const int64_t optimizerStep = scaler_ ? scaler_->nextOptimizerStep() : step;
   if (!optional)
-    FSDP_RETURN_IF_ERROR(writeScalar(plan_.plan().step_buffer(), DType::I64, &step, "step"));
+    FSDP_RETURN_IF_ERROR(
+        writeScalar(plan_.plan().step_buffer(), DType::I64, &optimizerStep, "step"));
   step_ = step > 0 ? static_cast<uint64_t>(step - 1) : 0;
   return Status::ok();
 }

@@ -16,6 +16,11 @@
 // creation, so optimizer state starts at zero as torch's does; before each
 // step the caller writes the learning rate and the 1-based step number
 // (setLearningRate, setStep), and afterwards reads the loss output.
+// fp16 plans (dynamic loss scaling, plan.fbs's loss_scale_* fields) carry a
+// LossScaler (runtime/train/LossScaler.h): run() writes its scale and
+// reciprocal before the step and updates it from the step's found_inf
+// output after it; the step buffer then holds the optimizer's own count,
+// which a skipped step does not advance.
 //
 // Distributed plans run SPMD: every rank creates its own executor (its own
 // device memory) over the same plan and a Communicator for the world, and
@@ -66,8 +71,10 @@
 #include "runtime/exec/StepProfile.h"
 #include "runtime/support/HostTensor.h"
 #include "runtime/plan/PlanFile.h"
+#include "runtime/train/LossScaler.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,6 +123,17 @@ public:
   /// number (SGD) has no step buffer and only records it.
   Status setLearningRate(double lr);
   Status setStep(int64_t step);
+  /// fp16 plans: the dynamic loss scaler (its state is checkpointed with
+  /// the model's; runtime/checkpoint/Checkpoint.h), null for other plans.
+  LossScaler *lossScaler() { return scaler_ ? &*scaler_ : nullptr; }
+  const LossScaler *lossScaler() const { return scaler_ ? &*scaler_ : nullptr; }
+  /// fp16 plans, after a run(): the scale that step used and whether its
+  /// gradients held an inf or NaN (its updates were skipped).
+  struct LossScaleOutcome {
+    float scale = 0;
+    bool skipped = false;
+  };
+  std::optional<LossScaleOutcome> lastLossScale() const { return lastLossScale_; }
   /// Training plans: the scalar loss of the last step, widened to double;
   /// `dtype` (optional) receives the loss's own float type.
   Status getLoss(double &loss, DType *dtype = nullptr) const;
@@ -255,6 +273,12 @@ private:
   /// Device channels by the communicator they were made over.
   std::vector<std::pair<Communicator *, std::unique_ptr<Channel>>> channels_;
   uint64_t step_ = 0;
+  /// fp16 plans' dynamic loss scaling: the scaler, and the last run's use
+  /// of it. writeLossScale before a step, readFoundInf after it.
+  std::optional<LossScaler> scaler_;
+  std::optional<LossScaleOutcome> lastLossScale_;
+  Status writeLossScale();
+  Status readFoundInf(bool &found) const;
   /// Stream order: each launch's stream, events and signal, the streams and
   /// events, and the order run() enqueues the launches in.
   std::vector<uint8_t> streamOf_;

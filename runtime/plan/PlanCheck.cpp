@@ -238,6 +238,27 @@ Status checkScalarBuffer(uint32_t index, DType dtype, const plan::Plan &plan,
   return Status::ok();
 }
 
+/// fp16 dynamic loss scaling: all of its fields or none; the scale and its
+/// reciprocal f32 scalars, the found_inf output a binding.
+template <typename IsOutput>
+Status checkLossScaling(const plan::Plan &plan, const std::string &path, IsOutput isOutput) {
+  FSDP_RETURN_IF_ERROR(checkScalarBuffer(plan.loss_scale_buffer(), DType::F32, plan,
+                                         path + ": loss_scale_buffer"));
+  FSDP_RETURN_IF_ERROR(checkScalarBuffer(plan.inv_loss_scale_buffer(), DType::F32, plan,
+                                         path + ": inv_loss_scale_buffer"));
+  const bool named = plan.found_inf_output() && plan.found_inf_output()->size() > 0;
+  const int present = (plan.loss_scale_buffer() != kNoBuffer) +
+                      (plan.inv_loss_scale_buffer() != kNoBuffer) + named +
+                      (plan.loss_scale_growth_interval() > 0);
+  if (present != 0 && present != 4)
+    return Status::error(path + ": loss scaling needs loss_scale_buffer, inv_loss_scale_buffer, "
+                                "found_inf_output and loss_scale_growth_interval together");
+  if (named && !isOutput(plan.found_inf_output()))
+    return Status::error(cat(path, ": found_inf_output '", plan.found_inf_output()->str(),
+                             "' is not an output binding"));
+  return Status::ok();
+}
+
 /// Optimizer state, the learning-rate and step scalars and the loss output.
 Status checkTraining(const plan::Plan &plan, const std::string &path) {
   size_t numBuffers = count(plan.buffers());
@@ -251,15 +272,16 @@ Status checkTraining(const plan::Plan &plan, const std::string &path) {
   FSDP_RETURN_IF_ERROR(checkScalarBuffer(plan.lr_buffer(), DType::F64, plan, path + ": lr_buffer"));
   FSDP_RETURN_IF_ERROR(
       checkScalarBuffer(plan.step_buffer(), DType::I64, plan, path + ": step_buffer"));
-  if (plan.loss_output() && plan.loss_output()->size() > 0) {
-    bool found = false;
-    for (size_t i = 0; i < count(plan.outputs()) && !found; ++i)
-      found = plan.outputs()->Get(i)->name()->str() == plan.loss_output()->str();
-    if (!found)
-      return Status::error(cat(path, ": loss_output '", plan.loss_output()->str(),
-                               "' is not an output binding"));
-  }
-  return Status::ok();
+  auto isOutput = [&](const flatbuffers::String *name) {
+    for (size_t i = 0; i < count(plan.outputs()); ++i)
+      if (plan.outputs()->Get(i)->name()->str() == name->str())
+        return true;
+    return false;
+  };
+  if (plan.loss_output() && plan.loss_output()->size() > 0 && !isOutput(plan.loss_output()))
+    return Status::error(cat(path, ": loss_output '", plan.loss_output()->str(),
+                             "' is not an output binding"));
+  return checkLossScaling(plan, path, isOutput);
 }
 
 /// A shard unit: group_size ranks of shard_numel elements cover the padded

@@ -138,6 +138,12 @@ std::string dumpPlan(const LoadedPlan &loaded) {
   }
   if (p.eval_end() > 0)
     os << "eval end=" << p.eval_end() << " loss=" << bufferOrNone(p.eval_loss_buffer()) << "\n";
+  // fp16 dynamic loss scaling (plan.fbs's loss_scale_* fields).
+  if (p.loss_scale_growth_interval())
+    os << "loss_scaling scale=" << bufferOrNone(p.loss_scale_buffer())
+       << " inv_scale=" << bufferOrNone(p.inv_loss_scale_buffer()) << " found_inf=\""
+       << (p.found_inf_output() ? p.found_inf_output()->str() : "")
+       << "\" growth_interval=" << p.loss_scale_growth_interval() << "\n";
   // Exact (17 digits), so a test can hold it against the report's numbers.
   if (const plan::CostPrediction *c = p.prediction()) {
     os.precision(17);

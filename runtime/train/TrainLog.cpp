@@ -53,6 +53,11 @@ std::string metricsLine(const StepRecord &r) {
     line += ", \"val_loss\": " +
             (std::isfinite(*r.valLoss) ? format("%.17g", *r.valLoss) : std::string("null")) +
             ", \"eval_time_s\": " + format("%.6g", r.evalSeconds);
+  // fp16 loss scaling (issue 19, C).
+  if (r.lossScale)
+    line += ", \"loss_scale\": " + format("%.9g", *r.lossScale);
+  if (r.skipped)
+    line += std::string(", \"skipped\": ") + (*r.skipped ? "true" : "false");
   line += "}";
   return line;
 }
@@ -81,6 +86,11 @@ std::string consoleLine(const StepRecord &r) {
   line += " " + formatBytes(r.peakBytes);
   if (r.valLoss)
     line += " val_loss " + format("%.6f", *r.valLoss);
+  // fp16 loss scaling (issue 19, C).
+  if (r.lossScale)
+    line += " scale " + format("%.9g", *r.lossScale);
+  if (r.skipped && *r.skipped)
+    line += " (skipped: inf/nan gradient)";
   return line;
 }
 

@@ -4,7 +4,8 @@
 // for `--metrics` files (keys step, loss, lr, samples_per_s, tokens_per_s
 // for token runs, step_time_s, peak_bytes, host_bytes and
 // device_context_bytes when there are any, val_loss and eval_time_s after
-// a validation; the loss printed with 9
+// a validation, loss_scale and skipped under fp16 loss scaling; the loss
+// printed with 9
 // significant digits for f32 (17 for f64) so parsing it back in its own
 // type gives the same bits),
 // and a short human line for the console. MetricsFile flushes every line,
@@ -53,6 +54,11 @@ struct StepRecord {
   /// ("eval_time_s"), which stepSeconds does not include.
   std::optional<double> valLoss;
   double evalSeconds = 0;
+  // --- fp16 dynamic loss scaling (issue 19, C): the scale this step used
+  // ("loss_scale") and whether its update was skipped for an inf/NaN
+  // gradient ("skipped"); unset without loss scaling.
+  std::optional<double> lossScale;
+  std::optional<bool> skipped;
 };
 
 /// The JSON object of a --metrics line, without the newline. A non-finite

@@ -93,8 +93,13 @@ SETUP = {
 SHORT = {GPT: "gpt", TIED: "gpt-tied", TRANSFORMER: "transformer"}
 
 
-def round_bf16(t):
-    return t.to(torch.bfloat16).to(torch.float32)
+# --param-dtype/--reduce-dtype's low precisions: values rounded to the type
+# and computed in fp32, as the CPU backend emulates them.
+LOW_PRECISION = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def round_to(t, dtype):
+    return t.to(LOW_PRECISION[dtype]).to(torch.float32) if dtype in LOW_PRECISION else t
 
 
 # --------------------------------------------------------------------------
@@ -103,14 +108,17 @@ def round_bf16(t):
 
 def torch_reference(entry, onnx_path, data, optim, freeze, steps, world,
                     param_dtype="f32", reduce_dtype="f32", ranks=None, average=True,
-                    clip=None, norms=None):
-    """Returns (global losses as float32, {name: final parameter}). `ranks`
-    (default all) picks the ranks whose micro-batches count: [0] is the
-    negative control's different global batch. average=False sums the
-    ranks' gradients without dividing (a negative control). clip=(MAX,
+                    clip=None, norms=None, scaler=None):
+    """Returns (global losses as float32, {name: final parameter}, scaler
+    log). `ranks` (default all) picks the ranks whose micro-batches count:
+    [0] is the negative control's different global batch. average=False sums
+    the ranks' gradients without dividing (a negative control). clip=(MAX,
     NORM_TYPE) runs torch.nn.utils.clip_grad_norm_ on the reduced gradients
     before each optimizer step (MAX inf: the norm only), appending each
-    step's total norm to the list `norms`."""
+    step's total norm to the list `norms`. `scaler`, a torch.amp.GradScaler
+    (fp16), scales each rank's loss before its backward and steps the
+    optimizer through scaler.step/update; the log then holds each step's
+    (scale used, skipped)."""
     model = tp.torch_model(entry, onnx_path)
     named = [(n, p) for n, p in model.named_parameters()
              if not (freeze and re.fullmatch(freeze, n))]
@@ -122,46 +130,48 @@ def torch_reference(entry, onnx_path, data, optim, freeze, steps, world,
     b = entry["inputs"][0]["shape"][0]
     samples = len(data[names[0]])
     ranks = list(range(world)) if ranks is None else list(ranks)
-    losses = []
+    losses, log = [], []
     for step in range(steps):
         rows = tp.batch_rows(step, b * world, samples)
         master = None
-        if param_dtype == "bf16":
+        if param_dtype in LOW_PRECISION:
             master = [p.detach().clone() for p in params]
             with torch.no_grad():
                 for p in params:
-                    p.copy_(round_bf16(p))
+                    p.copy_(round_to(p, param_dtype))
         rank_losses, rank_grads = [], []
         for r in ranks:
             micro = rows[r * b:(r + 1) * b]
             loss = model(*[torch.from_numpy(data[n][micro]) for n in names])
-            rank_grads.append(torch.autograd.grad(loss, params))
+            rank_grads.append(torch.autograd.grad(scaler.scale(loss) if scaler else loss, params))
             rank_losses.append(loss.item())
         if master is not None:
             with torch.no_grad():
                 for p, m in zip(params, master):
                     p.copy_(m)
         for i, p in enumerate(params):
-            grads = [g[i] for g in rank_grads]
-            if reduce_dtype == "bf16":
-                grads = [round_bf16(g) for g in grads]
+            grads = [round_to(g[i], reduce_dtype) for g in rank_grads]
             total = grads[0].clone()
             for g in grads[1:]:  # rank order, fp32
                 total += g
             if average:
                 total = total / len(ranks)
-            if reduce_dtype == "bf16":
-                total = round_bf16(total)
-            p.grad = total
+            p.grad = round_to(total, reduce_dtype)
         if clip:
             norm = torch.nn.utils.clip_grad_norm_(params, clip[0], norm_type=clip[1])
             if norms is not None:
                 norms.append(float(norm))
-        optimizer.step()
+        if scaler:
+            scale = scaler.get_scale()
+            scaler.step(optimizer)  # unscale_, found_inf, optimizer.step() unless found
+            scaler.update()
+            log.append((scale, scaler.get_scale() < scale))  # halved exactly when skipped
+        else:
+            optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         losses.append(float(numpy.mean(numpy.array(rank_losses, dtype=numpy.float64))))
     final = {n: p.detach().numpy().copy() for n, p in model.named_parameters()}
-    return numpy.array(losses, dtype=numpy.float32), final
+    return numpy.array(losses, dtype=numpy.float32), final, log
 
 
 def torch_mean_loss_backward(entry, onnx_path, data, optim, freeze, steps, world):
@@ -206,7 +216,7 @@ def run(command, env=None):
     return result
 
 
-def config_flags(world, shard, param_dtype, reduce_dtype, offload=False):
+def config_flags(world, shard, param_dtype, reduce_dtype, offload=False, growth_interval=2000):
     """fsdp-opt flags of one distribution config; world None = no FSDP flag
     at all (the single-rank plan of before)."""
     if world is None:
@@ -214,6 +224,8 @@ def config_flags(world, shard, param_dtype, reduce_dtype, offload=False):
     flags = [f"--world-size={world}", f"--shard={shard}", "--wrap=blocks"]
     if param_dtype != "f32":
         flags += [f"--param-dtype={param_dtype}", f"--reduce-dtype={reduce_dtype}"]
+    if growth_interval != 2000:
+        flags.append(f"--loss-scale-growth-interval={growth_interval}")
     if offload:
         flags.append("--offload=cpu")
     return flags
@@ -269,6 +281,7 @@ class Spec:
     freeze: object = None
     offload: bool = False  # --offload=cpu
     flags: tuple = ()  # further fsdp-opt flags (--clip-grad-norm=1, --grad-accum=K, ...)
+    growth_interval: int = 2000  # f16: the loss scaler's (GradScaler's) growth_interval
 
     def resolved(self):
         optim, freeze = SETUP[self.model]
@@ -279,6 +292,7 @@ class Spec:
         text = f"{self.model}-{self.world}-{self.shard}-{self.param_dtype}-{self.reduce_dtype}"
         text += f"-{optim.describe()}-{freeze}" + ("-offload" if self.offload else "")
         text += "".join(self.flags)
+        text += f"-growth{self.growth_interval}" if self.growth_interval != 2000 else ""
         return re.sub(r"[^A-Za-z0-9.=-]+", "_", text)
 
 
@@ -317,13 +331,17 @@ class Session:
         world = spec.world or 1
         optim, freeze = spec.resolved()
         key = (spec.model, world, spec.param_dtype, spec.reduce_dtype, optim.describe(), freeze,
-               tuple(ranks or ()), average)
+               tuple(ranks or ()), average, spec.growth_interval)
         if key not in self._refs:
             data, _ = self.dataset(spec.model, world)
+            # fp16 scales the loss dynamically: torch.amp.GradScaler's
+            # defaults (torch 2.x; test_loss_scaling.py runs these rows).
+            scaler = (torch.amp.GradScaler("cpu", growth_interval=spec.growth_interval)
+                      if spec.param_dtype == "f16" else None)
             self._refs[key] = torch_reference(self.entries[spec.model], self.onnx(spec.model),
                                               data, optim, freeze, STEPS, world,
                                               spec.param_dtype, spec.reduce_dtype, ranks,
-                                              average)
+                                              average, scaler)
         return self._refs[key]
 
     def plan(self, spec):
@@ -333,7 +351,7 @@ class Session:
             path = os.path.join(self.tmp, f"{spec.name()}.plan")
             command = ([self.args.fsdp_opt, self.onnx(spec.model), "-o", path] +
                        config_flags(spec.world, spec.shard, spec.param_dtype, spec.reduce_dtype,
-                                    spec.offload) +
+                                    spec.offload, spec.growth_interval) +
                        optim.flags() + list(spec.flags))
             if freeze:
                 command.append(f"--freeze={freeze}")
@@ -420,7 +438,7 @@ class Session:
             return problems
         full = kinds if spec.shard == "full" else self.collectives(
             Spec(spec.model, spec.world, "full", spec.param_dtype, spec.reduce_dtype,
-                 spec.optim, spec.freeze))[1]
+                 spec.optim, spec.freeze, growth_interval=spec.growth_interval))[1]
         shape = dict(kinds)
         if spec.shard == "full":
             ok = kinds["AllGather"] > 0 and kinds["ReduceScatter"] > 0

@@ -7,7 +7,8 @@ one row each:
   - resume is bitwise: a run to step 3 that saves, resumed to step 6, gives
     the uninterrupted 6-step run's losses for steps 4-6 and its saved
     weights byte for byte (unsharded, full N=2, grad-op N=2, hybrid:2 N=4,
-    --offload=cpu N=2, and a save in process resumed under mpirun -np 2);
+    --offload=cpu N=2, and a save in process resumed under mpirun -np 2;
+    fp16 with its loss scale and skipped steps);
   - the comparison can fail: resuming from a checkpoint trained with
     another learning rate changes the losses;
   - atomic and verified: a flipped byte, a truncated shard, a missing shard,
@@ -69,8 +70,11 @@ def run(command, env=None, expect_ok=True):
 
 
 def losses(path):
+    """(step, loss) of each step; an fp16 run's also carry the step's loss
+    scale and whether it was skipped, so comparing them compares those."""
     with open(path) as f:
-        return [(r["step"], r["loss"]) for r in map(json.loads, f)]
+        return [(r["step"], r["loss"]) + ((r["loss_scale"], r["skipped"]) if "loss_scale" in r
+                                          else ()) for r in map(json.loads, f)]
 
 
 class Session:
@@ -416,6 +420,9 @@ def main():
              lambda: resume_row(s, ["--world-size=2"], mpi=2)),
             ("resume --world-size=2 --param-dtype=bf16",
              lambda: resume_row(s, ["--world-size=2", "--param-dtype=bf16"])),
+            ("resume --world-size=2 --param-dtype=f16 (the loss scaler's state too)",
+             lambda: resume_row(s, ["--world-size=2", "--param-dtype=f16", "--reduce-dtype=f16",
+                                    "--loss-scale-growth-interval=2"])),
             ("resume --world-size=2 --optimizer=sgd --momentum=0.9",
              lambda: resume_row(s, ["--world-size=2", "--optimizer=sgd", "--momentum=0.9"])),
             ("resume --save-format=full --world-size=2",

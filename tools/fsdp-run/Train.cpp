@@ -228,6 +228,12 @@ Status TrainingRun::runSteps(int64_t lastStep) {
       record.valLoss = valLoss;
       record.evalSeconds = since(evalStart);
     }
+    // fp16 loss scaling (issue 19, C): the scale the step used, and
+    // whether it skipped its update.
+    if (std::optional<Executor::LossScaleOutcome> scaled = executor_.lastLossScale()) {
+      record.lossScale = scaled->scale;
+      record.skipped = scaled->skipped;
+    }
     if (lead) {
       record.lossIsF64 = lossType == DType::F64;
       record.samples = data_->samplesPerStep();

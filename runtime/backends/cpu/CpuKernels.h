@@ -209,19 +209,22 @@ Status nllLossGrad(const TensorRef &target, const TensorRef *weight, const Tenso
 // scalar; `step` an i64 scalar, the 1-based number of the step being taken.
 // The f32 hyperparameter attributes are read as the shortest decimal that
 // rounds to them (0.9f as 0.9), the Python double the user wrote.
+// `foundInf`, when given, is an f32 scalar (dynamic loss scaling's flag):
+// non-zero makes the update a no-op, each result keeping its operand's
+// value (copied when the result is another buffer).
 
 /// torch.optim.AdamW (amsgrad off): decoupled decay, bias-corrected moments.
 Status adamw(const TensorRef &param, const TensorRef &grad, const TensorRef &expAvg,
              const TensorRef &expAvgSq, const TensorRef &lr, const TensorRef &step,
              const AdamWConfig &config, const TensorRef &paramOut, const TensorRef &expAvgOut,
-             const TensorRef &expAvgSqOut);
+             const TensorRef &expAvgSqOut, const TensorRef *foundInf = nullptr);
 
 /// torch.optim.SGD with dampening 0. With a momentum buffer (zero before the
 /// first step: momentum * 0 + d_p is torch's clone of d_p), it is updated
 /// into `bufferOut`; without one, plain SGD.
 Status sgd(const TensorRef &param, const TensorRef &grad, const TensorRef *momentumBuffer,
            const TensorRef &lr, const SgdConfig &config, const TensorRef &paramOut,
-           const TensorRef *bufferOut);
+           const TensorRef *bufferOut, const TensorRef *foundInf = nullptr);
 
 // --- Ops of torch 2.x exports (TorchExportKernels.cpp) ---
 /// Float unary math: same shape and dtype in and out (f16/bf16 compute in

@@ -154,14 +154,14 @@ Status nllLossGrad(const KernelContext &ctx, const TensorRef &target, const Tens
     TensorRef &dloss, Reduction reduction, std::optional<int64_t> ignoreIndex, const TensorRef
     &dinput);
 
-// --- Optimizers (kernels/OptimizerKernels.cu)
+// --- Optimizers (kernels/OptimizerKernels.cu); foundInf as the CPU kernels'
 Status adamw(const KernelContext &ctx, const TensorRef &param, const TensorRef &grad, const
     TensorRef &expAvg, const TensorRef &expAvgSq, const TensorRef &lr, const TensorRef &step, const
     AdamWConfig &config, const TensorRef &paramOut, const TensorRef &expAvgOut, const TensorRef
-    &expAvgSqOut);
+    &expAvgSqOut, const TensorRef *foundInf = nullptr);
 Status sgd(const KernelContext &ctx, const TensorRef &param, const TensorRef &grad, const TensorRef
     *momentumBuffer, const TensorRef &lr, const SgdConfig &config, const TensorRef &paramOut, const
-    TensorRef *bufferOut);
+    TensorRef *bufferOut, const TensorRef *foundInf = nullptr);
 
 // --- Ops of torch 2.x exports (kernels/TorchExportKernels.cu)
 Status math(const KernelContext &ctx, MathKind kind, const TensorRef &in, const TensorRef &out);

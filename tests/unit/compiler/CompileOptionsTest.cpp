@@ -147,6 +147,8 @@ TEST(CompileOptionsTest, EnumFlagsAcceptEveryValue) {
   EXPECT_EQ(opts.device, DeviceKind::H100);
   EXPECT_EQ(opts.reportFormat, ReportFormat::Text);
   EXPECT_EQ(parsed({"--stop-after=import"}).stopAfter, Stage::Import);
+  EXPECT_EQ(parsed({"--param-dtype=f16"}).paramDtype, DType::F16);
+  EXPECT_EQ(parsed({"--reduce-dtype=f16"}).reduceDtype, DType::F16);
 }
 
 TEST(CompileOptionsTest, ParametricFlags) {
@@ -212,6 +214,8 @@ TEST(CompileOptionsTest, NumericFlags) {
   CompileOptions accum = parsed({"--grad-accum=4", "--accum-reduce=last"});
   EXPECT_EQ(accum.gradAccum, 4);
   EXPECT_EQ(accum.accumReduce, AccumReduceKind::Last);
+  EXPECT_EQ(parsed({"--loss-scale-growth-interval=7"}).lossScaleGrowthInterval, 7);
+  EXPECT_EQ(CompileOptions().lossScaleGrowthInterval, 2000); // torch's GradScaler
 }
 
 TEST(CompileOptionsTest, InvalidValuesNameTheFlagAndValidValues) {
@@ -236,8 +240,9 @@ TEST(CompileOptionsTest, InvalidValuesNameTheFlagAndValidValues) {
       {"--loss=xent:", "OUTPUT and LABELS must not be empty"},
       {"--loss=xent:,labels", "OUTPUT and LABELS must not be empty"},
       {"--loss=xent:logits,", "OUTPUT and LABELS must not be empty"},
-      {"--param-dtype=fp16", "valid: f32, bf16"},
-      {"--reduce-dtype=F32", "valid: f32, bf16"},
+      {"--param-dtype=fp16", "valid: f32, bf16, f16"},
+      {"--reduce-dtype=F32", "valid: f32, bf16, f16"},
+      {"--loss-scale-growth-interval=0", "must be >= 1"},
       {"--offload=gpu", "valid: none, cpu"},
       {"--device=v100", "valid: h100, a100, cpu"},
       {"--report-format=yaml", "valid: text, json"},
@@ -461,6 +466,23 @@ TEST(CompileOptionsTest, CrossFlagRules) {
        "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard or later)"},
       {{"--offload=cpu"}, ""},
       {{"--mode=forward", "--param-dtype=bf16"}, "--param-dtype requires --mode=train"},
+      // fp16 loss scaling: an f32 or f16 reduce of f16 parameters only.
+      {{"--param-dtype=f16"}, ""},
+      {{"--param-dtype=f16", "--reduce-dtype=f16", "--loss-scale-growth-interval=4"}, ""},
+      {{"--param-dtype=f16", "--reduce-dtype=bf16"},
+       "--param-dtype=f16 needs --reduce-dtype=f32 or f16, not bf16 (loss-scaled gradients are "
+       "reduced in the precision they were scaled for)"},
+      {{"--param-dtype=bf16", "--reduce-dtype=f16"},
+       "--reduce-dtype=f16 needs --param-dtype=f16 (only loss-scaled gradients keep their small "
+       "values in half precision)"},
+      {{"--reduce-dtype=f16"},
+       "--reduce-dtype=f16 needs --param-dtype=f16 (only loss-scaled gradients keep their small "
+       "values in half precision)"},
+      {{"--param-dtype=bf16", "--loss-scale-growth-interval=4"},
+       "--loss-scale-growth-interval requires --param-dtype=f16 (only f16 scales the loss)"},
+      {{"--param-dtype=f16", "--offload=cpu"},
+       "--param-dtype=f16 with --offload=cpu is not supported yet (the skipped-step flag lives "
+       "in device memory, the offloaded optimizer on the host)"},
       {{"--emit=mlir", "--mem-budget=8GiB"},
        "--mem-budget requires --emit=plan or --emit=report (or a compiled step: binary, object, "
        "llvm, llvm-ir)"},
@@ -575,8 +597,9 @@ TEST(CompileOptionsTest, UsageListsEveryFlagWithValuesAndDefault) {
         "nesterov ",
         "embed-weights ",
         "loss=auto|xent:OUTPUT[,LABELS]\n",
-        "param-dtype=f32|bf16 ",
-        "reduce-dtype=f32|bf16 ",
+        "param-dtype=f32|bf16|f16 ",
+        "reduce-dtype=f32|bf16|f16 ",
+        "loss-scale-growth-interval=N ",
         "offload=none|cpu ",
         "mem-budget=SIZE ",
         "device=h100|a100|cpu ",

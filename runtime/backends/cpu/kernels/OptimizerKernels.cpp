@@ -8,7 +8,8 @@
 // read back as the shortest decimal that rounds to it, which is the Python
 // double the user wrote (0.9f -> 0.9) for any value of at most 6
 // significant digits, so 1 - beta1 and beta1 ** step come out as torch
-// computes them. This file is compiled with -ffp-contract=off
+// computes them. A non-zero found_inf flag (dynamic loss scaling) skips the
+// update, as torch's GradScaler skips optimizer.step(). This file is compiled with -ffp-contract=off
 // (runtime/CMakeLists.txt) so no other product gets fused behind our back.
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,9 @@
 #include "runtime/backends/OptimizerOperands.h"
 
 #include <cmath>
+#include <cstring>
+#include <initializer_list>
+#include <utility>
 
 namespace fsdp::rt::cpu {
 namespace {
@@ -124,18 +128,35 @@ void sgdImpl(const TensorRef &param, const TensorRef &grad, const TensorRef *buf
   runLoop(s);
 }
 
+/// Whether dynamic loss scaling's flag asks to skip the update.
+bool skipped(const TensorRef *foundInf) {
+  return foundInf && *foundInf->as<const float>() != 0.0f;
+}
+
+/// A skipped update's results: each keeps its operand's value (nothing to
+/// do in place, a copy otherwise).
+void keepOperands(std::initializer_list<std::pair<const TensorRef *, const TensorRef *>> pairs) {
+  for (auto [in, out] : pairs)
+    if (in && out && in->data != out->data)
+      std::memmove(out->data, in->data, in->byteSize());
+}
+
 } // namespace
 
 Status adamw(const TensorRef &param, const TensorRef &grad, const TensorRef &expAvg,
              const TensorRef &expAvgSq, const TensorRef &lr, const TensorRef &step,
              const AdamWConfig &config, const TensorRef &paramOut, const TensorRef &expAvgOut,
-             const TensorRef &expAvgSqOut) {
+             const TensorRef &expAvgSqOut, const TensorRef *foundInf) {
   const char *op = "adamw";
   FSDP_RETURN_IF_ERROR(checkAdamWOperands(param, grad, expAvg, expAvgSq, lr, step, paramOut,
-                                          expAvgOut, expAvgSqOut));
+                                          expAvgOut, expAvgSqOut, foundInf));
   const int64_t stepNumber = *step.as<const int64_t>();
   if (stepNumber < 1)
     return Status::error(cat(op, ": step ", stepNumber, " (steps count from 1)"));
+  if (skipped(foundInf)) {
+    keepOperands({{&param, &paramOut}, {&expAvg, &expAvgOut}, {&expAvgSq, &expAvgSqOut}});
+    return Status::ok();
+  }
   const double learningRate = *lr.as<const double>();
   return dispatch<kOptimizerTypes>(
       param.dtype,
@@ -148,10 +169,14 @@ Status adamw(const TensorRef &param, const TensorRef &grad, const TensorRef &exp
 
 Status sgd(const TensorRef &param, const TensorRef &grad, const TensorRef *momentumBuffer,
            const TensorRef &lr, const SgdConfig &config, const TensorRef &paramOut,
-           const TensorRef *bufferOut) {
+           const TensorRef *bufferOut, const TensorRef *foundInf) {
   const char *op = "sgd";
   FSDP_RETURN_IF_ERROR(
-      checkSgdOperands(param, grad, momentumBuffer, lr, paramOut, bufferOut));
+      checkSgdOperands(param, grad, momentumBuffer, lr, paramOut, bufferOut, foundInf));
+  if (skipped(foundInf)) {
+    keepOperands({{&param, &paramOut}, {momentumBuffer, bufferOut}});
+    return Status::ok();
+  }
   const double learningRate = *lr.as<const double>();
   return dispatch<kOptimizerTypes>(
       param.dtype,

@@ -10,7 +10,10 @@
 // operands' buffers. A step below 1 (which the CPU refuses; the executor
 // never writes one) is a StepOutOfRange fault and the kernel writes
 // nothing, so the update is refused as on the CPU, even for an empty
-// tensor (the launch always has a block to read the step).
+// tensor (the launch always has a block to read the step). A non-zero
+// found_inf flag (dynamic loss scaling; a device scalar like lr) skips the
+// update: each result keeps its operand's value, copied when the result
+// is another buffer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,7 +28,8 @@ namespace {
 constexpr DTypeSet kOptimizerTypes = bitOf(DType::F32) | bitOf(DType::F64);
 
 template <typename T>
-__global__ void adamwKernel(AdamWHyper hyper, const double *lr, const int64_t *step, const T *p,
+__global__ void adamwKernel(AdamWHyper hyper, const double *lr, const int64_t *step,
+                            const float *foundInf, const T *p,
                             const T *g, const T *m, const T *v, T *pOut, T *mOut, T *vOut,
                             int64_t n, KernelFault *fault, uint32_t launchId) {
   const int64_t stepNumber = *step;
@@ -34,13 +38,29 @@ __global__ void adamwKernel(AdamWHyper hyper, const double *lr, const int64_t *s
       raiseFault(fault, launchId, FaultCode::StepOutOfRange, stepNumber, 0, 1);
     return;
   }
+  if (foundInf && *foundInf != 0.0f) {
+    FSDP_GRID_STRIDE(i, n) {
+      pOut[i] = p[i];
+      mOut[i] = m[i];
+      vOut[i] = v[i];
+    }
+    return;
+  }
   const AdamWScalars<T> s = adamwScalars<T>(hyper, *lr, stepNumber);
   FSDP_GRID_STRIDE(i, n) { adamwElement(s, p[i], g[i], m[i], v[i], pOut[i], mOut[i], vOut[i]); }
 }
 
 template <typename T>
-__global__ void sgdKernel(SgdHyper hyper, const double *lr, const T *p, const T *g, const T *b,
-                          T *pOut, T *bOut, int64_t n) {
+__global__ void sgdKernel(SgdHyper hyper, const double *lr, const float *foundInf, const T *p,
+                          const T *g, const T *b, T *pOut, T *bOut, int64_t n) {
+  if (foundInf && *foundInf != 0.0f) {
+    FSDP_GRID_STRIDE(i, n) {
+      pOut[i] = p[i];
+      if (b)
+        bOut[i] = b[i];
+    }
+    return;
+  }
   const SgdScalars<T> s = sgdScalars<T>(hyper, *lr);
   FSDP_GRID_STRIDE(i, n) {
     sgdElement(s, p[i], g[i], b ? b + i : nullptr, pOut[i], b ? bOut + i : nullptr);
@@ -52,10 +72,11 @@ __global__ void sgdKernel(SgdHyper hyper, const double *lr, const T *p, const T 
 Status adamw(const KernelContext &ctx, const TensorRef &param, const TensorRef &grad,
              const TensorRef &expAvg, const TensorRef &expAvgSq, const TensorRef &lr,
              const TensorRef &step, const AdamWConfig &config, const TensorRef &paramOut,
-             const TensorRef &expAvgOut, const TensorRef &expAvgSqOut) {
+             const TensorRef &expAvgOut, const TensorRef &expAvgSqOut, const TensorRef *foundInf) {
   const char *op = "adamw";
   FSDP_RETURN_IF_ERROR(checkAdamWOperands(param, grad, expAvg, expAvgSq, lr, step, paramOut,
-                                          expAvgOut, expAvgSqOut));
+                                          expAvgOut, expAvgSqOut, foundInf));
+  const float *skip = foundInf ? foundInf->as<const float>() : nullptr;
   const AdamWHyper hyper = hyperOf(config);
   const int64_t n = param.numElements();
   return dispatch<kOptimizerTypes>(
@@ -64,7 +85,7 @@ Status adamw(const KernelContext &ctx, const TensorRef &param, const TensorRef &
         using T = decltype(tag);
         // Not launchElementwise: an empty tensor still checks the step.
         return launch(ctx, op, adamwKernel<T>, gridFor(n), dim3(kBlockThreads), hyper,
-                      lr.as<const double>(), step.as<const int64_t>(), param.as<const T>(),
+                      lr.as<const double>(), step.as<const int64_t>(), skip, param.as<const T>(),
                       grad.as<const T>(), expAvg.as<const T>(), expAvgSq.as<const T>(),
                       paramOut.as<T>(), expAvgOut.as<T>(), expAvgSqOut.as<T>(), n, ctx.fault,
                       ctx.launch);
@@ -74,17 +95,18 @@ Status adamw(const KernelContext &ctx, const TensorRef &param, const TensorRef &
 
 Status sgd(const KernelContext &ctx, const TensorRef &param, const TensorRef &grad,
            const TensorRef *momentumBuffer, const TensorRef &lr, const SgdConfig &config,
-           const TensorRef &paramOut, const TensorRef *bufferOut) {
+           const TensorRef &paramOut, const TensorRef *bufferOut, const TensorRef *foundInf) {
   const char *op = "sgd";
   FSDP_RETURN_IF_ERROR(
-      checkSgdOperands(param, grad, momentumBuffer, lr, paramOut, bufferOut));
+      checkSgdOperands(param, grad, momentumBuffer, lr, paramOut, bufferOut, foundInf));
+  const float *skip = foundInf ? foundInf->as<const float>() : nullptr;
   const SgdHyper hyper = hyperOf(config);
   const int64_t n = param.numElements();
   return dispatch<kOptimizerTypes>(
       param.dtype,
       [&](auto tag) {
         using T = decltype(tag);
-        return launchElementwise(ctx, op, n, sgdKernel<T>, hyper, lr.as<const double>(),
+        return launchElementwise(ctx, op, n, sgdKernel<T>, hyper, lr.as<const double>(), skip,
                                  param.as<const T>(), grad.as<const T>(),
                                  momentumBuffer ? momentumBuffer->as<const T>() : nullptr,
                                  paramOut.as<T>(), bufferOut ? bufferOut->as<T>() : nullptr, n);

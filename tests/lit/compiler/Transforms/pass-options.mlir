@@ -3,9 +3,9 @@
 // or wrap value fsdp-opt's flags would refuse, is an error when the
 // pipeline is parsed, before any pass runs, naming the option and what it
 // accepts.
-// RUN: not fsdp-opt %s --pass-pipeline='builtin.module(fsdp-shard-parameters{param-dtype=f16})' 2>&1 | FileCheck %s --check-prefix=DTYPE
-// DTYPE: error: param-dtype must be f32 or bf16, not 'f16'
-// DTYPE: failed to add `fsdp-shard-parameters` with options `param-dtype=f16`
+// RUN: not fsdp-opt %s --pass-pipeline='builtin.module(fsdp-shard-parameters{param-dtype=fp16})' 2>&1 | FileCheck %s --check-prefix=DTYPE
+// DTYPE: error: param-dtype must be f32, bf16 or f16, not 'fp16'
+// DTYPE: failed to add `fsdp-shard-parameters` with options `param-dtype=fp16`
 // RUN: not fsdp-opt %s --pass-pipeline='builtin.module(fsdp-recompute-activations{device=tpu})' 2>&1 | FileCheck %s --check-prefix=DEVICE
 // DEVICE: error: device must be h100, a100 or cpu, not 'tpu'
 // RUN: not fsdp-opt %s --pass-pipeline='builtin.module(fsdp-recompute-activations{ckpt=none})' 2>&1 | FileCheck %s --check-prefix=CKPT

@@ -135,3 +135,18 @@ func.func @sgd(%p: tensor<8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>, %lr: ten
   %1:2 = nn.sgd %p, %g, %lr, %b {momentum = 0.9 : f64, weight_decay = 0.01 : f64, nesterov = true} : (tensor<8xf32>, tensor<8xf32>, tensor<f64>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
   return
 }
+
+// -----
+
+// Dynamic loss scaling's skip_if: an f32 scalar flag after the operands,
+// with or without SGD's momentum buffer.
+// CHECK-LABEL: func @skip_if
+// CHECK: nn.adamw %arg0, %arg1, %arg2, %arg3, %arg4, %arg5 skip_if(%arg6 : tensor<f32>) {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, weight_decay = 0.000000e+00 : f64} : tensor<8xf32>, tensor<f64>, tensor<i64>
+// CHECK: nn.sgd %arg0, %arg1, %arg4 skip_if(%arg6 : tensor<f32>) {momentum = 0.000000e+00 : f64, nesterov = false, weight_decay = 0.000000e+00 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f64>) -> tensor<8xf32>
+// CHECK: nn.sgd %arg0, %arg1, %arg4, %arg2 skip_if(%arg6 : tensor<f32>) {momentum = 9.000000e-01 : f64, nesterov = false, weight_decay = 0.000000e+00 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f64>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+func.func @skip_if(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %lr: tensor<f64>, %s: tensor<i64>, %found: tensor<f32>) {
+  %0:3 = nn.adamw %p, %g, %m, %v, %lr, %s skip_if(%found : tensor<f32>) {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : tensor<8xf32>, tensor<f64>, tensor<i64>
+  %1 = nn.sgd %p, %g, %lr skip_if(%found : tensor<f32>) {momentum = 0.0 : f64, weight_decay = 0.0 : f64, nesterov = false} : (tensor<8xf32>, tensor<8xf32>, tensor<f64>) -> tensor<8xf32>
+  %2:2 = nn.sgd %p, %g, %lr, %m skip_if(%found : tensor<f32>) {momentum = 0.9 : f64, weight_decay = 0.0 : f64, nesterov = false} : (tensor<8xf32>, tensor<8xf32>, tensor<f64>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  return
+}

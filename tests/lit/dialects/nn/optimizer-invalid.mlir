@@ -184,3 +184,12 @@ func.func @sgd_lr_f32(%p: tensor<4xf32>, %lr: tensor<f32>) {
   %0 = nn.sgd %p, %p, %lr {momentum = 0.0 : f64, weight_decay = 0.0 : f64, nesterov = false} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+// skip_if's flag is an f32 scalar.
+func.func @adamw_skip_if_type(%p: tensor<4xf32>, %lr: tensor<f64>, %s: tensor<i64>, %f: tensor<f64>) {
+  // expected-error @+1 {{'nn.adamw' op operand #6 must be 0D tensor of 32-bit float values, but got 'tensor<f64>'}}
+  %0:3 = nn.adamw %p, %p, %p, %p, %lr, %s skip_if(%f : tensor<f64>) {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : tensor<4xf32>, tensor<f64>, tensor<i64>
+  return
+}

@@ -170,6 +170,33 @@ TEST_F(CheckpointTest, MalformedCommitIsRefusedNamingIt) {
   EXPECT_TRUE(findCheckpoint(dir, manifest).isOk());
 }
 
+/// fp16 runs' COMMIT records the loss scaler (scale, growth tracker,
+/// optimizer steps); older ones and other runs' have none, and still load;
+/// a scale that is not a positive finite number is refused.
+TEST_F(CheckpointTest, CommitCarriesTheLossScaler) {
+  const std::string step = dir + "/" + checkpointDirName(6);
+  fs::create_directories(step);
+  const std::string head = "fsdp-checkpoint 1\nkind sharded\nstep 6\nworld_size 2\n";
+  writeBytes(step + "/COMMIT", head);
+  CheckpointManifest manifest;
+  ASSERT_TRUE(findCheckpoint(dir, manifest).isOk());
+  EXPECT_FALSE(manifest.lossScaler.has_value());
+  writeBytes(step + "/COMMIT", head + "loss_scale 131072\nloss_scale_growth_tracker 3\n"
+                                      "optimizer_steps 4\n");
+  manifest = CheckpointManifest();
+  ASSERT_TRUE(findCheckpoint(dir, manifest).isOk());
+  ASSERT_TRUE(manifest.lossScaler.has_value());
+  EXPECT_EQ(manifest.lossScaler->scale, 131072.0f);
+  EXPECT_EQ(manifest.lossScaler->growthTracker, 3);
+  EXPECT_EQ(manifest.lossScaler->optimizerSteps, 4);
+  for (const char *bad : {"loss_scale 0\n", "loss_scale -2\n", "loss_scale inf\n"}) {
+    writeBytes(step + "/COMMIT", head + bad);
+    manifest = CheckpointManifest();
+    Status s = findCheckpoint(dir, manifest);
+    EXPECT_FALSE(s.isOk()) << bad;
+  }
+}
+
 TEST_F(CheckpointTest, ShardedCheckpointWithoutItsPlanIsRefused) {
   // A sharded checkpoint of an older layout, carrying no plan: another plan
   // cannot consolidate it, and says why.

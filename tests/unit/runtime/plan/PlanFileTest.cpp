@@ -115,6 +115,10 @@ struct TrainSpec {
   uint8_t numStreams = 1;
   uint32_t numEvents = 0;
   uint32_t evalEnd = 0, evalLoss = rt::kNoBuffer; // the evaluation prefix
+  // fp16 loss scaling's fields (none by default).
+  uint32_t lossScaleBuffer = 0xFFFFFFFF, invLossScaleBuffer = 0xFFFFFFFF;
+  std::string foundInfOutput;
+  uint32_t growthInterval = 0;
 };
 
 /// Buffers of the training plans, one per 64-byte slot of the persistent
@@ -171,7 +175,10 @@ std::vector<uint8_t> buildTrainPlan(const TrainSpec &spec) {
       fbb.CreateString("train"), 1, fbb.CreateVector(buffers), fbb.CreateVector(instructions), 0,
       0, 0, fbb.CreateVector(out), 64 * defs.size(), 64, spec.numStreams, 0, 0, 0, spec.numEvents,
       fbb.CreateVector(state), spec.lrBuffer, spec.stepBuffer, fbb.CreateString(spec.lossOutput),
-      fbb.CreateString("adamw"), 1e-3, 0, 0, 0, 0, 0, spec.evalEnd, spec.evalLoss);
+      fbb.CreateString("adamw"), 1e-3, 0, 0, 0, 0, 0, spec.evalEnd, spec.evalLoss, 1,
+      spec.lossScaleBuffer, spec.invLossScaleBuffer,
+      spec.foundInfOutput.empty() ? 0 : fbb.CreateString(spec.foundInfOutput),
+      spec.growthInterval);
   plan::FinishPlanBuffer(fbb, root);
   return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
 }
@@ -369,6 +376,36 @@ TEST_F(PlanFileTest, TrainingKernelCountsAreChecked) {
                   "(LayerNormGrad): has 4 operands"));
   EXPECT_TRUE(has(refusal({plan::Kernel::SliceGrad, {X}, {X}, {0, 0}, {}}), "integer attributes"));
   EXPECT_TRUE(has(refusal({plan::Kernel::DropoutGrad, {X, X}, {X}, {}, {}}), "float attributes"));
+}
+
+/// fp16 loss scaling: the scale and its reciprocal persistent f32 scalars,
+/// found_inf an output, all four fields or none.
+TEST_F(PlanFileTest, LossScalingFieldsAreChecked) {
+  auto scaled = [] {
+    TrainSpec spec;
+    spec.instructions = {kAdamW};
+    spec.lossScaleBuffer = spec.invLossScaleBuffer = Lr32;
+    spec.foundInfOutput = "loss";
+    spec.growthInterval = 2000;
+    return spec;
+  };
+  EXPECT_TRUE(writeAndLoad(buildTrainPlan(scaled())).isOk())
+      << writeAndLoad(buildTrainPlan(scaled())).message();
+  auto refusal = [&](const TrainSpec &spec) {
+    return writeAndLoad(buildTrainPlan(spec)).message();
+  };
+  TrainSpec wrongType = scaled();
+  wrongType.lossScaleBuffer = Lr;
+  EXPECT_NE(refusal(wrongType).find("loss_scale_buffer must be a persistent f32 scalar"),
+            std::string::npos) << refusal(wrongType);
+  TrainSpec partial = scaled();
+  partial.growthInterval = 0;
+  EXPECT_NE(refusal(partial).find("loss scaling needs loss_scale_buffer"), std::string::npos)
+      << refusal(partial);
+  TrainSpec notOutput = scaled();
+  notOutput.foundInfOutput = "w";
+  EXPECT_NE(refusal(notOutput).find("found_inf_output 'w' is not an output binding"),
+            std::string::npos) << refusal(notOutput);
 }
 
 TEST_F(PlanFileTest, TrainingFieldsAreChecked) {

@@ -44,6 +44,25 @@ std::string field(const std::string &line, const std::string &key) {
   return line.substr(at, line.find_first_of(",}", at) - at);
 }
 
+/// fp16 loss scaling's fields appear only when set: loss_scale as a number,
+/// skipped as a JSON boolean; the console line names the scale and a skip.
+TEST(TrainLogTest, LossScaleFields) {
+  EXPECT_EQ(metricsLine(record()).find("loss_scale"), std::string::npos);
+  EXPECT_EQ(metricsLine(record()).find("skipped"), std::string::npos);
+  StepRecord scaled = record();
+  scaled.lossScale = 65536;
+  scaled.skipped = false;
+  EXPECT_EQ(field(metricsLine(scaled), "loss_scale"), "65536");
+  EXPECT_EQ(field(metricsLine(scaled), "skipped"), "false");
+  EXPECT_NE(consoleLine(scaled).find(" scale 65536"), std::string::npos) << consoleLine(scaled);
+  EXPECT_EQ(consoleLine(scaled).find("skipped"), std::string::npos);
+  scaled.lossScale = 0.5;
+  scaled.skipped = true;
+  EXPECT_EQ(field(metricsLine(scaled), "loss_scale"), "0.5");
+  EXPECT_EQ(field(metricsLine(scaled), "skipped"), "true");
+  EXPECT_NE(consoleLine(scaled).find("skipped"), std::string::npos) << consoleLine(scaled);
+}
+
 TEST(TrainLogTest, MetricsLineHasEveryKey) {
   EXPECT_EQ(metricsLine(record()),
             "{\"step\": 5, \"loss\": 4.12345648, \"lr\": 0.001, \"samples_per_s\": 16, "

@@ -339,6 +339,63 @@ TEST(OptimizerKernels, InPlaceEqualsOutOfPlace) {
   }
 }
 
+/// Dynamic loss scaling's found_inf flag: non-zero skips the update (in
+/// place nothing changes; into other buffers the operands are copied), and
+/// zero updates exactly as without a flag. The flag must be an f32 scalar.
+TEST(OptimizerKernels, FoundInfSkipsTheUpdate) {
+  const double p0[3] = {1.0, -2.0, 0.5}, g0[3] = {0.25, 1.0, -4.0}, v0[3] = {0.5, 2.0, 0.125};
+  Scalar lr(DType::F64, 0.1), step(DType::I64, 3), found(DType::F32, 1.0),
+      clear(DType::F32, 0.0), found64(DType::F64, 1.0);
+  const TensorRef foundRef = found.ref(), clearRef = clear.ref(), found64Ref = found64.ref();
+  // AdamW in place, skipped: parameter and moments keep their bits.
+  TestTensor p = filled(DType::F32, p0, 3), g = filled(DType::F32, g0, 3);
+  TestTensor m = filled(DType::F32, g0, 3), v = filled(DType::F32, v0, 3);
+  ASSERT_TRUE(adamw(p.ref(), g.ref(), m.ref(), v.ref(), lr.ref(), step.ref(), kAdamW, p.ref(),
+                    m.ref(), v.ref(), &foundRef).isOk());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(p.get(i), static_cast<float>(p0[i])) << i;
+    EXPECT_EQ(m.get(i), static_cast<float>(g0[i])) << i;
+    EXPECT_EQ(v.get(i), static_cast<float>(v0[i])) << i;
+  }
+  // Skipped into other buffers: the operands' values are copied there.
+  TestTensor pOut(DType::F32, {3}), mOut(DType::F32, {3}), vOut(DType::F32, {3});
+  ASSERT_TRUE(adamw(p.ref(), g.ref(), m.ref(), v.ref(), lr.ref(), step.ref(), kAdamW,
+                    pOut.ref(), mOut.ref(), vOut.ref(), &foundRef).isOk());
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(pOut.get(i), p.get(i)) << i;
+  // A zero flag is the update without one, bit for bit.
+  TestTensor q = filled(DType::F32, p0, 3), mq = filled(DType::F32, g0, 3),
+             vq = filled(DType::F32, v0, 3);
+  ASSERT_TRUE(adamw(p.ref(), g.ref(), m.ref(), v.ref(), lr.ref(), step.ref(), kAdamW, p.ref(),
+                    m.ref(), v.ref(), &clearRef).isOk());
+  ASSERT_TRUE(adamw(q.ref(), g.ref(), mq.ref(), vq.ref(), lr.ref(), step.ref(), kAdamW, q.ref(),
+                    mq.ref(), vq.ref()).isOk());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NE(p.get(i), static_cast<float>(p0[i])) << i;
+    EXPECT_EQ(p.get(i), q.get(i)) << i;
+    EXPECT_EQ(m.get(i), mq.get(i)) << i;
+    EXPECT_EQ(v.get(i), vq.get(i)) << i;
+  }
+  // SGD with momentum, skipped and not.
+  TestTensor sp = filled(DType::F32, p0, 3), sb = filled(DType::F32, g0, 3);
+  TensorRef sbRef = sb.ref();
+  const SgdConfig config{0.9f, 0.01f, false};
+  ASSERT_TRUE(sgd(sp.ref(), g.ref(), &sbRef, lr.ref(), config, sp.ref(), &sbRef, &foundRef).isOk());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(sp.get(i), static_cast<float>(p0[i])) << i;
+    EXPECT_EQ(sb.get(i), static_cast<float>(g0[i])) << i;
+  }
+  ASSERT_TRUE(sgd(sp.ref(), g.ref(), &sbRef, lr.ref(), config, sp.ref(), &sbRef, &clearRef).isOk());
+  EXPECT_NE(sp.get(0), static_cast<float>(p0[0]));
+  // The flag's type is checked before anything is written.
+  Status wrong = adamw(p.ref(), g.ref(), m.ref(), v.ref(), lr.ref(), step.ref(), kAdamW, p.ref(),
+                       m.ref(), v.ref(), &found64Ref);
+  EXPECT_NE(wrong.message().find("found_inf must be a f32 scalar"), std::string::npos)
+      << wrong.message();
+  EXPECT_FALSE(
+      sgd(sp.ref(), g.ref(), &sbRef, lr.ref(), config, sp.ref(), &sbRef, &found64Ref).isOk());
+}
+
 TEST(OptimizerKernels, Errors) {
   TestTensor p(DType::F32, {4}), g(DType::F32, {4}), m(DType::F32, {4}), v(DType::F32, {4});
   TestTensor half(DType::F16, {4}), short3(DType::F32, {3});

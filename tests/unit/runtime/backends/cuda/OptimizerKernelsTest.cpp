@@ -5,8 +5,9 @@
 // (bias corrections), weight decay, f32 and f64; SGD plain, with momentum,
 // Nesterov and weight decay, and a zero momentum buffer (torch's first
 // step); sizes of 0, 1, 7, 257 and several blocks; separate result
-// buffers; the refusals (a step below 1 is a device fault on CUDA). Bit
-// for bit: both run OptimizerUpdate.h.
+// buffers; dynamic loss scaling's found_inf flag (set: the results keep the
+// operands; clear: the plain update); the refusals (a step below 1 is a
+// device fault on CUDA). Bit for bit: both run OptimizerUpdate.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -102,6 +103,44 @@ TEST(CudaOptimizer, OddSizesAndSeparateResults) {
         expectSameAsCpu(apart, Match::Bits);
       }
     }
+}
+
+/// A found_inf flag (the last operand): non-zero skips the update, in place
+/// or into separate results; zero is the update without a flag.
+TEST(CudaOptimizer, FoundInfFlag) {
+  for (DType t : {DType::F32, DType::F64})
+    for (double flag : {0.0, 1.0, 3.0})
+      for (int64_t n : {0, 7, 2500}) {
+        SCOPED_TRACE(std::string(dtypeName(t)) + " flag " + std::to_string(flag) + " n " +
+                     std::to_string(n));
+        KernelCase inPlace = adamwCase(t, n, 1e-3, 2);
+        inPlace.in(values(DType::F32, {}, {flag}));
+        inPlace.inPlace(0).inPlace(2).inPlace(3);
+        expectSameAsCpu(inPlace, Match::Bits);
+        KernelCase separate = adamwCase(t, n, 1e-3, 2);
+        separate.in(values(DType::F32, {}, {flag}));
+        separate.out(t, {n}).out(t, {n}).out(t, {n});
+        expectSameAsCpu(separate, Match::Bits);
+        for (bool withBuffer : {false, true}) {
+          KernelCase s = sgdCase(t, n, withBuffer, false, 0.01f);
+          s.in(values(DType::F32, {}, {flag}));
+          s.inPlace(0);
+          if (withBuffer)
+            s.inPlace(2);
+          expectSameAsCpu(s, Match::Bits);
+          KernelCase apart = sgdCase(t, n, withBuffer, withBuffer, 0.0f);
+          apart.in(values(DType::F32, {}, {flag}));
+          apart.out(t, {n});
+          if (withBuffer)
+            apart.out(t, {n});
+          expectSameAsCpu(apart, Match::Bits);
+        }
+      }
+  // The flag must be an f32 scalar on both backends.
+  KernelCase wrongFlag = adamwCase(DType::F32, 4, 1e-3, 1);
+  wrongFlag.in(values(DType::F64, {}, {1.0}));
+  wrongFlag.inPlace(0).inPlace(2).inPlace(3);
+  expectSameAsCpu(wrongFlag, Match::Bits);
 }
 
 /// torch's first momentum step clones d_p into the buffer; the kernels

@@ -78,9 +78,9 @@ class ClipSession(fp.Session):
         if key not in self._clip_refs:
             data, _ = self.dataset(model, world)
             norms = []
-            losses, final = fp.torch_reference(self.entries[model], self.onnx(model), data, optim,
-                                               fp.SETUP[model][1], fp.STEPS, world,
-                                               clip=(max_norm, norm_type), norms=norms)
+            losses, final, _ = fp.torch_reference(self.entries[model], self.onnx(model), data,
+                                                  optim, fp.SETUP[model][1], fp.STEPS, world,
+                                                  clip=(max_norm, norm_type), norms=norms)
             self._clip_refs[key] = (losses, final, numpy.array(norms))
         return self._clip_refs[key]
 

@@ -341,7 +341,7 @@ class Session:
             self._refs[key] = torch_reference(self.entries[spec.model], self.onnx(spec.model),
                                               data, optim, freeze, STEPS, world,
                                               spec.param_dtype, spec.reduce_dtype, ranks,
-                                              average, scaler)
+                                              average, scaler=scaler)
         return self._refs[key]
 
     def plan(self, spec):

@@ -33,11 +33,9 @@
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy
 import torch
@@ -312,31 +310,15 @@ def main():
     fp.STEPS = STEPS
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    start = time.time()
-    tmp = args.keep or tempfile.mkdtemp(prefix="fsdp-clip-")
-    if args.keep:
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.makedirs(tmp)
-    try:
-        with open(os.devnull, "w") as null:
-            saved, sys.stdout = sys.stdout, null  # the exporter's per-file lines
-            try:
-                entries = tp.export(tmp, [GPT, fp.TRANSFORMER])
-            finally:
-                sys.stdout = saved
-        s = ClipSession(args, tmp, entries)
+
+    def rows(s):
         clip_rows(s)
         sgd_rows(s)
         bits_rows(s)
         log_rows(s)
         device_rows(s)
         flag_rows(s)
-        table = s.table
-    finally:
-        if not args.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{table.passed} passed, {table.failed} failed ({time.time() - start:.0f}s)")
-    return 0 if table.failed == 0 and table.passed > 0 else 1
+    return fp.run_suite(args, "fsdp-clip-", rows, [GPT, fp.TRANSFORMER], session=ClipSession)
 
 
 if __name__ == "__main__":

@@ -106,6 +106,18 @@ def round_to(t, dtype):
 # torch reference at world size N
 # --------------------------------------------------------------------------
 
+def torch_trainable(entry, onnx_path, optim, freeze):
+    """(torch model, its (name, parameter) pairs that train, `optim`'s
+    optimizer over them): parameters matching the regex `freeze` are
+    constants of training, as the compiler's --freeze makes them."""
+    model = tp.torch_model(entry, onnx_path)
+    named = [(n, p) for n, p in model.named_parameters()
+             if not (freeze and re.fullmatch(freeze, n))]
+    for n, p in model.named_parameters():
+        p.requires_grad_(not (freeze and re.fullmatch(freeze, n)))
+    return model, named, optim.build(named)
+
+
 def torch_reference(entry, onnx_path, data, optim, freeze, steps, world,
                     param_dtype="f32", reduce_dtype="f32", ranks=None, average=True,
                     clip=None, norms=None, scaler=None):
@@ -119,12 +131,7 @@ def torch_reference(entry, onnx_path, data, optim, freeze, steps, world,
     (fp16), scales each rank's loss before its backward and steps the
     optimizer through scaler.step/update; the log then holds each step's
     (scale used, skipped)."""
-    model = tp.torch_model(entry, onnx_path)
-    named = [(n, p) for n, p in model.named_parameters()
-             if not (freeze and re.fullmatch(freeze, n))]
-    for n, p in model.named_parameters():
-        p.requires_grad_(not (freeze and re.fullmatch(freeze, n)))
-    optimizer = optim.build(named)
+    model, named, optimizer = torch_trainable(entry, onnx_path, optim, freeze)
     params = [p for _, p in named]
     names = [spec["name"] for spec in entry["inputs"]]
     b = entry["inputs"][0]["shape"][0]
@@ -177,12 +184,7 @@ def torch_reference(entry, onnx_path, data, optim, freeze, steps, world,
 def torch_mean_loss_backward(entry, onnx_path, data, optim, freeze, steps, world):
     """The reference written the other way: one backward of the mean of the
     per-rank losses (torch's own accumulation order)."""
-    model = tp.torch_model(entry, onnx_path)
-    named = [(n, p) for n, p in model.named_parameters()
-             if not (freeze and re.fullmatch(freeze, n))]
-    for n, p in model.named_parameters():
-        p.requires_grad_(not (freeze and re.fullmatch(freeze, n)))
-    optimizer = optim.build(named)
+    model, named, optimizer = torch_trainable(entry, onnx_path, optim, freeze)
     names = [spec["name"] for spec in entry["inputs"]]
     b = entry["inputs"][0]["shape"][0]
     samples = len(data[names[0]])
@@ -643,6 +645,36 @@ def token_rows(s, world=3):
     s.check("tokens", f"gpt N={world} --data=tokens.bin", body)
 
 
+def run_suite(args, prefix, rows, models=(), export=None, session=Session):
+    """Every e2e parity test's run after parsing its flags: a work directory
+    (--keep DIR's, kept; else a fresh one, removed), the models exported
+    (by `export(tmp)`, or quietly here), `session(args, tmp, entries)`'s
+    table filled by `rows(s)`, then the summary line. Returns the exit code."""
+    start = time.time()
+    tmp = args.keep or tempfile.mkdtemp(prefix=prefix)
+    if args.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+    try:
+        if export:
+            entries = export(tmp)
+        else:
+            with open(os.devnull, "w") as null:
+                saved, sys.stdout = sys.stdout, null  # the exporter's per-file lines
+                try:
+                    entries = tp.export(tmp, models)
+                finally:
+                    sys.stdout = saved
+        s = session(args, tmp, entries)
+        rows(s)
+        table = s.table
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{table.passed} passed, {table.failed} failed ({time.time() - start:.0f}s)")
+    return 0 if table.failed == 0 and table.passed > 0 else 1
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fsdp-opt", required=True)
@@ -655,20 +687,8 @@ def main():
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)  # the reference's rounding must not depend on the machine
-    start = time.time()
 
-    tmp = args.keep or tempfile.mkdtemp(prefix="fsdp-parity-")
-    if args.keep:
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.makedirs(tmp)
-    try:
-        with open(os.devnull, "w") as null:
-            saved, sys.stdout = sys.stdout, null  # the exporter's per-file lines
-            try:
-                entries = tp.export(tmp, sorted(SETUP))
-            finally:
-                sys.stdout = saved
-        s = Session(args, tmp, entries)
+    def rows(s):
         reference_rows(s)
         s.check("ws1-0", "gpt N=1, plan without FSDP flags", lambda: s.parity(Spec(GPT, None)))
         world_rows(s, GPT, (1, 2, 3, 4, 5, 8))  # 3 and 5 divide no unit: padding
@@ -681,12 +701,7 @@ def main():
         bf16_rows(s)
         mpirun_rows(s)
         token_rows(s)
-        table = s.table
-    finally:
-        if not args.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{table.passed} passed, {table.failed} failed ({time.time() - start:.0f}s)")
-    return 0 if table.failed == 0 and table.passed > 0 else 1
+    return run_suite(args, "fsdp-parity-", rows, sorted(SETUP))
 
 
 if __name__ == "__main__":

@@ -33,12 +33,9 @@
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 
 import numpy
 import torch
@@ -61,12 +58,7 @@ def torch_accumulated(entry, onnx_path, data, optim, freeze, steps, world, k, sc
     """(losses as float32, {name: final parameter}) of torch accumulating K
     micro-batches per step; scale=False leaves out the 1/K (a negative
     control)."""
-    model = tp.torch_model(entry, onnx_path)
-    named = [(n, p) for n, p in model.named_parameters()
-             if not (freeze and re.fullmatch(freeze, n))]
-    for n, p in model.named_parameters():
-        p.requires_grad_(not (freeze and re.fullmatch(freeze, n)))
-    optimizer = optim.build(named)
+    model, _, optimizer = fp.torch_trainable(entry, onnx_path, optim, freeze)
     names = [spec["name"] for spec in entry["inputs"]]
     b = entry["inputs"][0]["shape"][0]
     samples = len(data[names[0]])
@@ -247,29 +239,13 @@ def main():
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    start = time.time()
-    tmp = args.keep or tempfile.mkdtemp(prefix="grad-accum-")
-    if args.keep:
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.makedirs(tmp)
-    try:
-        with open(os.devnull, "w") as null:
-            saved, sys.stdout = sys.stdout, null  # the exporter's per-file lines
-            try:
-                entries = tp.export(tmp, [GPT, fp.TRANSFORMER])
-            finally:
-                sys.stdout = saved
-        s = Session(args, tmp, entries)
+
+    def rows(s):
         parity_rows(s)
         bitwise_rows(s)
         k1_row(s)
         report_rows(s)
-        table = s.table
-    finally:
-        if not args.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{table.passed} passed, {table.failed} failed ({time.time() - start:.0f}s)")
-    return 0 if table.failed == 0 and table.passed > 0 else 1
+    return fp.run_suite(args, "grad-accum-", rows, [GPT, fp.TRANSFORMER], session=Session)
 
 
 if __name__ == "__main__":

@@ -44,11 +44,8 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -115,16 +112,14 @@ def main():
     fp.STEPS = STEPS
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    start = time.time()
     GPT = fp.GPT
-    tmp = args.keep or tempfile.mkdtemp(prefix="loss-scaling-")
-    if args.keep:
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.makedirs(tmp)
-    try:
-        s = fp.Session(argparse.Namespace(fsdp_opt=args.fsdp_opt, fsdp_run=args.fsdp_run,
-                                          mpirun=None, only=[]),
-                       tmp, export(args, tmp, GPT))
+
+    def session(args_, tmp, entries):
+        return fp.Session(argparse.Namespace(fsdp_opt=args.fsdp_opt, fsdp_run=args.fsdp_run,
+                                             mpirun=None, only=[]), tmp, entries)
+
+    def rows(s):
+        tmp = s.tmp
 
         def parity(spec, expect_skips):
             loss_rel, param_rel, problems = s.parity(spec)
@@ -210,12 +205,8 @@ def main():
                 problems.append("a plan was written")
             return None, None, problems
         s.check("bad", "--param-dtype=f16 --reduce-dtype=bf16 refused (exit 1)", refused)
-        table = s.table
-    finally:
-        if not args.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{table.passed} passed, {table.failed} failed ({time.time() - start:.0f}s)")
-    return 0 if table.failed == 0 and table.passed > 0 else 1
+    return fp.run_suite(args, "loss-scaling-", rows, export=lambda tmp: export(args, tmp, GPT),
+                        session=session)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,17 @@ void eraseDeadOps(Block &block) {
       op->erase();
 }
 
+void setStepResults(func::FuncOp step, ArrayRef<Value> results, ArrayRef<DictionaryAttr> attrs) {
+  auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
+  OpBuilder(ret).create<func::ReturnOp>(ret.getLoc(), results);
+  ret.erase();
+  SmallVector<Type> types;
+  for (Value v : results)
+    types.push_back(v.getType());
+  step.setType(FunctionType::get(step.getContext(), step.getArgumentTypes(), types));
+  step.setAllResultAttrs(attrs);
+}
+
 namespace {
 
 class TrainStepBuilder {
@@ -182,13 +193,7 @@ LogicalResult TrainStepBuilder::run() {
     resultAttrs.push_back(
         builder.getDictionaryAttr(builder.getNamedAttr(nn::kGradAttr, builder.getStringAttr(name))));
   }
-  builder.create<func::ReturnOp>(ret.getLoc(), results);
-  ret.erase();
-  SmallVector<Type> types;
-  for (Value v : results)
-    types.push_back(v.getType());
-  step.setType(FunctionType::get(step.getContext(), step.getArgumentTypes(), types));
-  step.setAllResultAttrs(resultAttrs);
+  setStepResults(step, results, resultAttrs);
   eraseDeadOps(body);
   return success();
 }

@@ -13,6 +13,7 @@
 #ifndef FSDP_COMPILER_AUTODIFF_BUILDTRAINSTEP_H
 #define FSDP_COMPILER_AUTODIFF_BUILDTRAINSTEP_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -34,6 +35,12 @@ mlir::LogicalResult buildTrainStep(mlir::ModuleOp module, const TrainStepOptions
 
 /// Erases pure ops without uses, last to first.
 void eraseDeadOps(mlir::Block &block);
+
+/// Replaces the return of single-block `step` with one of `results` and sets
+/// the function's result types and attributes (one per result) to match: the
+/// last step of every pass that changes what @train_step returns.
+void setStepResults(mlir::func::FuncOp step, mlir::ArrayRef<mlir::Value> results,
+                    mlir::ArrayRef<mlir::DictionaryAttr> attrs);
 
 } // namespace fsdp
 

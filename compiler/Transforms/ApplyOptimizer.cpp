@@ -137,13 +137,7 @@ LogicalResult applyOptimizer(ModuleOp module, const OptimizerOptions &options) {
     results.push_back(value);
     attrs.push_back(updateAttr(name));
   }
-  b.create<func::ReturnOp>(ret.getLoc(), results);
-  ret.erase();
-  SmallVector<Type> types;
-  for (Value v : results)
-    types.push_back(v.getType());
-  step.setType(FunctionType::get(step.getContext(), step.getArgumentTypes(), types));
-  step.setAllResultAttrs(attrs);
+  setStepResults(step, results, attrs);
   return success();
 }
 

@@ -138,14 +138,7 @@ LogicalResult unscaleGradients(ModuleOp module) {
   attrs.push_back(b.getDictionaryAttr(
       {b.getNamedAttr(nn::kOutputAttr, b.getStringAttr(kFoundInfOutput)),
        b.getNamedAttr(nn::kFoundInfAttr, b.getUnitAttr())}));
-  b.setInsertionPoint(ret);
-  b.create<func::ReturnOp>(ret.getLoc(), results);
-  ret.erase();
-  SmallVector<Type> types;
-  for (Value v : results)
-    types.push_back(v.getType());
-  step.setType(FunctionType::get(step.getContext(), step.getArgumentTypes(), types));
-  step.setAllResultAttrs(attrs);
+  setStepResults(step, results, attrs);
   return success();
 }
 

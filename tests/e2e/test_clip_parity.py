@@ -31,7 +31,6 @@
 #   /usr/bin/python3 tests/e2e/test_clip_parity.py --fsdp-opt build/bin/fsdp-opt \
 #       --fsdp-run build/bin/fsdp-run [--only ROW ...] [--keep DIR]
 
-import argparse
 import os
 import subprocess
 import sys
@@ -299,13 +298,7 @@ def flag_rows(s):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--fsdp-opt", required=True)
-    parser.add_argument("--fsdp-run", required=True)
-    parser.add_argument("--only", nargs="+", default=[], metavar="ROW",
-                        help="run only these rows (clip, sgd, bits, log, device, flags)")
-    parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it")
-    args = parser.parse_args()
+    args = fp.suite_parser("run only these rows (clip, sgd, bits, log, device, flags)").parse_args()
     args.mpirun = None
     fp.STEPS = STEPS
     torch.manual_seed(0)

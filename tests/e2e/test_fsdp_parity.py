@@ -645,6 +645,20 @@ def token_rows(s, world=3):
     s.check("tokens", f"gpt N={world} --data=tokens.bin", body)
 
 
+def suite_parser(only_help=None, mpirun=False):
+    """The flags of every test that runs through run_suite: the tools, --keep,
+    and where asked --mpirun and --only ROW... (only_help lists the rows)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fsdp-opt", required=True)
+    parser.add_argument("--fsdp-run", required=True)
+    if mpirun:
+        parser.add_argument("--mpirun", default=shutil.which("mpirun"))
+    if only_help:
+        parser.add_argument("--only", nargs="+", default=[], metavar="ROW", help=only_help)
+    parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it")
+    return parser
+
+
 def run_suite(args, prefix, rows, models=(), export=None, session=Session):
     """Every e2e parity test's run after parsing its flags: a work directory
     (--keep DIR's, kept; else a fresh one, removed), the models exported
@@ -676,15 +690,8 @@ def run_suite(args, prefix, rows, models=(), export=None, session=Session):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--fsdp-opt", required=True)
-    parser.add_argument("--fsdp-run", required=True)
-    parser.add_argument("--mpirun", default=shutil.which("mpirun"))
-    parser.add_argument("--only", nargs="+", default=[], metavar="ROW",
-                        help="run only these rows (ref, ws1-0, ws2, neg, optim, shard, hybrid, "
-                             "bf16, mpirun, tokens)")
-    parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it")
-    args = parser.parse_args()
+    args = suite_parser("run only these rows (ref, ws1-0, ws2, neg, optim, shard, hybrid, "
+                        "bf16, mpirun, tokens)", mpirun=True).parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)  # the reference's rounding must not depend on the machine
 

@@ -30,10 +30,8 @@
 #   /usr/bin/python3 tests/e2e/test_grad_accum.py --fsdp-opt build/bin/fsdp-opt \
 #       --fsdp-run build/bin/fsdp-run [--only ROW ...] [--keep DIR]
 
-import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -228,15 +226,8 @@ def report_rows(s):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--fsdp-opt", required=True)
-    parser.add_argument("--fsdp-run", required=True)
-    parser.add_argument("--only", nargs="+", default=[], metavar="ROW",
-                        help="run only these rows (parity, neg, shard, offload, mpirun, ckpt, "
-                             "k1, report)")
-    parser.add_argument("--mpirun", default=shutil.which("mpirun"))
-    parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it")
-    args = parser.parse_args()
+    args = fp.suite_parser("run only these rows (parity, neg, shard, offload, mpirun, ckpt, "
+                           "k1, report)", mpirun=True).parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
 

@@ -65,6 +65,8 @@ LogicalResult unscaleGradients(ModuleOp module) {
   auto step = module.lookupSymbol<func::FuncOp>(kTrainStepName);
   if (!step)
     return module.emitError("no @train_step to unscale (run the train stage first)");
+  if (!step.getBody().hasOneBlock())
+    return step.emitError("gradient unscaling needs a single-block @train_step");
   Block &body = step.getBody().front();
   Value scale;
   for (BlockArgument arg : body.getArguments()) {

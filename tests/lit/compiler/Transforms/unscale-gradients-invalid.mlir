@@ -11,6 +11,12 @@ module {
 
 // -----
 
+// A declaration has no body to unscale in.
+// expected-error @+1 {{gradient unscaling needs a single-block @train_step}}
+func.func private @train_step(tensor<4xf32>) -> tensor<f32>
+
+// -----
+
 // The backward pass was not seeded with a loss scale.
 // expected-error @+1 {{@train_step has no loss-scale argument (build it with fsdp-build-train-step{loss-scale=true})}}
 func.func @train_step(%w: tensor<4xf32> {nn.param = "w"}) -> (tensor<f32> {nn.output = "loss"}) {

@@ -137,6 +137,8 @@ LogicalResult Accumulator::findGroups() {
     if (llvm::none_of(groups, [&](const Group &g) { return g.name == name; }))
       return step.emitError("last-units names '") << name << "', which is no flat group of the step";
   auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (ret.getNumOperands() == 0)
+    return step.emitError("the step returns no loss");
   loss = ret.getOperand(0);
   if (auto mean = loss.getDefiningOp<dist::AllReduceOp>())
     loss = mean.getInput();
@@ -202,6 +204,8 @@ LogicalResult Accumulator::run() {
   if (failed(findGroups()) || failed(sliceInputs()))
     return failure();
   collectMicroBatch();
+  if (microBatch.empty())
+    return step.emitError("the step's loss and gradients depend on no batch computation");
   // Micro-batch 0 is in program order; its clones go right after it.
   Operation *tail = microBatch.back()->getNextNode();
 

@@ -42,3 +42,23 @@ module attributes {fsdp.grad_accum = 2 : i64} {
     return %0 : tensor<f32>
   }
 }
+
+// -----
+
+// No loss to average over the micro-batches.
+// expected-error @+1 {{the step returns no loss}}
+func.func @train_step(%x: tensor<4xf32> {nn.input = "x"}, %w: tensor<4xf32> {nn.param = "w"}, %lr: tensor<f64> {nn.lr}) {
+  %0 = nn.mul %w, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = nn.sgd %w, %0, %lr {momentum = 0.000000e+00 : f64, nesterov = false, weight_decay = 0.000000e+00 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Nothing the loss or the gradient reads depends on the batch.
+// expected-error @+1 {{the step's loss and gradients depend on no batch computation}}
+func.func @train_step(%x: tensor<4xf32> {nn.input = "x"}, %w: tensor<4xf32> {nn.param = "w"}, %lr: tensor<f64> {nn.lr}) -> (tensor<f32> {nn.output = "loss"}, tensor<4xf32> {nn.update = "w"}) {
+  %0 = nn.constant dense<1.5> : tensor<f32>
+  %1 = nn.sgd %w, %w, %lr {momentum = 0.000000e+00 : f64, nesterov = false, weight_decay = 0.000000e+00 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f64>) -> tensor<4xf32>
+  return %0, %1 : tensor<f32>, tensor<4xf32>
+}

@@ -147,12 +147,10 @@ Value Clipper::chunkPartials(int64_t rank, int64_t worldSize) {
 }
 
 Value Clipper::allReduce(Value local, int64_t worldSize, int64_t groupSize) {
-  SmallVector<int64_t> ranks;
-  for (int64_t r = 0; r < worldSize; ++r)
-    ranks.push_back(r); // consecutive shard groups, as the shards' gathers use
+  // Consecutive shard groups, as the shards' gathers use.
   return b.create<dist::AllReduceOp>(
       NameLoc::get(b.getStringAttr("fsdp:clip_grad_norm.all_reduce")), local.getType(), local,
-      b.getDenseI64ArrayAttr(ranks), b.getI64IntegerAttr(groupSize),
+      b.getDenseI64ArrayAttr(consecutiveGroups(worldSize)), b.getI64IntegerAttr(groupSize),
       b.getStringAttr(options.infNorm ? "max" : "sum"));
 }
 

@@ -59,6 +59,13 @@ int64_t parameterAlignment(Type element) {
   return std::max<int64_t>(1, 512 / element.getIntOrFloatBitWidth());
 }
 
+SmallVector<int64_t> consecutiveGroups(int64_t n) {
+  SmallVector<int64_t> ranks;
+  for (int64_t r = 0; r < n; ++r)
+    ranks.push_back(r);
+  return ranks;
+}
+
 namespace {
 
 using Strategy = ShardOptions::Strategy;
@@ -86,15 +93,6 @@ struct FlatGroup {
   BlockArgument shard;
   SmallVector<std::pair<std::string, BlockArgument>> state; // suffix, shard argument
 };
-
-/// Ranks 0..n-1 in order: with a group size G, the groups of G consecutive
-/// ranks ({0,1},{2,3} for G = 2), or the whole world for G = n.
-SmallVector<int64_t> consecutiveGroups(int64_t n) {
-  SmallVector<int64_t> ranks;
-  for (int64_t r = 0; r < n; ++r)
-    ranks.push_back(r);
-  return ranks;
-}
 
 /// Ranks 0..n-1 as groups of every `stride`-th rank ({0,2},{1,3}): the
 /// replica groups across hybrid's shard groups.

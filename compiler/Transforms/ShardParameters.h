@@ -56,6 +56,11 @@ struct ShardOptions {
 /// G under hybrid:G, one (no split) under none.
 int64_t shardGroupSize(const ShardOptions &options);
 
+/// Ranks 0..n-1 in order, a collective's `groups` operand: with a group
+/// size G, the groups of G consecutive ranks ({0,1},{2,3} for G = 2), or
+/// the whole world for G = n.
+llvm::SmallVector<int64_t> consecutiveGroups(int64_t n);
+
 /// Elements of `element` type each parameter of a flat buffer starts at a
 /// multiple of (64 bytes: in-place views keep the plan's alignment).
 int64_t parameterAlignment(mlir::Type element);

@@ -19,6 +19,7 @@
 
 #include "compiler/Autodiff/BuildTrainStep.h"
 #include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/ShardParameters.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
 
@@ -115,11 +116,8 @@ LogicalResult unscaleGradients(ModuleOp module) {
   auto world = module->getAttrOfType<IntegerAttr>(dist::kWorldSizeAttr);
   const int64_t n = world ? world.getInt() : 1;
   if (n > 1) {
-    SmallVector<int64_t> ranks;
-    for (int64_t r = 0; r < n; ++r)
-      ranks.push_back(r);
     found = b.create<dist::AllReduceOp>(stepLoc("found_inf.all_reduce"), scalarType, found,
-                                        b.getDenseI64ArrayAttr(ranks), b.getI64IntegerAttr(n),
+                                        b.getDenseI64ArrayAttr(consecutiveGroups(n)), b.getI64IntegerAttr(n),
                                         b.getStringAttr("sum"));
   }
   for (Operation *update : updates) {

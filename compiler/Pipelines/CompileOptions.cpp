@@ -595,19 +595,15 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
                     "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard "
                     "or later)");
   // The gradient norm is computed where the shard stage leaves the
-  // gradients (issue 19's gradient passes run there).
+  // gradients (issue 19's gradient passes run there), and gradient
+  // accumulation unrolls the step after the shard stage.
   if (opts.mode == Mode::Train && !shardStageRuns)
-    for (const char *flag : {"clip-grad-norm", "log-grad-norm"})
+    for (const char *flag : {"clip-grad-norm", "log-grad-norm", "grad-accum"})
       if (given(flag))
         return fail("--" + std::string(flag) +
                     " acts after the shard stage, which this output does not run (it needs "
                     "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard "
                     "or later)");
-  // Gradient accumulation unrolls the step after the shard stage.
-  if (opts.mode == Mode::Train && !shardStageRuns && given("grad-accum"))
-    return fail("--grad-accum acts after the shard stage, which this output does not run (it "
-                "needs --emit=plan or --emit=report, or --emit=mlir with --stop-after=shard or "
-                "later)");
   // The schedule stage moves all-gathers: a step without any would
   // silently ignore its flags.
   if (opts.mode == Mode::Train && shardStageRuns)

@@ -261,9 +261,6 @@ def device_rows(s):
                                   f"--save-weights={weights}"] +
                                  [f"--input={n}={f}" for n, f in inputs.items()],
                                  capture_output=True, text=True, timeout=fp.TIMEOUT)
-            if out.returncode != 0 and "cuda-simt" in out.stderr and "not" in out.stderr:
-                print(f"       (cuda-simt skipped: {out.stderr.strip()[:120]})")
-                return None, None, None, []
             if out.returncode != 0:
                 raise Failure(f"exit {out.returncode}: {out.stderr.strip()[-500:]}")
             simt = (tp.read_metrics(metrics, fp.STEPS), tp.read_safetensors(weights))

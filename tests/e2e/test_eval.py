@@ -152,6 +152,8 @@ def parity_row(s, world, flags):
         problems = []
         if sorted(ours) != sorted(reference):
             return [f"val_loss after steps {sorted(ours)}, want {sorted(reference)}"]
+        if len(records) != len(losses):
+            return [f"{len(records)} steps logged, torch trained {len(losses)}"]
         worst = max(abs(ours[k] - reference[k]) / abs(reference[k]) for k in reference)
         loss_rel = max(abs(r["loss"] - t) / abs(t) for r, t in zip(records, losses))
         print(f"      world {world}: val_loss {ours} vs torch {reference}: max rel "

@@ -78,6 +78,8 @@ def export(args, tmp, model):
 def scaler_problems(records, log):
     """Per step, loss_scale and skipped as GradScaler's."""
     problems = []
+    if len(records) != len(log):
+        problems.append(f"{len(records)} steps logged, GradScaler took {len(log)}")
     for r, (scale, skipped) in zip(records, log):
         if r.get("loss_scale") != scale or r.get("skipped") is not skipped:
             problems.append(f"step {r['step']}: loss_scale {r.get('loss_scale')} skipped "

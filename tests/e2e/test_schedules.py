@@ -38,7 +38,6 @@ import argparse
 import json
 import math
 import os
-import shutil
 import sys
 import tempfile
 
@@ -258,7 +257,6 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fsdp-opt", required=True)
     ap.add_argument("--fsdp-run", required=True)
-    ap.add_argument("--mpirun", default=shutil.which("mpirun"))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="schedules-") as tmp:
         s = Session(args, tmp)

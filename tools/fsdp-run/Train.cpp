@@ -122,6 +122,11 @@ Status TrainingRun::begin() {
       return Status::error("--plot: " + s.message());
   }
   baseLr_ = opts_.lr ? *opts_.lr : executor_.baseLearningRate();
+  // A plan compiled with --clip-grad-norm or --log-grad-norm outputs the
+  // step's gradient norm (compiler/Transforms/ClipGradients.h): looked up
+  // once here, not on each runSteps call (StepSession's are often 1 step).
+  const std::vector<std::string> outputs = executor_.outputNames();
+  gradNorm_ = std::find(outputs.begin(), outputs.end(), "grad_norm") != outputs.end();
   const int64_t lastStep = opts_.steps;
   // Checkpoint saves and loads report their wall time and size (the save's
   // in --metrics, on the step it follows).
@@ -188,10 +193,6 @@ Status TrainingRun::save(const std::string &dir, StepRecord *record) {
 Status TrainingRun::runSteps(int64_t lastStep) {
   const bool lead = executor_.rank() == 0;
   const int64_t totalSteps = opts_.steps, scheduleSteps = opts_.scheduleSteps();
-  // A plan compiled with --clip-grad-norm or --log-grad-norm outputs the
-  // step's gradient norm (compiler/Transforms/ClipGradients.h).
-  const std::vector<std::string> outputs = executor_.outputNames();
-  const bool gradNorm = std::find(outputs.begin(), outputs.end(), "grad_norm") != outputs.end();
   for (int64_t step = nextStep_; step <= lastStep; ++step) {
     StepRecord record;
     DType lossType = DType::F32;
@@ -210,7 +211,7 @@ Status TrainingRun::runSteps(int64_t lastStep) {
       s = executor_.run(opts_.profile ? &profile_ : nullptr);
     if (s)
       s = executor_.getLoss(record.loss, &lossType);
-    if (s && gradNorm) {
+    if (s && gradNorm_) {
       record.gradNorm.emplace();
       s = executor_.getScalarOutput("grad_norm", *record.gradNorm, nullptr, "grad_norm");
     }

@@ -87,6 +87,7 @@ private:
   std::vector<rt::MetricRecord> plotRecords_; // rank 0, with --plot
   std::string plotTitle_;
   int stoppedBy_ = 0;    // a stop signal every rank agreed on
+  bool gradNorm_ = false; // the plan outputs grad_norm (read each step)
   std::string savedDir_; // the last checkpoint written
 
   /// After step `step`: the stop signal any rank took, agreed by all

@@ -22,6 +22,11 @@ std::string format(const char *fmt, double value) {
   return text;
 }
 
+/// A JSON number, or null for an inf or NaN (JSON has neither).
+std::string jsonNumber(const char *fmt, double value) {
+  return std::isfinite(value) ? format(fmt, value) : std::string("null");
+}
+
 double perSecond(int64_t count, double seconds) {
   return seconds > 0 ? static_cast<double>(count) / seconds : 0.0;
 }
@@ -31,12 +36,10 @@ double perSecond(int64_t count, double seconds) {
 std::string metricsLine(const StepRecord &r) {
   double loss = r.loss;
   std::string line = "{\"step\": " + std::to_string(r.step);
-  line += ", \"loss\": " +
-          (std::isfinite(loss) ? format(r.lossIsF64 ? "%.17g" : "%.9g", loss) : std::string("null"));
+  line += ", \"loss\": " + jsonNumber(r.lossIsF64 ? "%.17g" : "%.9g", loss);
   line += ", \"lr\": " + format("%.17g", r.lr);
   if (r.gradNorm)
-    line += ", \"grad_norm\": " +
-            (std::isfinite(*r.gradNorm) ? format("%.9g", *r.gradNorm) : std::string("null"));
+    line += ", \"grad_norm\": " + jsonNumber("%.9g", *r.gradNorm);
   line += ", \"samples_per_s\": " + format("%.6g", perSecond(r.samples, r.stepSeconds));
   if (r.tokens > 0)
     line += ", \"tokens_per_s\": " + format("%.6g", perSecond(r.tokens, r.stepSeconds));
@@ -50,8 +53,7 @@ std::string metricsLine(const StepRecord &r) {
     line += ", \"checkpoint_s\": " + format("%.6g", r.checkpointSeconds) +
             ", \"checkpoint_bytes\": " + std::to_string(r.checkpointBytes);
   if (r.valLoss)
-    line += ", \"val_loss\": " +
-            (std::isfinite(*r.valLoss) ? format("%.17g", *r.valLoss) : std::string("null")) +
+    line += ", \"val_loss\": " + jsonNumber("%.17g", *r.valLoss) +
             ", \"eval_time_s\": " + format("%.6g", r.evalSeconds);
   // fp16 loss scaling (issue 19, C).
   if (r.lossScale)

@@ -221,7 +221,7 @@ std::string renderRunPlot(const std::vector<MetricRecord> &allRecords, const std
     html << "<p>No steps logged yet.</p>\n</body></html>\n";
     return html.str();
   }
-  html << "<p>" << summary(records) << ".</p>\n" << body.str();
+  html << "<p>" << summary(allRecords) << ".</p>\n" << body.str();
   if (missing.tellp())
     html << "<p style=\"color:#666\">Not in these metrics: " << missing.str() << ".</p>\n";
   html << "</body></html>\n";

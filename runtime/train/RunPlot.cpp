@@ -85,12 +85,6 @@ svg::Series seriesOf(const std::vector<MetricRecord> &records, const SeriesSpec 
   return s;
 }
 
-std::string formatNumber(const char *fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
 /// The summary line's numbers.
 std::string summary(const std::vector<MetricRecord> &records) {
   std::ostringstream os;

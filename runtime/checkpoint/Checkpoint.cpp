@@ -118,6 +118,11 @@ Status parseCommit(const std::string &path, CheckpointManifest &info) {
     return Status::error(path + ": no step or world size");
   if (info.lossScaler && !(info.lossScaler->scale > 0 && std::isfinite(info.lossScaler->scale)))
     return Status::error(path + ": loss_scale must be a positive finite number");
+  if (info.lossScaler && (info.lossScaler->growthTracker < 0 ||
+                          info.lossScaler->optimizerSteps < 0 ||
+                          info.lossScaler->optimizerSteps > info.step))
+    return Status::error(path + ": loss_scale_growth_tracker and optimizer_steps must be >= 0, "
+                                "and optimizer_steps at most the step");
   return Status::ok();
 }
 

@@ -77,8 +77,17 @@ Status Executor::create(const LoadedPlan &plan, Device &device, Communicator *co
         device.copyToDevice(executor->constants_.base, constants->data(), constantBytes));
   FSDP_RETURN_IF_ERROR(executor->zeroPersistent());
   FSDP_RETURN_IF_ERROR(executor->prepare());
-  if (uint32_t interval = plan.plan().loss_scale_growth_interval())
+  if (uint32_t interval = plan.plan().loss_scale_growth_interval()) {
+    // Resolved once: run() reads the flag after every step.
+    uint32_t &found = executor->foundInfBuffer_;
+    FSDP_RETURN_IF_ERROR(
+        executor->bindingBuffer(false, plan.plan().found_inf_output()->str(), found));
+    TensorRef flag = executor->viewOf(found);
+    if (flag.dtype != DType::F32 || flag.numElements() != 1)
+      return Status::error(plan.path() + ": found_inf output is " + shapeText(flag) +
+                           ", not an f32 scalar");
     executor->scaler_.emplace(interval);
+  }
   out = std::move(executor);
   return Status::ok();
 }
@@ -575,14 +584,8 @@ Status Executor::writeLossScale() {
 }
 
 Status Executor::readFoundInf(bool &found) const {
-  uint32_t buffer;
-  FSDP_RETURN_IF_ERROR(bindingBuffer(false, plan_.plan().found_inf_output()->str(), buffer));
-  TensorRef source = viewOf(buffer);
-  if (source.dtype != DType::F32 || source.numElements() != 1)
-    return Status::error(plan_.path() + ": found_inf output is " + shapeText(source) +
-                         ", not an f32 scalar");
   float flag = 0;
-  FSDP_RETURN_IF_ERROR(device_.copyToHost(&flag, source.data, sizeof(flag)));
+  FSDP_RETURN_IF_ERROR(device_.copyToHost(&flag, viewOf(foundInfBuffer_).data, sizeof(flag)));
   found = flag != 0.0f;
   return Status::ok();
 }

@@ -274,8 +274,10 @@ private:
   std::vector<std::pair<Communicator *, std::unique_ptr<Channel>>> channels_;
   uint64_t step_ = 0;
   /// fp16 plans' dynamic loss scaling: the scaler, and the last run's use
-  /// of it. writeLossScale before a step, readFoundInf after it.
+  /// of it. writeLossScale before a step, readFoundInf after it (from
+  /// foundInfBuffer_, the found_inf output's f32 scalar, checked at create).
   std::optional<LossScaler> scaler_;
+  uint32_t foundInfBuffer_ = 0;
   std::optional<LossScaleOutcome> lastLossScale_;
   Status writeLossScale();
   Status readFoundInf(bool &found) const;

@@ -28,11 +28,6 @@ std::string describe(const plan::Plan &plan, size_t i) {
   return text + ")";
 }
 
-bool isFloat(plan::DType dtype) {
-  return dtype == plan::DType::F32 || dtype == plan::DType::F64 || dtype == plan::DType::F16 ||
-         dtype == plan::DType::BF16;
-}
-
 } // namespace
 
 Status checkEvalPrefix(const plan::Plan &plan, const std::string &path) {
@@ -54,7 +49,7 @@ Status checkEvalPrefix(const plan::Plan &plan, const std::string &path) {
   uint64_t numel = 1;
   for (size_t d = 0; d < count(lossBuffer.shape()); ++d)
     numel *= static_cast<uint64_t>(lossBuffer.shape()->Get(d));
-  if (numel != 1 || !isFloat(lossBuffer.dtype()))
+  if (numel != 1 || !isFloat(static_cast<DType>(lossBuffer.dtype())))
     return Status::error(cat(what, ": the loss buffer ", loss, " is not a float scalar"));
 
   // What a step may overwrite: its gathered copies and its outputs.

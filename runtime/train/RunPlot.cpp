@@ -85,12 +85,6 @@ svg::Series seriesOf(const std::vector<MetricRecord> &records, const SeriesSpec 
   return s;
 }
 
-std::string formatNumber(const char *fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
 /// The summary line's numbers.
 std::string summary(const std::vector<MetricRecord> &records) {
   std::ostringstream os;
@@ -221,7 +215,7 @@ std::string renderRunPlot(const std::vector<MetricRecord> &allRecords, const std
     html << "<p>No steps logged yet.</p>\n</body></html>\n";
     return html.str();
   }
-  html << "<p>" << summary(records) << ".</p>\n" << body.str();
+  html << "<p>" << summary(allRecords) << ".</p>\n" << body.str();
   if (missing.tellp())
     html << "<p style=\"color:#666\">Not in these metrics: " << missing.str() << ".</p>\n";
   html << "</body></html>\n";

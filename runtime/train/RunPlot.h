@@ -39,8 +39,8 @@ std::vector<MetricRecord> thinRecords(const std::vector<MetricRecord> &records,
                                       size_t maxSteps = kPlotMaxSteps);
 
 /// The page for `records` (in step order, as mergeByStep returns them;
-/// thinned to kPlotMaxSteps); `title` names the run (plan or model, world
-/// size).
+/// the charts thinned to kPlotMaxSteps, the summary over every record);
+/// `title` names the run (plan or model, world size).
 std::string renderRunPlot(const std::vector<MetricRecord> &records, const std::string &title);
 
 /// Writes renderRunPlot's page to `path`, atomically: a browser reloading

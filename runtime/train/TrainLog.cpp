@@ -16,10 +16,9 @@
 namespace fsdp::rt {
 namespace {
 
-std::string format(const char *fmt, double value) {
-  char text[64];
-  std::snprintf(text, sizeof(text), fmt, value);
-  return text;
+/// A JSON number, or null for an inf or NaN (JSON has neither).
+std::string jsonNumber(const char *fmt, double value) {
+  return std::isfinite(value) ? formatNumber(fmt, value) : std::string("null");
 }
 
 double perSecond(int64_t count, double seconds) {
@@ -31,35 +30,38 @@ double perSecond(int64_t count, double seconds) {
 std::string metricsLine(const StepRecord &r) {
   double loss = r.loss;
   std::string line = "{\"step\": " + std::to_string(r.step);
-  line += ", \"loss\": " +
-          (std::isfinite(loss) ? format(r.lossIsF64 ? "%.17g" : "%.9g", loss) : std::string("null"));
-  line += ", \"lr\": " + format("%.17g", r.lr);
+  line += ", \"loss\": " + jsonNumber(r.lossIsF64 ? "%.17g" : "%.9g", loss);
+  line += ", \"lr\": " + formatNumber("%.17g", r.lr);
   if (r.gradNorm)
-    line += ", \"grad_norm\": " +
-            (std::isfinite(*r.gradNorm) ? format("%.9g", *r.gradNorm) : std::string("null"));
-  line += ", \"samples_per_s\": " + format("%.6g", perSecond(r.samples, r.stepSeconds));
+    line += ", \"grad_norm\": " + jsonNumber("%.9g", *r.gradNorm);
+  line += ", \"samples_per_s\": " + formatNumber("%.6g", perSecond(r.samples, r.stepSeconds));
   if (r.tokens > 0)
-    line += ", \"tokens_per_s\": " + format("%.6g", perSecond(r.tokens, r.stepSeconds));
-  line += ", \"step_time_s\": " + format("%.6g", r.stepSeconds);
+    line += ", \"tokens_per_s\": " + formatNumber("%.6g", perSecond(r.tokens, r.stepSeconds));
+  line += ", \"step_time_s\": " + formatNumber("%.6g", r.stepSeconds);
   line += ", \"peak_bytes\": " + std::to_string(r.peakBytes);
   if (r.hostBytes)
     line += ", \"host_bytes\": " + std::to_string(r.hostBytes);
   if (r.deviceContextBytes)
     line += ", \"device_context_bytes\": " + std::to_string(*r.deviceContextBytes);
   if (r.checkpointSeconds >= 0)
-    line += ", \"checkpoint_s\": " + format("%.6g", r.checkpointSeconds) +
+    line += ", \"checkpoint_s\": " + formatNumber("%.6g", r.checkpointSeconds) +
             ", \"checkpoint_bytes\": " + std::to_string(r.checkpointBytes);
   if (r.valLoss)
-    line += ", \"val_loss\": " +
-            (std::isfinite(*r.valLoss) ? format("%.17g", *r.valLoss) : std::string("null")) +
-            ", \"eval_time_s\": " + format("%.6g", r.evalSeconds);
+    line += ", \"val_loss\": " + jsonNumber("%.17g", *r.valLoss) +
+            ", \"eval_time_s\": " + formatNumber("%.6g", r.evalSeconds);
   // fp16 loss scaling (issue 19, C).
   if (r.lossScale)
-    line += ", \"loss_scale\": " + format("%.9g", *r.lossScale);
+    line += ", \"loss_scale\": " + formatNumber("%.9g", *r.lossScale);
   if (r.skipped)
     line += std::string(", \"skipped\": ") + (*r.skipped ? "true" : "false");
   line += "}";
   return line;
+}
+
+std::string formatNumber(const char *fmt, double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), fmt, value);
+  return text;
 }
 
 std::string formatBytes(uint64_t bytes) {
@@ -70,25 +72,25 @@ std::string formatBytes(uint64_t bytes) {
     value /= 1024;
     ++unit;
   }
-  return unit == 0 ? std::to_string(bytes) + " B" : format("%.1f", value) + " " + units[unit];
+  return unit == 0 ? std::to_string(bytes) + " B" : formatNumber("%.1f", value) + " " + units[unit];
 }
 
 std::string consoleLine(const StepRecord &r) {
   std::string line = "step " + std::to_string(r.step) + "/" + std::to_string(r.totalSteps);
-  line += " loss " + format("%.6f", static_cast<double>(r.loss));
-  line += " lr " + format("%.3e", r.lr);
+  line += " loss " + formatNumber("%.6f", static_cast<double>(r.loss));
+  line += " lr " + formatNumber("%.3e", r.lr);
   if (r.gradNorm)
-    line += " grad_norm " + format("%.4g", *r.gradNorm);
+    line += " grad_norm " + formatNumber("%.4g", *r.gradNorm);
   if (r.tokens > 0)
-    line += " " + format("%.0f", perSecond(r.tokens, r.stepSeconds)) + " tok/s";
+    line += " " + formatNumber("%.0f", perSecond(r.tokens, r.stepSeconds)) + " tok/s";
   else
-    line += " " + format("%.1f", perSecond(r.samples, r.stepSeconds)) + " samples/s";
+    line += " " + formatNumber("%.1f", perSecond(r.samples, r.stepSeconds)) + " samples/s";
   line += " " + formatBytes(r.peakBytes);
   if (r.valLoss)
-    line += " val_loss " + format("%.6f", *r.valLoss);
+    line += " val_loss " + formatNumber("%.6f", *r.valLoss);
   // fp16 loss scaling (issue 19, C).
   if (r.lossScale)
-    line += " scale " + format("%.9g", *r.lossScale);
+    line += " scale " + formatNumber("%.9g", *r.lossScale);
   if (r.skipped && *r.skipped)
     line += " (skipped: inf/nan gradient)";
   return line;

@@ -71,6 +71,8 @@ std::string metricsLine(const StepRecord &record);
 std::string consoleLine(const StepRecord &record);
 /// Bytes in the largest binary unit that keeps a value >= 1 ("12.3 MiB").
 std::string formatBytes(uint64_t bytes);
+/// `value` through the printf format `fmt` (one double conversion).
+std::string formatNumber(const char *fmt, double value);
 
 /// The console cadence when none is given: every step up to 50 steps,
 /// otherwise about 50 lines per run.

@@ -271,8 +271,9 @@ bool parseDouble(const std::string &text, double &value) {
   return true;
 }
 
-/// Returns 0 to continue, or an exit code.
-int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
+} // namespace
+
+int parseRunArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     size_t eq = arg.find('=');
@@ -405,6 +406,8 @@ int parseArgs(int argc, char **argv, RunOptions &opts, bool &exitNow) {
                     "length, which the schedule spans)"));
   return 0;
 }
+
+namespace {
 
 /// The first training-only flag given, or "".
 std::string trainingFlagGiven(const RunOptions &opts) {
@@ -825,7 +828,7 @@ int runDriver(int argc, char **argv, const FsdpEmbeddedStep *step) {
   RunOptions opts;
   prepareOptions(argc, argv, step, opts);
   bool exitNow = false;
-  if (int code = parseArgs(argc, argv, opts, exitNow); code != 0 || exitNow)
+  if (int code = parseRunArgs(argc, argv, opts, exitNow); code != 0 || exitNow)
     return code;
   return run(opts);
 }
@@ -963,7 +966,7 @@ Status StepSession::create(const FsdpEmbeddedStep &step, int argc, char **argv,
   std::string parseError;
   bool exitNow = false;
   failureSink = &parseError;
-  int code = parseArgs(argc, argv, opts, exitNow);
+  int code = parseRunArgs(argc, argv, opts, exitNow);
   failureSink = nullptr;
   if (code != 0)
     return Status::error(parseError);

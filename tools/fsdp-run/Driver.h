@@ -83,6 +83,12 @@ struct RunOptions {
 /// argv[0]'s basename where fsdp-run's say "fsdp-run".
 int runDriver(int argc, char **argv, const FsdpEmbeddedStep *step);
 
+/// Parses fsdp-run's flags (argv[1..argc)) into `opts`, which
+/// prepareOptions has prepared: returns 0 to go on, or the exit code
+/// (1 after printing the error). --help prints the usage, sets `exitNow`
+/// and returns 0. Reads no file: the plan and data are checked later.
+int parseRunArgs(int argc, char **argv, RunOptions &opts, bool &exitNow);
+
 /// What runDriver does with `step` before parsing: the program name, the
 /// plan's name (the executable's path) and the process-wide step.
 void prepareOptions(int argc, char **argv, const FsdpEmbeddedStep *step, RunOptions &opts);

@@ -26,6 +26,10 @@ PACKAGES=(
   # The CUDA kernels' SIMT emulation (each CUDA thread a fiber) for their
   # tests on machines without a GPU.
   libboost-context-dev
+  # Hardening: clang with libFuzzer and the sanitizer runtimes, for the
+  # fuzz targets (scripts/fuzz.sh) and the sanitizer builds
+  # (scripts/test.sh --sanitize=...). The same LLVM release as MLIR's.
+  clang-19 libclang-rt-19-dev
 )
 
 missing=()

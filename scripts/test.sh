@@ -4,11 +4,36 @@
 # (FileCheck tests of the dialects, frontend and driver), the GoogleTest
 # suites (including the ONNX node-test conformance count) and the torch
 # model-family end-to-end test. Exit status is ctest's.
+#
+#   scripts/test.sh [--sanitize=address,undefined|thread] [-- CTEST_ARGS...]
+#
+# --sanitize builds the tree a second time with those sanitizers
+# (scripts/configure-sanitized.sh; build-sanitize-NAMES) and runs the
+# suites there with every finding fatal (scripts/sanitizers/env.sh sets
+# the runtime options). CTEST_ARGS select tests (-L unit, -R regex).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+SANITIZE=""
+CTEST_ARGS=()
+while (($#)); do
+  case $1 in
+    --sanitize=*) SANITIZE=${1#--sanitize=} ;;
+    --) shift; CTEST_ARGS=("$@"); break ;;
+    *) echo "test.sh: unknown argument '$1' (usage: test.sh [--sanitize=address,undefined|thread] [-- CTEST_ARGS])" >&2; exit 1 ;;
+  esac
+  shift
+done
+
 ./scripts/setup.sh
-BUILD=${BUILD_DIR:-build}
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+if [[ -z $SANITIZE ]]; then
+  BUILD=${BUILD_DIR:-build}
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+else
+  BUILD=${BUILD_DIR:-build-sanitize-${SANITIZE//,/-}}
+  ./scripts/configure-sanitized.sh "$SANITIZE" "$BUILD"
+  source scripts/sanitizers/env.sh
+fi
 cmake --build "$BUILD"
 cd "$BUILD"
-ctest --output-on-failure
+ctest --output-on-failure "${CTEST_ARGS[@]}"

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target of tests/fuzz for SECONDS each (default 30)
+# and fails on any crash, leak, timeout or sanitizer report:
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     e.g. scripts/fuzz.sh 600 plan npy
+#
+# It configures and builds the fuzz build (clang-19, ASan + UBSan, libFuzzer
+# coverage: the build scripts/test.sh --sanitize=address,undefined makes,
+# in the same directory), makes the seed corpora from the test files
+# (tests/fuzz/make_seeds.py) and runs the targets, FUZZ_JOBS at a time
+# (default: the number of cores), each on its own corpus under
+# $BUILD/fuzz-corpus/TARGET, which keeps what it found for the next run.
+# A crashing input is saved under $BUILD/fuzz-artifacts/TARGET; rerun it
+# with `$BUILD/bin/fuzz-TARGET FILE`. The table at the end gives each
+# target's executions, edges covered (libFuzzer's cov), corpus size and
+# outcome.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+SECONDS_EACH=${1:-30}
+[[ $# -gt 0 ]] && shift
+if ! [[ $SECONDS_EACH =~ ^[0-9]+$ ]] || ((SECONDS_EACH < 1)); then
+  echo "fuzz.sh: SECONDS must be a whole number >= 1, got '$SECONDS_EACH'" >&2
+  exit 1
+fi
+BUILD=${FUZZ_BUILD_DIR:-build-sanitize-address-undefined}
+JOBS=${FUZZ_JOBS:-$(nproc)}
+
+./scripts/setup.sh >/dev/null
+"$ROOT/scripts/configure-sanitized.sh" address,undefined "$BUILD"
+cmake --build "$BUILD" --target fuzz-targets fsdp-opt fsdp-run
+
+ALL_TARGETS=()
+for exe in "$BUILD"/bin/fuzz-*; do
+  ALL_TARGETS+=("$(basename "$exe" | sed 's/^fuzz-//')")
+done
+TARGETS=("$@")
+((${#TARGETS[@]})) || TARGETS=("${ALL_TARGETS[@]}")
+for t in "${TARGETS[@]}"; do
+  [[ -x $BUILD/bin/fuzz-$t ]] || { echo "fuzz.sh: no target '$t' (have: ${ALL_TARGETS[*]})" >&2; exit 1; }
+done
+
+SEEDS=$BUILD/fuzz-seeds
+if [[ ! -d $SEEDS || tests/fuzz/make_seeds.py -nt $SEEDS ]]; then
+  rm -rf "$SEEDS"
+  # The seeds are made with the build's own (sanitized) tools: making them
+  # is a first test of the same code.
+  /usr/bin/python3 tests/fuzz/make_seeds.py --out "$SEEDS" \
+    --fsdp-opt "$BUILD/bin/fsdp-opt" --fsdp-run "$BUILD/bin/fsdp-run"
+fi
+
+source scripts/sanitizers/env.sh
+
+LOGS=$BUILD/fuzz-logs
+mkdir -p "$LOGS"
+
+# fuzz_one TARGET: one target's run; its log is $LOGS/TARGET.log.
+fuzz_one() {
+  local t=$1
+  local corpus=$BUILD/fuzz-corpus/$t artifacts=$BUILD/fuzz-artifacts/$t/
+  mkdir -p "$corpus" "$artifacts"
+  local dict=()
+  [[ -f $SEEDS/dict/$t.dict ]] && dict=(-dict="$SEEDS/dict/$t.dict")
+  # -close_fd_mask=3: the tools' own error messages are the expected
+  # outcome of most inputs; libFuzzer's reports still reach the log.
+  # -rss_limit_mb and -malloc_limit_mb: no input may make the tools take
+  # more than 2 GiB, whatever sizes it declares.
+  "$BUILD/bin/fuzz-$t" "$corpus" "$SEEDS/$t" "${dict[@]}" \
+    -max_total_time="$SECONDS_EACH" -timeout=25 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+    -max_len=1048576 -close_fd_mask=3 -print_final_stats=1 -artifact_prefix="$artifacts" \
+    >"$LOGS/$t.log" 2>&1
+}
+
+echo "fuzz.sh: ${#TARGETS[@]} targets, ${SECONDS_EACH}s each, $JOBS at a time"
+declare -A STATUS
+pids=()
+names=()
+for t in "${TARGETS[@]}"; do
+  while (($(jobs -rp | wc -l) >= JOBS)); do sleep 1; done
+  fuzz_one "$t" &
+  pids+=($!)
+  names+=("$t")
+done
+for i in "${!pids[@]}"; do
+  if wait "${pids[$i]}"; then STATUS[${names[$i]}]=ok; else STATUS[${names[$i]}]=FAILED; fi
+done
+
+failed=0
+printf '\n%-16s %12s %10s %8s %10s  %s\n' target executions exec/s edges corpus outcome
+for t in "${TARGETS[@]}"; do
+  log=$LOGS/$t.log
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  edges=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}')
+  corpus=$(find "$BUILD/fuzz-corpus/$t" -type f | wc -l)
+  outcome=${STATUS[$t]}
+  if [[ $outcome != ok ]] || compgen -G "$BUILD/fuzz-artifacts/$t/*" >/dev/null; then
+    outcome="FAILED (log: $log; inputs: $BUILD/fuzz-artifacts/$t/)"
+    failed=1
+  fi
+  printf '%-16s %12s %10s %8s %10s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "${edges:-?}" "$corpus" "$outcome"
+done
+if ((failed)); then
+  echo "fuzz.sh: a target failed; its report is at the end of its log" >&2
+  for t in "${TARGETS[@]}"; do
+    [[ ${STATUS[$t]} == ok ]] || { echo "--- $t"; grep -A30 -m1 'ERROR: \|runtime error\|==ERROR\|deadly signal\|Timeout\|out-of-memory' "$LOGS/$t.log" | head -40; } >&2
+  done
+  exit 1
+fi
+echo "fuzz.sh: ${#TARGETS[@]} passed, 0 failed"

@@ -69,7 +69,7 @@ def read(repo, path):
 def onnx_dict(repo, fsdp_opt):
     import onnx  # Debian's python3-onnx; only the dictionaries and seeds need it
 
-    ops = re.findall(r"^\| (\w+) \|", tool_output(fsdp_opt, "--list-ops"), re.M)
+    ops = re.findall(r"^\| (\w+) \| [\d-]+ \|", tool_output(fsdp_opt, "--list-ops"), re.M)
     attributes = set()
     for path in node_test_models():
         for node in onnx.load(path, load_external_data=False).graph.node:
@@ -102,7 +102,7 @@ def json_dict(repo):
 def mlir_dict(repo):
     text = "".join(read(repo, os.path.relpath(p, repo))
                    for p in sorted(glob.glob(os.path.join(repo, "tests/lit/**/*.mlir"), recursive=True)))
-    ops = set(re.findall(r"\b((?:nn|fsdp|func|arith|tensor|builtin|scf|memref)\.[a-z_][a-z0-9_.]*)", text))
+    ops = set(re.findall(r"\b((?:nn|fsdp|func|arith|tensor|builtin|scf|memref)\.[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)", text))
     types = set(re.findall(r"!(?:nn|fsdp)\.[a-z_]+", text))
     attributes = set(re.findall(r"[{,]\s*([a-z_][a-z0-9_]*)\s*=", text))
     syntax = ["module", "func.func", "return", "tensor<", "memref<", "x", "?x", "f32", "f16",

@@ -170,6 +170,24 @@ def check_sources(out):
     return problems
 
 
+def check_replay(out, bin_dir):
+    """Every seed through its target (the replay build of tests/fuzz): the
+    corpus a fuzzing run starts from must not already fail."""
+    problems = []
+    for target in sorted(os.listdir(out)):
+        exe = os.path.join(bin_dir, "fuzz-" + target)
+        if target == "dict":
+            continue
+        if not os.path.exists(exe):
+            problems.append(f"{target}: no {exe}")
+            continue
+        done = subprocess.run([exe, os.path.join(out, target)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, timeout=300)
+        if done.returncode != 0 or "replayed" not in done.stderr.splitlines()[-1]:
+            problems.append(f"{target}: exit {done.returncode}: {done.stderr[-500:]}")
+    return problems
+
+
 def scratch(tmp, sub):
     path = os.path.join(tmp, sub)
     os.makedirs(path)
@@ -180,6 +198,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fsdp-opt", required=True)
     parser.add_argument("--fsdp-run", required=True)
+    parser.add_argument("--fuzz-bin-dir", required=True,
+                        help="where the fuzz-TARGET executables are")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="fsdp-seeds-test-") as tmp:
         out = os.path.join(tmp, "corpus")
@@ -196,6 +216,8 @@ def main():
             ("every plan seed loads", lambda: check_plans(out, args.fsdp_run, scratch(tmp, "plans"))),
             ("checkpoint seeds are FuzzSupport multi-file inputs that resume",
              lambda: check_checkpoints(out, args.fsdp_run, scratch(tmp, "ckpt"))),
+            ("every seed replays through its fuzz target",
+             lambda: check_replay(out, args.fuzz_bin_dir)),
         ], failure=Failure)
         return report(results)
 

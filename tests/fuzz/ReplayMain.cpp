@@ -6,6 +6,8 @@
 // ctest runs every target on tests/fuzz/regressions/NAME, the inputs that
 // once crashed it, so each fixed bug stays fixed in every build, and a
 // crasher from a long fuzzing run can be replayed under a debugger.
+// Arguments starting with '-' are libFuzzer's options and are ignored, so
+// one command line (`fuzz-NAME -runs=0 DIR`) replays in either build.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +28,8 @@ int main(int argc, char **argv) {
     LLVMFuzzerInitialize(&argc, &argv);
   std::vector<std::filesystem::path> inputs;
   for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] == '-')
+      continue;
     std::filesystem::path arg(argv[i]);
     std::error_code ec;
     if (std::filesystem::is_directory(arg, ec)) {

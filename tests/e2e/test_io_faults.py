@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+"""Injected I/O faults during checkpoint I/O (FSDP_FAULT_INJECT).
+
+The runtime's file layer fails the Nth open/write/fsync/rename/read/mkdir
+of the process on request (runtime/io/FaultInjection.h). A clean run with
+FSDP_FAULT_INJECT=trace numbers every call; this script picks calls of the
+operation it tests from that trace and fails them, one run each, checking:
+
+  - a checkpoint save of the byte-level GPT at world size 2 (in-process
+    ranks) failed at the first, a middle and the last open, write, fsync and
+    rename of the save (and its mkdir, and a disk that stays full): exit 1,
+    an error naming a file of the checkpoint and the errno's text, no hang;
+    the previous committed checkpoint is byte for byte what a clean run
+    saved; no temporary directory or *.tmp file is left; and --resume from
+    the directory continues bitwise to the uninterrupted run's losses and
+    weights;
+  - temporary directories are never checkpoints: --resume of the directory
+    skips a .tmp-step-N (and a step-N.tmp) holding a COMMIT, and naming one
+    is refused;
+  - read and open errors while resuming (a shard) and while inspecting (the
+    COMMIT file): exit 1, the file and the errno named;
+  - --save-weights, fsdp-ckpt convert (full, and sharded through in-process
+    ranks) and fsdp-ckpt export failed the same way: the old destination
+    file or checkpoint untouched, nothing partial left under a final name;
+  - a malformed FSDP_FAULT_INJECT stops fsdp-run and fsdp-ckpt (exit 1).
+
+--table FILE writes the outcome of every fault as a Markdown table (fault,
+where, the message seen, exit code, state after).
+"""
+
+import argparse
+import errno
+import filecmp
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import rows as rows_report  # noqa: E402
+import test_resume as tr  # noqa: E402  (Session, run, Failure)
+
+ENV = "FSDP_FAULT_INJECT"
+TRACE = re.compile(r"^fsdp-fault: (\w+) #(\d+) '(.*)'$", re.M)
+ERRNOS = ["ENOSPC", "EIO", "EDQUOT", "EROFS"]
+SAVED_STEP, FAILED_STEP, LAST_STEP = 2, 4, 6
+
+
+def step_dir(step):
+    return f"step-{step:08d}"
+
+
+def traced(out):
+    """[(op, number, path)] of a trace run's stderr, in the order printed."""
+    return [(op, int(n), path) for op, n, path in TRACE.findall(out.stderr)]
+
+
+def picks(numbers):
+    """The first, a middle and the last of a list of call numbers."""
+    numbers = sorted(numbers)
+    return sorted({numbers[0], numbers[len(numbers) // 2], numbers[-1]})
+
+
+def tree(root):
+    """Every path under root, relative, sorted."""
+    found = []
+    for top, dirs, files in os.walk(root):
+        found += [os.path.relpath(os.path.join(top, n), root) for n in dirs + files]
+    return sorted(found)
+
+
+def leftovers(root):
+    return [p for p in tree(root) if ".tmp" in os.path.basename(p)]
+
+
+def short(message):
+    """The error line without the status's source locations."""
+    line = next((l for l in message.strip().splitlines() if "error:" in l), message.strip())
+    return re.sub(r" \(at .*$", "", line)
+
+
+class Faults:
+    def __init__(self, args, tmp):
+        self.s = tr.Session(args, tmp)
+        self.args = args
+        self.table = []  # (fault, where, message, exit, state)
+
+    def env(self, spec):
+        return dict(os.environ, **{ENV: spec})
+
+    def failing(self, command, spec, where, names, errno_name):
+        """Runs command with spec; problems unless it exits 1 naming
+        `names` (a path) and the errno's text. Returns (problems, message)."""
+        out = tr.run(command, self.env(spec), expect_ok=False)
+        message = short(out.stderr)
+        problems = []
+        if out.returncode != 1:
+            problems.append(f"{spec} during {where}: exit {out.returncode}, not 1: "
+                            f"{out.stderr.strip()[-300:]}")
+        text = os.strerror(getattr(errno, errno_name))
+        if text not in out.stderr or names not in out.stderr:
+            problems.append(f"{spec} during {where}: the error names not both '{names}' and "
+                            f"'{text}': {message}")
+        return problems, out.returncode, message
+
+    # --- checkpoint saves -------------------------------------------------
+
+    def save_command(self, plan, ckpt):
+        return [self.args.fsdp_run, plan, f"--data={self.s.tokens}", f"--steps={FAILED_STEP}",
+                f"--save={ckpt}", f"--save-every={SAVED_STEP}"]
+
+    def save_rows(self):
+        s = self.s
+        plan = s.plan(["--world-size=2"])
+        full_losses, full_weights, _ = s.train(plan, LAST_STEP)
+        reference = os.path.join(s.fresh("ckpt"), "ckpt")
+        calls = traced(tr.run(self.save_command(plan, reference), self.env("trace")))
+        # The calls of the second save: from its mkdir on (rank 0 makes the
+        # directory only once every rank has reached the save).
+        start = next(i for i, c in enumerate(calls)
+                     if c[0] == "mkdir" and step_dir(FAILED_STEP) in c[2])
+        second = calls[start:]
+        faults = []
+        for op in ("open", "write", "fsync", "rename", "mkdir"):
+            numbers = [n for o, n, _ in second if o == op]
+            if not numbers:
+                raise tr.Failure(f"the trace shows no {op} in the step-{FAILED_STEP} save")
+            faults += [f"{op}:{n}:{ERRNOS[i % len(ERRNOS)]}" for i, n in enumerate(picks(numbers))]
+        first_write = min(n for o, n, _ in second if o == "write")
+        faults.append(f"write:{first_write}+:ENOSPC")  # the disk stays full
+        return [(f"save at step {FAILED_STEP}, world size 2: {spec}",
+                 lambda spec=spec: self.save_fault(plan, spec, reference, full_losses,
+                                                   full_weights)) for spec in faults]
+
+    def save_fault(self, plan, spec, reference, full_losses, full_weights):
+        s = self.s
+        ckpt = os.path.join(s.fresh("ckpt"), "ckpt")
+        # Which file a call number hits varies with how the ranks interleave
+        # (the message names the one it was); the table says where in the save.
+        where = f"--save, step {FAILED_STEP} of a world-size-2 run"
+        problems, code, message = self.failing(self.save_command(plan, ckpt), spec,
+                                               "a checkpoint save", ckpt, spec.split(":")[2])
+        left = leftovers(ckpt)
+        if left:
+            problems.append(f"{spec}: left {left}")
+        saved, failed = step_dir(SAVED_STEP), step_dir(FAILED_STEP)
+        if not os.path.isdir(os.path.join(ckpt, saved)):
+            problems.append(f"{spec}: the committed {saved} is gone")
+        else:
+            _, mismatch, errors = filecmp.cmpfiles(
+                os.path.join(reference, saved), os.path.join(ckpt, saved),
+                os.listdir(os.path.join(reference, saved)), shallow=False)
+            if mismatch or errors:
+                problems.append(f"{spec}: {saved} differs from a clean run's: {mismatch + errors}")
+        committed = os.path.isdir(os.path.join(ckpt, failed))
+        resumed, weights, out = s.train(plan, LAST_STEP, f"--resume={ckpt}", expect_ok=False)
+        resumed_from = FAILED_STEP if committed else SAVED_STEP
+        if out.returncode != 0:
+            problems.append(f"{spec}: --resume failed: {short(out.stderr)}")
+        elif f"resumed from step {resumed_from} " not in out.stdout:
+            problems.append(f"{spec}: did not resume from step {resumed_from}: {out.stdout[:200]}")
+        elif resumed != full_losses[resumed_from:] or weights != full_weights:
+            problems.append(f"{spec}: resumed from step {resumed_from}, not bitwise: losses "
+                            f"{resumed} vs {full_losses[resumed_from:]}")
+        state = (f"{saved} intact; {failed} " +
+                 ("committed whole (the failure came after the rename)" if committed
+                  else "absent") + f"; no .tmp left; --resume from {resumed_from} bitwise")
+        self.table.append((spec, where, message, code, state))
+        return problems
+
+    # --- temporary directories are not checkpoints --------------------------
+
+    def temp_dir_rows(self):
+        s = self.s
+        plan = s.plan(["--world-size=2"])
+        ckpt = os.path.join(s.fresh("ckpt"), "ckpt")
+        s.train(plan, FAILED_STEP, f"--save={ckpt}", f"--save-every={SAVED_STEP}")
+        later = os.path.join(s.fresh("ckpt"), "later")
+        s.train(plan, LAST_STEP, f"--save={later}", f"--save-every={LAST_STEP}")
+        # A crashed or failed save's directories, each holding a real COMMIT
+        # of a later step.
+        shutil.copytree(os.path.join(later, step_dir(LAST_STEP)),
+                        os.path.join(ckpt, ".tmp-" + step_dir(LAST_STEP)))
+        shutil.copytree(os.path.join(later, step_dir(LAST_STEP)),
+                        os.path.join(ckpt, step_dir(LAST_STEP + 2) + ".tmp"))
+        problems = []
+        _, _, out = s.train(plan, LAST_STEP + 2, f"--resume={ckpt}")
+        if f"resumed from step {FAILED_STEP} " not in out.stdout:
+            problems.append(f"--resume={ckpt} took a temporary directory: {out.stdout[:200]}")
+        named = os.path.join(ckpt, ".tmp-" + step_dir(LAST_STEP))
+        _, _, out = s.train(plan, LAST_STEP + 2, f"--resume={named}", expect_ok=False)
+        if out.returncode != 1 or "temporary directory" not in out.stderr:
+            problems.append(f"--resume={named}: exit {out.returncode}: {short(out.stderr)}")
+        self.table.append(("(a crashed save)", "DIR/.tmp-step-00000006 and DIR/step-00000008.tmp "
+                           "holding a COMMIT", "--resume=DIR: resumed from step 4; --resume="
+                           "DIR/.tmp-step-00000006: " + short(out.stderr), out.returncode,
+                           "never loaded"))
+        return problems
+
+    # --- reads ----------------------------------------------------------------
+
+    def read_rows(self):
+        s = self.s
+        plan = s.plan(["--world-size=2"])
+        ckpt = os.path.join(s.fresh("ckpt"), "ckpt")
+        s.train(plan, FAILED_STEP, f"--save={ckpt}", f"--save-every={FAILED_STEP}")
+        resume = [self.args.fsdp_run, plan, f"--data={s.tokens}", f"--steps={LAST_STEP}",
+                  f"--resume={ckpt}"]
+        calls = traced(tr.run(resume, self.env("trace")))
+        # Shard reads come after every rank's COMMIT read (an agreement
+        # between), so their numbers do not depend on how ranks interleave.
+        shard = [(o, n, p) for o, n, p in calls if ckpt in p and p.endswith(".safetensors")]
+        reads = [n for o, n, _ in shard if o == "read"]
+        opens = [n for o, n, _ in shard if o == "open"]
+        rows = [(f"--resume, world size 2: {spec}",
+                 lambda spec=spec: self.read_fault(resume, spec, "--resume (a shard)", ckpt))
+                for spec in (f"read:{min(reads)}:EIO", f"read:{max(reads)}:EIO",
+                             f"open:{min(opens)}:EIO")]
+        inspect = [self.args.fsdp_ckpt, "inspect", ckpt]
+        commit = os.path.join(ckpt, step_dir(FAILED_STEP), "COMMIT")
+        return rows + [(f"fsdp-ckpt inspect: {spec}",
+                        lambda spec=spec: self.read_fault(inspect, spec,
+                                                          "fsdp-ckpt inspect (COMMIT)", commit))
+                       for spec in ("read:1:EIO", "open:1:EIO")]  # it reads COMMIT first
+
+    def read_fault(self, command, spec, where, names):
+        problems, code, message = self.failing(command, spec, where, names, "EIO")
+        self.table.append((spec, where, message, code, "nothing written"))
+        return problems
+
+    # --- other writers ----------------------------------------------------------
+
+    def replace_rows(self, label, command, dest, opener):
+        """Faults of one command writing the file `dest` over an old one:
+        its first open of `dest`, first write, every later write, fsync and
+        rename."""
+        calls = traced(tr.run(command, self.env("trace")))
+        mine = [(o, n) for o, n, p in calls if p.startswith(dest)]
+        first = {op: min(n for o, n in mine if o == op) for op in ("open", "write", "fsync",
+                                                                   "rename")}
+        specs = [f"open:{first['open']}:EROFS", f"write:{first['write']}:ENOSPC",
+                 f"write:{first['write'] + 1}+:EDQUOT", f"fsync:{first['fsync']}:EIO",
+                 f"rename:{first['rename']}:EIO"]
+        rows = []
+        for spec in specs:
+            def body(spec=spec):
+                with open(dest, "wb") as f:
+                    f.write(b"old")
+                problems, code, message = self.failing(command, spec, label, dest,
+                                                       spec.split(":")[2])
+                with open(dest, "rb") as f:
+                    if f.read() != b"old":
+                        problems.append(f"{spec}: the old {dest} was replaced")
+                if os.path.exists(dest + ".tmp"):
+                    problems.append(f"{spec}: left {dest}.tmp")
+                self.table.append((spec, label, message, code,
+                                   f"old {opener} untouched; no .tmp left"))
+                return problems
+            rows.append((f"{label}: {spec}", body))
+        return rows
+
+    def weights_rows(self):
+        s = self.s
+        plan = s.plan(["--world-size=2"])
+        weights = os.path.join(s.fresh("weights"), "w.safetensors")
+        command = [self.args.fsdp_run, plan, f"--data={s.tokens}", "--steps=2",
+                   f"--save-weights={weights}"]
+        return self.replace_rows("fsdp-run --save-weights", command, weights, "weights file")
+
+    def export_rows(self):
+        s = self.s
+        plan = s.plan(["--world-size=2"])
+        ckpt = os.path.join(s.fresh("ckpt"), "ckpt")
+        s.train(plan, 2, f"--save={ckpt}")
+        out = os.path.join(s.fresh("export"), "out.safetensors")
+        command = [self.args.fsdp_ckpt, "export", ckpt, "--safetensors", "-o", out]
+        return self.replace_rows("fsdp-ckpt export --safetensors", command, out, "output file")
+
+    def convert_rows(self):
+        """convert SRC (step 4) into a directory already holding step 2's
+        conversion: a failure must leave that one and add nothing."""
+        s = self.s
+        plan = s.plan(["--world-size=2"])
+        src = os.path.join(s.fresh("ckpt"), "src")
+        s.train(plan, FAILED_STEP, f"--save={src}", f"--save-every={SAVED_STEP}")
+        old = os.path.join(src, step_dir(SAVED_STEP))
+        rows = []
+        for fmt, flags in (("full", []), ("sharded", [f"--plan={plan}"])):
+            probe = os.path.join(s.fresh("convert"), "dst")
+            calls = traced(tr.run([self.args.fsdp_ckpt, "convert", src, probe, f"--format={fmt}",
+                                   *flags], self.env("trace")))
+            mine = [(o, n) for o, n, p in calls if p.startswith(probe)]
+            specs = []
+            for i, op in enumerate(("write", "fsync", "rename")):
+                numbers = [n for o, n in mine if o == op]
+                specs += [f"{op}:{numbers[0]}:{ERRNOS[i]}", f"{op}:{numbers[-1]}:{ERRNOS[i + 1]}"]
+            specs += [f"write:{[n for o, n in mine if o == 'write'][1]}+:ENOSPC", "mkdir:1:EROFS"]
+            for spec in specs:
+                def body(spec=spec, fmt=fmt, flags=flags):
+                    dst = os.path.join(s.fresh("convert"), "dst")
+                    tr.run([self.args.fsdp_ckpt, "convert", old, dst, f"--format={fmt}", *flags])
+                    before = {p: open(os.path.join(dst, p), "rb").read() for p in tree(dst)
+                              if os.path.isfile(os.path.join(dst, p))}
+                    where = f"fsdp-ckpt convert --format={fmt}"
+                    problems, code, message = self.failing(
+                        [self.args.fsdp_ckpt, "convert", src, dst, f"--format={fmt}", *flags],
+                        spec, where, dst, spec.split(":")[2])
+                    after = {p: open(os.path.join(dst, p), "rb").read() for p in tree(dst)
+                             if os.path.isfile(os.path.join(dst, p)) and p in before}
+                    if after != before:
+                        problems.append(f"{spec}: the step-{SAVED_STEP} checkpoint in {dst} changed")
+                    if leftovers(dst):
+                        problems.append(f"{spec}: left {leftovers(dst)}")
+                    committed = os.path.isdir(os.path.join(dst, step_dir(FAILED_STEP)))
+                    if committed:  # only after the rename: then whole and verified
+                        check = tr.run([self.args.fsdp_ckpt, "inspect",
+                                        os.path.join(dst, step_dir(FAILED_STEP))], expect_ok=False)
+                        if check.returncode != 0:
+                            problems.append(f"{spec}: a partial {step_dir(FAILED_STEP)}: "
+                                            f"{short(check.stderr)}")
+                    self.table.append((spec, where, message, code,
+                                       f"step {SAVED_STEP} untouched; step {FAILED_STEP} " +
+                                       ("committed whole (after the rename)" if committed
+                                        else "absent") + "; no .tmp left"))
+                    return problems
+                rows.append((f"fsdp-ckpt convert --format={fmt}: {spec}", body))
+        return rows
+
+    def malformed_rows(self):
+        problems = []
+        for command in ([self.args.fsdp_run, "--help"], [self.args.fsdp_ckpt, "--help"]):
+            for spec in ("write:3:ENOSPACE", "write:0:EIO", "writes:1:EIO", "write:1"):
+                out = tr.run(command, self.env(spec), expect_ok=False)
+                if out.returncode != 1 or f"{ENV}={spec}" not in out.stderr:
+                    problems.append(f"{ENV}={spec} {os.path.basename(command[0])}: exit "
+                                    f"{out.returncode}: {out.stderr.strip()[-200:]}")
+                self.table.append((spec, f"{os.path.basename(command[0])}, at start",
+                                   short(out.stderr), out.returncode, "nothing run"))
+        return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fsdp-opt", required=True)
+    ap.add_argument("--fsdp-run", required=True)
+    ap.add_argument("--fsdp-ckpt", required=True)
+    ap.add_argument("--table", help="write the outcome of each fault here (Markdown)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="io-faults-") as tmp:
+        f = Faults(args, tmp)
+        results = []
+        # Each maker traces a clean run and returns its rows (label, body).
+        for label, make in (("checkpoint saves", f.save_rows), ("reads", f.read_rows),
+                            ("--save-weights", f.weights_rows), ("export", f.export_rows),
+                            ("convert", f.convert_rows)):
+            try:
+                results += rows_report.collect(make(), (), tr.Failure)
+            except tr.Failure as e:
+                results.append((label, [str(e)]))
+        results += rows_report.collect(
+            [("temporary directories are never checkpoints", f.temp_dir_rows),
+             (f"a malformed {ENV} stops the tools", f.malformed_rows)], (), tr.Failure)
+        if args.table:
+            with open(args.table, "w") as out:
+                out.write("| fault | where | message seen | exit | state after |\n"
+                          "|---|---|---|---|---|\n")
+                for fault, where, message, code, state in f.table:
+                    message = message.replace(tmp, "$TMP").replace("|", "\\|")
+                    out.write(f"| `{fault}` | {where} | `{message}` | {code} | {state} |\n")
+    return rows_report.report(results)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -170,6 +170,36 @@ class Faults:
         self.table.append((spec, where, message, code, state))
         return problems
 
+    def mpi_row(self):
+        """Under mpirun, rank 1 alone fails its save (an MPMD command line
+        gives only it the rule): every rank exits, none hangs, nothing is
+        left, and the run resumes from the earlier checkpoint bitwise."""
+        s = self.s
+        if not self.args.mpirun:
+            raise tr.Failure("no mpirun on PATH (setup.sh installs openmpi-bin)")
+        plan = s.plan(["--world-size=2"])
+        full_losses, full_weights, _ = s.train(plan, LAST_STEP)
+        ckpt = os.path.join(s.fresh("ckpt"), "ckpt")
+        command = self.save_command(plan, ckpt)
+        mpmd = [self.args.mpirun, "--oversubscribe", "--bind-to", "none", "-np", "1", *command,
+                ":", "-np", "1", "env", f"{ENV}=write:15:ENOSPC", *command]  # rank 1's 2nd save
+        out = tr.run(mpmd, tr.MPI_ENV, expect_ok=False)
+        problems = []
+        name = os.path.join(ckpt, ".tmp-" + step_dir(FAILED_STEP), "rank-00001-of-00002")
+        if out.returncode != 1 or name not in out.stderr or "No space left on device" not in \
+                out.stderr:
+            problems.append(f"mpirun: exit {out.returncode}: {short(out.stderr)}")
+        if leftovers(ckpt):
+            problems.append(f"mpirun: left {leftovers(ckpt)}")
+        resumed, weights, _ = s.train(plan, LAST_STEP, f"--resume={ckpt}")
+        if resumed != full_losses[SAVED_STEP:] or weights != full_weights:
+            problems.append("mpirun: the resume from step 2 is not bitwise")
+        self.table.append(("write:15:ENOSPC (rank 1's process only)", "--save, step 4, mpirun -np 2",
+                           short(out.stderr), out.returncode,
+                           "step-00000002 intact; step-00000004 absent; no .tmp left; --resume "
+                           "from 2 bitwise"))
+        return problems
+
     # --- temporary directories are not checkpoints --------------------------
 
     def temp_dir_rows(self):
@@ -348,6 +378,7 @@ def main():
     ap.add_argument("--fsdp-ckpt", required=True)
     ap.add_argument("--table", help="write the outcome of each fault here (Markdown)")
     args = ap.parse_args()
+    args.mpirun = shutil.which("mpirun")
     with tempfile.TemporaryDirectory(prefix="io-faults-") as tmp:
         f = Faults(args, tmp)
         results = []
@@ -360,7 +391,8 @@ def main():
             except tr.Failure as e:
                 results.append((label, [str(e)]))
         results += rows_report.collect(
-            [("temporary directories are never checkpoints", f.temp_dir_rows),
+            [("save under mpirun -np 2, rank 1 alone failing", f.mpi_row),
+             ("temporary directories are never checkpoints", f.temp_dir_rows),
              (f"a malformed {ENV} stops the tools", f.malformed_rows)], (), tr.Failure)
         if args.table:
             with open(args.table, "w") as out:

@@ -86,13 +86,47 @@ class Faults:
         self.s = tr.Session(args, tmp)
         self.args = args
         self.table = []  # (fault, where, message, exit, state)
+        self._plan = self._uninterrupted = None
+
+    def plan(self):
+        """The world-size-2 plan every row runs (compiled once)."""
+        if not self._plan:
+            self._plan = self.s.plan(["--world-size=2"])
+        return self._plan
+
+    def uninterrupted(self):
+        """(losses, weights) of the plan's uninterrupted run to LAST_STEP."""
+        if not self._uninterrupted:
+            self._uninterrupted = self.s.train(self.plan(), LAST_STEP)[:2]
+        return self._uninterrupted
+
+    def checkpointed(self, name, every=SAVED_STEP, steps=FAILED_STEP):
+        """A fresh --save directory of a clean run to `steps`."""
+        ckpt = os.path.join(self.s.fresh("ckpt"), name)
+        self.s.train(self.plan(), steps, f"--save={ckpt}", f"--save-every={every}")
+        return ckpt
+
+    def resumes_bitwise(self, ckpt, step):
+        """Problems unless --resume=ckpt continues from `step` to the
+        uninterrupted run's losses and weights."""
+        full_losses, full_weights = self.uninterrupted()
+        resumed, weights, out = self.s.train(self.plan(), LAST_STEP, f"--resume={ckpt}",
+                                             expect_ok=False)
+        if out.returncode != 0:
+            return [f"--resume failed: {short(out.stderr)}"]
+        if f"resumed from step {step} " not in out.stdout:
+            return [f"did not resume from step {step}: {out.stdout[:200]}"]
+        if resumed != full_losses[step:] or weights != full_weights:
+            return [f"resumed from step {step}, not bitwise: losses {resumed} vs "
+                    f"{full_losses[step:]}"]
+        return []
 
     def env(self, spec):
         return dict(os.environ, **{ENV: spec})
 
     def failing(self, command, spec, where, names, errno_name):
         """Runs command with spec; problems unless it exits 1 naming
-        `names` (a path) and the errno's text. Returns (problems, message)."""
+        `names` (a path) and the errno's text. Returns (problems, exit code, message)."""
         out = tr.run(command, self.env(spec), expect_ok=False)
         message = short(out.stderr)
         problems = []
@@ -112,11 +146,8 @@ class Faults:
                 f"--save={ckpt}", f"--save-every={SAVED_STEP}"]
 
     def save_rows(self):
-        s = self.s
-        plan = s.plan(["--world-size=2"])
-        full_losses, full_weights, _ = s.train(plan, LAST_STEP)
-        reference = os.path.join(s.fresh("ckpt"), "ckpt")
-        calls = traced(tr.run(self.save_command(plan, reference), self.env("trace")))
+        reference = os.path.join(self.s.fresh("ckpt"), "ckpt")
+        calls = traced(tr.run(self.save_command(self.plan(), reference), self.env("trace")))
         # The calls of the second save: from its mkdir on (rank 0 makes the
         # directory only once every rank has reached the save).
         start = next(i for i, c in enumerate(calls)
@@ -131,20 +162,17 @@ class Faults:
         first_write = min(n for o, n, _ in second if o == "write")
         faults.append(f"write:{first_write}+:ENOSPC")  # the disk stays full
         return [(f"save at step {FAILED_STEP}, world size 2: {spec}",
-                 lambda spec=spec: self.save_fault(plan, spec, reference, full_losses,
-                                                   full_weights)) for spec in faults]
+                 lambda spec=spec: self.save_fault(spec, reference)) for spec in faults]
 
-    def save_fault(self, plan, spec, reference, full_losses, full_weights):
-        s = self.s
-        ckpt = os.path.join(s.fresh("ckpt"), "ckpt")
+    def save_fault(self, spec, reference):
+        ckpt = os.path.join(self.s.fresh("ckpt"), "ckpt")
         # Which file a call number hits varies with how the ranks interleave
         # (the message names the one it was); the table says where in the save.
         where = f"--save, step {FAILED_STEP} of a world-size-2 run"
-        problems, code, message = self.failing(self.save_command(plan, ckpt), spec,
+        problems, code, message = self.failing(self.save_command(self.plan(), ckpt), spec,
                                                "a checkpoint save", ckpt, spec.split(":")[2])
-        left = leftovers(ckpt)
-        if left:
-            problems.append(f"{spec}: left {left}")
+        if leftovers(ckpt):
+            problems.append(f"{spec}: left {leftovers(ckpt)}")
         saved, failed = step_dir(SAVED_STEP), step_dir(FAILED_STEP)
         if not os.path.isdir(os.path.join(ckpt, saved)):
             problems.append(f"{spec}: the committed {saved} is gone")
@@ -155,15 +183,8 @@ class Faults:
             if mismatch or errors:
                 problems.append(f"{spec}: {saved} differs from a clean run's: {mismatch + errors}")
         committed = os.path.isdir(os.path.join(ckpt, failed))
-        resumed, weights, out = s.train(plan, LAST_STEP, f"--resume={ckpt}", expect_ok=False)
         resumed_from = FAILED_STEP if committed else SAVED_STEP
-        if out.returncode != 0:
-            problems.append(f"{spec}: --resume failed: {short(out.stderr)}")
-        elif f"resumed from step {resumed_from} " not in out.stdout:
-            problems.append(f"{spec}: did not resume from step {resumed_from}: {out.stdout[:200]}")
-        elif resumed != full_losses[resumed_from:] or weights != full_weights:
-            problems.append(f"{spec}: resumed from step {resumed_from}, not bitwise: losses "
-                            f"{resumed} vs {full_losses[resumed_from:]}")
+        problems += [f"{spec}: {p}" for p in self.resumes_bitwise(ckpt, resumed_from)]
         state = (f"{saved} intact; {failed} " +
                  ("committed whole (the failure came after the rename)" if committed
                   else "absent") + f"; no .tmp left; --resume from {resumed_from} bitwise")
@@ -174,15 +195,15 @@ class Faults:
         """Under mpirun, rank 1 alone fails its save (an MPMD command line
         gives only it the rule): every rank exits, none hangs, nothing is
         left, and the run resumes from the earlier checkpoint bitwise."""
-        s = self.s
         if not self.args.mpirun:
             raise tr.Failure("no mpirun on PATH (setup.sh installs openmpi-bin)")
-        plan = s.plan(["--world-size=2"])
-        full_losses, full_weights, _ = s.train(plan, LAST_STEP)
-        ckpt = os.path.join(s.fresh("ckpt"), "ckpt")
-        command = self.save_command(plan, ckpt)
+        ckpt = os.path.join(self.s.fresh("ckpt"), "ckpt")
+        command = self.save_command(self.plan(), ckpt)
+        # rank 1's process writes its own file 11 times a save: the 15th
+        # write is in the second save
+        spec = "write:15:ENOSPC"
         mpmd = [self.args.mpirun, "--oversubscribe", "--bind-to", "none", "-np", "1", *command,
-                ":", "-np", "1", "env", f"{ENV}=write:15:ENOSPC", *command]  # rank 1's 2nd save
+                ":", "-np", "1", "env", f"{ENV}={spec}", *command]
         out = tr.run(mpmd, tr.MPI_ENV, expect_ok=False)
         problems = []
         name = os.path.join(ckpt, ".tmp-" + step_dir(FAILED_STEP), "rank-00001-of-00002")
@@ -191,10 +212,8 @@ class Faults:
             problems.append(f"mpirun: exit {out.returncode}: {short(out.stderr)}")
         if leftovers(ckpt):
             problems.append(f"mpirun: left {leftovers(ckpt)}")
-        resumed, weights, _ = s.train(plan, LAST_STEP, f"--resume={ckpt}")
-        if resumed != full_losses[SAVED_STEP:] or weights != full_weights:
-            problems.append("mpirun: the resume from step 2 is not bitwise")
-        self.table.append(("write:15:ENOSPC (rank 1's process only)", "--save, step 4, mpirun -np 2",
+        problems += self.resumes_bitwise(ckpt, SAVED_STEP)
+        self.table.append((f"{spec} (rank 1's process only)", "--save, step 4, mpirun -np 2",
                            short(out.stderr), out.returncode,
                            "step-00000002 intact; step-00000004 absent; no .tmp left; --resume "
                            "from 2 bitwise"))
@@ -203,12 +222,9 @@ class Faults:
     # --- temporary directories are not checkpoints --------------------------
 
     def temp_dir_rows(self):
-        s = self.s
-        plan = s.plan(["--world-size=2"])
-        ckpt = os.path.join(s.fresh("ckpt"), "ckpt")
-        s.train(plan, FAILED_STEP, f"--save={ckpt}", f"--save-every={SAVED_STEP}")
-        later = os.path.join(s.fresh("ckpt"), "later")
-        s.train(plan, LAST_STEP, f"--save={later}", f"--save-every={LAST_STEP}")
+        s, plan = self.s, self.plan()
+        ckpt = self.checkpointed("ckpt")
+        later = self.checkpointed("later", every=LAST_STEP, steps=LAST_STEP)
         # A crashed or failed save's directories, each holding a real COMMIT
         # of a later step.
         shutil.copytree(os.path.join(later, step_dir(LAST_STEP)),
@@ -232,12 +248,9 @@ class Faults:
     # --- reads ----------------------------------------------------------------
 
     def read_rows(self):
-        s = self.s
-        plan = s.plan(["--world-size=2"])
-        ckpt = os.path.join(s.fresh("ckpt"), "ckpt")
-        s.train(plan, FAILED_STEP, f"--save={ckpt}", f"--save-every={FAILED_STEP}")
-        resume = [self.args.fsdp_run, plan, f"--data={s.tokens}", f"--steps={LAST_STEP}",
-                  f"--resume={ckpt}"]
+        ckpt = self.checkpointed("ckpt", every=FAILED_STEP)
+        resume = [self.args.fsdp_run, self.plan(), f"--data={self.s.tokens}",
+                  f"--steps={LAST_STEP}", f"--resume={ckpt}"]
         calls = traced(tr.run(resume, self.env("trace")))
         # Shard reads come after every rank's COMMIT read (an agreement
         # between), so their numbers do not depend on how ranks interleave.
@@ -292,29 +305,22 @@ class Faults:
         return rows
 
     def weights_rows(self):
-        s = self.s
-        plan = s.plan(["--world-size=2"])
-        weights = os.path.join(s.fresh("weights"), "w.safetensors")
-        command = [self.args.fsdp_run, plan, f"--data={s.tokens}", "--steps=2",
+        weights = os.path.join(self.s.fresh("weights"), "w.safetensors")
+        command = [self.args.fsdp_run, self.plan(), f"--data={self.s.tokens}", "--steps=2",
                    f"--save-weights={weights}"]
         return self.replace_rows("fsdp-run --save-weights", command, weights, "weights file")
 
     def export_rows(self):
-        s = self.s
-        plan = s.plan(["--world-size=2"])
-        ckpt = os.path.join(s.fresh("ckpt"), "ckpt")
-        s.train(plan, 2, f"--save={ckpt}")
-        out = os.path.join(s.fresh("export"), "out.safetensors")
+        ckpt = self.checkpointed("ckpt", every=SAVED_STEP, steps=SAVED_STEP)
+        out = os.path.join(self.s.fresh("export"), "out.safetensors")
         command = [self.args.fsdp_ckpt, "export", ckpt, "--safetensors", "-o", out]
         return self.replace_rows("fsdp-ckpt export --safetensors", command, out, "output file")
 
     def convert_rows(self):
         """convert SRC (step 4) into a directory already holding step 2's
         conversion: a failure must leave that one and add nothing."""
-        s = self.s
-        plan = s.plan(["--world-size=2"])
-        src = os.path.join(s.fresh("ckpt"), "src")
-        s.train(plan, FAILED_STEP, f"--save={src}", f"--save-every={SAVED_STEP}")
+        s, plan = self.s, self.plan()
+        src = self.checkpointed("src")
         old = os.path.join(src, step_dir(SAVED_STEP))
         rows = []
         for fmt, flags in (("full", []), ("sharded", [f"--plan={plan}"])):
@@ -340,7 +346,7 @@ class Faults:
                     after = {p: open(os.path.join(dst, p), "rb").read() for p in tree(dst)
                              if os.path.isfile(os.path.join(dst, p)) and p in before}
                     if after != before:
-                        problems.append(f"{spec}: the step-{SAVED_STEP} checkpoint in {dst} changed")
+                        problems.append(f"{spec}: step {SAVED_STEP}'s checkpoint in {dst} changed")
                     if leftovers(dst):
                         problems.append(f"{spec}: left {leftovers(dst)}")
                     committed = os.path.isdir(os.path.join(dst, step_dir(FAILED_STEP)))

@@ -8,7 +8,8 @@ operation it tests from that trace and fails them, one run each, checking:
 
   - a checkpoint save of the byte-level GPT at world size 2 (in-process
     ranks) failed at the first, a middle and the last open, write, fsync and
-    rename of the save (and its mkdir, and a disk that stays full): exit 1,
+    rename of the save (and its mkdir, and a disk that stays full; for
+    --save-format=full, its writes and fsyncs): exit 1,
     an error naming a file of the checkpoint and the errno's text, no hang;
     the previous committed checkpoint is byte for byte what a clean run
     saved; no temporary directory or *.tmp file is left; and --resume from
@@ -141,35 +142,37 @@ class Faults:
 
     # --- checkpoint saves -------------------------------------------------
 
-    def save_command(self, plan, ckpt):
+    def save_command(self, plan, ckpt, fmt="sharded"):
         return [self.args.fsdp_run, plan, f"--data={self.s.tokens}", f"--steps={FAILED_STEP}",
-                f"--save={ckpt}", f"--save-every={SAVED_STEP}"]
+                f"--save={ckpt}", f"--save-every={SAVED_STEP}", f"--save-format={fmt}"]
 
-    def save_rows(self):
+    def save_rows(self, fmt="sharded", ops=("open", "write", "fsync", "rename", "mkdir")):
+        """Sharded: every op of the save. Full (rank 0 streams one file as
+        the ranks gather each unit): its writes and fsyncs."""
         reference = os.path.join(self.s.fresh("ckpt"), "ckpt")
-        calls = traced(tr.run(self.save_command(self.plan(), reference), self.env("trace")))
+        calls = traced(tr.run(self.save_command(self.plan(), reference, fmt), self.env("trace")))
         # The calls of the second save: from its mkdir on (rank 0 makes the
         # directory only once every rank has reached the save).
         start = next(i for i, c in enumerate(calls)
                      if c[0] == "mkdir" and step_dir(FAILED_STEP) in c[2])
         second = calls[start:]
         faults = []
-        for op in ("open", "write", "fsync", "rename", "mkdir"):
+        for op in ops:
             numbers = [n for o, n, _ in second if o == op]
             if not numbers:
                 raise tr.Failure(f"the trace shows no {op} in the step-{FAILED_STEP} save")
             faults += [f"{op}:{n}:{ERRNOS[i % len(ERRNOS)]}" for i, n in enumerate(picks(numbers))]
         first_write = min(n for o, n, _ in second if o == "write")
         faults.append(f"write:{first_write}+:ENOSPC")  # the disk stays full
-        return [(f"save at step {FAILED_STEP}, world size 2: {spec}",
-                 lambda spec=spec: self.save_fault(spec, reference)) for spec in faults]
+        return [(f"{fmt} save at step {FAILED_STEP}, world size 2: {spec}",
+                 lambda spec=spec: self.save_fault(spec, reference, fmt)) for spec in faults]
 
-    def save_fault(self, spec, reference):
+    def save_fault(self, spec, reference, fmt):
         ckpt = os.path.join(self.s.fresh("ckpt"), "ckpt")
         # Which file a call number hits varies with how the ranks interleave
         # (the message names the one it was); the table says where in the save.
-        where = f"--save, step {FAILED_STEP} of a world-size-2 run"
-        problems, code, message = self.failing(self.save_command(self.plan(), ckpt), spec,
+        where = f"--save --save-format={fmt}, step {FAILED_STEP} of a world-size-2 run"
+        problems, code, message = self.failing(self.save_command(self.plan(), ckpt, fmt), spec,
                                                "a checkpoint save", ckpt, spec.split(":")[2])
         if leftovers(ckpt):
             problems.append(f"{spec}: left {leftovers(ckpt)}")
@@ -389,7 +392,9 @@ def main():
         f = Faults(args, tmp)
         results = []
         # Each maker traces a clean run and returns its rows (label, body).
-        for label, make in (("checkpoint saves", f.save_rows), ("reads", f.read_rows),
+        for label, make in (("checkpoint saves", f.save_rows),
+                            ("full checkpoint saves", lambda: f.save_rows("full", ("write", "fsync"))),
+                            ("reads", f.read_rows),
                             ("--save-weights", f.weights_rows), ("export", f.export_rows),
                             ("convert", f.convert_rows)):
             try:

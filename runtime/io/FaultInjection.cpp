@@ -130,7 +130,8 @@ Status FaultPlan::parse(const std::string &spec, std::unique_ptr<FaultPlan> &out
       continue;
     }
     Rule rule{};
-    FSDP_RETURN_IF_ERROR(parseRule(text, rule));
+    if (Status s = parseRule(text, rule); !s) // a user's setting: no source location
+      return s;
     plan->rules_.push_back(rule);
   }
   out = std::move(plan);

@@ -23,7 +23,8 @@ operation it tests from that trace and fails them, one run each, checking:
   - --save-weights, fsdp-ckpt convert (full, and sharded through in-process
     ranks) and fsdp-ckpt export failed the same way: the old destination
     file or checkpoint untouched, nothing partial left under a final name;
-  - a malformed FSDP_FAULT_INJECT stops fsdp-run and fsdp-ckpt (exit 1).
+  - a malformed FSDP_FAULT_INJECT stops fsdp-opt, fsdp-run and fsdp-ckpt
+    (exit 1).
 
 --table FILE writes the outcome of every fault as a Markdown table (fault,
 where, the message seen, exit code, state after).
@@ -369,7 +370,8 @@ class Faults:
 
     def malformed_rows(self):
         problems = []
-        for command in ([self.args.fsdp_run, "--help"], [self.args.fsdp_ckpt, "--help"]):
+        for command in ([self.args.fsdp_opt, "--help"], [self.args.fsdp_run, "--help"],
+                        [self.args.fsdp_ckpt, "--help"]):
             for spec in ("write:3:ENOSPACE", "write:0:EIO", "writes:1:EIO", "write:1"):
                 out = tr.run(command, self.env(spec), expect_ok=False)
                 if out.returncode != 1 or f"{ENV}={spec}" not in out.stderr:

@@ -173,10 +173,26 @@ Status commitCheckpoint(const fs::path &root, const fs::path &tmp, const Checkpo
       writeFileAtomic((tmp / kCommitFile).string(), {{commit.data(), commit.size()}}));
   FSDP_RETURN_IF_ERROR(syncPath(tmp.string()));
   const fs::path final = root / checkpointDirName(info.step);
-  removeCheckpoint(final); // a re-save of the same step replaces it
-  if (sysio::rename(tmp.c_str(), final.c_str()) != 0)
-    return Status::error("cannot commit '" + final.string() + "' (renaming '" + tmp.string() +
-                         "'): " + detail::errnoText());
+  // A re-save of the same step (a run resumed at its last step saving to
+  // the same DIR) replaces it only once the new one is in: the old one is
+  // moved aside first (no scan takes ".old-step-N") and back if the new
+  // one cannot be renamed in, so a failed save never loses it.
+  const fs::path aside = root / (".old-" + checkpointDirName(info.step));
+  removeCheckpoint(aside); // a crash's leftover
+  const bool replacing = fs::exists(final, ec);
+  if (replacing && sysio::rename(final.c_str(), aside.c_str()) != 0)
+    return Status::error("cannot move the earlier '" + final.string() + "' aside to '" +
+                         aside.string() + "': " + detail::errnoText());
+  if (sysio::rename(tmp.c_str(), final.c_str()) != 0) {
+    std::string why = "cannot commit '" + final.string() + "' (renaming '" + tmp.string() +
+                      "'): " + detail::errnoText();
+    if (replacing && sysio::rename(aside.c_str(), final.c_str()) != 0)
+      why += "; the earlier checkpoint of this step stays at '" + aside.string() +
+             "' (moving it back: " + detail::errnoText() + ")";
+    return Status::error(why);
+  }
+  if (replacing)
+    removeCheckpoint(aside);
   // Committed from here on: a failure to sync DIR is still an error (the
   // rename may not survive a crash), but the checkpoint is whole.
   FSDP_RETURN_IF_ERROR(syncPath(root.string()));
@@ -371,10 +387,9 @@ fs::path tempDirOf(const fs::path &root, int64_t step) {
 /// the committed ones. A crash cannot clean up: findCheckpoint never
 /// takes a temporary directory, and the next save of that step replaces it.
 Status removeTempDirIfFailed(const Status &saved, const fs::path &tmp) {
-  if (!saved) {
-    std::error_code ec;
+  std::error_code ec;
+  if (!saved)
     fs::remove_all(tmp, ec);
-  }
   return saved;
 }
 
@@ -435,11 +450,18 @@ Status saveCheckpointIn(Executor &executor, const fs::path &rootPath, const fs::
 
 Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step, int64_t keep,
                       CheckpointFormat format, CheckpointManifest *written) {
-  // Every failure passes an agreement first, so when rank 0 removes the
-  // temporary directory no rank still writes into it.
+  // Every failure passes an agreement first, so every rank gets here with
+  // it: rank 0 removes the temporary directory (no rank still writes into
+  // it) while the others wait, since a rank that returned at once could end
+  // the job (an MPI abort) before the directory is gone.
   const fs::path tmp = tempDirOf(root, step);
   Status saved = saveCheckpointIn(executor, root, tmp, step, keep, format, written);
-  return executor.world().rank() == 0 ? removeTempDirIfFailed(saved, tmp) : saved;
+  if (!saved)
+    (void)onLead(executor.world(), "removing the failed save's temporary directory", [&]() {
+      (void)removeTempDirIfFailed(saved, tmp);
+      return Status::ok();
+    });
+  return saved;
 }
 
 namespace {

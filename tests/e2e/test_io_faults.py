@@ -15,6 +15,8 @@ operation it tests from that trace and fails them, one run each, checking:
     saved; no temporary directory or *.tmp file is left; and --resume from
     the directory continues bitwise to the uninterrupted run's losses and
     weights;
+  - a re-save of the same step (a run resumed at its last step, saving to
+    the same directory) failed at either rename keeps the old step-N;
   - temporary directories are never checkpoints: --resume of the directory
     skips a .tmp-step-N (and a step-N.tmp) holding a COMMIT, and naming one
     is refused;
@@ -223,6 +225,45 @@ class Faults:
                            "from 2 bitwise"))
         return problems
 
+    def resave_rows(self):
+        """A run resumed at its last step saves that step again into the same
+        DIR: the old step-N is moved aside and back if the new one cannot
+        be renamed in (and if even that fails, the message says where it is)."""
+        reference = self.checkpointed("ckpt")
+        command = [self.args.fsdp_run, self.plan(), f"--data={self.s.tokens}",
+                   f"--steps={FAILED_STEP}", f"--resume=DIR", f"--save=DIR"]
+        calls = traced(tr.run([a.replace("DIR", reference) for a in command], self.env("trace")))
+        renames = [n for o, n, p in calls if o == "rename" and p.endswith(step_dir(FAILED_STEP))]
+        if len(renames) != 2:
+            raise tr.Failure(f"a re-save renamed {renames} (expected: aside, then in)")
+        aside, into = renames
+        rows = []
+        for spec, kept in ((f"rename:{aside}:EIO", "step"), (f"rename:{into}:EIO", "step"),
+                           (f"rename:{into}+:EIO", ".old-step")):
+            def body(spec=spec, kept=kept):
+                ckpt = os.path.join(self.s.fresh("ckpt"), "ckpt")
+                shutil.copytree(reference, ckpt)
+                where = f"--resume=DIR --save=DIR at the step reached (re-save of step {FAILED_STEP})"
+                problems, code, message = self.failing(
+                    [a.replace("DIR", ckpt) for a in command], spec, where, ckpt, "EIO")
+                old = os.path.join(ckpt, ("" if kept == "step" else ".old-") + step_dir(FAILED_STEP))
+                if kept != "step" and old not in message:
+                    problems.append(f"{spec}: the message does not say where step "
+                                    f"{FAILED_STEP} is: {message}")
+                if not os.path.isdir(old) or filecmp.dircmp(
+                        old, os.path.join(reference, step_dir(FAILED_STEP))).diff_files:
+                    problems.append(f"{spec}: the old step {FAILED_STEP} is not intact at {old}")
+                if leftovers(ckpt):
+                    problems.append(f"{spec}: left {leftovers(ckpt)}")
+                self.table.append((spec, where, message, code,
+                                   f"old {step_dir(FAILED_STEP)} intact" +
+                                   ("" if kept == "step" else
+                                    f" at {os.path.basename(old)}, named in the message") +
+                                   "; no .tmp left"))
+                return problems
+            rows.append((f"re-save of step {FAILED_STEP}: {spec}", body))
+        return rows
+
     # --- temporary directories are not checkpoints --------------------------
 
     def temp_dir_rows(self):
@@ -396,7 +437,7 @@ def main():
         # Each maker traces a clean run and returns its rows (label, body).
         for label, make in (("checkpoint saves", f.save_rows),
                             ("full checkpoint saves", lambda: f.save_rows("full", ("write", "fsync"))),
-                            ("reads", f.read_rows),
+                            ("re-saves", f.resave_rows), ("reads", f.read_rows),
                             ("--save-weights", f.weights_rows), ("export", f.export_rows),
                             ("convert", f.convert_rows)):
             try:

@@ -15,6 +15,8 @@
 
 #include "runtime/checkpoint/ModelState.h"
 #include "runtime/io/ContentHash.h"
+#include "runtime/io/FaultInjection.h"
+#include "runtime/io/FileIO.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/checkpoint/StateLayout.h"
@@ -25,7 +27,6 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <map>
 #include <sstream>
@@ -38,15 +39,17 @@ namespace fs = std::filesystem;
 
 constexpr const char *kCommitFile = "COMMIT";
 constexpr const char *kFormatLine = "fsdp-checkpoint 1";
+constexpr const char *kTempDirPrefix = ".tmp-";
 
 /// fsyncs a file or directory so a rename or write survives a crash.
 Status syncPath(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
+  int fd = sysio::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return Status::error(path + ": cannot open to sync");
-  int rc = ::fsync(fd);
+    return Status::error("cannot open '" + path + "' to fsync it: " + detail::errnoText());
+  int rc = sysio::fsync(fd, path.c_str());
+  const std::string why = rc == 0 ? "" : detail::errnoText();
   ::close(fd);
-  return rc == 0 ? Status::ok() : Status::error(path + ": fsync failed");
+  return rc == 0 ? Status::ok() : Status::error("cannot fsync '" + path + "': " + why);
 }
 
 /// Runs `body` as rank 0's part of a collective phase (others wait for its
@@ -76,10 +79,21 @@ LossScalerState &scalerOf(CheckpointManifest &info) {
   return *info.lossScaler;
 }
 
+/// COMMIT's text, read through the runtime's file layer (InputFile) like
+/// every other checkpoint file, so its read errors are reported alike.
+Status readCommit(const std::string &path, std::string &text) {
+  detail::InputFile file;
+  FSDP_RETURN_IF_ERROR(detail::withContext(path, file.open(path)));
+  if (file.size() > (64u << 20)) // a line per file: even 100k ranks stay far below
+    return Status::error(cat(path, ": ", file.size(), " bytes, too large for a COMMIT file"));
+  text.resize(static_cast<size_t>(file.size()));
+  return detail::withContext(path, file.readAt(0, text.data(), text.size()));
+}
+
 Status parseCommit(const std::string &path, CheckpointManifest &info) {
-  std::ifstream in(path);
-  if (!in)
-    return Status::error(path + ": cannot read");
+  std::string text;
+  FSDP_RETURN_IF_ERROR(readCommit(path, text));
+  std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line) || line != kFormatLine)
     return Status::error(path + ": not an fsdp checkpoint (first line '" + line + "')");
@@ -154,20 +168,33 @@ void removeCheckpoint(const fs::path &dir) {
 Status commitCheckpoint(const fs::path &root, const fs::path &tmp, const CheckpointManifest &info,
                         int64_t keep) {
   std::error_code ec;
-  const fs::path commitPath = tmp / kCommitFile;
-  {
-    std::ofstream out(commitPath);
-    out << renderCommit(info);
-    if (!out.flush())
-      return Status::error(commitPath.string() + ": cannot write");
-  }
-  FSDP_RETURN_IF_ERROR(syncPath(commitPath.string()));
+  const std::string commit = renderCommit(info);
+  FSDP_RETURN_IF_ERROR(
+      writeFileAtomic((tmp / kCommitFile).string(), {{commit.data(), commit.size()}}));
   FSDP_RETURN_IF_ERROR(syncPath(tmp.string()));
   const fs::path final = root / checkpointDirName(info.step);
-  removeCheckpoint(final); // a re-save of the same step replaces it
-  fs::rename(tmp, final, ec);
-  if (ec)
-    return Status::error(final.string() + ": cannot commit (" + ec.message() + ")");
+  // A re-save of the same step (a run resumed at its last step saving to
+  // the same DIR) replaces it only once the new one is in: the old one is
+  // moved aside first (no scan takes ".old-step-N") and back if the new
+  // one cannot be renamed in, so a failed save never loses it.
+  const fs::path aside = root / (".old-" + checkpointDirName(info.step));
+  removeCheckpoint(aside); // a crash's leftover
+  const bool replacing = fs::exists(final, ec);
+  if (replacing && sysio::rename(final.c_str(), aside.c_str()) != 0)
+    return Status::error("cannot move the earlier '" + final.string() + "' aside to '" +
+                         aside.string() + "': " + detail::errnoText());
+  if (sysio::rename(tmp.c_str(), final.c_str()) != 0) {
+    std::string why = "cannot commit '" + final.string() + "' (renaming '" + tmp.string() +
+                      "'): " + detail::errnoText();
+    if (replacing && sysio::rename(aside.c_str(), final.c_str()) != 0)
+      why += "; the earlier checkpoint of this step stays at '" + aside.string() +
+             "' (moving it back: " + detail::errnoText() + ")";
+    return Status::error(why);
+  }
+  if (replacing)
+    removeCheckpoint(aside);
+  // Committed from here on: a failure to sync DIR is still an error (the
+  // rename may not survive a crash), but the checkpoint is whole.
   FSDP_RETURN_IF_ERROR(syncPath(root.string()));
   if (keep > 0) {
     std::map<int64_t, fs::path> all = committed(root.string());
@@ -244,6 +271,12 @@ std::string checkpointFileName(int rank, int worldSize) {
 Status findCheckpoint(const std::string &path, CheckpointManifest &out) {
   std::error_code ec;
   fs::path dir(path);
+  // A save's temporary directory may hold a COMMIT (its rename failed, or a
+  // crash came first): never a checkpoint, even when named.
+  const fs::path named = dir.filename().empty() ? dir.parent_path() : dir;
+  if (named.filename().string().rfind(std::string(kTempDirPrefix) + "step-", 0) == 0)
+    return Status::error(path + ": the temporary directory of a save that did not finish, not "
+                                "a committed checkpoint (resume from its parent directory)");
   if (!fs::exists(dir / kCommitFile, ec)) {
     std::map<int64_t, fs::path> all = committed(path);
     if (all.empty())
@@ -265,8 +298,8 @@ Status makeTempDir(const fs::path &root, const fs::path &tmp) {
   std::error_code ec;
   fs::create_directories(root, ec);
   fs::remove_all(tmp, ec);
-  if (!fs::create_directory(tmp, ec))
-    return Status::error(tmp.string() + ": cannot create (" + ec.message() + ")");
+  if (sysio::mkdir(tmp.c_str(), 0755) != 0)
+    return Status::error("cannot create '" + tmp.string() + "': " + detail::errnoText());
   return Status::ok();
 }
 
@@ -342,11 +375,29 @@ uint64_t CheckpointManifest::totalBytes() const {
   return total;
 }
 
-Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step, int64_t keep,
-                      CheckpointFormat format, CheckpointManifest *written) {
+namespace {
+
+/// The temporary directory a save of step `step` under `root` assembles in.
+fs::path tempDirOf(const fs::path &root, int64_t step) {
+  return root / (kTempDirPrefix + checkpointDirName(step));
+}
+
+/// `saved`, after removing what a failed save left (its temporary
+/// directory, whatever it holds), so no half-written step stays beside
+/// the committed ones. A crash cannot clean up: findCheckpoint never
+/// takes a temporary directory, and the next save of that step replaces it.
+Status removeTempDirIfFailed(const Status &saved, const fs::path &tmp) {
+  std::error_code ec;
+  if (!saved)
+    fs::remove_all(tmp, ec);
+  return saved;
+}
+
+Status saveCheckpointIn(Executor &executor, const fs::path &rootPath, const fs::path &tmp,
+                        int64_t step, int64_t keep, CheckpointFormat format,
+                        CheckpointManifest *written) {
   const bool full = format == CheckpointFormat::Full;
   Communicator &world = executor.world();
-  const fs::path rootPath(root), tmp = rootPath / (".tmp-" + checkpointDirName(step));
   FSDP_RETURN_IF_ERROR(onLead(world, "creating the checkpoint directory",
                               [&]() { return makeTempDir(rootPath, tmp); }));
   // Sharded: each rank writes its own state, rank 0 also the plan. Full:
@@ -395,9 +446,28 @@ Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
   return Status::ok();
 }
 
-Status saveFullCheckpoint(const std::string &root, StateSource &source, int64_t step,
-                          int64_t worldSize, uint64_t planHash) {
-  const fs::path rootPath(root), tmp = rootPath / (".tmp-" + checkpointDirName(step));
+} // namespace
+
+Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step, int64_t keep,
+                      CheckpointFormat format, CheckpointManifest *written) {
+  // Every failure passes an agreement first, so every rank gets here with
+  // it: rank 0 removes the temporary directory (no rank still writes into
+  // it) while the others wait, since a rank that returned at once could end
+  // the job (an MPI abort) before the directory is gone.
+  const fs::path tmp = tempDirOf(root, step);
+  Status saved = saveCheckpointIn(executor, root, tmp, step, keep, format, written);
+  if (!saved)
+    (void)onLead(executor.world(), "removing the failed save's temporary directory", [&]() {
+      (void)removeTempDirIfFailed(saved, tmp);
+      return Status::ok();
+    });
+  return saved;
+}
+
+namespace {
+
+Status saveFullCheckpointIn(const fs::path &rootPath, const fs::path &tmp, StateSource &source,
+                            int64_t step, int64_t worldSize, uint64_t planHash) {
   FSDP_RETURN_IF_ERROR(makeTempDir(rootPath, tmp));
   // Widest element type first (the writer's alignment rule), otherwise in
   // the source's order; each tensor is read as it is written.
@@ -429,6 +499,15 @@ Status saveFullCheckpoint(const std::string &root, StateSource &source, int64_t 
   FSDP_RETURN_IF_ERROR(writer.finish(&entry.second));
   entry.first = writer.bytesWritten();
   return commitCheckpoint(rootPath, tmp, info, /*keep=*/0);
+}
+
+} // namespace
+
+Status saveFullCheckpoint(const std::string &root, StateSource &source, int64_t step,
+                          int64_t worldSize, uint64_t planHash) {
+  const fs::path tmp = tempDirOf(root, step);
+  return removeTempDirIfFailed(
+      saveFullCheckpointIn(root, tmp, source, step, worldSize, planHash), tmp);
 }
 
 Status saveFullCheckpoint(const std::string &root, const CheckpointState &state,

@@ -24,7 +24,9 @@
 // DIR/.tmp-step-N, every file written and fsynced, COMMIT written last, the
 // directory renamed into place and DIR fsynced: a crash at any moment
 // leaves earlier checkpoints intact, and a directory without COMMIT is
-// never loaded. Loading checks the plan hash and world size and each
+// never loaded, nor is a .tmp- directory even when named. A save that fails
+// (every rank agrees it did) removes its temporary directory, and a
+// re-save of the same step keeps the old one until the new one is in. Loading checks the plan hash and world size and each
 // file's size and hash, so a truncated, flipped or missing shard is refused
 // naming the file. The data position and the dropout randomness are
 // functions of the step (the data contract, per-step seeds), so the step

@@ -3,13 +3,15 @@
 // Every file the runtime and its tools write (plans, safetensors, .npy,
 // checkpoints, exported ONNX models) is written to a temporary file beside
 // it, fsynced and renamed into place: a reader, or a crash, sees the old
-// file or the whole new one, never a partial one.
+// file or the whole new one, never a partial one. Its system calls go
+// through FaultInjection.h's wrappers, so tests can fail any of them.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_RUNTIME_ATOMICFILE_H
 #define FSDP_RUNTIME_ATOMICFILE_H
 
+#include "runtime/io/FaultInjection.h"
 #include "runtime/support/Status.h"
 
 #include <cerrno>
@@ -42,7 +44,7 @@ public:
     discard();
     path_ = path;
     tmp_ = path + ".tmp";
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd_ = sysio::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd_ < 0)
       return Status::error("cannot create '" + tmp_ + "': " + std::strerror(errno));
     return Status::ok();
@@ -50,7 +52,7 @@ public:
   Status write(const void *data, size_t size) {
     const char *p = static_cast<const char *>(data);
     while (size > 0) {
-      ssize_t put = ::write(fd_, p, size);
+      ssize_t put = sysio::write(fd_, p, size, tmp_.c_str());
       if (put < 0 && errno == EINTR)
         continue;
       if (put <= 0)
@@ -61,13 +63,13 @@ public:
     return Status::ok();
   }
   Status commit() {
-    if (::fsync(fd_) != 0)
+    if (sysio::fsync(fd_, tmp_.c_str()) != 0)
       return fail("cannot fsync");
     int closed = ::close(fd_);
     fd_ = -1;
     if (closed != 0)
       return fail("cannot close");
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+    if (sysio::rename(tmp_.c_str(), path_.c_str()) != 0)
       return fail("cannot rename to '" + path_ + "' from");
     tmp_.clear();
     return Status::ok();

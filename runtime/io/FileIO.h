@@ -118,7 +118,8 @@ public:
   }
 
   Status open(const std::string &path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    path_ = path;
+    fd_ = sysio::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0)
       return Status::error("cannot open: " + errnoText());
     struct stat st;
@@ -148,7 +149,7 @@ public:
     }
     char *out = static_cast<char *>(buffer);
     while (n > 0) {
-      ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
+      ssize_t got = sysio::pread(fd_, out, n, static_cast<off_t>(offset), path_.c_str());
       if (got < 0 && errno == EINTR)
         continue;
       if (got <= 0)
@@ -162,6 +163,7 @@ public:
   }
 
 private:
+  std::string path_; // for the fault-injection trace (FaultInjection.h)
   int fd_ = -1;
   const uint8_t *memory_ = nullptr;
   uint64_t size_ = 0;

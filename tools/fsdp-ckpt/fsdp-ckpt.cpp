@@ -21,6 +21,7 @@
 
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/io/ContentHash.h"
+#include "runtime/io/FaultInjection.h"
 #include "runtime/support/DType.h"
 #include "runtime/exec/InProcessRanks.h"
 #include "runtime/plan/PlanFile.h"
@@ -217,6 +218,8 @@ int convert(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   const std::string command = argc > 1 ? argv[1] : "";
+  if (Status s = checkFaultInjectionEnv(); !s) // a mistyped rule must not test nothing
+    return fail(s.message());
   if (command == "-h" || command == "--help") {
     std::fputs(kUsage, stdout);
     return 0;

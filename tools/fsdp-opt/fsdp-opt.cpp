@@ -29,6 +29,7 @@
 #include "frontends/onnx/Importer.h"
 #include "frontends/onnx/ParameterManifest.h"
 #include "frontends/onnx/ParameterProvenance.h"
+#include "runtime/io/FaultInjection.h"
 #include "runtime/plan/plan_generated.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -475,6 +476,8 @@ int runMlirOpt(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  if (fsdp::rt::Status s = fsdp::rt::checkFaultInjectionEnv(); !s) // not to test nothing
+    return fail(s.message());
   DialectRegistry registry;
   fsdp::registerFsdpDialects(registry);
   fsdp::registerFsdpPasses();

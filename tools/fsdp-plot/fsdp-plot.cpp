@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/io/FaultInjection.h"
 #include "runtime/train/MetricsReader.h"
 #include "runtime/train/RunPlot.h"
 
@@ -41,6 +42,8 @@ std::string baseName(const std::string &path) {
 } // namespace
 
 int main(int argc, char **argv) {
+  if (fsdp::rt::Status s = fsdp::rt::checkFaultInjectionEnv(); !s) // not to test nothing
+    return fail(s.message());
   std::vector<std::string> inputs;
   std::string output, title;
   bool titleGiven = false;

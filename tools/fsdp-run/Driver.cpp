@@ -42,6 +42,7 @@
 #include "runtime/embed/EmbeddedStepLoader.h"
 #include "runtime/exec/CollectiveWatchdog.h"
 #include "runtime/exec/Executor.h"
+#include "runtime/io/FaultInjection.h"
 #include "runtime/io/Npy.h"
 #include "runtime/plan/PlanDump.h"
 #include "runtime/plan/PlanFile.h"
@@ -827,6 +828,8 @@ int run(RunOptions &opts) {
 int runDriver(int argc, char **argv, const FsdpEmbeddedStep *step) {
   RunOptions opts;
   prepareOptions(argc, argv, step, opts);
+  if (Status s = checkFaultInjectionEnv(); !s) // a mistyped rule must not test nothing
+    return fail(s.message());
   bool exitNow = false;
   if (int code = parseRunArgs(argc, argv, opts, exitNow); code != 0 || exitNow)
     return code;

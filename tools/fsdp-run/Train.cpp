@@ -325,7 +325,7 @@ Status TrainingRun::finish() {
   if (!opts_.saveWeightsPath.empty()) {
     auto watched = watch(watchdog_, "--save-weights", lastStep);
     if (Status s = ModelState(executor_).saveWeights(opts_.saveWeightsPath); !s)
-      return s;
+      return Status::error("--save-weights: " + s.message());
     watched.reset();
     if (lead)
       std::printf("wrote %s (%zu parameters)\n", opts_.saveWeightsPath.c_str(),

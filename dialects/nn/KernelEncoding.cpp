@@ -326,7 +326,7 @@ KernelEncoding TileOp::encodeKernel() {
 Kernel CumSumOp::getKernel() { return Kernel::CumSum; }
 KernelEncoding CumSumOp::encodeKernel() {
   KernelEncoding encoding = operandsInOrder(*this, getKernel());
-  encoding.ints = {getAxis(), getExclusive(), getReverse()};
+  encoding.ints = {static_cast<int64_t>(getAxis()), getExclusive(), getReverse()};
   return encoding;
 }
 

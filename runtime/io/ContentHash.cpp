@@ -40,6 +40,8 @@ void ContentHasher::update(const void *data, size_t size) {
   }
   for (; size >= 8; p += 8, size -= 8)
     state_ = mixWord(state_, p);
+  if (size == 0)
+    return; // p may be null (an empty tensor's data): memcpy must not see it
   std::memcpy(pending_ + pendingBytes_, p, size);
   pendingBytes_ += size;
 }

@@ -104,7 +104,11 @@ LogicalResult importReshape(ImportContext &ctx) {
       return ctx.error("shape " + nn::formatShape(*requested) + " has a negative entry");
     }
     shape.push_back(d);
-    known *= d;
+    // A hostile shape's product overflows int64: refuse it rather than
+    // compare a wrapped count.
+    if (__builtin_mul_overflow(known, d, &known))
+      return ctx.error("shape " + nn::formatShape(*requested) +
+                       " has more elements than an int64 counts");
   }
   int64_t total = nn::numElements(input);
   if (inferAt >= 0) {

@@ -119,6 +119,33 @@ bool keptAcrossSteps(plan::Region region) {
   return region == plan::Region::Persistent || region == plan::Region::Host;
 }
 
+/// Whether `v`'s elements lie at a multiple of `alignment` (an absent or
+/// empty vector has none to misread, and the builder does not align those).
+template <typename T> bool aligned(const flatbuffers::Vector<T> *v, size_t alignment) {
+  return !v || v->size() == 0 || reinterpret_cast<uintptr_t>(v->data()) % alignment == 0;
+}
+
+/// The FlatBuffers verifier checks where a vector's length lies but not its
+/// elements' alignment, which the builder always gives: a hostile plan's
+/// int64 vector at an odd address would otherwise be read misaligned, and
+/// constant data (force_align: 64) is read in place by the kernels. The
+/// plan storage itself is 64-byte aligned (loadPlan), so addresses are
+/// checked directly.
+Status checkVectorAlignment(const plan::Plan &plan, const std::string &path) {
+  for (size_t i = 0; i < count(plan.buffers()); ++i)
+    if (!aligned(plan.buffers()->Get(i)->shape(), sizeof(int64_t)))
+      return Status::error(cat(path, ": buffer ", i, ": shape is not 8-byte aligned"));
+  for (size_t i = 0; i < count(plan.instructions()); ++i)
+    if (!aligned(plan.instructions()->Get(i)->ints(), sizeof(int64_t)))
+      return Status::error(cat(path, ": instruction ", i, ": ints are not 8-byte aligned"));
+  for (size_t i = 0; i < count(plan.parameters()); ++i)
+    if (!aligned(plan.parameters()->Get(i)->shape(), sizeof(int64_t)))
+      return Status::error(cat(path, ": parameter ", i, ": shape is not 8-byte aligned"));
+  if (!aligned(plan.constant_data(), kBufferAlignment))
+    return Status::error(path + ": constant data is not 64-byte aligned");
+  return Status::ok();
+}
+
 Status checkBuffer(const plan::Buffer &buffer, size_t index, const plan::Plan &plan,
                    const std::string &where) {
   std::string what = cat(where, ": buffer ", index,
@@ -530,6 +557,7 @@ Status checkPlan(const plan::Plan &plan, const std::string &path) {
   if (plan.persistent_bytes() % kBufferAlignment || plan.arena_bytes() % kBufferAlignment ||
       plan.host_bytes() % kBufferAlignment)
     return Status::error(path + ": region sizes must be multiples of 64 bytes");
+  FSDP_RETURN_IF_ERROR(checkVectorAlignment(plan, path));
   size_t numBuffers = count(plan.buffers());
   for (size_t i = 0; i < numBuffers; ++i)
     FSDP_RETURN_IF_ERROR(checkBuffer(*plan.buffers()->Get(i), i, plan, path));

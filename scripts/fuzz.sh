@@ -90,9 +90,10 @@ failed=0
 printf '\n%-16s %12s %10s %8s %10s  %s\n' target executions exec/s edges corpus outcome
 for t in "${TARGETS[@]}"; do
   log=$LOGS/$t.log
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  edges=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}')
+  # A target that failed early has no statistics: '?' rather than an exit.
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1) || true
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1) || true
+  edges=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -1 | awk '{print $2}')
   corpus=$(find "$BUILD/fuzz-corpus/$t" -type f | wc -l)
   outcome=${STATUS[$t]}
   if [[ $outcome != ok ]] || compgen -G "$BUILD/fuzz-artifacts/$t/*" >/dev/null; then
@@ -104,7 +105,7 @@ done
 if ((failed)); then
   echo "fuzz.sh: a target failed; its report is at the end of its log" >&2
   for t in "${TARGETS[@]}"; do
-    [[ ${STATUS[$t]} == ok ]] || { echo "--- $t"; grep -A30 -m1 'ERROR: \|runtime error\|==ERROR\|deadly signal\|Timeout\|out-of-memory' "$LOGS/$t.log" | head -40; } >&2
+    [[ ${STATUS[$t]} == ok ]] || { echo "--- $t"; (grep -A30 -m1 'ERROR: \|runtime error\|deadly signal\|Timeout\|out-of-memory' "$LOGS/$t.log" || tail -40 "$LOGS/$t.log") | head -40; } >&2
   done
   exit 1
 fi

@@ -9,18 +9,25 @@
 //===----------------------------------------------------------------------===//
 
 #include "tests/fuzz/FuzzContext.h"
+#include "tests/fuzz/FuzzSupport.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
-
-#include <string_view>
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/SourceMgr.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  std::string_view text(reinterpret_cast<const char *>(data), size);
-  // parseSourceString verifies after parsing, as fsdp-opt's parse does.
+  // Read back as fsdp-opt reads its input (openInputFile: a buffer with the
+  // NUL terminator MLIR's lexer stops at), parsed and verified as its
+  // compileMlir does.
+  std::string error;
+  auto input = mlir::openInputFile(fsdp::fuzz::writeScratchFile("input.mlir", data, size), &error);
+  if (!input)
+    __builtin_trap(); // the scratch file was just written
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(text, &fsdp::fuzz::fuzzContext());
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &fsdp::fuzz::fuzzContext());
   (void)module;
   return 0;
 }

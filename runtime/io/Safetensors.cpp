@@ -382,9 +382,14 @@ Status SafetensorsFile::openMemory(const uint8_t *data, uint64_t size, const std
 
 Status SafetensorsIndex::open(const std::string &path, SafetensorsIndex &out) {
   auto file = std::make_shared<InputFile>();
+  FSDP_RETURN_IF_ERROR(withContext("safetensors file '" + path + "'", file->open(path)));
+  return open(std::move(file), path, out);
+}
+
+Status SafetensorsIndex::open(std::shared_ptr<const InputFile> file, const std::string &path,
+                              SafetensorsIndex &out) {
   SafetensorsIndex index;
   Status read = [&]() -> Status {
-    FSDP_RETURN_IF_ERROR(file->open(path));
     std::vector<Entry> entries;
     ContentHasher unused; // the whole file is verified separately (hashFile)
     FSDP_RETURN_IF_ERROR(readHeader(*file, entries, index.metadata_, index.bufferStart_, unused));

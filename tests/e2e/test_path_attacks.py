@@ -59,7 +59,8 @@ def expect(out, rc, pattern=None):
     if pattern is not None:
         lines = out.stderr.strip().splitlines()
         if len(lines) != 1 or not re.search(pattern, lines[0]):
-            problems.append(f"stderr {lines!r} is not one line matching {pattern!r}")
+            shown = [line[:400] for line in lines[:5]]  # a refusal may quote a huge line
+            problems.append(f"stderr {shown!r} is not one line matching {pattern!r}")
     return problems
 
 

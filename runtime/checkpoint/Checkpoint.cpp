@@ -246,9 +246,7 @@ Status openCheckpointFile(const CheckpointManifest &manifest, const std::string 
   uint64_t hash = 0;
   detail::InputFile input;
   FSDP_RETURN_IF_ERROR(committedFile(manifest, name, path, hash, input));
-  // Opened again by name, but hashed over what this read: a file replaced
-  // in between fails the hash check.
-  FSDP_RETURN_IF_ERROR(SafetensorsFile::open(path, file));
+  FSDP_RETURN_IF_ERROR(SafetensorsFile::open(input, path, file)); // hashes what it reads
   return checkHash(path, file.contentHash(), hash);
 }
 

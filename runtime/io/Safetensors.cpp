@@ -358,12 +358,17 @@ Status writeSafetensors(const std::string &path, const std::vector<NamedTensor> 
 
 
 Status SafetensorsFile::open(const std::string &path, SafetensorsFile &out) {
-  SafetensorsFile file;
   InputFile input;
-  Status read = input.open(path);
-  if (read)
-    read = openImpl(input, file.metadata_, file.tensors_, file.contentHash_);
-  FSDP_RETURN_IF_ERROR(withContext("safetensors file '" + path + "'", read));
+  FSDP_RETURN_IF_ERROR(withContext("safetensors file '" + path + "'", input.open(path)));
+  return open(input, path, out);
+}
+
+Status SafetensorsFile::open(const InputFile &input, const std::string &path,
+                             SafetensorsFile &out) {
+  SafetensorsFile file;
+  FSDP_RETURN_IF_ERROR(withContext("safetensors file '" + path + "'",
+                                   openImpl(input, file.metadata_, file.tensors_,
+                                            file.contentHash_)));
   out = std::move(file);
   return Status::ok();
 }

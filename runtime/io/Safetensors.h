@@ -122,6 +122,10 @@ public:
   /// step binary); `name` stands for the file in messages.
   static Status openMemory(const uint8_t *data, uint64_t size, const std::string &name,
                            SafetensorsFile &out);
+  /// The same from a file already open as `path` (a checkpoint's file, read
+  /// through the descriptor its size was checked on).
+  static Status open(const detail::InputFile &file, const std::string &path,
+                     SafetensorsFile &out);
 
   const std::map<std::string, std::string> &metadata() const { return metadata_; }
   /// Tensor names, sorted.

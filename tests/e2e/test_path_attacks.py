@@ -50,9 +50,13 @@ def run(command):
         raise Failure(f"{' '.join(command)} still runs after {TIMEOUT} s: a hang")
 
 
+OBSERVED = []  # (exit code, first stderr line) of each checked command, for --show
+
+
 def expect(out, rc, pattern=None):
     """Problems unless `out` exited `rc` and (refusals) printed exactly one
     line matching `pattern` on stderr."""
+    OBSERVED.append((out.returncode, (out.stderr.strip().splitlines() or [""])[0][:300]))
     problems = []
     if out.returncode != rc:
         problems.append(f"exit code {out.returncode}, want {rc}: {out.stderr.strip()[-400:]}")
@@ -541,12 +545,32 @@ def main():
     for tool in ("fsdp-opt", "fsdp-run", "fsdp-ckpt", "fsdp-plot"):
         parser.add_argument("--" + tool, required=True)
     parser.add_argument("--runtime-tests", help="the fsdp-runtime-tests binary (the TOCTOU row)")
+    parser.add_argument("--show", action="store_true",
+                        help="also print each row's exit code and message, as a markdown table")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="fsdp-path-attacks-") as tmp:
         s = Session(args, tmp)
         table = (reader_rows(s) + writer_rows(s) + save_rows(s) + resume_rows(s) + toctou_rows(s) +
                  tool_rows(s))
-        return rows_report.report(rows_report.collect(table, failure=Failure))
+        shown = []
+
+        def observing(label, body):
+            def run_row():
+                del OBSERVED[:]
+                try:
+                    return body()
+                finally:
+                    shown.append((label, list(OBSERVED)))
+            return label, run_row
+
+        status = rows_report.report(rows_report.collect([observing(*row) for row in table],
+                                                        failure=Failure))
+        if args.show:
+            print("| attack | exit | message |\n|---|---|---|")
+            for label, observed in shown:
+                for rc, line in observed or [("", "(unit test)")]:
+                    print(f"| {label} | {rc} | {line.replace('|', '/')} |")
+        return status
 
 
 if __name__ == "__main__":

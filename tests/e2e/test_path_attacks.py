@@ -13,7 +13,7 @@ SIGTERM as "stop after this step"), so a tool that waits on a FIFO or reads
 Covered: fsdp-run --data, --eval-data, --input, --weights, the plan file,
 --save-weights, --outputs, --metrics, --plot, --save (and --keep), --resume
 (COMMIT and the files it names); fsdp-ckpt inspect; fsdp-plot; fsdp-opt's
-model file, -o and ONNX external data (tests/lit's make_model.py builds the
+model file (ONNX and .mlir), -o and ONNX external data (tests/lit's make_model.py builds the
 models). The table of outcomes is in the README's "Security and trust".
 """
 
@@ -503,6 +503,14 @@ def tool_rows(s):
         os.mkfifo(m)
         return expect(run([s.args.fsdp_opt, m, "--emit=summary"]), 1, r"m\.onnx: not a regular file")
 
+    def mlir_input(make):
+        def body():
+            d = s.fresh("mlir")
+            m = os.path.join(d, "m.mlir")
+            make(m)
+            return expect(run([s.args.fsdp_opt, m, "--emit=summary"]), 1, r"m\.mlir: not a regular file")
+        return body
+
     def opt_output(make, rc, pattern):
         def body():
             d = s.fresh("opto")
@@ -519,6 +527,9 @@ def tool_rows(s):
         ("fsdp-ckpt inspect: COMMIT a FIFO: refused", ckpt_inspect_fifo),
         ("fsdp-plot /dev/zero: refused at 1 MiB, not read forever", plot_zero),
         ("fsdp-opt: model file a FIFO: refused", model_fifo),
+        ("fsdp-opt: .mlir input a FIFO: refused, not waited on", mlir_input(os.mkfifo)),
+        ("fsdp-opt: .mlir input a symlink to /dev/zero: refused, not read forever",
+         mlir_input(lambda p: os.symlink("/dev/zero", p))),
         ("fsdp-opt: external data at an absolute path: refused",
          onnx("ext_absolute", r"must be a relative path inside the model's directory")),
         ("fsdp-opt: external data location with '..': refused", onnx("ext_dotdot", r"must not contain '\.\.'")),

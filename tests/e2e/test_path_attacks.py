@@ -13,8 +13,9 @@ SIGTERM as "stop after this step"), so a tool that waits on a FIFO or reads
 Covered: fsdp-run --data, --eval-data, --input, --weights, the plan file,
 --save-weights, --outputs, --metrics, --plot, --save (and --keep), --resume
 (COMMIT and the files it names); fsdp-ckpt inspect; fsdp-plot; fsdp-opt's
-model file (ONNX and .mlir), -o and ONNX external data (tests/lit's make_model.py builds the
-models). The table of outcomes is in the README's "Security and trust".
+model file (ONNX and .mlir), -o and ONNX external data (tests/lit's
+make_model.py builds the models). README.md's "Security and trust" states the rules these rows check;
+`--show` prints each row's exit code and message.
 """
 
 import argparse

@@ -26,7 +26,6 @@
 
 #include <climits>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -63,10 +62,14 @@ struct FileDescriptor {
   }
 };
 
+/// Reads a model (or tensor) file, opened once and checked on the
+/// descriptor: O_NONBLOCK so a FIFO is refused rather than waited on, and
+/// fstat, so a file swapped in after the check is never the one read.
 std::optional<std::string> readWholeFile(const std::string &path,
                                          std::string &error) {
+  FileDescriptor file(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) {
+  if (file.fd < 0 || fstat(file.fd, &st) != 0) {
     error = path + ": cannot open: " + std::strerror(errno);
     return std::nullopt;
   }
@@ -80,16 +83,17 @@ std::optional<std::string> readWholeFile(const std::string &path,
             "external data)";
     return std::nullopt;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = path + ": cannot open: " + std::strerror(errno);
-    return std::nullopt;
-  }
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  in.read(bytes.data(), st.st_size);
-  if (in.gcount() != st.st_size) {
-    error = path + ": short read";
-    return std::nullopt;
+  for (size_t done = 0; done < bytes.size();) {
+    ssize_t n = pread(file.fd, bytes.data() + done, bytes.size() - done,
+                      static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      error = path + ": short read";
+      return std::nullopt;
+    }
+    done += static_cast<size_t>(n);
   }
   return bytes;
 }

@@ -79,20 +79,26 @@ LossScalerState &scalerOf(CheckpointManifest &info) {
   return *info.lossScaler;
 }
 
-/// COMMIT's text, read through the runtime's file layer (InputFile) like
-/// every other checkpoint file, so its read errors are reported alike.
-Status readCommit(const std::string &path, std::string &text) {
-  detail::InputFile file;
-  FSDP_RETURN_IF_ERROR(detail::withContext(path, file.open(path)));
-  if (file.size() > (64u << 20)) // a line per file: even 100k ranks stay far below
-    return Status::error(cat(path, ": ", file.size(), " bytes, too large for a COMMIT file"));
-  text.resize(static_cast<size_t>(file.size()));
-  return detail::withContext(path, file.readAt(0, text.data(), text.size()));
+/// COMMIT holds a few lines per file; anything this large is not one.
+constexpr uint64_t kMaxCommitBytes = 16 << 20;
+
+/// Whether `name` (from COMMIT) is a plain file name inside the checkpoint
+/// directory: no '/', so no absolute path, subdirectory or '..' step.
+bool isPlainFileName(const std::string &name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string("/\0", 2)) == std::string::npos;
 }
 
 Status parseCommit(const std::string &path, CheckpointManifest &info) {
-  std::string text;
-  FSDP_RETURN_IF_ERROR(readCommit(path, text));
+  // Read through the file layer: a FIFO, a device (/dev/zero) or a
+  // directory named COMMIT is refused instead of waited on or read forever.
+  detail::InputFile file;
+  FSDP_RETURN_IF_ERROR(detail::withContext(path, file.open(path)));
+  if (file.size() > kMaxCommitBytes)
+    return Status::error(cat(path, ": ", file.size(), " bytes; a COMMIT file is at most ",
+                             kMaxCommitBytes));
+  std::string text(static_cast<size_t>(file.size()), '\0');
+  FSDP_RETURN_IF_ERROR(detail::withContext(path, file.readAt(0, text.data(), text.size())));
   std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line) || line != kFormatLine)
@@ -123,6 +129,9 @@ Status parseCommit(const std::string &path, CheckpointManifest &info) {
       std::string name;
       uint64_t bytes = 0, hash = 0;
       fields >> name >> bytes >> std::hex >> hash;
+      if (!fields.fail() && !isPlainFileName(name))
+        return Status::error(path + ": file name '" + name +
+                             "' is not a plain name inside the checkpoint directory");
       info.files[name] = {bytes, hash};
     }
     if (fields.fail())
@@ -160,6 +169,10 @@ std::map<int64_t, fs::path> committed(const std::string &root) {
 /// files missing.
 void removeCheckpoint(const fs::path &dir) {
   std::error_code ec;
+  if (fs::is_symlink(dir, ec)) { // not one this writer made: drop the link, never its target
+    fs::remove(dir, ec);
+    return;
+  }
   if (fs::remove(dir / kCommitFile, ec))
     (void)syncPath(dir.string());
   fs::remove_all(dir, ec);
@@ -210,21 +223,24 @@ Status commitCheckpoint(const fs::path &root, const fs::path &tmp, const Checkpo
 
 namespace {
 
-/// The path of the checkpoint's file `name` and its committed content hash,
-/// after checking COMMIT lists it and it has the committed size.
+/// Opens the checkpoint's file `name` (once: every later check and read
+/// uses this descriptor) after checking COMMIT lists it, and checks it has
+/// the committed size; `hash` receives its committed content hash. A file
+/// that is a symlink is followed: the content hash, not the name, is what
+/// is trusted, and only a regular file is accepted.
 Status committedFile(const CheckpointManifest &manifest, const std::string &name,
-                     std::string &path, uint64_t &hash) {
+                     std::string &path, uint64_t &hash, detail::InputFile &file) {
   const fs::path dir(manifest.dir);
   path = (dir / name).string();
   auto entry = manifest.files.find(name);
   if (entry == manifest.files.end())
     return Status::error((dir / kCommitFile).string() + ": lists no " + name);
   std::error_code ec;
-  uint64_t bytes = fs::file_size(path, ec);
-  if (ec)
-    return Status::error(path + ": missing (" + ec.message() + ")");
-  if (bytes != entry->second.first)
-    return Status::error(cat(path, ": ", bytes, " bytes, the checkpoint wrote ",
+  if (!fs::exists(fs::symlink_status(path, ec)))
+    return Status::error(path + ": missing");
+  FSDP_RETURN_IF_ERROR(detail::withContext(path, file.open(path)));
+  if (file.size() != entry->second.first)
+    return Status::error(cat(path, ": ", file.size(), " bytes, the checkpoint wrote ",
                              entry->second.first, " (truncated or replaced)"));
   hash = entry->second.second;
   return Status::ok();
@@ -243,17 +259,22 @@ Status openCheckpointFile(const CheckpointManifest &manifest, const std::string 
                           SafetensorsFile &file) {
   std::string path;
   uint64_t hash = 0;
-  FSDP_RETURN_IF_ERROR(committedFile(manifest, name, path, hash));
-  FSDP_RETURN_IF_ERROR(SafetensorsFile::open(path, file)); // hashes what it reads
+  detail::InputFile input;
+  FSDP_RETURN_IF_ERROR(committedFile(manifest, name, path, hash, input));
+  FSDP_RETURN_IF_ERROR(SafetensorsFile::open(input, path, file)); // hashes what it reads
   return checkHash(path, file.contentHash(), hash);
 }
 
 Status verifyCheckpointFile(const CheckpointManifest &manifest, const std::string &name,
-                            std::string &path) {
-  uint64_t committed = 0, bytes = 0, hash = 0;
-  FSDP_RETURN_IF_ERROR(committedFile(manifest, name, path, committed));
-  FSDP_RETURN_IF_ERROR(hashFile(path, bytes, hash));
-  return checkHash(path, hash, committed);
+                            std::string &path, std::shared_ptr<const detail::InputFile> *opened) {
+  uint64_t committed = 0, hash = 0;
+  auto file = std::make_shared<detail::InputFile>();
+  FSDP_RETURN_IF_ERROR(committedFile(manifest, name, path, committed, *file));
+  FSDP_RETURN_IF_ERROR(hashFile(*file, path, hash));
+  FSDP_RETURN_IF_ERROR(checkHash(path, hash, committed));
+  if (opened)
+    *opened = std::move(file);
+  return Status::ok();
 }
 
 std::string checkpointDirName(int64_t step) {

@@ -103,9 +103,13 @@ inline constexpr const char *kCheckpointPlanFile = "plan.fsdp";
 Status openCheckpointFile(const CheckpointManifest &manifest, const std::string &name,
                           SafetensorsFile &file);
 /// Checks the checkpoint's file `name` whole (size and content hash) without
-/// keeping it, for files read piecemeal afterwards; `path` receives its path.
+/// keeping its bytes, for files read piecemeal afterwards; `path` receives
+/// its path and `opened`, when given, the descriptor that was verified:
+/// reading through it, not the path again, leaves no moment in which the
+/// file could be replaced between the check and the use.
 Status verifyCheckpointFile(const CheckpointManifest &manifest, const std::string &name,
-                            std::string &path);
+                            std::string &path,
+                            std::shared_ptr<const detail::InputFile> *opened = nullptr);
 
 /// A checkpoint's state consolidated, as a full checkpoint holds it:
 /// every parameter whole under its model name, and its optimizer state as

@@ -38,6 +38,7 @@ Status openCheckpointPlan(const CheckpointManifest &manifest, LoadedPlan &plan) 
                          "that saved it can load it");
   std::string path;
   FSDP_RETURN_IF_ERROR(verifyCheckpointFile(manifest, kCheckpointPlanFile, path));
+  // Loaded again by name, but the hash check below covers the bytes loaded.
   FSDP_RETURN_IF_ERROR(loadPlan(path, plan));
   if (plan.hash() != manifest.planHash || plan.plan().world_size() != manifest.worldSize)
     return Status::error(path + ": is not the plan COMMIT names");
@@ -84,8 +85,9 @@ Status readStored(const SafetensorsIndex &file, const std::string &fileName,
 class FullFileSource : public StateSource {
 public:
   Status open(const CheckpointManifest &manifest) {
-    FSDP_RETURN_IF_ERROR(verifyCheckpointFile(manifest, kFullCheckpointFile, path_));
-    FSDP_RETURN_IF_ERROR(SafetensorsIndex::open(path_, file_));
+    std::shared_ptr<const detail::InputFile> verified;
+    FSDP_RETURN_IF_ERROR(verifyCheckpointFile(manifest, kFullCheckpointFile, path_, &verified));
+    FSDP_RETURN_IF_ERROR(SafetensorsIndex::open(std::move(verified), path_, file_));
     // "<name>.<suffix>" is state when <name> is also in the file and the
     // suffix is one of torch's optimizer state names.
     static const char *const kStateSuffixes[] = {".exp_avg", ".exp_avg_sq", ".momentum_buffer"};
@@ -141,8 +143,9 @@ public:
     fileNames_.resize(size);
     for (int r = 0; r < size; ++r) {
       const std::string name = checkpointFileName(r, size);
-      FSDP_RETURN_IF_ERROR(verifyCheckpointFile(manifest, name, fileNames_[r]));
-      FSDP_RETURN_IF_ERROR(SafetensorsIndex::open(fileNames_[r], files_[r]));
+      std::shared_ptr<const detail::InputFile> verified;
+      FSDP_RETURN_IF_ERROR(verifyCheckpointFile(manifest, name, fileNames_[r], &verified));
+      FSDP_RETURN_IF_ERROR(SafetensorsIndex::open(std::move(verified), fileNames_[r], files_[r]));
     }
     return Status::ok();
   }

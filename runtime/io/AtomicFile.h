@@ -20,9 +20,21 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace fsdp::rt {
+
+/// What a stat mode is, for messages refusing anything but a regular file.
+inline const char *fileKind(mode_t mode) {
+  return S_ISDIR(mode)    ? "a directory"
+         : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISSOCK(mode) ? "a socket"
+         : S_ISLNK(mode)  ? "a symbolic link"
+                          : "a regular file";
+}
 
 struct ByteSpan {
   const void *data;
@@ -40,13 +52,25 @@ public:
   AtomicFileWriter &operator=(const AtomicFileWriter &) = delete;
   ~AtomicFileWriter() { discard(); }
 
+  /// Refuses to replace anything but a regular file (or a symbolic link,
+  /// which the rename replaces without touching its target): renaming over
+  /// a device node or FIFO would destroy it, and neither can take a file.
+  /// The temporary name is unlinked and created afresh with O_EXCL |
+  /// O_NOFOLLOW, so a symlink, hard link or FIFO left (or planted) there is
+  /// never written through, truncated or waited on.
   Status open(const std::string &path) {
     discard();
+    struct stat st;
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+      return Status::error("'" + path + "' is " + fileKind(st.st_mode) +
+                           ", not a regular file; refusing to replace it");
     path_ = path;
-    tmp_ = path + ".tmp";
-    fd_ = sysio::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const std::string tmp = path + ".tmp";
+    ::unlink(tmp.c_str());
+    fd_ = sysio::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd_ < 0)
-      return Status::error("cannot create '" + tmp_ + "': " + std::strerror(errno));
+      return Status::error("cannot create '" + tmp + "': " + std::strerror(errno));
+    tmp_ = tmp; // ours now: removed again if the write is abandoned
     return Status::ok();
   }
   Status write(const void *data, size_t size) {

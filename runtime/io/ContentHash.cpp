@@ -68,6 +68,11 @@ uint64_t contentHash(const void *data, size_t size) {
 Status hashFile(const std::string &path, uint64_t &bytes, uint64_t &hash) {
   detail::InputFile file;
   FSDP_RETURN_IF_ERROR(detail::withContext(path, file.open(path)));
+  bytes = file.size();
+  return hashFile(file, path, hash);
+}
+
+Status hashFile(const detail::InputFile &file, const std::string &path, uint64_t &hash) {
   ContentHasher hasher;
   std::vector<char> chunk(std::min<uint64_t>(file.size(), 1 << 20));
   for (uint64_t at = 0; at < file.size(); at += chunk.size()) {
@@ -75,7 +80,6 @@ Status hashFile(const std::string &path, uint64_t &bytes, uint64_t &hash) {
     FSDP_RETURN_IF_ERROR(detail::withContext(path, file.readAt(at, chunk.data(), n)));
     hasher.update(chunk.data(), n);
   }
-  bytes = file.size();
   hash = hasher.finish();
   return Status::ok();
 }

@@ -19,6 +19,9 @@
 #include <string>
 
 namespace fsdp::rt {
+namespace detail {
+class InputFile;
+}
 
 class ContentHasher {
 public:
@@ -38,6 +41,10 @@ uint64_t contentHash(const void *data, size_t size);
 
 /// The size and hash of a whole file's bytes (errors name the file).
 Status hashFile(const std::string &path, uint64_t &bytes, uint64_t &hash);
+/// The hash of an open file's bytes (errors name it `path`): a reader that
+/// verifies a file and then reads it keeps the one descriptor it hashed,
+/// so the file cannot be replaced between the check and the use.
+Status hashFile(const detail::InputFile &file, const std::string &path, uint64_t &hash);
 
 /// A hash as text: 16 lowercase hex digits, as checkpoints record them.
 std::string hashHex(uint64_t hash);

@@ -358,12 +358,17 @@ Status writeSafetensors(const std::string &path, const std::vector<NamedTensor> 
 
 
 Status SafetensorsFile::open(const std::string &path, SafetensorsFile &out) {
-  SafetensorsFile file;
   InputFile input;
-  Status read = input.open(path);
-  if (read)
-    read = openImpl(input, file.metadata_, file.tensors_, file.contentHash_);
-  FSDP_RETURN_IF_ERROR(withContext("safetensors file '" + path + "'", read));
+  FSDP_RETURN_IF_ERROR(withContext("safetensors file '" + path + "'", input.open(path)));
+  return open(input, path, out);
+}
+
+Status SafetensorsFile::open(const InputFile &input, const std::string &path,
+                             SafetensorsFile &out) {
+  SafetensorsFile file;
+  FSDP_RETURN_IF_ERROR(withContext("safetensors file '" + path + "'",
+                                   openImpl(input, file.metadata_, file.tensors_,
+                                            file.contentHash_)));
   out = std::move(file);
   return Status::ok();
 }
@@ -382,9 +387,14 @@ Status SafetensorsFile::openMemory(const uint8_t *data, uint64_t size, const std
 
 Status SafetensorsIndex::open(const std::string &path, SafetensorsIndex &out) {
   auto file = std::make_shared<InputFile>();
+  FSDP_RETURN_IF_ERROR(withContext("safetensors file '" + path + "'", file->open(path)));
+  return open(std::move(file), path, out);
+}
+
+Status SafetensorsIndex::open(std::shared_ptr<const InputFile> file, const std::string &path,
+                              SafetensorsIndex &out) {
   SafetensorsIndex index;
   Status read = [&]() -> Status {
-    FSDP_RETURN_IF_ERROR(file->open(path));
     std::vector<Entry> entries;
     ContentHasher unused; // the whole file is verified separately (hashFile)
     FSDP_RETURN_IF_ERROR(readHeader(*file, entries, index.metadata_, index.bufferStart_, unused));

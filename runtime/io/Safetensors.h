@@ -95,6 +95,9 @@ public:
     uint64_t offset = 0, bytes = 0; // in the data buffer
   };
   static Status open(const std::string &path, SafetensorsIndex &out);
+  /// The same over a file already open (and verified: hashFile) as `path`.
+  static Status open(std::shared_ptr<const detail::InputFile> file, const std::string &path,
+                     SafetensorsIndex &out);
   const std::map<std::string, std::string> &metadata() const { return metadata_; }
   /// The tensor called `name`, or nullptr.
   const Info *find(const std::string &name) const;
@@ -119,6 +122,10 @@ public:
   /// step binary); `name` stands for the file in messages.
   static Status openMemory(const uint8_t *data, uint64_t size, const std::string &name,
                            SafetensorsFile &out);
+  /// The same from a file already open as `path` (a checkpoint's file, read
+  /// through the descriptor its size was checked on).
+  static Status open(const detail::InputFile &file, const std::string &path,
+                     SafetensorsFile &out);
 
   const std::map<std::string, std::string> &metadata() const { return metadata_; }
   /// Tensor names, sorted.

@@ -63,13 +63,42 @@ Status parseMetricsLine(const std::string &line, MetricRecord &out) {
   return Status::ok();
 }
 
+namespace {
+
+/// A metrics line is a few hundred bytes; a longer one is not a metrics
+/// file (/dev/zero has no newline at all), and is refused before it can
+/// take all memory.
+constexpr size_t kMaxLineBytes = 1 << 20;
+
+/// The next line of `in` without its newline; false at the end, or with
+/// `tooLong` set when a line exceeds kMaxLineBytes.
+bool readLine(std::istream &in, std::string &line, bool &tooLong) {
+  line.clear();
+  for (int c; (c = in.get()) != std::char_traits<char>::eof();) {
+    if (c == '\n')
+      return true;
+    if (line.size() == kMaxLineBytes) {
+      tooLong = true;
+      return false;
+    }
+    line.push_back(static_cast<char>(c));
+  }
+  return !line.empty();
+}
+
+} // namespace
+
 Status readMetricsFile(const std::string &path, std::vector<MetricRecord> &out) {
   out.clear();
+  // A pipe is fine (fsdp-plot <(ssh host cat m.jsonl)), so the file is read
+  // as a stream, line by bounded line.
   std::ifstream in(path);
   if (!in)
     return Status::error("metrics file '" + path + "': cannot open: " + std::strerror(errno));
   std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
+  bool tooLong = false;
+  int64_t number = 1;
+  for (; readLine(in, line, tooLong); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos)
       continue;
     MetricRecord record;
@@ -77,6 +106,9 @@ Status readMetricsFile(const std::string &path, std::vector<MetricRecord> &out) 
       return Status::error(cat("metrics file '", path, "' line ", number, ": ", s.message()));
     out.push_back(std::move(record));
   }
+  if (tooLong)
+    return Status::error(cat("metrics file '", path, "' line ", number, ": longer than ",
+                             kMaxLineBytes, " bytes (not a metrics file)"));
   if (in.bad())
     return Status::error("metrics file '" + path + "': cannot read: " + std::strerror(errno));
   if (out.empty())

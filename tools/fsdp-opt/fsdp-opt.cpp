@@ -50,10 +50,16 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -412,12 +418,38 @@ int compileOnnx(const fsdp::CompileOptions &options, DialectRegistry &registry,
   return 0;
 }
 
+/// The .mlir input ("-": stdin), opened once and checked on the descriptor:
+/// a regular file only (O_NONBLOCK, so a FIFO is refused rather than waited
+/// on, and /dev/zero is refused rather than read until memory runs out).
+std::unique_ptr<llvm::MemoryBuffer> openMlirInput(const std::string &path, std::string &error) {
+  if (path == "-")
+    return openInputFile(path, &error);
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    error = std::string("cannot open: ") + std::strerror(errno);
+    if (fd >= 0)
+      ::close(fd);
+    return nullptr;
+  }
+  std::unique_ptr<llvm::MemoryBuffer> buffer;
+  if (!S_ISREG(st.st_mode)) {
+    error = "not a regular file";
+  } else if (auto read = llvm::MemoryBuffer::getOpenFile(fd, path, st.st_size)) {
+    buffer = std::move(*read);
+  } else {
+    error = "cannot read: " + read.getError().message();
+  }
+  ::close(fd);
+  return buffer;
+}
+
 /// .mlir input compiled like ONNX input (summary, plan, report, trace). A plan's initial
 /// weights come from the module's `nn.source` model when it names one.
 int compileMlir(const fsdp::CompileOptions &options, DialectRegistry &registry,
                 const char *argv0) {
   std::string error;
-  auto input = openInputFile(options.inputPath, &error);
+  auto input = openMlirInput(options.inputPath, error);
   if (!input)
     return fail(options.inputPath + ": " + error);
   MLIRContext context(registry);
@@ -457,7 +489,7 @@ int compileMlir(const fsdp::CompileOptions &options, DialectRegistry &registry,
 /// mlir-opt behaviour for .mlir input.
 int runMlirOpt(const fsdp::CompileOptions &opts, DialectRegistry &registry) {
   std::string error;
-  auto input = openInputFile(opts.inputPath, &error);
+  auto input = openMlirInput(opts.inputPath, error);
   if (!input)
     return fail(opts.inputPath + ": " + error);
   auto output = openOutput(opts.outputPath);

@@ -109,6 +109,11 @@ int fail(const std::string &message) {
 Status writeOutputs(const std::string &dir, const Executor &executor) {
   mkdir(dir.c_str(), 0755);
   for (const std::string &name : executor.outputNames()) {
+    // The names come from the plan, which is not trusted: one with a '/'
+    // ("../x", "/etc/x") would put its file outside DIR.
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+      return Status::error("--outputs=" + dir + ": output name '" + name +
+                           "' is not a plain file name; refusing to write outside the directory");
     HostTensor value;
     if (Status s = executor.getOutput(name, value); !s)
       return s;

@@ -7,8 +7,12 @@
 // byte, a truncated or a missing file), which directory findCheckpoint
 // picks (the newest committed; never one without COMMIT or a .tmp one),
 // refusal of a malformed COMMIT naming it, and a sharded checkpoint that
-// carries no plan. Saving and loading through executors, resharding and
-// crashes are tests/e2e/test_resume.py's and test_ckpt_convert.py's.
+// carries no plan; paths (issue 20): a verified file is read through the
+// descriptor that was hashed, COMMIT names only plain file names, and a
+// symlinked step-N entry is replaced as a link. Saving and loading through
+// executors, resharding and crashes are tests/e2e/test_resume.py's and
+// test_ckpt_convert.py's; the path attacks on the tools are
+// tests/e2e/test_path_attacks.py's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -210,6 +214,75 @@ TEST_F(CheckpointTest, ShardedCheckpointWithoutItsPlanIsRefused) {
   Status s = readCheckpointState(manifest, out);
   ASSERT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("carries no plan.fsdp"), std::string::npos) << s.message();
+}
+
+// Paths (issue 20).
+
+/// Whether every tensor of `want` reads back from `index` byte for byte.
+bool holds(const SafetensorsIndex &index, const CheckpointState &want) {
+  for (const auto *part : {&want.parameters, &want.optimizer})
+    for (const auto &[name, value] : *part) {
+      const SafetensorsIndex::Info *info = index.find(name);
+      std::vector<char> bytes(info ? info->bytes : 0);
+      if (!info || !index.read(name, 0, bytes.size(), bytes.data()).isOk() ||
+          bytes != value.data)
+        return false;
+    }
+  return true;
+}
+
+TEST_F(CheckpointTest, AVerifiedFileIsReadThroughTheDescriptorThatWasHashed) {
+  // The file is replaced (same size, other bytes) after its hash was checked
+  // and before its tensors are read: reading through the verified
+  // descriptor still gives the committed bytes, where reading the path
+  // again (what the sources did before) gives the replacement's.
+  ASSERT_TRUE(saveFullCheckpoint(dir, state(3), 1, 1).isOk());
+  CheckpointManifest manifest;
+  ASSERT_TRUE(findCheckpoint(dir, manifest).isOk());
+  std::string path;
+  std::shared_ptr<const detail::InputFile> verified;
+  ASSERT_TRUE(verifyCheckpointFile(manifest, kFullCheckpointFile, path, &verified).isOk());
+  std::string swapped = readBytes(path);
+  swapped[swapped.size() - 2] ^= 0x10;
+  writeBytes(path, swapped); // a new file under the name
+
+  SafetensorsIndex index, reopened;
+  ASSERT_TRUE(SafetensorsIndex::open(verified, path, index).isOk());
+  EXPECT_TRUE(holds(index, state(3)));
+  ASSERT_TRUE(SafetensorsIndex::open(path, reopened).isOk());
+  EXPECT_FALSE(holds(reopened, state(3))); // the swap took effect on the name
+}
+
+TEST_F(CheckpointTest, CommitNamesOnlyPlainFileNames) {
+  ASSERT_TRUE(saveFullCheckpoint(dir, state(4), 1, 1).isOk());
+  const std::string commit = dir + "/" + checkpointDirName(4) + "/COMMIT";
+  const std::string good = readBytes(commit);
+  for (const std::string name : {"../model.safetensors", "/etc/passwd", "sub/model.safetensors",
+                                 ".."}) {
+    writeBytes(commit, good + "file " + name + " 10 00000000000000ff\n");
+    CheckpointManifest manifest;
+    Status s = findCheckpoint(dir, manifest);
+    ASSERT_FALSE(s.isOk()) << name;
+    EXPECT_NE(s.message().find("'" + name + "' is not a plain name"), std::string::npos)
+        << s.message();
+  }
+}
+
+TEST_F(CheckpointTest, ASymlinkedStepDirectoryIsReplacedAsALink) {
+  // step-00000003 -> another directory holding a COMMIT: re-saving step 3
+  // replaces the link and leaves the other directory's COMMIT alone.
+  const std::string other = dir + "/other";
+  fs::create_directories(dir + "/ckpt");
+  fs::create_directories(other);
+  writeBytes(other + "/COMMIT", "not ours");
+  fs::create_directory_symlink(other, dir + "/ckpt/" + checkpointDirName(3));
+  ASSERT_TRUE(saveFullCheckpoint(dir + "/ckpt", state(3), 1, 1).isOk());
+  EXPECT_EQ(readBytes(other + "/COMMIT"), "not ours");
+  EXPECT_FALSE(fs::is_symlink(dir + "/ckpt/" + checkpointDirName(3)));
+  CheckpointState out;
+  CheckpointManifest manifest;
+  ASSERT_TRUE(findCheckpoint(dir + "/ckpt", manifest).isOk());
+  EXPECT_TRUE(readCheckpointState(manifest, out).isOk());
 }
 
 } // namespace

@@ -715,11 +715,62 @@ double fsdp::effectiveWeightDecay(const CompileOptions &opts) {
   return opts.optimizer == OptimizerKind::Sgd ? 0.0 : opts.weightDecay;
 }
 
+namespace {
+
+/// The first pair of adjacent repetition operators ("a++", "a*{2}") outside
+/// a bracket expression, or npos. POSIX leaves their meaning undefined, and
+/// regcomp's size explodes with each one: 30 '+' in a row took glibc 24 GiB
+/// and 49 s (found by fuzz-compile-flags).
+size_t adjacentRepetition(const std::string &pattern) {
+  bool afterRepetition = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    char c = pattern[i];
+    if (c == '\\') { // an escaped character is an atom
+      ++i;
+      afterRepetition = false;
+    } else if (c == '[') { // skip the bracket expression ("[]a]" and "[^]a]" hold a ']')
+      size_t j = i + 1;
+      if (j < pattern.size() && pattern[j] == '^')
+        ++j;
+      if (j < pattern.size() && pattern[j] == ']')
+        ++j;
+      while (j < pattern.size() && pattern[j] != ']')
+        ++j;
+      i = j;
+      afterRepetition = false;
+    } else if (c == '*' || c == '+' || c == '?' || c == '{') {
+      if (afterRepetition)
+        return i;
+      if (c == '{')
+        while (i < pattern.size() && pattern[i] != '}')
+          ++i;
+      afterRepetition = true;
+    } else {
+      afterRepetition = false;
+    }
+  }
+  return std::string::npos;
+}
+
+} // namespace
+
 bool fsdp::isValidRegex(const std::string &pattern, std::string &why) {
   // llvm::Regex (BSD regcomp) rejects an empty pattern while glibc accepts
   // it; refuse it here so the wrap pass never sees one.
   if (pattern.empty()) {
     why = "empty pattern";
+    return false;
+  }
+  // Parameter-name patterns are short; a long one is a mistake or an
+  // attempt to make the regex compiler's memory explode.
+  constexpr size_t kMaxPatternLength = 4096;
+  if (pattern.size() > kMaxPatternLength) {
+    why = "pattern longer than " + std::to_string(kMaxPatternLength) + " characters";
+    return false;
+  }
+  if (size_t at = adjacentRepetition(pattern); at != std::string::npos) {
+    why = "adjacent repetition operators at offset " + std::to_string(at) +
+          " (undefined in POSIX extended regular expressions)";
     return false;
   }
   regex_t compiled;

@@ -306,6 +306,15 @@ TEST(CompileOptionsTest, InvalidRegexReportsTheRegexError) {
   EXPECT_NE(why, "");
   EXPECT_FALSE(isValidRegex("", why));
   EXPECT_EQ(why, "empty pattern");
+  // Adjacent repetitions blow up regcomp (found by fuzz-compile-flags).
+  EXPECT_FALSE(isValidRegex("mize" + std::string(30, '+'), why));
+  EXPECT_NE(why.find("adjacent repetition operators at offset 5"), std::string::npos) << why;
+  EXPECT_FALSE(isValidRegex("a*{2}", why));
+  EXPECT_FALSE(isValidRegex("a{1,2}+", why));
+  EXPECT_TRUE(isValidRegex("a+b*c?d{2}", why)) << why;
+  EXPECT_TRUE(isValidRegex("[+*]+\\++", why)) << why;
+  EXPECT_TRUE(isValidRegex("[]+]+", why)) << why;
+  EXPECT_FALSE(isValidRegex(std::string(5000, 'a'), why));
 }
 
 TEST(CompileOptionsTest, ErrorsLeaveOptionsUnchanged) {

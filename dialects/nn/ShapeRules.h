@@ -85,7 +85,10 @@ mlir::FailureOr<Shape> classificationLossShape(
     std::optional<llvm::ArrayRef<int64_t>> weights, llvm::StringRef reduction,
     ErrorFn error);
 
-/// Number of elements of a static shape (callers bound their shapes).
+/// Number of elements of a static shape, saturated at INT64_MAX when the
+/// product overflows: callers compare it against their limits (fold sizes,
+/// the 2^48-element bound), which a hostile shape then fails instead of
+/// wrapping past (signed overflow found by fuzz-onnx-import in Pad).
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
 /// Number of elements, or nullopt if the product overflows int64 (for
 /// verifiers, which see IR from any source).

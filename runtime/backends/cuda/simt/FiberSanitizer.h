@@ -20,6 +20,7 @@
 #define FSDP_RUNTIME_BACKENDS_CUDA_SIMT_FIBERSANITIZER_H
 
 #include <cstddef>
+#include <vector>
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -129,6 +130,49 @@ inline void afterSwitch(void *fakeStack, StackRange *from) {
   (void)from;
 #endif
 }
+
+/// ASan's fake stacks (detect_stack_use_after_return) of fibers that
+/// ended, for the next fibers to start on. A fiber that starts without one
+/// gets a new one (an mmap of megabytes) and one that ends freeing it
+/// unmaps it: per CUDA thread of every block, that made the kernel tests
+/// ten times slower. The pool is per OS thread and lives as long as it
+/// (the fake stacks are mappings, not heap blocks: no leak to report).
+class FakeStackPool {
+public:
+  /// Room for `n` more without allocating (give runs mid-switch).
+  void reserve(size_t n) {
+#ifdef FSDP_FIBER_ASAN
+    free_.reserve(free_.size() + n);
+#else
+    (void)n;
+#endif
+  }
+  /// A fake stack for a fiber's first afterSwitch; nullptr: ASan makes one.
+  void *take() {
+#ifdef FSDP_FIBER_ASAN
+    if (!free_.empty()) {
+      void *fake = free_.back();
+      free_.pop_back();
+      return fake;
+    }
+#endif
+    return nullptr;
+  }
+  /// What beforeSwitch gave an ending fiber, for the next.
+  void give(void *fake) {
+#ifdef FSDP_FIBER_ASAN
+    if (fake)
+      free_.push_back(fake);
+#else
+    (void)fake;
+#endif
+  }
+
+private:
+#ifdef FSDP_FIBER_ASAN
+  std::vector<void *> free_;
+#endif
+};
 
 /// A stack about to be reused by another fiber: frames of the fiber that
 /// ended there never returned, so ASan's poison of their redzones is stale.

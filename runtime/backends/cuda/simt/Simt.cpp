@@ -13,11 +13,10 @@
 // reused by every later block: a launch allocates only when a block has
 // more threads than any before it on this thread.
 //
-// Every stack switch is announced to ASan and TSan (FiberSanitizer.h);
-// under ASan this file is compiled without fake stack frames, because the
-// code that runs on a fiber's stack after it announced its end (the end of
-// its function, Boost's frames around it) must not use the fake stack
-// which that announcement frees.
+// Every stack switch is announced to ASan and TSan (FiberSanitizer.h), and
+// ASan's fake stacks pass from fibers that ended to new ones. Under ASan
+// this file is compiled without fake stack frames: Boost's entry frame of a
+// fiber never returns, and would hold its frame in a reused fake stack.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,6 +82,7 @@ private:
 };
 
 thread_local StackPool stackPool;
+thread_local FakeStackPool fakeStackPool;
 
 /// Boost.Context's StackAllocator over the pool.
 struct PooledStack {
@@ -103,6 +103,7 @@ public:
       : threads_(threads), warps_((threads + warpSize - 1) / warpSize), fibers_(threads),
         callers_(threads), ids_(threads), slots_(threads), done_(threads, 0) {
     block_.live = threads;
+    fakeStackPool.reserve(threads);
     for (unsigned w = 0; w < warps_.size(); ++w)
       warps_[w].live = std::min<unsigned>(warpSize, threads - w * warpSize);
     for (unsigned t = 0; t < threads; ++t) {
@@ -115,10 +116,12 @@ public:
       switchTsanFiber(ids_[t]);
       fibers_[t] = ctx::fiber(std::allocator_arg, ctx::preallocated(sc.sp, sc.size, sc),
                               PooledStack(), [this, t, body, context](ctx::fiber &&caller) {
-                                afterSwitch(nullptr, &scheduler_.stack);
+                                afterSwitch(fakeStackPool.take(), &scheduler_.stack);
                                 callers_[t] = std::move(caller);
                                 body(context);
-                                beforeSwitch(nullptr, scheduler_); // this fiber ends
+                                void *fakeStack = nullptr; // for the next fiber
+                                beforeSwitch(&fakeStack, scheduler_);
+                                fakeStackPool.give(fakeStack);
                                 return std::move(callers_[t]);
                               });
       switchTsanFiber(scheduler_);

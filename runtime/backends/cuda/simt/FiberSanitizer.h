@@ -60,6 +60,33 @@ struct FiberIdentity {
   void *tsanFiber = nullptr;
 };
 
+/// What the sanitizers make per fiber - ASan's fake stacks (for
+/// detect_stack_use_after_return), TSan's fibers - kept from fibers that
+/// ended for the next ones. Making them anew per CUDA thread of every block
+/// (an mmap and munmap of megabytes each) made the kernel tests ten times
+/// slower under ASan, and timed steps overrun under TSan. A pool is per OS
+/// thread and lives as long as it; without the sanitizers it stays empty.
+class HandlePool {
+public:
+  /// Room for `n` more without allocating (give runs mid-switch).
+  void reserve(size_t n) { free_.reserve(free_.size() + n); }
+  /// A kept handle, or nullptr: the sanitizer makes a new one.
+  void *take() {
+    if (free_.empty())
+      return nullptr;
+    void *handle = free_.back();
+    free_.pop_back();
+    return handle;
+  }
+  void give(void *handle) {
+    if (handle)
+      free_.push_back(handle);
+  }
+
+private:
+  std::vector<void *> free_;
+};
+
 /// The identity of the code running now on this OS thread's own stack.
 /// Its stack range is filled in by the first afterSwitch of a fiber.
 inline FiberIdentity currentThreadIdentity() {
@@ -70,22 +97,25 @@ inline FiberIdentity currentThreadIdentity() {
   return id;
 }
 
-/// A new TSan fiber for a fiber whose stack is `stack`.
-inline FiberIdentity createFiberIdentity(StackRange stack) {
+/// The identity of a fiber whose stack is `stack`: a TSan fiber from
+/// `tsanFibers`, or a new one. (A reused TSan fiber's shadow call stack is
+/// empty again only because Simt.cpp, where Boost's never-returning entry
+/// frame is instantiated, has no function entry/exit instrumentation.)
+inline FiberIdentity createFiberIdentity(StackRange stack, HandlePool &tsanFibers) {
   FiberIdentity id;
   id.stack = stack;
+  (void)tsanFibers;
 #ifdef FSDP_FIBER_TSAN
-  id.tsanFiber = __tsan_create_fiber(0);
+  id.tsanFiber = tsanFibers.take();
+  if (!id.tsanFiber)
+    id.tsanFiber = __tsan_create_fiber(0);
 #endif
   return id;
 }
 
-/// Releases what createFiberIdentity made, once its fiber has ended.
-inline void destroyFiberIdentity(FiberIdentity &id) {
-#ifdef FSDP_FIBER_TSAN
-  if (id.tsanFiber)
-    __tsan_destroy_fiber(id.tsanFiber);
-#endif
+/// Gives back what createFiberIdentity took, once its fiber has ended.
+inline void releaseFiberIdentity(FiberIdentity &id, HandlePool &tsanFibers) {
+  tsanFibers.give(id.tsanFiber);
   id.tsanFiber = nullptr;
 }
 
@@ -130,49 +160,6 @@ inline void afterSwitch(void *fakeStack, StackRange *from) {
   (void)from;
 #endif
 }
-
-/// ASan's fake stacks (detect_stack_use_after_return) of fibers that
-/// ended, for the next fibers to start on. A fiber that starts without one
-/// gets a new one (an mmap of megabytes) and one that ends freeing it
-/// unmaps it: per CUDA thread of every block, that made the kernel tests
-/// ten times slower. The pool is per OS thread and lives as long as it
-/// (the fake stacks are mappings, not heap blocks: no leak to report).
-class FakeStackPool {
-public:
-  /// Room for `n` more without allocating (give runs mid-switch).
-  void reserve(size_t n) {
-#ifdef FSDP_FIBER_ASAN
-    free_.reserve(free_.size() + n);
-#else
-    (void)n;
-#endif
-  }
-  /// A fake stack for a fiber's first afterSwitch; nullptr: ASan makes one.
-  void *take() {
-#ifdef FSDP_FIBER_ASAN
-    if (!free_.empty()) {
-      void *fake = free_.back();
-      free_.pop_back();
-      return fake;
-    }
-#endif
-    return nullptr;
-  }
-  /// What beforeSwitch gave an ending fiber, for the next.
-  void give(void *fake) {
-#ifdef FSDP_FIBER_ASAN
-    if (fake)
-      free_.push_back(fake);
-#else
-    (void)fake;
-#endif
-  }
-
-private:
-#ifdef FSDP_FIBER_ASAN
-  std::vector<void *> free_;
-#endif
-};
 
 /// A stack about to be reused by another fiber: frames of the fiber that
 /// ended there never returned, so ASan's poison of their redzones is stale.

@@ -14,9 +14,11 @@
 // more threads than any before it on this thread.
 //
 // Every stack switch is announced to ASan and TSan (FiberSanitizer.h), and
-// ASan's fake stacks pass from fibers that ended to new ones. Under ASan
-// this file is compiled without fake stack frames: Boost's entry frame of a
-// fiber never returns, and would hold its frame in a reused fake stack.
+// ASan's fake stacks and TSan's fibers pass from fibers that ended to new
+// ones. Boost's entry frame of a fiber never returns, so under ASan this
+// file is compiled without fake stack frames (the frame would stay in a
+// reused fake stack) and under TSan without function entry/exit hooks (it
+// would stay on a reused fiber's shadow call stack).
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,7 +84,7 @@ private:
 };
 
 thread_local StackPool stackPool;
-thread_local FakeStackPool fakeStackPool;
+thread_local HandlePool fakeStackPool, tsanFiberPool;
 
 /// Boost.Context's StackAllocator over the pool.
 struct PooledStack {
@@ -110,7 +112,7 @@ public:
       // The stack is taken here, not by Boost, so the sanitizers can be told
       // its bounds; Boost hands it back to the pool when the fiber ends.
       ctx::stack_context sc = stackPool.take();
-      ids_[t] = createFiberIdentity(StackPool::stackRange(sc));
+      ids_[t] = createFiberIdentity(StackPool::stackRange(sc), tsanFiberPool);
       // Creating a fiber jumps onto its stack and back once (Boost's entry
       // frame): TSan must see that frame on the new fiber.
       switchTsanFiber(ids_[t]);
@@ -129,7 +131,7 @@ public:
   }
   ~Block() {
     for (FiberIdentity &id : ids_)
-      destroyFiberIdentity(id);
+      releaseFiberIdentity(id, tsanFiberPool);
   }
 
   void run() {
@@ -146,7 +148,7 @@ public:
         fibers_[t] = std::move(fibers_[t]).resume();
         afterSwitch(fakeStack, nullptr);
         if (!fibers_[t]) {
-          destroyFiberIdentity(ids_[t]);
+          releaseFiberIdentity(ids_[t], tsanFiberPool);
           done_[t] = 1;
           --remaining;
           leave(block_);

@@ -32,8 +32,23 @@ if [[ -z $SANITIZE ]]; then
 else
   BUILD=${BUILD_DIR:-build-sanitize-${SANITIZE//,/-}}
   ./scripts/configure-sanitized.sh "$SANITIZE" "$BUILD"
+  export FSDP_SANITIZER_REPORTS=$PWD/$BUILD/sanitizer-reports
+  rm -rf "$FSDP_SANITIZER_REPORTS"
+  mkdir -p "$FSDP_SANITIZER_REPORTS"
   source scripts/sanitizers/env.sh
 fi
 cmake --build "$BUILD"
 cd "$BUILD"
-ctest --output-on-failure "${CTEST_ARGS[@]}"
+status=0
+ctest --output-on-failure "${CTEST_ARGS[@]}" || status=$?
+# Every sanitizer report fails the run, even one from a process whose
+# failure its test expected (scripts/sanitizers/env.sh).
+if [[ -n $SANITIZE ]] && compgen -G "$FSDP_SANITIZER_REPORTS/report*" >/dev/null; then
+  for report in "$FSDP_SANITIZER_REPORTS"/report*; do
+    echo "=== sanitizer report $report"
+    cat "$report"
+  done
+  echo "test.sh: $(ls "$FSDP_SANITIZER_REPORTS" | wc -l) sanitizer report(s) under $FSDP_SANITIZER_REPORTS" >&2
+  ((status)) || status=1
+fi
+exit $status

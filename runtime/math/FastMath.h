@@ -37,7 +37,9 @@ FSDP_HD_INLINE float fastExp(float x) {
   const float log2e = 1.44269504088896341f;
   const float ln2Hi = 0.693145751953125f, ln2Lo = 1.428606765330187e-06f;
   const float roundMagic = 12582912.0f; // 1.5 * 2^23: adding it rounds to an integer
-  float clamped = x < -86.5f ? -86.5f : (x > 88.72283935546875f ? 88.72283935546875f : x);
+  // NaN clamps too (!(NaN >= a) holds): the result is x then anyway, and n's
+  // conversion to int below must see a number (NaN to int is undefined).
+  float clamped = !(x >= -86.5f) ? -86.5f : (x > 88.72283935546875f ? 88.72283935546875f : x);
   float n = (clamped * log2e + roundMagic) - roundMagic;
   float r = (clamped - n * ln2Hi) - n * ln2Lo;
   float p = 1.0f / 5040.0f;

@@ -45,6 +45,11 @@
 #ifndef FSDP_RUNTIME_LIB_DEFAULT
 #define FSDP_RUNTIME_LIB_DEFAULT ""
 #endif
+// The C++ compiler that links steps: `c++` on PATH, except in a sanitized
+// build, whose archive needs the compiler that built it.
+#ifndef FSDP_STEP_LINKER
+#define FSDP_STEP_LINKER "c++"
+#endif
 
 namespace fsdp {
 namespace {
@@ -174,9 +179,10 @@ int linkStep(const std::string &object, const std::string &output, const char *a
     return fail("--emit=binary: no runtime library libfsdp_runtime.a (looked at " + looked +
                 "); build it (ninja fsdp_runtime) or set FSDP_RUNTIME_LIB, or use "
                 "--emit=object and link yourself");
-  llvm::ErrorOr<std::string> cxx = llvm::sys::findProgramByName("c++");
+  llvm::ErrorOr<std::string> cxx = llvm::sys::findProgramByName(FSDP_STEP_LINKER);
   if (!cxx)
-    return fail("--emit=binary: no C++ compiler 'c++' on PATH to link " + output);
+    return fail(std::string("--emit=binary: no C++ compiler '") + FSDP_STEP_LINKER +
+                "' on PATH to link " + output);
   std::vector<std::string> args = {*cxx, object, archive};
   for (std::string &flag : runtimeLinkFlags(archive))
     args.push_back(std::move(flag));

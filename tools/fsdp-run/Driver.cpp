@@ -724,6 +724,12 @@ int runWorldRank(const RunOptions &opts, const LoadedPlan &plan, Communicator &w
   failures.print = true;
   failures.recorders.push_back(std::make_unique<FlightRecorder>());
   reportTerminationOf(world.rank(), failures.recorders[0].get());
+  // Unregistered before `failures` is destroyed: a SIGTERM may come while
+  // MPI finalizes (mpirun ending the job after another rank failed).
+  struct Unregister {
+    int rank;
+    ~Unregister() { reportTerminationOf(rank, nullptr); }
+  } unregister{world.rank()};
   if (Status s = runRank(opts, plan, &world, ordinal, &failures); !s) {
     if (world.size() == 1)
       return fail(s.message());

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 
 namespace fsdp::run {
@@ -24,6 +25,10 @@ using namespace fsdp::rt;
 
 namespace {
 
+// Held from reading the recorder to _Exit: a rank that unregisters its
+// recorder before destroying it waits out a report (ASan found the signal
+// thread formatting a recorder the returning rank had freed).
+std::mutex terminationMutex;
 std::atomic<int> terminatedRank{-1};
 std::atomic<FlightRecorder *> terminatedRecorder{nullptr};
 std::atomic<bool> alreadyPrinted{false};
@@ -40,6 +45,7 @@ void writeAll(const std::string &text) {
 } // namespace
 
 void reportTerminationAndExit() {
+  terminationMutex.lock(); // never released: the process ends here
   if (!alreadyPrinted.load()) {
     const int rank = terminatedRank.load();
     std::string text = cat(programName(), ": error: rank ", rank,
@@ -53,6 +59,7 @@ void reportTerminationAndExit() {
 }
 
 void reportTerminationOf(int rank, FlightRecorder *recorder) {
+  std::lock_guard<std::mutex> lock(terminationMutex);
   terminatedRank.store(rank);
   terminatedRecorder.store(recorder);
 }

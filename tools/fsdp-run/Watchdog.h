@@ -35,8 +35,9 @@ namespace fsdp::run {
 /// "fsdp-run: error: rank R: ended by SIGTERM ..." and the recorder
 /// registered by reportTerminationOf, and exits with 1.
 [[noreturn]] void reportTerminationAndExit();
-/// The rank and recorder a SIGTERM reports (the recorder must stay alive
-/// until exit).
+/// The rank and recorder a SIGTERM reports; a null recorder unregisters
+/// it, which waits for a report in progress (that report ends the process),
+/// so the recorder may be destroyed once this returns.
 void reportTerminationOf(int rank, rt::FlightRecorder *recorder);
 /// The recorder was printed already (a timeout on this rank): a SIGTERM
 /// only exits.

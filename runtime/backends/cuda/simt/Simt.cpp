@@ -13,9 +13,17 @@
 // reused by every later block: a launch allocates only when a block has
 // more threads than any before it on this thread.
 //
+// Every stack switch is announced to ASan and TSan (FiberSanitizer.h), and
+// ASan's fake stacks and TSan's fibers pass from fibers that ended to new
+// ones. Boost's entry frame of a fiber never returns, so under ASan this
+// file is compiled without fake stack frames (the frame would stay in a
+// reused fake stack) and under TSan without function entry/exit hooks (it
+// would stay on a reused fiber's shadow call stack).
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/simt/Simt.h"
+#include "runtime/backends/cuda/simt/FiberSanitizer.h"
 
 #include <boost/context/fiber.hpp>
 #include <boost/context/stack_context.hpp>
@@ -52,6 +60,7 @@ public:
     if (!free_.empty()) {
       ctx::stack_context sc = free_.back();
       free_.pop_back();
+      forgetStack(stackRange(sc));
       return sc;
     }
     void *base = mmap(nullptr, kStackBytes + guard(), PROT_READ | PROT_WRITE,
@@ -65,6 +74,9 @@ public:
     return sc;
   }
   void give(ctx::stack_context sc) { free_.push_back(sc); }
+  static StackRange stackRange(const ctx::stack_context &sc) {
+    return {static_cast<const char *>(sc.sp) - sc.size, sc.size};
+  }
 
 private:
   static size_t guard() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
@@ -72,6 +84,7 @@ private:
 };
 
 thread_local StackPool stackPool;
+thread_local HandlePool fakeStackPool, tsanFiberPool;
 
 /// Boost.Context's StackAllocator over the pool.
 struct PooledStack {
@@ -90,17 +103,35 @@ class Block {
 public:
   Block(unsigned threads, void (*body)(void *), void *context)
       : threads_(threads), warps_((threads + warpSize - 1) / warpSize), fibers_(threads),
-        callers_(threads), slots_(threads), done_(threads, 0) {
+        callers_(threads), ids_(threads), slots_(threads), done_(threads, 0) {
     block_.live = threads;
+    fakeStackPool.reserve(threads);
     for (unsigned w = 0; w < warps_.size(); ++w)
       warps_[w].live = std::min<unsigned>(warpSize, threads - w * warpSize);
-    for (unsigned t = 0; t < threads; ++t)
-      fibers_[t] = ctx::fiber(std::allocator_arg, PooledStack(),
-                              [this, t, body, context](ctx::fiber &&caller) {
+    for (unsigned t = 0; t < threads; ++t) {
+      // The stack is taken here, not by Boost, so the sanitizers can be told
+      // its bounds; Boost hands it back to the pool when the fiber ends.
+      ctx::stack_context sc = stackPool.take();
+      ids_[t] = createFiberIdentity(StackPool::stackRange(sc), tsanFiberPool);
+      // Creating a fiber jumps onto its stack and back once (Boost's entry
+      // frame): TSan must see that frame on the new fiber.
+      switchTsanFiber(ids_[t]);
+      fibers_[t] = ctx::fiber(std::allocator_arg, ctx::preallocated(sc.sp, sc.size, sc),
+                              PooledStack(), [this, t, body, context](ctx::fiber &&caller) {
+                                afterSwitch(fakeStackPool.take(), &scheduler_.stack);
                                 callers_[t] = std::move(caller);
                                 body(context);
+                                void *fakeStack = nullptr; // for the next fiber
+                                beforeSwitch(&fakeStack, scheduler_);
+                                fakeStackPool.give(fakeStack);
                                 return std::move(callers_[t]);
                               });
+      switchTsanFiber(scheduler_);
+    }
+  }
+  ~Block() {
+    for (FiberIdentity &id : ids_)
+      releaseFiberIdentity(id, tsanFiberPool);
   }
 
   void run() {
@@ -112,8 +143,12 @@ public:
           continue;
         current_ = t;
         threadIdx = {t % blockDim.x, (t / blockDim.x) % blockDim.y, t / (blockDim.x * blockDim.y)};
+        void *fakeStack = nullptr;
+        beforeSwitch(&fakeStack, ids_[t]);
         fibers_[t] = std::move(fibers_[t]).resume();
+        afterSwitch(fakeStack, nullptr);
         if (!fibers_[t]) {
+          releaseFiberIdentity(ids_[t], tsanFiberPool);
           done_[t] = 1;
           --remaining;
           leave(block_);
@@ -176,8 +211,12 @@ private:
       open(scope);
       return;
     }
-    while (scope.generation == generation) // yield until the last arrival opens it
+    while (scope.generation == generation) { // yield until the last arrival opens it
+      void *fakeStack = nullptr;
+      beforeSwitch(&fakeStack, scheduler_);
       callers_[current_] = std::move(callers_[current_]).resume();
+      afterSwitch(fakeStack, &scheduler_.stack);
+    }
   }
   void leave(Scope &scope) {
     ++progress_;
@@ -194,6 +233,10 @@ private:
   Scope block_;
   std::vector<Scope> warps_;
   std::vector<ctx::fiber> fibers_, callers_;
+  // The sanitizers' view: each CUDA thread's fiber, and the launching
+  // thread's own stack (its bounds learnt from the first switch away).
+  std::vector<FiberIdentity> ids_;
+  FiberIdentity scheduler_ = currentThreadIdentity();
   std::vector<uint64_t> slots_;
   std::vector<uint8_t> done_;
   unsigned current_ = 0;

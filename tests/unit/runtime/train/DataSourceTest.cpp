@@ -26,7 +26,8 @@ template <typename T> HostTensor tensorOf(DType dtype, std::vector<int64_t> shap
                                           const std::vector<T> &values) {
   HostTensor t{dtype, std::move(shape), {}};
   t.data.resize(values.size() * sizeof(T));
-  std::memcpy(t.data.data(), values.data(), t.data.size());
+  if (!values.empty()) // an empty vector's data() may be null (UBSan)
+    std::memcpy(t.data.data(), values.data(), t.data.size());
   return t;
 }
 

@@ -80,6 +80,10 @@ struct TestTensor {
           using T = decltype(t);
           if constexpr (kIsIntStorage<T> && sizeof(T) < 8)
             store(as<T>() + i, static_cast<T>(static_cast<int64_t>(v)));
+          else if constexpr (kIsIntStorage<T> && std::is_unsigned_v<T>)
+            // Below 0 it wraps as integers convert: a negative double to
+            // uint64 is undefined (UBSan).
+            store(as<T>() + i, v < 0 ? static_cast<T>(static_cast<int64_t>(v)) : static_cast<T>(v));
           else
             store(as<T>() + i, static_cast<ComputeType<T>>(v));
         }).isOk())

@@ -558,6 +558,14 @@ Status checkPlan(const plan::Plan &plan, const std::string &path) {
       plan.host_bytes() % kBufferAlignment)
     return Status::error(path + ": region sizes must be multiples of 64 bytes");
   FSDP_RETURN_IF_ERROR(checkVectorAlignment(plan, path));
+  // Each event is signalled by one instruction (checkStreams), so a plan
+  // has at most as many events as instructions; the bound comes before the
+  // per-event tables below and in the executor are sized from the count (a
+  // hostile num_events of 2^32 asked for 32 GiB; found by fuzz-plan).
+  if (plan.num_events() > count(plan.instructions()))
+    return Status::error(cat(path, ": ", plan.num_events(), " events for ",
+                             count(plan.instructions()),
+                             " instructions (each event is signalled by one instruction)"));
   size_t numBuffers = count(plan.buffers());
   for (size_t i = 0; i < numBuffers; ++i)
     FSDP_RETURN_IF_ERROR(checkBuffer(*plan.buffers()->Get(i), i, plan, path));

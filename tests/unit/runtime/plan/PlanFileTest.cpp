@@ -436,6 +436,11 @@ TEST_F(PlanFileTest, TrainingFieldsAreChecked) {
   TrainSpec loss;
   loss.lossOutput = "w";
   EXPECT_TRUE(has(refusal(loss), "loss_output 'w' is not an output binding"));
+  // More events than instructions is refused before any per-event table is
+  // sized from the count (found by fuzz-plan: 2^32 - 1 events asked for 32 GiB).
+  TrainSpec events;
+  events.numEvents = 0xFFFFFFFFu;
+  EXPECT_TRUE(has(refusal(events), "4294967295 events for")) << refusal(events);
 }
 
 // The evaluation prefix (runtime/plan/EvalPrefixCheck.h): it may write

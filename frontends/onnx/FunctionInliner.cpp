@@ -11,16 +11,20 @@
 
 #include <map>
 #include <set>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace fsdp::onnx {
 namespace {
 
-/// Most nodes (calls included) inlining may visit, and deepest nesting of
+/// Most nodes (calls included) inlining may produce, and deepest nesting of
 /// calls: a hostile file of a few kilobytes could otherwise expand
 /// exponentially or recurse past the stack. 2^18 is some 30 times the node
-/// count of the largest transformer exports after inlining, and keeps the
-/// worst file's refusal under a second even under ASan (at 2^20 a 3.5 KiB
-/// file found by fuzzing took 25 s there).
+/// count of the largest transformer exports after inlining. The count is
+/// taken before anything is copied, so a bomb is refused at once; a file
+/// that expands to just under the budget is real work (about 0.3 s, several
+/// seconds under ASan).
 constexpr size_t kMaxInlinedNodes = size_t(1) << 18;
 constexpr size_t kMaxCallDepth = 64;
 
@@ -35,13 +39,26 @@ public:
       used.insert(node.inputs.begin(), node.inputs.end());
       used.insert(node.outputs.begin(), node.outputs.end());
     }
-    for (const Function &function : model.functions)
+    for (const Function &function : model.functions) {
       if (!function.domain.empty())
         functionDomains.insert(function.domain);
+      byKey.try_emplace({function.domain, function.name, function.overload}, &function);
+    }
   }
 
   std::string run() {
+    // The node count is known before anything is copied: a few kilobytes of
+    // functions calling each other twice per level are refused at once
+    // instead of after a quarter of a million copies.
+    size_t total = 0;
+    for (const Node &node : model.nodes)
+      if ((total = saturatingAdd(total, expandedSize(node))) > kMaxInlinedNodes) {
+        failWith(node, "inlining functions makes more than " + std::to_string(kMaxInlinedNodes) +
+                           " nodes");
+        return error;
+      }
     std::vector<Node> nodes;
+    nodes.reserve(total);
     for (const Node &node : model.nodes)
       if (!expand(node, nodes))
         return error;
@@ -62,26 +79,79 @@ private:
     return false;
   }
 
+  /// The function a node calls, if any; the first of duplicates wins.
   const Function *find(const Node &node) const {
-    for (const Function &function : model.functions)
-      if (function.domain == node.domain && function.name == node.opType &&
-          function.overload == node.overload)
-        return &function;
-    return nullptr;
+    auto it = byKey.find({node.domain, node.opType, node.overload});
+    return it == byKey.end() ? nullptr : it->second;
   }
 
+  /// `base`, or `base_N` with the smallest N not yet used. The next N to try
+  /// is remembered per base: a function called 2^k times under one call name
+  /// would otherwise rescan every earlier suffix, quadratic in the calls.
   std::string fresh(const std::string &base) {
-    std::string name = base;
-    for (int suffix = 1; !used.insert(name).second; ++suffix)
-      name = base + "_" + std::to_string(suffix);
+    if (used.insert(base).second)
+      return base;
+    size_t &suffix = nextSuffix[base];
+    std::string name;
+    do
+      name = base + "_" + std::to_string(++suffix);
+    while (!used.insert(name).second);
     return name;
+  }
+
+  static size_t saturatingAdd(size_t a, size_t b) {
+    return a + b < a || a + b > kMaxInlinedNodes ? kMaxInlinedNodes + 1 : a + b;
+  }
+
+  /// Nodes `node` stands for once inlined: itself plus, for a call, every
+  /// node its function expands to, saturating just above the budget.
+  size_t expandedSize(const Node &node) {
+    const Function *function = find(node);
+    return function ? functionSize(function) : 1;
+  }
+
+  /// The call node plus everything `root` expands to. Depth-first over the
+  /// call graph with an explicit stack (a hostile chain of thousands of
+  /// functions must not overflow this one), memoized per function, so each
+  /// function body is walked once. A call back into a function still being
+  /// walked counts as one node: expand() refuses recursion with its own
+  /// message.
+  size_t functionSize(const Function *root) {
+    struct Frame {
+      const Function *function;
+      size_t next;
+      size_t size;
+    };
+    constexpr size_t kWalking = 0; // every finished size is at least 1
+    if (auto known = sizes.find(root); known != sizes.end() && known->second != kWalking)
+      return known->second;
+    std::vector<Frame> frames{{root, 0, 1}};
+    sizes[root] = kWalking;
+    while (!frames.empty()) {
+      Frame &frame = frames.back();
+      if (frame.next == frame.function->nodes.size()) {
+        size_t size = sizes[frame.function] = frame.size;
+        frames.pop_back();
+        if (!frames.empty())
+          frames.back().size = saturatingAdd(frames.back().size, size);
+        continue;
+      }
+      const Function *callee = find(frame.function->nodes[frame.next++]);
+      auto known = callee ? sizes.find(callee) : sizes.end();
+      if (!callee || (known != sizes.end() && known->second == kWalking)) {
+        frame.size = saturatingAdd(frame.size, 1);
+      } else if (known != sizes.end()) {
+        frame.size = saturatingAdd(frame.size, known->second);
+      } else {
+        sizes[callee] = kWalking;
+        frames.push_back({callee, 0, 1}); // `frame` is not used past here
+      }
+    }
+    return sizes[root];
   }
 
   /// Appends `node` to `out`, or the expansion of the function it calls.
   bool expand(const Node &node, std::vector<Node> &out) {
-    if (++visited > kMaxInlinedNodes)
-      return failWith(node, "inlining functions visits more than " +
-                                std::to_string(kMaxInlinedNodes) + " nodes");
     const Function *function = find(node);
     if (!function) {
       if (!node.overload.empty() || functionDomains.count(node.domain))
@@ -166,10 +236,12 @@ private:
   }
 
   Model &model;
-  std::set<std::string> used;
+  std::unordered_set<std::string> used;
+  std::unordered_map<std::string, size_t> nextSuffix;
   std::set<std::string> functionDomains;
   std::vector<const Function *> stack;
-  size_t visited = 0;
+  std::map<std::tuple<std::string, std::string, std::string>, const Function *> byKey;
+  std::map<const Function *, size_t> sizes;
   std::string error;
 };
 

@@ -489,12 +489,13 @@ def case_err_function_bomb(out):
 
 
 def case_err_function_deep(out):
-    """A chain of 100 functions, each calling the next."""
+    """A chain of 10000 functions, each calling the next."""
+    depth = 10000
     fns = [helper.make_function("custom", "F%d" % i, ["x"], ["y"],
                                 [helper.make_node("F%d" % (i + 1), ["x"], ["y"], name="n",
                                                   domain="custom")],
-                                [helper.make_opsetid("custom", 1)]) for i in range(100)]
-    fns.append(helper.make_function("custom", "F100", ["x"], ["y"],
+                                [helper.make_opsetid("custom", 1)]) for i in range(depth)]
+    fns.append(helper.make_function("custom", "F%d" % depth, ["x"], ["y"],
                                     [helper.make_node("Relu", ["x"], ["y"], name="r")],
                                     [helper.make_opsetid("", 20)]))
     nodes = [helper.make_node("F0", ["x"], ["y"], name="call", domain="custom")]

@@ -203,14 +203,15 @@ Status convertElements(DType from, const void *src, DType to, void *dst, int64_t
                        bool lossless) {
   if (!lossless)
     return cpu::cast(flatView(from, src, n), flatView(to, dst, n));
-  // Chunks bound the scratch memory when checking a whole (large) file;
-  // `dst` may be null when only the check is wanted.
-  constexpr int64_t kChunk = 1 << 16;
-  std::vector<char> there(kChunk * dtypeSize(to)), back(kChunk * dtypeSize(from));
+  // Chunks bound the scratch memory when checking a whole (large) file, and
+  // a small one gets no more than it needs; `dst` may be null when only the
+  // check is wanted.
+  const int64_t chunkSize = std::min<int64_t>(int64_t(1) << 16, n);
+  std::vector<char> there(chunkSize * dtypeSize(to)), back(chunkSize * dtypeSize(from));
   const char *in = static_cast<const char *>(src);
   size_t fromSize = dtypeSize(from), toSize = dtypeSize(to);
-  for (int64_t begin = 0; begin < n; begin += kChunk) {
-    int64_t count = std::min(kChunk, n - begin);
+  for (int64_t begin = 0; begin < n; begin += chunkSize) {
+    int64_t count = std::min(chunkSize, n - begin);
     const char *chunk = in + begin * fromSize;
     char *out = dst ? static_cast<char *>(dst) + begin * toSize : there.data();
     FSDP_RETURN_IF_ERROR(cpu::cast(flatView(from, chunk, count), flatView(to, out, count)));

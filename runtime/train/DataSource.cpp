@@ -37,7 +37,7 @@ TensorRef flatView(DType dtype, const void *data, int64_t n) {
 std::string valueText(DType dtype, const void *element) {
   char text[64];
   if (isFloat(dtype)) {
-    double v;
+    double v = 0;
     (void)cpu::cast(flatView(dtype, element, 1), flatView(DType::F64, &v, 1));
     std::snprintf(text, sizeof(text), "%.17g", v);
   } else if (dtype == DType::U64) {
@@ -45,7 +45,7 @@ std::string valueText(DType dtype, const void *element) {
     std::memcpy(&v, element, sizeof(v));
     std::snprintf(text, sizeof(text), "%llu", static_cast<unsigned long long>(v));
   } else {
-    int64_t v;
+    int64_t v = 0;
     (void)cpu::cast(flatView(dtype, element, 1), flatView(DType::I64, &v, 1));
     std::snprintf(text, sizeof(text), "%lld", static_cast<long long>(v));
   }

@@ -109,17 +109,21 @@ LogicalResult importPad(ImportContext &ctx) {
     begins[axis] = pads[i];
     ends[axis] = pads[axes.size() + i];
   }
-  // Negative pads crop first: a slice to [-begin, dim + end).
+  // Negative pads crop first: a slice to [-begin, dim + end). Each crop is
+  // bounded by the dimension before it is negated or added, so a pad of
+  // INT64_MIN is refused like any other over-crop instead of overflowing.
   SmallVector<int64_t> starts(rank), stops(rank), steps(rank, 1), nonNegative(2 * rank);
   bool crops = false;
   for (int64_t i = 0; i < rank; ++i) {
     int64_t dim = dims[i];
-    starts[i] = begins[i] < 0 ? -begins[i] : 0;
-    stops[i] = ends[i] < 0 ? dim + ends[i] : dim;
-    if (starts[i] > stops[i])
+    int64_t cropBegin = std::min<int64_t>(begins[i], 0);
+    int64_t cropEnd = std::min<int64_t>(ends[i], 0);
+    if (cropBegin < -dim || cropEnd < -dim || -cropBegin > dim + cropEnd)
       return ctx.error("pads (" + Twine(begins[i]) + ", " + Twine(ends[i]) +
                        ") crop more than the " + Twine(dim) + " elements of dimension " +
                        Twine(i));
+    starts[i] = -cropBegin;
+    stops[i] = dim + cropEnd;
     crops |= starts[i] != 0 || stops[i] != dim;
     nonNegative[i] = std::max<int64_t>(begins[i], 0);
     nonNegative[rank + i] = std::max<int64_t>(ends[i], 0);

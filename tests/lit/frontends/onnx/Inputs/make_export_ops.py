@@ -103,6 +103,13 @@ def case_pad_overcrop(out):
                  opset=18)
 
 
+def case_pad_crop_int64_min(out):
+    """A crop of INT64_MIN (found by fuzzing: negating it overflowed)."""
+    return model([helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_min")],
+                 [vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
+                 [ints("pads", [0, -2**63, 0, 0])], opset=18)
+
+
 def case_tile(out):
     """Tile a float tensor [2, 3] by [2, 1], and fold Tile of an int64 constant."""
     return model([const("reps", [2, 1]), const("c", [1, 2]), const("creps", [3]),

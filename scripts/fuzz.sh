@@ -100,9 +100,17 @@ for t in "${TARGETS[@]}"; do
   edges=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -1 | awk '{print $2}')
   corpus=$(find "$BUILD/fuzz-corpus/$t" -type f | wc -l)
   outcome=${STATUS[$t]}
-  if [[ $outcome != ok ]] || compgen -G "$BUILD/fuzz-artifacts/$t/*" >/dev/null; then
+  # Any crash, leak, timeout or out-of-memory input left from this run or
+  # an earlier one fails the target. Slow units (over libFuzzer's 10 s
+  # report, under the 25 s timeout) are listed, not failed: on a loaded
+  # machine an input at one of the tools' budgets can pass 10 s.
+  findings=$(find "$BUILD/fuzz-artifacts/$t" -type f ! -name 'slow-unit-*' | wc -l)
+  slow=$(find "$BUILD/fuzz-artifacts/$t" -type f -name 'slow-unit-*' | wc -l)
+  if [[ $outcome != ok ]] || ((findings)); then
     outcome="FAILED (log: $log; inputs: $BUILD/fuzz-artifacts/$t/)"
     failed=1
+  elif ((slow)); then
+    outcome="ok ($slow slow inputs over 10 s in $BUILD/fuzz-artifacts/$t/)"
   fi
   printf '%-16s %12s %10s %8s %10s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "${edges:-?}" "$corpus" "$outcome"
 done

@@ -374,7 +374,18 @@ def kill_rows(s, trials, save_format="sharded", seed=7):
                                  f"--save={ckpt}", "--save-every=1", "--keep=3",
                                  f"--save-format={save_format}"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.1, 0.8))
+        # The random moment counts from the first save's start, not from the
+        # launch: on a loaded machine start-up alone can outlast a fixed
+        # delay, and then no trial would ever kill a save.
+        deadline = time.monotonic() + 60
+        while not os.path.isdir(ckpt) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not os.path.isdir(ckpt):
+            proc.kill()
+            proc.wait()
+            problems.append(f"trial {trial}: no save began within 60 s (exit {proc.returncode})")
+            continue
+        time.sleep(rng.uniform(0.0, 0.7))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         steps = sorted(int(n[len("step-"):]) for n in (os.listdir(ckpt) if os.path.isdir(ckpt) else [])

@@ -110,7 +110,7 @@ for t in "${TARGETS[@]}"; do
     outcome="FAILED (log: $log; inputs: $BUILD/fuzz-artifacts/$t/)"
     failed=1
   elif ((slow)); then
-    outcome="ok ($slow slow inputs over 10 s in $BUILD/fuzz-artifacts/$t/)"
+    outcome="ok; slow inputs (over 10 s): $slow, in $BUILD/fuzz-artifacts/$t/"
   fi
   printf '%-16s %12s %10s %8s %10s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "${edges:-?}" "$corpus" "$outcome"
 done

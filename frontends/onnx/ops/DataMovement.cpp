@@ -13,6 +13,8 @@
 #include "frontends/onnx/OpHandlers.h"
 #include "frontends/onnx/ops/HandlerUtils.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace fsdp::onnx::detail;
 
@@ -29,14 +31,28 @@ Value scalarConstant(ImportContext &ctx, Type element, double value) {
   return b.create<nn::ConstantOp>(ctx.loc(), type, DenseElementsAttr::get(type, attr));
 }
 
+/// The `value` attribute of Pad before opset 11. For integer data it must be
+/// finite and within int64: converting anything else is undefined, and the
+/// attribute comes from an untrusted model.
+FailureOr<double> legacyPadValue(ImportContext &ctx, Type element) {
+  float value = ctx.floatAttr("value", 0.0f);
+  if (ctx.failed())
+    return failure();
+  if (!isa<FloatType>(element) && !(std::isfinite(value) && value >= -0x1p63f && value < 0x1p63f)) {
+    (void)ctx.error("value " + Twine(std::to_string(value)) + " does not fit the integer data");
+    return failure();
+  }
+  return static_cast<double>(value);
+}
+
 /// Pad's constant value: input 2 (opset >= 11; one element of the data's
 /// type) as a rank-0 value, or the `value` attribute (opset < 11), or 0.
 FailureOr<Value> padValue(ImportContext &ctx, Type element) {
   if (ctx.opset() < 11) {
-    float value = ctx.floatAttr("value", 0.0f);
-    if (ctx.failed())
+    FailureOr<double> value = legacyPadValue(ctx, element);
+    if (failed(value))
       return failure();
-    return scalarConstant(ctx, element, value);
+    return scalarConstant(ctx, element, *value);
   }
   if (!ctx.hasInput(2))
     return scalarConstant(ctx, element, 0.0);
@@ -139,9 +155,14 @@ LogicalResult importPad(ImportContext &ctx) {
   const Tensor *constant = ctx.constantInput(0);
   std::optional<int64_t> knownValue;
   if (constant && isFoldableInteger(*constant) && nn::numElements(*shape) <= kMaxFoldElements) {
-    if (legacy || !ctx.hasInput(2))
-      knownValue = legacy ? static_cast<int64_t>(ctx.floatAttr("value", 0.0f)) : 0;
-    else if (const Tensor *c = ctx.constantInput(2); c && isFoldableInteger(*c) &&
+    if (legacy) {
+      FailureOr<double> value = legacyPadValue(ctx, element);
+      if (failed(value))
+        return failure();
+      knownValue = static_cast<int64_t>(*value);
+    } else if (!ctx.hasInput(2)) {
+      knownValue = 0;
+    } else if (const Tensor *c = ctx.constantInput(2); c && isFoldableInteger(*c) &&
                                                      c->numElements() == 1)
       knownValue = c->intAt(0);
     if (knownValue) {

@@ -110,6 +110,14 @@ def case_pad_crop_int64_min(out):
                  [ints("pads", [0, -2**63, 0, 0])], opset=18)
 
 
+def case_pad_legacy_int_huge(out):
+    """opset 2 on an int64 constant with a value int64 cannot hold
+    (converting it was undefined)."""
+    return model([helper.make_node("Pad", ["c"], ["y"], name="pad_huge", pads=[0, 1, 0, 0],
+                                   value=1e30)],
+                 [], [vi("y", I64, [2, 3])], [ints("c", [[1, 2], [3, 4]])], opset=2)
+
+
 def case_tile(out):
     """Tile a float tensor [2, 3] by [2, 1], and fold Tile of an int64 constant."""
     return model([const("reps", [2, 1]), const("c", [1, 2]), const("creps", [3]),

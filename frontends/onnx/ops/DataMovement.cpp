@@ -134,7 +134,7 @@ LogicalResult importPad(ImportContext &ctx) {
     int64_t dim = dims[i];
     int64_t cropBegin = std::min<int64_t>(begins[i], 0);
     int64_t cropEnd = std::min<int64_t>(ends[i], 0);
-    if (cropBegin < -dim || cropEnd < -dim || -cropBegin > dim + cropEnd)
+    if (cropBegin < -dim || -cropBegin > dim + cropEnd)
       return ctx.error("pads (" + Twine(begins[i]) + ", " + Twine(ends[i]) +
                        ") crop more than the " + Twine(dim) + " elements of dimension " +
                        Twine(i));

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/nn/VerifyUtils.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace fsdp::nn;
@@ -60,7 +61,8 @@ LogicalResult SplitOp::verify() {
       return emitOpError("result shape ")
              << formatShape(shape) << " differs from the input "
              << formatShape(input) << " outside axis " << axis;
-    total += shape[axis];
+    if (llvm::AddOverflow(total, shape[axis], total))
+      return emitOpError("result sizes along axis ") << axis << " overflow int64";
   }
   if (total != input[axis])
     return emitOpError("result sizes along axis ")

@@ -194,7 +194,11 @@ FailureOr<Shape> concatShape(ArrayRef<ArrayRef<int64_t>> inputs, int64_t axis,
             " differ outside axis " + llvm::Twine(axis));
       return failure();
     }
-    result[axis] += s[axis];
+    // Sizes come from untrusted models: a sum past int64 is an error.
+    if (llvm::AddOverflow(result[axis], s[axis], result[axis])) {
+      error("concatenated size along axis " + llvm::Twine(axis) + " overflows int64");
+      return failure();
+    }
   }
   return result;
 }

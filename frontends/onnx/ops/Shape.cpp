@@ -53,6 +53,27 @@ readSqueezeAxes(ImportContext &ctx, FailureOr<RankedTensorType> &type) {
 
 bool isFoldable(const Tensor *t) { return t && isFoldableInteger(*t); }
 
+/// The most parts SplitToSequence may make (torch's exports split a few
+/// heads or chunks).
+constexpr int64_t kMaxSequenceParts = int64_t(1) << 16;
+
+/// Split's and SplitToSequence's explicit sizes: each non-negative, adding
+/// up to the dimension. Each is compared with what is left before it is
+/// added: sizes from the model may add up past int64.
+LogicalResult checkSplitSizes(ImportContext &ctx, ArrayRef<int64_t> sizes, int64_t dim) {
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size < 0)
+      return ctx.error("split sizes must be non-negative");
+    if (size > dim - total)
+      return ctx.error("split sizes add up to more than the dimension " + Twine(dim));
+    total += size;
+  }
+  if (total != dim)
+    return ctx.error("split sizes add up to " + Twine(total) + ", not " + Twine(dim));
+  return success();
+}
+
 } // namespace
 
 LogicalResult importShape(ImportContext &ctx) {
@@ -303,18 +324,14 @@ LogicalResult importSplit(ImportContext &ctx) {
   if (static_cast<int64_t>(sizes.size()) != parts)
     return ctx.error("split has " + Twine(sizes.size()) + " sizes for " + Twine(parts) +
                      " outputs");
+  if (failed(checkSplitSizes(ctx, sizes, dim)))
+    return failure();
   SmallVector<Type> resultTypes;
-  int64_t total = 0;
   for (int64_t size : sizes) {
-    if (size < 0)
-      return ctx.error("split sizes must be non-negative");
     nn::Shape shape(input.shape().begin(), input.shape().end());
     shape[axis] = size;
-    total += size;
     resultTypes.push_back(ctx.tensorType(shape, input.element()));
   }
-  if (total != dim)
-    return ctx.error("split sizes add up to " + Twine(total) + ", not " + Twine(dim));
   OpBuilder &b = ctx.builder();
   auto op = b.create<nn::SplitOp>(ctx.loc(), resultTypes, input.value,
                                   b.getI64IntegerAttr(axis));
@@ -508,6 +525,14 @@ LogicalResult importSplitToSequence(ImportContext &ctx) {
   int64_t dim = input.shape()[axis];
   // No split: chunks of 1, and keepdims = 0 drops the axis. A scalar
   // split: chunks of that size, the last smaller. A 1-D split: the sizes.
+  // Every part becomes its own value: the count is bounded before any
+  // list of that length is made (a dimension may be up to 2^48).
+  auto checkParts = [&](int64_t parts) -> LogicalResult {
+    if (parts > kMaxSequenceParts)
+      return ctx.error("splits dimension " + Twine(dim) + " into " + Twine(parts) +
+                       " parts; at most " + Twine(kMaxSequenceParts) + " are supported");
+    return success();
+  };
   std::vector<int64_t> sizes;
   if (ctx.hasInput(1)) {
     FailureOr<const Tensor *> split = ctx.requireConstantInput(1, "split");
@@ -519,21 +544,22 @@ LogicalResult importSplitToSequence(ImportContext &ctx) {
       int64_t chunk = (*split)->intAt(0);
       if (chunk <= 0)
         return ctx.error("split must be positive, got " + Twine(chunk));
-      for (int64_t start = 0; start < dim; start += chunk)
-        sizes.push_back(std::min(chunk, dim - start));
+      int64_t parts = dim / chunk + (dim % chunk != 0);
+      if (failed(checkParts(parts)))
+        return failure();
+      for (int64_t k = 0; k < parts; ++k)
+        sizes.push_back(std::min(chunk, dim - k * chunk));
     } else {
-      int64_t total = 0;
-      for (int64_t k = 0, n = (*split)->numElements(); k < n; ++k) {
-        int64_t size = (*split)->intAt(k);
-        if (size < 0)
-          return ctx.error("split sizes must be non-negative");
-        sizes.push_back(size);
-        total += size;
-      }
-      if (total != dim)
-        return ctx.error("split sizes add up to " + Twine(total) + ", not " + Twine(dim));
+      if (failed(checkParts((*split)->numElements())))
+        return failure();
+      for (int64_t k = 0, n = (*split)->numElements(); k < n; ++k)
+        sizes.push_back((*split)->intAt(k));
+      if (failed(checkSplitSizes(ctx, sizes, dim)))
+        return failure();
     }
   } else {
+    if (failed(checkParts(dim)))
+      return failure();
     sizes.assign(dim, 1);
   }
   bool dropAxis = !ctx.hasInput(1) && !keepdims;

@@ -125,6 +125,16 @@ func.func @concat_mismatch_outside_axis(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>
 
 // -----
 
+// Sizes along the axis that add up past int64 are an error, not a wrapped
+// sum (the verifier sees untrusted .mlir input).
+func.func @concat_size_overflow(%a: tensor<0x6917529027641081856xf32>) {
+  // expected-error @+1 {{'nn.concat' op concatenated size along axis 1 overflows int64}}
+  %0 = nn.concat %a, %a {axis = 1 : i64} : (tensor<0x6917529027641081856xf32>, tensor<0x6917529027641081856xf32>) -> tensor<0x7xf32>
+  return
+}
+
+// -----
+
 // Inputs have the same rank.
 func.func @concat_rank_mismatch(%a: tensor<2x3xf32>, %b: tensor<2xf32>) {
   // expected-error @+1 {{'nn.concat' op input shapes [2, 3] and [2] differ outside axis 0}}
@@ -205,6 +215,15 @@ func.func @concat_no_inputs() {
 func.func @split_sizes_not_summing(%a: tensor<6x2xf32>) {
   // expected-error @+1 {{'nn.split' op result sizes along axis 0 add up to 5, not 6}}
   %0:2 = nn.split %a {axis = 0 : i64} : (tensor<6x2xf32>) -> (tensor<2x2xf32>, tensor<3x2xf32>)
+  return
+}
+
+// -----
+
+// Result sizes that add up past int64 are an error, not a wrapped sum.
+func.func @split_sizes_overflow(%a: tensor<0x7xf32>) {
+  // expected-error @+1 {{'nn.split' op result sizes along axis 1 overflow int64}}
+  %0:2 = nn.split %a {axis = 1 : i64} : (tensor<0x7xf32>) -> (tensor<0x6917529027641081856xf32>, tensor<0x6917529027641081856xf32>)
   return
 }
 

@@ -210,6 +210,15 @@ def case_split13(out):
                  opset=13)
 
 
+def case_split_sizes_overflow(out):
+    """Split sizes whose sum overflows int64 (found by fuzzing: adding them
+    up was undefined)."""
+    nodes = [const("sizes", [2 ** 62 + 2 ** 61, 2 ** 62 + 2 ** 61]),
+             helper.make_node("Split", ["x", "sizes"], ["a", "b"], name="split", axis=1)]
+    return model(nodes, [vi("x", F, [2, 7])], [vi("a", F, [2, 2]), vi("b", F, [2, 5])],
+                 opset=13)
+
+
 def case_squeeze11(out):
     """Squeeze/Unsqueeze at opset 11: axes are attributes."""
     nodes = [helper.make_node("Squeeze", ["x"], ["s"], name="squeeze", axes=[1]),

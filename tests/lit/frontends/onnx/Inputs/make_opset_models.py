@@ -291,6 +291,41 @@ def case_err_sequence_at_dynamic(out):
                  opset=20)
 
 
+def case_err_sequence_sizes_overflow(out):
+    """1-D sizes whose sum overflows int64 (adding them up was undefined)."""
+    nodes = [const("sizes", [2 ** 62 + 2 ** 61, 2 ** 62 + 2 ** 61]),
+             node("SplitToSequence", ["x", "sizes"], ["seq"], axis=1),
+             const("p", 0),
+             node("SequenceAt", ["seq", "p"], ["y"], name="at")]
+    return model(nodes, [vi("x", F, [2, 7])], [vi("y", F, [2, 7])], opset=20)
+
+
+def case_err_sequence_too_many_parts(out):
+    """No split on a dimension of 2^20: a part of 1 each would make a
+    million values."""
+    nodes = [node("SplitToSequence", ["x"], ["seq"], axis=0),
+             const("p", 0),
+             node("SequenceAt", ["seq", "p"], ["y"], name="at")]
+    return model(nodes, [vi("x", F, [2 ** 20, 0])], [vi("y", F, [1, 0])], opset=20)
+
+
+def case_sequence_chunk_huge(out):
+    """A scalar chunk near INT64_MAX on a dimension near 2^62: one chunk
+    (stepping past the dimension overflowed int64 before)."""
+    nodes = [const("size", 2 ** 62),
+             node("SplitToSequence", ["x", "size"], ["seq"], axis=1),
+             const("p", 1),
+             node("SequenceAt", ["seq", "p"], ["y"], name="at")]
+    return model(nodes, [vi("x", F, [0, 2 ** 62 + 1])], [vi("y", F, [0, 1])], opset=20)
+
+
+def case_err_concat_overflow(out):
+    """Concat of two empty tensors whose sizes along the axis add up past
+    int64."""
+    nodes = [node("Concat", ["x", "x"], ["y"], axis=1)]
+    return model(nodes, [vi("x", F, [0, 2 ** 62 + 2 ** 61])], [vi("y", F, [0, 1])], opset=20)
+
+
 def case_range(out):
     """nanoGPT's positions: Range(0, 5, 1) in int64 folds into Gather's
     indices; a float Range folds too."""

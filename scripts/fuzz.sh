@@ -14,6 +14,11 @@
 # with `$BUILD/bin/fuzz-TARGET FILE`. The table at the end gives each
 # target's executions, edges covered (libFuzzer's cov), corpus size and
 # outcome.
+#
+# FUZZ_SEED=N fixes libFuzzer's random seed (default: a fresh one each
+# run). CI sets it, so that a CI run replays the same mutations from the
+# same seed corpora and a red CI reruns the same way; finding new bugs is
+# the long runs' job, with fresh seeds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -22,6 +27,10 @@ SECONDS_EACH=${1:-30}
 [[ $# -gt 0 ]] && shift
 if ! [[ $SECONDS_EACH =~ ^[0-9]+$ ]] || ((SECONDS_EACH < 1)); then
   echo "fuzz.sh: SECONDS must be a whole number >= 1, got '$SECONDS_EACH'" >&2
+  exit 1
+fi
+if [[ -n ${FUZZ_SEED:-} ]] && ! [[ $FUZZ_SEED =~ ^[1-9][0-9]{0,8}$ ]]; then
+  echo "fuzz.sh: FUZZ_SEED must be a whole number from 1 to 999999999, got '$FUZZ_SEED'" >&2
   exit 1
 fi
 BUILD=${FUZZ_BUILD_DIR:-build-sanitize-address-undefined}
@@ -66,17 +75,19 @@ fuzz_one() {
   mkdir -p "$corpus" "$artifacts"
   local dict=()
   [[ -f $SEEDS/dict/$t.dict ]] && dict=(-dict="$SEEDS/dict/$t.dict")
+  local seed=()
+  [[ -n ${FUZZ_SEED:-} ]] && seed=(-seed="$FUZZ_SEED")
   # -close_fd_mask=3: the tools' own error messages are the expected
   # outcome of most inputs; libFuzzer's reports still reach the log.
   # -rss_limit_mb and -malloc_limit_mb: no input may make the tools take
   # more than 2 GiB, whatever sizes it declares.
-  "$BUILD/bin/fuzz-$t" "$corpus" "$SEEDS/$t" "${dict[@]}" \
+  "$BUILD/bin/fuzz-$t" "$corpus" "$SEEDS/$t" "${dict[@]}" "${seed[@]}" \
     -max_total_time="$SECONDS_EACH" -timeout=25 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
     -max_len=1048576 -close_fd_mask=3 -print_final_stats=1 -artifact_prefix="$artifacts" \
     >"$LOGS/$t.log" 2>&1
 }
 
-echo "fuzz.sh: ${#TARGETS[@]} targets, ${SECONDS_EACH}s each, $JOBS at a time"
+echo "fuzz.sh: ${#TARGETS[@]} targets, ${SECONDS_EACH}s each, $JOBS at a time${FUZZ_SEED:+, seed $FUZZ_SEED}"
 declare -A STATUS
 pids=()
 names=()

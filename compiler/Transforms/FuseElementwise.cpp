@@ -13,6 +13,7 @@
 
 #include "compiler/Transforms/Passes.h"
 #include "dialects/nn/NNDialect.h"
+#include "dialects/nn/ShapeRules.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
@@ -57,7 +58,7 @@ bool isFusible(Operation *op) {
   return llvm::all_of(op->getOperands(), [&](Value v) {
     auto t = cast<RankedTensorType>(v.getType());
     return t.getElementType().isF32() &&
-           (t.getShape() == type.getShape() || t.getNumElements() == 1);
+           (t.getShape() == type.getShape() || nn::checkedNumElements(t.getShape()) == 1);
   });
 }
 

@@ -40,7 +40,7 @@ LogicalResult FusedOp::verify() {
   for (Value in : getInputs()) {
     auto type = cast<RankedTensorType>(in.getType());
     if (!type.getElementType().isF32() ||
-        (type.getShape() != shape && type.getNumElements() != 1))
+        (type.getShape() != shape && checkedNumElements(type.getShape()) != 1))
       return emitOpError("inputs must be f32 with the results' shape or one element");
   }
   return success();

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/nn/ShapeRules.h"
+#include "runtime/support/ElementCount.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
@@ -30,24 +31,10 @@ std::string formatShape(ArrayRef<int64_t> shape) {
   return s;
 }
 
-int64_t numElements(ArrayRef<int64_t> shape) {
-  if (llvm::is_contained(shape, 0))
-    return 0;
-  int64_t n = 1;
-  for (int64_t d : shape)
-    if (llvm::MulOverflow(n, d, n))
-      return std::numeric_limits<int64_t>::max();
-  return n;
-}
+int64_t numElements(ArrayRef<int64_t> shape) { return saturatedElementCount(shape); }
 
 std::optional<int64_t> checkedNumElements(ArrayRef<int64_t> shape) {
-  if (llvm::is_contained(shape, 0))
-    return 0;
-  int64_t n = 1;
-  for (int64_t d : shape)
-    if (llvm::MulOverflow(n, d, n))
-      return std::nullopt;
-  return n;
+  return checkedElementCount(shape);
 }
 
 FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank, ErrorFn error) {

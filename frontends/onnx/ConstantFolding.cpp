@@ -8,6 +8,8 @@
 
 #include "frontends/onnx/ConstantFolding.h"
 
+#include "runtime/support/ElementCount.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -40,8 +42,11 @@ void storeFloat(Tensor &t, int64_t i, double v) {
 
 std::vector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape) {
   std::vector<int64_t> strides(shape.size(), 1);
+  // Saturated: a shape with a 0 may have other dimensions near INT64_MAX;
+  // strides are only used to index a tensor that has elements.
   for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * shape[i + 1];
+    if (__builtin_mul_overflow(strides[i + 1], shape[i + 1], &strides[i]))
+      strides[i] = INT64_MAX;
   return strides;
 }
 
@@ -60,9 +65,7 @@ int64_t broadcastIndex(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to,
 /// Calls `body(flat, index)` for every element of `shape` in row-major order.
 template <typename Body>
 void forEachIndex(llvm::ArrayRef<int64_t> shape, Body body) {
-  int64_t total = 1;
-  for (int64_t d : shape)
-    total *= d;
+  int64_t total = saturatedElementCount(shape);
   std::vector<int64_t> index(shape.size(), 0);
   for (int64_t flat = 0; flat < total; ++flat) {
     body(flat, llvm::ArrayRef<int64_t>(index));
@@ -335,9 +338,8 @@ std::optional<Tensor> foldGatherND(const Tensor &data, const Tensor &indices,
   int64_t depth = indices.dims.back();
   std::vector<int64_t> dataStrides = stridesOf(data.dims);
   // Each index tuple selects a contiguous block: the trailing data dims.
-  int64_t block = 1;
-  for (size_t d = batchDims + depth; d < data.dims.size(); ++d)
-    block *= data.dims[d];
+  int64_t block = saturatedElementCount(
+      llvm::ArrayRef<int64_t>(data.dims).drop_front(batchDims + depth));
   std::vector<int64_t> tupleShape(indices.dims.begin(), indices.dims.end() - 1);
   bool ok = true;
   forEachIndex(tupleShape, [&](int64_t tuple, llvm::ArrayRef<int64_t> index) {

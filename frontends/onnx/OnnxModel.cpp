@@ -9,6 +9,7 @@
 
 #include "frontends/onnx/OnnxModel.h"
 
+#include "runtime/support/ElementCount.h"
 #include "runtime/support/Half.h"
 
 #include <cmath>
@@ -23,12 +24,7 @@ const Attribute *Node::attribute(const std::string &attrName) const {
   return nullptr;
 }
 
-int64_t Tensor::numElements() const {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
-}
+int64_t Tensor::numElements() const { return saturatedElementCount(dims); }
 
 bool Tensor::isInteger() const {
   switch (dtype) {

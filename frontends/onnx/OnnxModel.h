@@ -52,6 +52,7 @@ struct Tensor {
   /// reader was asked to allow that (shape-only import of huge models).
   bool hasData = true;
 
+  /// 0 when any dimension is 0; saturated at INT64_MAX past int64.
   int64_t numElements() const;
   /// Element `i` widened to int64 / double (integer, bool and float dtypes).
   int64_t intAt(int64_t i) const;

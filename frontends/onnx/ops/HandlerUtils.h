@@ -76,17 +76,22 @@ inline mlir::LogicalResult bindReshape(ImportContext &ctx, llvm::ArrayRef<int64_
 
 /// Normalizes a list of axes against `rank`, in their order (Slice's and
 /// Pad's axes pair with other lists); an axis given twice is an error.
+/// Linear in axes + rank: a model may list tens of thousands of axes.
 inline mlir::FailureOr<llvm::SmallVector<int64_t>>
 normalizeAxesInOrder(ImportContext &ctx, llvm::ArrayRef<int64_t> axes, int64_t rank) {
   llvm::SmallVector<int64_t> result;
+  std::vector<bool> seen;
   for (int64_t axis : axes) {
     mlir::FailureOr<int64_t> normalized = nn::normalizeAxis(axis, rank, ctx.errorFn());
     if (mlir::failed(normalized))
       return mlir::failure();
-    if (llvm::is_contained(result, *normalized)) {
+    if (seen.empty())
+      seen.resize(rank); // only once an axis is in range, so rank > 0
+    if (seen[*normalized]) {
       (void)ctx.error("axis " + llvm::Twine(axis) + " appears more than once");
       return mlir::failure();
     }
+    seen[*normalized] = true;
     result.push_back(*normalized);
   }
   return result;

@@ -155,10 +155,15 @@ LogicalResult importUnsqueeze(ImportContext &ctx) {
   FailureOr<SmallVector<int64_t>> normalized = normalizeAxes(ctx, **axes, outRank);
   if (failed(normalized))
     return failure();
+  // The normalized axes are sorted: one walk places the new 1s.
   nn::Shape shape;
-  ArrayRef<int64_t> input = type->getShape();
-  for (int64_t i = 0, next = 0; i < outRank; ++i)
-    shape.push_back(llvm::is_contained(*normalized, i) ? 1 : input[next++]);
+  ArrayRef<int64_t> input = type->getShape(), added = *normalized;
+  for (int64_t i = 0, next = 0; i < outRank; ++i) {
+    bool isNew = !added.empty() && added.front() == i;
+    if (isNew)
+      added = added.drop_front();
+    shape.push_back(isNew ? 1 : input[next++]);
+  }
   return bindReshape(ctx, shape);
 }
 
@@ -183,10 +188,15 @@ LogicalResult importSqueeze(ImportContext &ctx) {
       if (input[i] == 1)
         drop.push_back(i);
   }
+  // drop is sorted: one walk skips the dropped axes.
   nn::Shape shape;
-  for (size_t i = 0; i < input.size(); ++i)
-    if (!llvm::is_contained(drop, static_cast<int64_t>(i)))
+  ArrayRef<int64_t> dropped = drop;
+  for (size_t i = 0; i < input.size(); ++i) {
+    if (!dropped.empty() && dropped.front() == static_cast<int64_t>(i))
+      dropped = dropped.drop_front();
+    else
       shape.push_back(input[i]);
+  }
   return bindReshape(ctx, shape);
 }
 

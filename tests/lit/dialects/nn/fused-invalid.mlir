@@ -64,3 +64,13 @@ func.func @row_broadcast(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf
   %0 = nn.fused %x, %b {program = array<i64: 0, 0, 1>, results_of = array<i64: 2>} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// 7 x 7905747460161236407 wraps to exactly 1 in 64 bits: the element count
+// is checked, so the operand is not taken for a single element.
+func.func @count_wraps_to_one(%x: tensor<4xf32>, %b: tensor<7x7905747460161236407xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{inputs must be f32 with the results' shape or one element}}
+  %0 = nn.fused %x, %b {program = array<i64: 0, 0, 1>, results_of = array<i64: 2>} : (tensor<4xf32>, tensor<7x7905747460161236407xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -269,6 +269,27 @@ LogicalResult ImportContext::setConstantOutput(size_t i, Tensor tensor) {
                 Slot{nullptr, std::make_shared<Tensor>(std::move(tensor)), type});
 }
 
+// --- model-wide budgets -------------------------------------------------------------
+
+int64_t ImportContext::budgetLimit(Budget budget) {
+  // 2^24 int64 positions are 128 MiB, far past any context length; 2^16
+  // parts are far more heads or chunks than a real split makes.
+  return budget == Budget::RangeElements ? int64_t(1) << 24 : int64_t(1) << 16;
+}
+
+LogicalResult ImportContext::charge(Budget budget, int64_t amount, const llvm::Twine &what) {
+  int64_t &spent = spent_[static_cast<int>(budget)];
+  int64_t limit = budgetLimit(budget);
+  if (amount > limit - spent)
+    return error(what + "; " +
+                 (budget == Budget::RangeElements ? "Range nodes may make at most "
+                                                  : "SplitToSequence nodes may make at most ") +
+                 llvm::Twine(limit) +
+                 (budget == Budget::RangeElements ? " elements" : " parts") + " in a model");
+  spent += amount;
+  return success();
+}
+
 // --- types -------------------------------------------------------------------------
 
 FailureOr<Type> ImportContext::elementType(DType dtype) {

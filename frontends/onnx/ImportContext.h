@@ -100,6 +100,16 @@ public:
   /// The elements of sequence `name`, or null if it is not a sequence.
   const std::vector<Slot> *sequence(const std::string &name) const;
 
+  // --- model-wide budgets -------------------------------------------------------
+  // What a few bytes of model can multiply: the elements Range generates on
+  // the host and the parts SplitToSequence makes. Each is counted over the
+  // whole model, so many small nodes cannot add up to gigabytes or hours.
+  enum class Budget { RangeElements, SequenceParts };
+  static int64_t budgetLimit(Budget budget);
+  /// Spends `amount` of `budget`; an error ("`what`; ...") once the model's
+  /// total would pass the limit.
+  mlir::LogicalResult charge(Budget budget, int64_t amount, const llvm::Twine &what);
+
   // --- types -------------------------------------------------------------------
   /// MLIR element type of an ONNX dtype, or an error for unsupported ones.
   mlir::FailureOr<mlir::Type> elementType(DType dtype);
@@ -118,6 +128,7 @@ private:
   int64_t opset_ = 0;
   mlir::Location loc_;
   std::string error_;
+  int64_t spent_[2] = {0, 0}; // indexed by Budget
   std::function<void(const llvm::Twine &)> errorCallback_;
   nn::ErrorFn errorFn_;
 };

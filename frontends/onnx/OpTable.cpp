@@ -87,9 +87,11 @@ const OpEntry kOpTable[] = {
     // Sequences exist only between SplitToSequence and SequenceAt;
     // generators and GatherND fold on the host.
     {{"", "CastLike", 15, 28, "as Cast"}, importCastLike},
-    {{"", "SplitToSequence", 11, 28, "read only by SequenceAt"}, importSplitToSequence},
+    {{"", "SplitToSequence", 11, 28, "read only by SequenceAt; at most 2^16 parts in a model"},
+     importSplitToSequence},
     {{"", "SequenceAt", 11, 28, "constant position"}, importSequenceAt},
-    {{"", "Range", 11, 28, "constant operands; folds"}, importRange},
+    {{"", "Range", 11, 28, "constant operands; folds; at most 2^24 elements in a model"},
+     importRange},
     {{"", "ConstantOfShape", 9, 28, "constant shape"}, importConstantOfShape},
     {{"", "GatherND", 11, 28, "constant operands; folds"}, importGatherND},
     // ops of torch 2.x exports, up to onnx 1.23's opset 28.

@@ -123,12 +123,16 @@ LogicalResult importRange(ImportContext &ctx) {
   }
   if (operands[1]->dtype != operands[0]->dtype || operands[2]->dtype != operands[0]->dtype)
     return ctx.error("start, limit and delta have different element types");
-  constexpr int64_t kMaxRangeElements = int64_t(1) << 24;
+  using Budget = ImportContext::Budget;
   std::string error;
-  std::optional<Tensor> folded =
-      foldRange(*operands[0], *operands[1], *operands[2], kMaxRangeElements, error);
+  std::optional<Tensor> folded = foldRange(*operands[0], *operands[1], *operands[2],
+                                           ImportContext::budgetLimit(Budget::RangeElements),
+                                           error);
   if (!folded)
     return ctx.error(error);
+  int64_t count = folded->numElements();
+  if (failed(ctx.charge(Budget::RangeElements, count, "makes " + Twine(count) + " elements")))
+    return failure();
   return ctx.setConstantOutput(0, std::move(*folded));
 }
 

@@ -53,10 +53,6 @@ readSqueezeAxes(ImportContext &ctx, FailureOr<RankedTensorType> &type) {
 
 bool isFoldable(const Tensor *t) { return t && isFoldableInteger(*t); }
 
-/// The most parts SplitToSequence may make (torch's exports split a few
-/// heads or chunks).
-constexpr int64_t kMaxSequenceParts = int64_t(1) << 16;
-
 /// Split's and SplitToSequence's explicit sizes: each non-negative, adding
 /// up to the dimension. Each is compared with what is left before it is
 /// added: sizes from the model may add up past int64.
@@ -535,13 +531,12 @@ LogicalResult importSplitToSequence(ImportContext &ctx) {
   int64_t dim = input.shape()[axis];
   // No split: chunks of 1, and keepdims = 0 drops the axis. A scalar
   // split: chunks of that size, the last smaller. A 1-D split: the sizes.
-  // Every part becomes its own value: the count is bounded before any
-  // list of that length is made (a dimension may be up to 2^48).
+  // Every part becomes its own value: the count is charged to the model's
+  // budget before any list of that length is made (a dimension may be up
+  // to 2^48).
   auto checkParts = [&](int64_t parts) -> LogicalResult {
-    if (parts > kMaxSequenceParts)
-      return ctx.error("splits dimension " + Twine(dim) + " into " + Twine(parts) +
-                       " parts; at most " + Twine(kMaxSequenceParts) + " are supported");
-    return success();
+    return ctx.charge(ImportContext::Budget::SequenceParts, parts,
+                      "splits dimension " + Twine(dim) + " into " + Twine(parts) + " parts");
   };
   std::vector<int64_t> sizes;
   if (ctx.hasInput(1)) {

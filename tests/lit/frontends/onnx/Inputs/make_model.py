@@ -219,6 +219,49 @@ def case_split_sizes_overflow(out):
                  opset=13)
 
 
+def empty_init(name, dims):
+    """An int64 initializer with no elements (a 0 among `dims`)."""
+    return helper.make_tensor(name, TensorProto.INT64, dims, [])
+
+
+def case_fold_empty_expand(out):
+    """Expand of a constant to [2^62, 4, 0]: no elements, so it folds, and
+    the huge dimensions before the 0 must not overflow the element count."""
+    nodes = [const("c", [7]), const("shape", [2 ** 62, 4, 0]),
+             helper.make_node("Expand", ["c", "shape"], ["y"], name="expand")]
+    return model(nodes, [], [vi("y", I64, [2 ** 62, 4, 0])], opset=13)
+
+
+def case_fold_empty_transpose(out):
+    """Transpose of an empty [0, 2^62, 4] initializer: the element count and
+    strides of the huge dimensions must not overflow as it folds."""
+    nodes = [helper.make_node("Transpose", ["e"], ["t"], name="transpose")]
+    return model(nodes, [], [vi("t", I64, [4, 2 ** 62, 0])],
+                 [empty_init("e", [0, 2 ** 62, 4])], opset=13)
+
+
+def case_range_budget(out):
+    """Three Ranges of 2^23 positions: the third passes the model's 2^24."""
+    nodes = [const("zero", 0), const("n", 2 ** 23), const("one", 1)]
+    for k in range(3):
+        nodes.append(helper.make_node("Range", ["zero", "n", "one"], ["r%d" % k],
+                                      name="range%d" % k))
+    return model(nodes, [], [vi("r2", I64, [2 ** 23])], opset=13)
+
+
+def case_sequence_budget(out):
+    """Two SplitToSequence nodes of 40000 parts each: the second passes the
+    model's 65536."""
+    nodes = [const("p", 0)]
+    for k in range(2):
+        nodes += [helper.make_node("SplitToSequence", ["x"], ["seq%d" % k], name="split%d" % k,
+                                   axis=0),
+                  helper.make_node("SequenceAt", ["seq%d" % k, "p"], ["y%d" % k],
+                                   name="at%d" % k)]
+    return model(nodes, [vi("x", F, [40000, 0])], [vi("y0", F, [1, 0]), vi("y1", F, [1, 0])],
+                 opset=13)
+
+
 def case_squeeze11(out):
     """Squeeze/Unsqueeze at opset 11: axes are attributes."""
     nodes = [helper.make_node("Squeeze", ["x"], ["s"], name="squeeze", axes=[1]),

@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <cstring>
+#include <iterator>
 
 using namespace mlir;
 
@@ -271,21 +272,32 @@ LogicalResult ImportContext::setConstantOutput(size_t i, Tensor tensor) {
 
 // --- model-wide budgets -------------------------------------------------------------
 
+namespace {
+struct BudgetSpec {
+  int64_t limit;
+  const char *nodes; // the op that spends it
+  const char *unit;
+};
+// Indexed by ImportContext::Budget. 2^24 int64 positions are 128 MiB, far
+// past any context length; 2^16 parts are far more heads or chunks than a
+// real split makes.
+constexpr BudgetSpec kBudgets[] = {
+    {int64_t(1) << 24, "Range", "elements"},
+    {int64_t(1) << 16, "SplitToSequence", "parts"},
+};
+} // namespace
+
 int64_t ImportContext::budgetLimit(Budget budget) {
-  // 2^24 int64 positions are 128 MiB, far past any context length; 2^16
-  // parts are far more heads or chunks than a real split makes.
-  return budget == Budget::RangeElements ? int64_t(1) << 24 : int64_t(1) << 16;
+  return kBudgets[static_cast<int>(budget)].limit;
 }
 
 LogicalResult ImportContext::charge(Budget budget, int64_t amount, const llvm::Twine &what) {
+  static_assert(std::size(kBudgets) == sizeof(spent_) / sizeof(spent_[0]), "one entry per Budget");
+  const BudgetSpec &spec = kBudgets[static_cast<int>(budget)];
   int64_t &spent = spent_[static_cast<int>(budget)];
-  int64_t limit = budgetLimit(budget);
-  if (amount > limit - spent)
-    return error(what + "; " +
-                 (budget == Budget::RangeElements ? "Range nodes may make at most "
-                                                  : "SplitToSequence nodes may make at most ") +
-                 llvm::Twine(limit) +
-                 (budget == Budget::RangeElements ? " elements" : " parts") + " in a model");
+  if (amount > spec.limit - spent)
+    return error(what + "; " + spec.nodes + " nodes may make at most " + llvm::Twine(spec.limit) +
+                 " " + spec.unit + " in a model");
   spent += amount;
   return success();
 }

@@ -555,9 +555,10 @@ LogicalResult importSplitToSequence(ImportContext &ctx) {
       for (int64_t k = 0; k < parts; ++k)
         sizes.push_back(std::min(chunk, dim - k * chunk));
     } else {
-      if (failed(checkParts((*split)->numElements())))
+      int64_t parts = (*split)->numElements();
+      if (failed(checkParts(parts)))
         return failure();
-      for (int64_t k = 0, n = (*split)->numElements(); k < n; ++k)
+      for (int64_t k = 0; k < parts; ++k)
         sizes.push_back((*split)->intAt(k));
       if (failed(checkSplitSizes(ctx, sizes, dim)))
         return failure();

@@ -14,7 +14,7 @@ Covered: fsdp-run --data, --eval-data, --input, --weights, the plan file,
 --save-weights, --outputs, --metrics, --plot, --save (and --keep), --resume
 (COMMIT and the files it names); fsdp-ckpt inspect; fsdp-plot; fsdp-opt's
 model file (ONNX and .mlir), -o and ONNX external data (tests/lit's
-make_model.py builds the models). README.md's "Security and trust" states the rules these rows check;
+make_model.py builds the models). docs/security.md states the rules these rows check;
 `--show` prints each row's exit code and message.
 """
 

@@ -1,7 +1,8 @@
 # Command-line seeds for fuzz-compile-flags and fuzz-run-flags: the
-# fsdp-opt and fsdp-run command lines that README.md, docs/design.md's
-# command-line contract, the lit tests' RUN lines and the e2e tests write,
-# one argument per line without argv[0] (FuzzSupport.h's splitArguments).
+# fsdp-opt and fsdp-run command lines that README.md and the guides in
+# docs/, docs/design.md's command-line contract, the lit tests' RUN lines
+# and the e2e tests write, one argument per line without argv[0]
+# (FuzzSupport.h's splitArguments).
 # Synopsis forms (`--shard=full|grad-op`, `--steps=K`) and the e2e tests'
 # f-string values (`f"--save={ckpt}"`) become a real value of the flag,
 # picked by the metavar the tool's --help gives it, so each seed is a
@@ -120,9 +121,13 @@ def flag_seeds(repo, fsdp_opt, fsdp_run):
     known = {"fsdp-opt": help_flags(fsdp_opt), "fsdp-run": help_flags(fsdp_run)}
     metavars = {**known["fsdp-run"], **known["fsdp-opt"]}
     lines = []  # (source, tool, arguments)
-    for source in ["README.md", *sorted(os.path.relpath(p, repo) for p in
-                                        glob.glob(os.path.join(repo, "tests/lit/**/*.test"),
-                                                  recursive=True))]:
+    # The guides' examples (docs/*.md; design.md's synopsis is read below,
+    # and the generated flag references list flags, not command lines).
+    guides = [p for p in glob.glob(os.path.join(repo, "docs/*.md"))
+              if os.path.basename(p) not in ("design.md", "flags.md", "run-flags.md")]
+    for source in ["README.md", *sorted(os.path.relpath(p, repo) for p in guides),
+                   *sorted(os.path.relpath(p, repo) for p in
+                           glob.glob(os.path.join(repo, "tests/lit/**/*.test"), recursive=True))]:
         with open(os.path.join(repo, source), encoding="utf-8") as f:
             lines += [(source, t, a) for t, a in command_lines(f.read(), metavars)]
     with open(os.path.join(repo, "docs/design.md"), encoding="utf-8") as f:

@@ -296,9 +296,10 @@ def _hf(name):
     if name == "gemma":
         # Gemma's default pad_token_id=0 makes nn.Embedding(padding_idx=0),
         # whose gradient torch zeroes at row 0. ONNX's Gather has no
-        # padding_idx, so fsdp-opt trains that row (README: "Exporting from
-        # PyTorch"); without a pad token the rest of Gemma (RMSNorm's 1 + w,
-        # tanh GELU, the embedding scale, tied head) is checked here.
+        # padding_idx, so fsdp-opt trains that row
+        # (docs/exporting-from-pytorch.md); without a pad token the rest of
+        # Gemma (RMSNorm's 1 + w, tanh GELU, the embedding scale, tied head)
+        # is checked here.
         return tf.GemmaForCausalLM(tf.GemmaConfig(**common, head_dim=8, pad_token_id=None))
     raise KeyError(name)
 

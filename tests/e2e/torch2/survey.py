@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The whole torch 2.x picture in two tables, for the README and the lead.
+"""The whole torch 2.x picture in two tables, for docs/exporting-from-pytorch.md
+and the lead.
 
 First, what each export does to every model of models.py: initializers in
 the graph, how many are float, how many of torch's parameter tensors survive

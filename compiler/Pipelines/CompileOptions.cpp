@@ -704,9 +704,10 @@ std::string fsdp::usageMarkdown() {
   return text;
 }
 
-std::vector<std::string> fsdp::flagValueNames(const std::string &name) {
+const std::vector<std::string> &fsdp::flagValueNames(const std::string &name) {
+  static const std::vector<std::string> none;
   for (const FlagSpec &spec : flagTable())
     if (spec.name == name)
       return spec.choices;
-  return {};
+  return none;
 }

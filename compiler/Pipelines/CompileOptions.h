@@ -198,8 +198,9 @@ std::string usageMarkdown();
 /// The values of enumerated flag `name` ("optimizer"), indexed by
 /// enumerator; empty for a flag that is not enumerated. Pass options that
 /// take a flag's choices list them from here (compiler/Transforms/
-/// PassOptions.h), so a value is spelled once.
-std::vector<std::string> flagValueNames(const std::string &name);
+/// PassOptions.h), so a value is spelled once. The strings live as long as
+/// the program (llvm::cl keeps references to them).
+const std::vector<std::string> &flagValueNames(const std::string &name);
 
 } // namespace fsdp
 

@@ -59,7 +59,7 @@ template <typename T> struct FlagChoices {
   std::vector<T> only;
   template <typename Opt> void apply(Opt &option) const {
     if constexpr (std::is_enum_v<T>) {
-      std::vector<std::string> names = flagValueNames(flag);
+      const std::vector<std::string> &names = flagValueNames(flag);
       for (size_t i = 0; i < names.size(); ++i)
         if (only.empty() || std::find(only.begin(), only.end(), T(i)) != only.end())
           option.getParser().addLiteralOption(names[i], T(i), names[i]);

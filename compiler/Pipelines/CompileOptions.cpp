@@ -1,12 +1,13 @@
 //===- CompileOptions.cpp - fsdp-opt command-line options model -----------===//
 //
-// One table describes every fsdp-opt flag: its name, the syntax of its value,
-// its help line, how to parse a value into CompileOptions and how to render a
-// value back. Parsing and the help text (whose defaults are rendered from a
-// default-constructed CompileOptions) both read that table, so a flag's
-// spelling, values and default live in exactly one place. Enumerated values
-// come from one name table per enum; the "valid: a, b" part of every error
-// message is formatted from the same table.
+// Every fsdp-opt flag is a row of compiler/Pipelines/CompileFlags.def. The
+// rows expand here into one table of FlagSpecs (name, value syntax, help,
+// stage, mode, how to parse a value into CompileOptions and render it
+// back), which the parser, --help, docs/flags.md and the stage and mode
+// rules of validateCompileOptions all read, so a flag's spelling, values and
+// default live in exactly one place. Enumerated values come from one name
+// table per enum; the "valid: a, b" part of every error message is
+// formatted from the same table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +21,6 @@
 #include <functional>
 #include <iterator>
 #include <limits>
-#include <regex.h>
 #include <tuple>
 #include <vector>
 
@@ -66,12 +66,6 @@ static_assert(std::size(stageNames) == size_t(Stage::Memory) + 1 &&
                   std::size(clipNormNames) == size_t(ClipNormType::Inf) + 1 &&
                   std::size(accumReduceNames) == size_t(AccumReduceKind::Auto) + 1,
               "every enumerator needs a spelling");
-
-constexpr const char *sizeUnitNames[] = {"B",   "KB",  "MB",  "GB", "TB",
-                                         "KiB", "MiB", "GiB", "TiB"};
-constexpr int64_t sizeUnitScales[] = {
-    1,       1'000,   1'000'000, 1'000'000'000,   1'000'000'000'000,
-    1 << 10, 1 << 20, 1 << 30,   int64_t(1) << 40};
 
 /// The index of the name `text` spells, or -1; `param` receives the text
 /// after ':' of a parametric name.
@@ -169,79 +163,146 @@ using ShowFn = std::function<std::string(const CompileOptions &opts)>;
 using ParamFn = void (*)(const std::string &param, CompileOptions &opts,
                          std::string &why);
 
+// CompileFlags.def's STAGE and SCOPE columns.
+enum class FlagStage { NoStage, Train, Checkpoint, Shard, AfterShard, Schedule };
+enum class FlagScope { AnyMode, TrainOnly };
+
 struct FlagSpec {
   std::string name;
   std::string syntax; // What follows '='; empty for a switch (--nesterov).
   std::string help;
   ParseFn parse;
   ShowFn show;
+  FlagStage stage = FlagStage::NoStage;
+  FlagScope scope = FlagScope::AnyMode;
+  std::vector<std::string> choices; // an enumerated flag's names, by enumerator
 };
 
+// CompileFlags.def's VALUE column: what a flag's value looks like. Each
+// `bind` below turns one, with the field it fills, into parse and show.
+template <size_t N> struct EnumValue {
+  const char *const (&names)[N];
+  ParamFn parseParam;
+};
+template <size_t N>
+EnumValue<N> Enum(const char *const (&names)[N], ParamFn parseParam = nullptr) {
+  return {names, parseParam};
+}
+struct IntValue {
+  const char *metavar;
+  int64_t min;
+};
+IntValue Int(const char *metavar, int64_t min) { return {metavar, min}; }
+/// A real in [min, max), or (min, max) with kAbove; max may be kInf.
+enum RealBound { kAbove, kAtLeast };
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr bool kHideDefault = true; // help says the default in words
+struct RealValue {
+  double min;
+  RealBound bound;
+  double max;
+  bool hideDefault;
+};
+RealValue Real(double min, RealBound bound, double max, bool hideDefault = false) {
+  return {min, bound, max, hideDefault};
+}
+struct RegexValue {};   // a POSIX extended regex over parameter names
+struct SwitchValue {};  // no value: --nesterov
+struct FileValue {};    // a non-empty path; the help says the default
+struct ByteSizeValue {}; // parseByteSize, > 0; unset: no limit
+RegexValue Regex() { return {}; }
+SwitchValue Switch() { return {}; }
+FileValue File() { return {}; }
+ByteSizeValue ByteSize() { return {}; }
+
 template <typename Field, size_t N>
-FlagSpec enumFlag(const char *name, const char *const (&names)[N],
-                  Field CompileOptions::*field, const char *help,
-                  ParamFn parseParam = nullptr) {
-  return {name, joinNames(names, "|"), help,
-          [&names, field, parseParam](const std::string &value,
-                                      CompileOptions &opts, std::string &why) {
-            std::string param;
-            int index = matchName(names, value, param);
-            if (index < 0)
-              why = validList(names);
-            else
-              setIndex(opts.*field, index);
-            if (index >= 0 && parseParam)
-              parseParam(param, opts, why);
-          },
-          [&names, field](const CompileOptions &opts) {
-            return nameOf(names, opts.*field);
-          }};
+void bind(FlagSpec &spec, EnumValue<N> value, Field CompileOptions::*field) {
+  const char *const(&names)[N] = value.names;
+  ParamFn parseParam = value.parseParam;
+  spec.syntax = joinNames(names, "|");
+  spec.choices.assign(std::begin(names), std::end(names));
+  spec.parse = [&names, field, parseParam](const std::string &text, CompileOptions &opts,
+                                           std::string &why) {
+    std::string param;
+    int index = matchName(names, text, param);
+    if (index < 0)
+      why = validList(names);
+    else
+      setIndex(opts.*field, index);
+    if (index >= 0 && parseParam)
+      parseParam(param, opts, why);
+  };
+  spec.show = [&names, field](const CompileOptions &opts) { return nameOf(names, opts.*field); };
 }
 
-FlagSpec intFlag(const char *name, const char *metavar,
-                 int64_t CompileOptions::*field, int64_t min,
-                 const char *help) {
-  return {name, metavar, help,
-          [field, min](const std::string &value, CompileOptions &opts,
-                       std::string &why) {
-            parseIntAtLeast(value, min, "", opts.*field, why);
-          },
-          [field](const CompileOptions &opts) {
-            return std::to_string(opts.*field);
-          }};
+void bind(FlagSpec &spec, IntValue value, int64_t CompileOptions::*field) {
+  spec.syntax = value.metavar;
+  spec.parse = [field, min = value.min](const std::string &text, CompileOptions &opts,
+                                        std::string &why) {
+    parseIntAtLeast(text, min, "", opts.*field, why);
+  };
+  spec.show = [field](const CompileOptions &opts) { return std::to_string(opts.*field); };
 }
 
-/// A real in [min, max), or (min, max) when `minExclusive`; max may be inf.
-FlagSpec realFlag(const char *name, double CompileOptions::*field, double min,
-                  bool minExclusive, double max, const char *help) {
+void bind(FlagSpec &spec, RealValue value, double CompileOptions::*field) {
+  bool minExclusive = value.bound == kAbove;
+  double min = value.min, max = value.max;
   std::string rule =
       std::isinf(max)
           ? (minExclusive ? "must be > " : "must be >= ") + formatReal(min)
           : "must be in [" + formatReal(min) + ", " + formatReal(max) + ")";
-  return {
-      name, "X", help,
-      [=](const std::string &value, CompileOptions &opts, std::string &why) {
-        double &out = opts.*field;
-        if (!parseReal(value, out))
-          why = "must be a finite number";
-        else if (out < min || (minExclusive && out == min) || out >= max)
-          why = rule;
-      },
-      [field](const CompileOptions &opts) { return formatReal(opts.*field); }};
+  spec.syntax = "X";
+  spec.parse = [=](const std::string &text, CompileOptions &opts, std::string &why) {
+    double &out = opts.*field;
+    if (!parseReal(text, out))
+      why = "must be a finite number";
+    else if (out < min || (minExclusive && out == min) || out >= max)
+      why = rule;
+  };
+  spec.show = [field, hide = value.hideDefault](const CompileOptions &opts) {
+    return hide ? std::string() : formatReal(opts.*field);
+  };
 }
 
-/// A POSIX extended regex over parameter names.
-FlagSpec regexFlag(const char *name, std::string CompileOptions::*field,
-                   const char *help) {
-  return {name, "RE", help,
-          [field](const std::string &value, CompileOptions &opts,
-                  std::string &why) {
-            if (isValidRegex(value, why))
-              opts.*field = value;
-            else
-              why = "RE is not a valid regex: " + why;
-          },
-          [field](const CompileOptions &opts) { return opts.*field; }};
+void bind(FlagSpec &spec, RegexValue, std::string CompileOptions::*field) {
+  spec.syntax = "RE";
+  spec.parse = [field](const std::string &text, CompileOptions &opts, std::string &why) {
+    if (isValidRegex(text, why))
+      opts.*field = text;
+    else
+      why = "RE is not a valid regex: " + why;
+  };
+  spec.show = [field](const CompileOptions &opts) { return opts.*field; };
+}
+
+void bind(FlagSpec &spec, SwitchValue, bool CompileOptions::*field) {
+  spec.parse = [field](const std::string &, CompileOptions &opts, std::string &) {
+    opts.*field = true;
+  };
+  spec.show = [](const CompileOptions &) { return std::string(); };
+}
+
+void bind(FlagSpec &spec, FileValue, std::string CompileOptions::*field) {
+  spec.syntax = "FILE";
+  spec.parse = [field](const std::string &text, CompileOptions &opts, std::string &why) {
+    if (text.empty())
+      why = "FILE must not be empty";
+    opts.*field = text;
+  };
+  spec.show = [](const CompileOptions &) { return std::string(); };
+}
+
+void bind(FlagSpec &spec, ByteSizeValue, std::optional<int64_t> CompileOptions::*field) {
+  spec.syntax = "SIZE";
+  spec.parse = [field](const std::string &text, CompileOptions &opts, std::string &why) {
+    int64_t bytes = 0;
+    if (parseByteSize(text, bytes, why) && bytes == 0)
+      why = "must be > 0";
+    opts.*field = bytes;
+  };
+  spec.show = [field](const CompileOptions &opts) {
+    return opts.*field ? std::to_string(*(opts.*field)) : "";
+  };
 }
 
 void parseShardParam(const std::string &param, CompileOptions &opts,
@@ -272,130 +333,35 @@ void parseLossParam(const std::string &param, CompileOptions &opts,
     why = "OUTPUT and LABELS must not be empty";
 }
 
+/// A FlagSpec from one row of CompileFlags.def.
+template <typename Value, typename Field>
+FlagSpec makeFlag(const char *name, Value value, Field CompileOptions::*field, FlagStage stage,
+                  FlagScope scope, const char *help) {
+  FlagSpec spec;
+  spec.name = name;
+  spec.help = help;
+  spec.stage = stage;
+  spec.scope = scope;
+  bind(spec, value, field);
+  return spec;
+}
+
 const std::vector<FlagSpec> &flagTable() {
-  const double inf = std::numeric_limits<double>::infinity();
   static const std::vector<FlagSpec> table = {
-      enumFlag("mode", modeNames, &CompileOptions::mode,
-               "the whole training step, or the forward pass only"),
-      enumFlag("emit", emitNames, &CompileOptions::emit,
-               "plan is what fsdp-run runs; binary a standalone step "
-               "executable (-o STEP), object its object file and header to "
-               "link yourself (-o STEP.o), llvm and llvm-ir their module; "
-               "summary describes the import"),
-      enumFlag("stop-after", stageNames, &CompileOptions::stopAfter,
-               "with --emit=mlir: print the IR after this stage (default: "
-               "all)"),
-      intFlag("world-size", "N", &CompileOptions::worldSize, 1,
-              "ranks the plan is compiled for"),
-      enumFlag("shard", shardNames, &CompileOptions::shard,
-               "hybrid:G shards within groups of G ranks", parseShardParam),
-      enumFlag("wrap", wrapNames, &CompileOptions::wrap,
-               "units: model blocks, >= N parameter elements, or names "
-               "matching RE",
-               parseWrapParam),
-      enumFlag("ckpt", ckptNames, &CompileOptions::ckpt,
-               "activation checkpointing; auto fits --mem-budget"),
-      intFlag("prefetch", "K", &CompileOptions::prefetch, 0,
-              "units all-gathered ahead of use"),
-      intFlag("limit-all-gathers", "K", &CompileOptions::limitAllGathers, 1,
-              "all-gathers in flight at once"),
-      intFlag("grad-accum", "K", &CompileOptions::gradAccum, 1,
-              "micro-batches per optimizer step (global batch b x N x K)"),
-      enumFlag("accum-reduce", accumReduceNames, &CompileOptions::accumReduce,
-               "with --grad-accum: reduce each micro-batch's gradient, or sum "
-               "unsharded and reduce after the last; auto: last while it fits "
-               "--mem-budget"),
-      enumFlag("optimizer", optimizerNames, &CompileOptions::optimizer, ""),
-      realFlag("lr", &CompileOptions::lr, 0, true, inf, "learning rate"),
-      realFlag("beta1", &CompileOptions::beta1, 0, false, 1,
-               "AdamW first-moment decay"),
-      realFlag("beta2", &CompileOptions::beta2, 0, false, 1,
-               "AdamW second-moment decay"),
-      realFlag("eps", &CompileOptions::eps, 0, true, inf,
-               "AdamW denominator term"),
-      realFlag("weight-decay", &CompileOptions::weightDecay, 0, false, inf, ""),
-      realFlag("momentum", &CompileOptions::momentum, 0, false, inf,
-               "SGD momentum"),
-      {"nesterov", "", "SGD Nesterov momentum",
-       [](const std::string &, CompileOptions &opts, std::string &) {
-         opts.nesterov = true;
-       },
-       [](const CompileOptions &) { return std::string(); }},
-      {"embed-weights", "",
-       "with --emit=binary or --emit=object: the step carries its weights "
-       "instead of reading STEP.safetensors beside it",
-       [](const std::string &, CompileOptions &opts, std::string &) {
-         opts.embedWeights = true;
-       },
-       [](const CompileOptions &) { return std::string(); }},
-      regexFlag("freeze", &CompileOptions::freezeRegex,
-                "float initializers matching RE are constants, not trained "
-                "(torch buffers)"),
-      regexFlag("no-decay", &CompileOptions::noDecayRegex,
-                "parameters matching RE get no weight decay"),
-      {"params", "FILE",
-       "ONNX input: the parameter manifest fsdp_opt.export wrote, which decides what is "
-       "trained and under which torch names (default: MODEL.onnx.params.json when present)",
-       [](const std::string &value, CompileOptions &opts, std::string &why) {
-         if (value.empty())
-           why = "FILE must not be empty";
-         opts.paramsPath = value;
-       },
-       [](const CompileOptions &) { return std::string(); }},
-      enumFlag("loss", lossNames, &CompileOptions::loss,
-               "keep the model's loss, or cross-entropy on OUTPUT",
-               parseLossParam),
-      enumFlag("param-dtype", dtypeNames, &CompileOptions::paramDtype,
-               "dtype of gathered parameters (master shards stay f32); f16 "
-               "scales the loss dynamically as torch.amp.GradScaler"),
-      enumFlag("reduce-dtype", dtypeNames, &CompileOptions::reduceDtype,
-               "dtype gradients are reduced in (f16 only with "
-               "--param-dtype=f16)"),
-      intFlag("loss-scale-growth-interval", "N", &CompileOptions::lossScaleGrowthInterval, 1,
-              "with --param-dtype=f16: good steps after which the loss scale "
-              "doubles (GradScaler's growth_interval)"),
-      enumFlag("offload", offloadNames, &CompileOptions::offload,
-               "keep parameter and optimizer shards in host memory"),
-      {"mem-budget", "SIZE",
-       "bytes per rank, e.g. 80GiB or 1.5GB (default: no limit)",
-       [](const std::string &value, CompileOptions &opts, std::string &why) {
-         int64_t bytes = 0;
-         if (parseByteSize(value, bytes, why) && bytes == 0)
-           why = "must be > 0";
-         opts.memBudget = bytes;
-       },
-       [](const CompileOptions &opts) {
-         return opts.memBudget ? std::to_string(*opts.memBudget) : "";
-       }},
-      enumFlag("device", deviceNames, &CompileOptions::device,
-               "device profile of the cost model whose predicted step "
-               "times --emit=report and --emit=trace show and a plan "
-               "carries (fsdp-run --profile prints it)"),
-      enumFlag("fusion", fusionNames, &CompileOptions::fusion,
-               "fuse chains of elementwise ops in plans (results are the "
-               "same bits either way)"),
-      enumFlag("report-format", reportFormatNames,
-               &CompileOptions::reportFormat, "with --emit=report"),
-      [&] {
-        FlagSpec clip = realFlag(
-            "clip-grad-norm", &CompileOptions::clipGradNorm, 0, true, inf,
-            "clip the total gradient norm to X before the optimizer "
-            "(torch.nn.utils.clip_grad_norm_ over all trained parameters, "
-            "across shards); the plan outputs grad_norm (default: no clipping)");
-        clip.show = [](const CompileOptions &) { return std::string(); };
-        return clip;
-      }(),
-      enumFlag("clip-norm-type", clipNormNames, &CompileOptions::clipNormType,
-               "with --clip-grad-norm: the 2-norm or the largest |g|"),
-      {"log-grad-norm", "",
-       "compute the total gradient norm every step without clipping; the plan "
-       "outputs grad_norm (fsdp-run logs it)",
-       [](const std::string &, CompileOptions &opts, std::string &) {
-         opts.logGradNorm = true;
-       },
-       [](const CompileOptions &) { return std::string(); }},
+#define FSDP_FLAG(NAME, FIELD, TYPE, DEFAULT, VALUE, STAGE, SCOPE, PIPELINE, HELP)            \
+  makeFlag(NAME, VALUE, &CompileOptions::FIELD, FlagStage::STAGE, FlagScope::SCOPE, HELP),
+#include "compiler/Pipelines/CompileFlags.def"
   };
   return table;
+}
+
+/// The names of the flags `stage` acts in, in --help order.
+std::vector<std::string> flagsOfStage(FlagStage stage) {
+  std::vector<std::string> names;
+  for (const FlagSpec &spec : flagTable())
+    if (spec.stage == stage)
+      names.push_back(spec.name);
+  return names;
 }
 
 /// Parses `value` as `spec`'s value into `opts`; on failure `error` says
@@ -522,14 +488,9 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
     if (opts.worldSize > 1)
       return fail("--world-size=" + std::to_string(opts.worldSize) +
                   " requires --mode=train: forward plans run on one rank");
-    for (const char *flag :
-         {"shard", "wrap", "ckpt", "prefetch", "limit-all-gathers", "optimizer",
-          "lr", "beta1", "beta2", "eps", "weight-decay", "momentum", "nesterov",
-          "freeze", "no-decay", "loss", "param-dtype", "reduce-dtype", "offload",
-          "clip-grad-norm", "clip-norm-type", "log-grad-norm",
-          "grad-accum", "accum-reduce"})
-      if (given(flag))
-        return fail("--" + std::string(flag) + " requires --mode=train");
+    for (const FlagSpec &spec : flagTable())
+      if (spec.scope == FlagScope::TrainOnly && given(spec.name))
+        return fail("--" + spec.name + " requires --mode=train");
   }
   // Flags that mean nothing unless another flag has a given value.
   bool sgd = opts.optimizer == OptimizerKind::Sgd;
@@ -570,27 +531,29 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
   bool trainStageRuns = opts.emit != EmitKind::Summary &&
                         !(opts.emit == EmitKind::Mlir && opts.stopAfter == Stage::Import);
   if (opts.mode == Mode::Train && !trainStageRuns)
-    for (const char *flag : {"optimizer", "lr", "beta1", "beta2", "eps", "weight-decay",
-                             "momentum", "nesterov", "freeze", "no-decay", "loss"})
+    for (const std::string &flag : flagsOfStage(FlagStage::Train))
       if (given(flag))
-        return fail("--" + std::string(flag) +
+        return fail("--" + flag +
                     " acts in the train stage, which this output does not run (it needs "
                     "--emit=plan, or --emit=mlir with --stop-after=train or later)");
   // Likewise --ckpt acts in the checkpoint stage.
   bool checkpointStageRuns =
       trainStageRuns &&
       !(opts.emit == EmitKind::Mlir && opts.stopAfter && *opts.stopAfter < Stage::Checkpoint);
-  if (opts.mode == Mode::Train && !checkpointStageRuns && given("ckpt"))
-    return fail("--ckpt acts in the checkpoint stage, which this output does not run (it needs "
-                "--emit=plan or --emit=report, or --emit=mlir with --stop-after=checkpoint or "
-                "later)");
+  if (opts.mode == Mode::Train && !checkpointStageRuns)
+    for (const std::string &flag : flagsOfStage(FlagStage::Checkpoint))
+      if (given(flag))
+        return fail("--" + flag +
+                    " acts in the checkpoint stage, which this output does not run (it needs "
+                    "--emit=plan or --emit=report, or --emit=mlir with --stop-after=checkpoint "
+                    "or later)");
   // Likewise the distribution flags act in the shard stage.
   bool shardStageRuns = trainStageRuns && !(opts.emit == EmitKind::Mlir && opts.stopAfter &&
                                             *opts.stopAfter < Stage::Shard);
   if (opts.mode == Mode::Train && !shardStageRuns)
-    for (const char *flag : kShardFlags)
+    for (const std::string &flag : flagsOfStage(FlagStage::Shard))
       if (given(flag))
-        return fail("--" + std::string(flag) +
+        return fail("--" + flag +
                     " acts in the shard stage, which this output does not run (it needs "
                     "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard "
                     "or later)");
@@ -598,18 +561,18 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
   // gradients (issue 19's gradient passes run there), and gradient
   // accumulation unrolls the step after the shard stage.
   if (opts.mode == Mode::Train && !shardStageRuns)
-    for (const char *flag : {"clip-grad-norm", "log-grad-norm", "grad-accum"})
+    for (const std::string &flag : flagsOfStage(FlagStage::AfterShard))
       if (given(flag))
-        return fail("--" + std::string(flag) +
+        return fail("--" + flag +
                     " acts after the shard stage, which this output does not run (it needs "
                     "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard "
                     "or later)");
   // The schedule stage moves all-gathers: a step without any would
   // silently ignore its flags.
   if (opts.mode == Mode::Train && shardStageRuns)
-    for (const char *flag : {"prefetch", "limit-all-gathers"})
+    for (const std::string &flag : flagsOfStage(FlagStage::Schedule))
       if (given(flag) && (!shardingRequested(opts) || opts.shard == ShardKind::None))
-        return fail("--" + std::string(flag) + " schedules the all-gathers of a sharded step, " +
+        return fail("--" + flag + " schedules the all-gathers of a sharded step, " +
                     (opts.shard == ShardKind::None
                          ? "and --shard=none has none"
                          : "and this plan is not sharded (give --world-size=N or --shard)"));
@@ -648,63 +611,13 @@ bool fsdp::gradNormRequested(const CompileOptions &opts) {
   return opts.mode == Mode::Train && (opts.clipGradNorm > 0 || opts.logGradNorm);
 }
 
-bool fsdp::parseByteSize(const std::string &text, int64_t &bytes,
-                         std::string &why) {
-  size_t unitStart =
-      std::min(text.find_first_not_of("0123456789."), text.size());
-  std::string number = text.substr(0, unitStart);
-  std::string unit = text.substr(unitStart), ignored;
-  size_t dot = std::min(number.find('.'), number.size());
-  std::string whole = number.substr(0, dot);
-  std::string fraction = number.substr(std::min(dot + 1, number.size()));
-  while (!fraction.empty() && fraction.back() == '0')
-    fraction.pop_back();
-  int unitIndex = unit.empty() ? 0 : matchName(sizeUnitNames, unit, ignored);
-  std::string problem;
-  if (text.empty() || text[0] == '-')
-    problem = text.empty() ? "empty size" : "size must not be negative";
-  else if (whole.empty() || dot + 1 == number.size() ||
-           number.find('.', dot + 1) != std::string::npos)
-    problem = "expected a number and a unit, such as 80GiB or 1.5GB";
-  else if (unitIndex < 0)
-    problem = "unknown unit '" + unit + "'; " + validList(sizeUnitNames);
-  else if (fraction.size() > 18) // Keeps the numerator below 10^18.
-    problem = "too many fractional digits";
-  if (!problem.empty()) {
-    why = problem;
-    return false;
-  }
-
-  // 128-bit intermediates: whole * scale and the fraction's numerator * scale
-  // both fit, so overflow is a comparison rather than a wrapped value.
-  __extension__ using Wide = unsigned __int128;
-  const Wide limit = std::numeric_limits<int64_t>::max();
-  const Wide scale = sizeUnitScales[unitIndex];
-  Wide value = 0, numerator = 0, denominator = 1;
-  for (char digit : whole)
-    if ((value = value * 10 + Wide(digit - '0')) > limit)
-      break;
-  for (char digit : fraction) {
-    numerator = numerator * 10 + Wide(digit - '0');
-    denominator *= 10;
-  }
-  value = value * scale + numerator * scale / denominator;
-  if (numerator * scale % denominator != 0)
-    why = "'" + text + "' is not a whole number of bytes";
-  else if (value > limit)
-    why = "too large (the limit is 2^63-1 bytes)";
-  else
-    bytes = int64_t(value);
-  return numerator * scale % denominator == 0 && value <= limit;
-}
-
 bool fsdp::shardingRequested(const CompileOptions &opts) {
   if (opts.mode != Mode::Train || opts.worldSize > 1)
     return opts.mode == Mode::Train;
   // --offload=none asks for what an unsharded plan already is.
   const bool noOffload = opts.offload == OffloadKind::None;
-  for (const char *flag : kShardFlags)
-    if (opts.explicitlySet.count(flag) && !(noOffload && flag == std::string_view("offload")))
+  for (const std::string &flag : flagsOfStage(FlagStage::Shard))
+    if (opts.explicitlySet.count(flag) && !(noOffload && flag == "offload"))
       return true;
   return false;
 }
@@ -717,73 +630,21 @@ double fsdp::effectiveWeightDecay(const CompileOptions &opts) {
 
 namespace {
 
-/// The first pair of adjacent repetition operators ("a++", "a*{2}") outside
-/// a bracket expression, or npos. POSIX leaves their meaning undefined, and
-/// regcomp's size explodes with each one: 30 '+' in a row took glibc 24 GiB
-/// and 49 s (found by fuzz-compile-flags).
-size_t adjacentRepetition(const std::string &pattern) {
-  bool afterRepetition = false;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    char c = pattern[i];
-    if (c == '\\') { // an escaped character is an atom
-      ++i;
-      afterRepetition = false;
-    } else if (c == '[') { // skip the bracket expression ("[]a]" and "[^]a]" hold a ']')
-      size_t j = i + 1;
-      if (j < pattern.size() && pattern[j] == '^')
-        ++j;
-      if (j < pattern.size() && pattern[j] == ']')
-        ++j;
-      while (j < pattern.size() && pattern[j] != ']')
-        ++j;
-      i = j;
-      afterRepetition = false;
-    } else if (c == '*' || c == '+' || c == '?' || c == '{') {
-      if (afterRepetition)
-        return i;
-      if (c == '{')
-        while (i < pattern.size() && pattern[i] != '}')
-          ++i;
-      afterRepetition = true;
-    } else {
-      afterRepetition = false;
-    }
-  }
-  return std::string::npos;
+/// A flag's left column: "--name" or "--name=SYNTAX".
+std::string flagText(const FlagSpec &spec) {
+  return "--" + spec.name + (spec.syntax.empty() ? "" : "=" + spec.syntax);
+}
+
+/// A flag's help line with "(default: ...)" appended when it has one.
+std::string helpWithDefault(const FlagSpec &spec, const CompileOptions &defaults) {
+  std::string shown = spec.show(defaults);
+  std::string help = spec.help;
+  if (!shown.empty())
+    help += (help.empty() ? "" : " ") + ("(default: " + shown + ")");
+  return help;
 }
 
 } // namespace
-
-bool fsdp::isValidRegex(const std::string &pattern, std::string &why) {
-  // llvm::Regex (BSD regcomp) rejects an empty pattern while glibc accepts
-  // it; refuse it here so the wrap pass never sees one.
-  if (pattern.empty()) {
-    why = "empty pattern";
-    return false;
-  }
-  // Parameter-name patterns are short; a long one is a mistake or an
-  // attempt to make the regex compiler's memory explode.
-  constexpr size_t kMaxPatternLength = 4096;
-  if (pattern.size() > kMaxPatternLength) {
-    why = "pattern longer than " + std::to_string(kMaxPatternLength) + " characters";
-    return false;
-  }
-  if (size_t at = adjacentRepetition(pattern); at != std::string::npos) {
-    why = "adjacent repetition operators at offset " + std::to_string(at) +
-          " (undefined in POSIX extended regular expressions)";
-    return false;
-  }
-  regex_t compiled;
-  int status = regcomp(&compiled, pattern.c_str(), REG_EXTENDED | REG_NOSUB);
-  if (status == 0) {
-    regfree(&compiled);
-    return true;
-  }
-  char message[256];
-  regerror(status, &compiled, message, sizeof(message));
-  why = message;
-  return false;
-}
 
 std::string fsdp::usage() {
   const CompileOptions defaults;
@@ -793,16 +654,11 @@ std::string fsdp::usage() {
       "  -o OUT                          output file; '-' (default) is "
       "stdout\n";
   for (const FlagSpec &spec : flagTable()) {
-    std::string left = "  --" + spec.name;
-    if (!spec.syntax.empty())
-      left += "=" + spec.syntax;
+    std::string left = "  " + flagText(spec);
     // Long value lists push the description onto its own line.
     left += left.size() + 2 > column ? "\n" + std::string(column, ' ')
                                      : std::string(column - left.size(), ' ');
-    std::string shown = spec.show(defaults);
-    std::string help = spec.help;
-    if (!shown.empty())
-      help += (help.empty() ? "" : " ") + ("(default: " + shown + ")");
+    std::string help = helpWithDefault(spec, defaults);
     // Word-wrap the description at 80 columns, continuing under itself.
     for (size_t lineStart = 0; help.size() - lineStart > width;) {
       size_t space = help.rfind(' ', lineStart + width);
@@ -816,4 +672,42 @@ std::string fsdp::usage() {
   return text + "On .mlir input, mlir-opt options (--pass-pipeline, "
                 "--mlir-print-ir-after-all,\n--verify-diagnostics, "
                 "--split-input-file) also apply.\n";
+}
+
+std::string fsdp::usageMarkdown() {
+  // GitHub's tables end a cell at '|', even inside `code`.
+  auto cell = [](std::string text) {
+    for (size_t at = text.find('|'); at != std::string::npos; at = text.find('|', at + 2))
+      text.insert(at, "\\");
+    return text;
+  };
+  constexpr const char *stageTitles[] = {"", "train", "checkpoint", "shard", "after shard",
+                                         "schedule"};
+  const CompileOptions defaults;
+  std::string text =
+      "# fsdp-opt flags\n\n"
+      "<!-- Generated by `fsdp-opt --help-markdown` from compiler/Pipelines/CompileFlags.def;\n"
+      "     do not edit: tests/lit/tools/flags-doc.test fails when they disagree. -->\n\n"
+      "Every flag of `fsdp-opt --help`, in its order, with the line `--help` prints for it.\n"
+      "*Stage* is the pipeline stage the flag acts in: an output that stops before it\n"
+      "(`--emit=summary`, `--emit=mlir --stop-after=...`) refuses the flag. *Train only*\n"
+      "flags are refused with `--mode=forward`. `-o OUT` is the output file (`-`, the\n"
+      "default, is stdout); on .mlir input, mlir-opt's options (`--pass-pipeline`,\n"
+      "`--mlir-print-ir-after-all`, `--verify-diagnostics`, `--split-input-file`) also\n"
+      "apply (`fsdp-opt --help-mlir` lists them).\n\n"
+      "| Flag | Stage | Train only | Description |\n"
+      "|---|---|---|---|\n";
+  for (const FlagSpec &spec : flagTable())
+    text += "| `" + cell(flagText(spec)) + "` | " + stageTitles[size_t(spec.stage)] + " | " +
+            (spec.scope == FlagScope::TrainOnly ? "yes" : "") + " | " +
+            cell(helpWithDefault(spec, defaults)) + " |\n";
+  return text;
+}
+
+const std::vector<std::string> &fsdp::flagValueNames(const std::string &name) {
+  static const std::vector<std::string> none;
+  for (const FlagSpec &spec : flagTable())
+    if (spec.name == name)
+      return spec.choices;
+  return none;
 }

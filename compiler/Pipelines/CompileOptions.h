@@ -2,7 +2,10 @@
 //
 // Everything a user can ask of `fsdp-opt` on its command line (docs/design.md,
 // "Command line"), as one plain struct with the documented defaults, a parser
-// for one argv element at a time, and the cross-flag rules. It depends only on
+// for one argv element at a time, and the cross-flag rules. Each flag is
+// declared once, as a row of compiler/Pipelines/CompileFlags.def, from which
+// the struct's fields, their defaults, the parser, --help and docs/flags.md
+// come. It depends only on
 // the C++ standard library so the rules can be unit-tested without MLIR and so
 // the driver can decide, flag by flag, whether an argument is ours or belongs
 // to the mlir-opt-style options (`--pass-pipeline`, `--mlir-print-ir-*`) it
@@ -45,7 +48,11 @@ bool emitsCompiledStep(EmitKind emit);
 /// across the groups (HSDP).
 enum class ShardKind { Full, GradOp, None, Hybrid };
 enum class WrapKind { Blocks, Size, Regex };
+/// --ckpt. `Blocks` and `Selective` are also what fsdp-recompute-activations
+/// recomputes (compiler/Transforms/RecomputeActivations.h); `Auto` chooses
+/// a set of blocks against --mem-budget (compiler/Pipelines/AutoCheckpoint.h).
 enum class CkptKind { None, Blocks, Selective, Auto };
+/// --optimizer, and fsdp-apply-optimizer's update rule.
 enum class OptimizerKind { AdamW, Sgd };
 /// `Auto` keeps a loss the model already returns; `CrossEntropy` attaches
 /// one to the output named in `--loss=xent:OUTPUT[,LABELS]`.
@@ -65,88 +72,48 @@ enum class ClipNormType { Two, Inf };
 /// micro-batches (compiler/Transforms/AccumulateMicroBatches.h).
 enum class AccumReduceKind { Each, Last, Auto };
 
+/// fsdp::defaults::FIELD: each flag's default, from its row of
+/// CompileFlags.def. Pass options that mirror a flag name these as their
+/// defaults (compiler/Transforms/Passes.td), so a default is written once.
+namespace defaults {
+#define FSDP_FLAG(NAME, FIELD, TYPE, DEFAULT, VALUE, STAGE, SCOPE, PIPELINE, HELP)            \
+  inline const TYPE FIELD = DEFAULT;
+#include "compiler/Pipelines/CompileFlags.def"
+} // namespace defaults
+
 /// Every fsdp-opt flag with its default. Defaults are those a user gets by
 /// saying nothing; `explicitlySet` lets rules tell "left at the default" from
 /// "asked for the default", which matters when a mode forbids a flag.
 struct CompileOptions {
+  /// One field per flag (compiler/Pipelines/CompileFlags.def says what each
+  /// means), in --help order.
+#define FSDP_FLAG(NAME, FIELD, TYPE, DEFAULT, VALUE, STAGE, SCOPE, PIPELINE, HELP)            \
+  TYPE FIELD = defaults::FIELD;
+#include "compiler/Pipelines/CompileFlags.def"
+
   /// Positional MODEL.onnx|MODEL.mlir and `-o`; both filled by the driver.
   std::string inputPath;
   std::string outputPath = "-"; // "-" is stdout.
 
-  Mode mode = Mode::Train;
-  EmitKind emit = EmitKind::Plan;
-  /// Unset runs every stage.
-  std::optional<Stage> stopAfter;
-
-  int64_t worldSize = 1;
-  ShardKind shard = ShardKind::Full;
-  int64_t hybridGroupSize = 0; // G of hybrid:G; 0 for other kinds.
-  WrapKind wrap = WrapKind::Blocks;
-  /// N of size:N: a unit closes once it holds at least this many parameter
-  /// elements (PyTorch's size_based_auto_wrap_policy min_num_params).
+  /// The parameters of parametric values, set with their flag: G of
+  /// --shard=hybrid:G (0 for other kinds); N of --wrap=size:N, a unit
+  /// closing once it holds at least this many parameter elements
+  /// (PyTorch's size_based_auto_wrap_policy min_num_params); RE of
+  /// --wrap=regex:RE, a POSIX extended regex over parameter names; OUTPUT
+  /// and LABELS of --loss=xent:OUTPUT[,LABELS] (LABELS empty: the remaining
+  /// input).
+  int64_t hybridGroupSize = 0;
   int64_t wrapMinParams = 0;
-  /// RE of regex:RE, a POSIX extended regex over parameter names.
   std::string wrapRegex;
+  std::string lossOutput;
+  std::string lossLabels;
 
-  CkptKind ckpt = CkptKind::None;
   /// Blocks to checkpoint under `Blocks` or `Selective`, by index in model
   /// order (unset: all). Not a flag: --ckpt=auto resolves to Blocks with
   /// the set it chose.
   std::optional<std::vector<int64_t>> ckptBlocks;
-  int64_t prefetch = 1;        // units gathered ahead of use; 0 disables.
-  int64_t limitAllGathers = 2; // all-gathers in flight at once.
-  /// --grad-accum=K: micro-batches per optimizer step; --accum-reduce:
-  /// how each unit accumulates (auto: chosen against --mem-budget).
-  int64_t gradAccum = 1;
-  AccumReduceKind accumReduce = AccumReduceKind::Auto;
   /// The units --accum-reduce=auto resolved to `last` (not a flag).
   std::optional<std::vector<std::string>> accumLastUnits;
-
-  OptimizerKind optimizer = OptimizerKind::AdamW;
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  /// Decoupled (AdamW) or L2 (SGD) weight decay; one field for both. The
-  /// default is torch's: 0.01 for AdamW, 0 for SGD (see effectiveWeightDecay).
-  double weightDecay = 0.01;
-  double momentum = 0.0;
-  bool nesterov = false;
-  /// --freeze=RE: float initializers that are not trained (torch buffers
-  /// such as a positional table); --no-decay=RE: parameters without weight
-  /// decay. POSIX extended regexes over parameter names; empty: none.
-  std::string freezeRegex;
-  std::string noDecayRegex;
-  /// --params=FILE: the parameter manifest of an ONNX model
-  /// (frontends/onnx/ParameterManifest.h); empty: MODEL.onnx.params.json
-  /// when that file exists.
-  std::string paramsPath;
-
-  LossKind loss = LossKind::Auto;
-  std::string lossOutput; // OUTPUT of xent:OUTPUT[,LABELS].
-  std::string lossLabels; // LABELS, or empty to use the remaining input.
-
-  DType paramDtype = DType::F32;
-  DType reduceDtype = DType::F32;
-  /// Dynamic loss scaling (--param-dtype=f16): good steps after which the
-  /// scale doubles (torch.amp.GradScaler's growth_interval).
-  int64_t lossScaleGrowthInterval = 2000;
-  OffloadKind offload = OffloadKind::None;
-  /// Bytes per rank a plan may use; unset means no limit.
-  std::optional<int64_t> memBudget;
-  DeviceKind device = DeviceKind::H100;
-  ReportFormat reportFormat = ReportFormat::Text;
-  FusionKind fusion = FusionKind::Elementwise;
-  /// --clip-grad-norm=MAX (0: not given) and --clip-norm-type: torch's
-  /// clip_grad_norm_ before the optimizer; --log-grad-norm computes and
-  /// outputs the norm without clipping (any clipping outputs it too).
-  double clipGradNorm = 0;
-  ClipNormType clipNormType = ClipNormType::Two;
-  bool logGradNorm = false;
-
-  /// --embed-weights: a compiled step carries its weights instead of
-  /// reading them from the file beside it.
-  bool embedWeights = false;
 
   /// Flags the user gave, by name without dashes ("world-size").
   std::set<std::string> explicitlySet;
@@ -202,13 +169,11 @@ bool gradNormRequested(const CompileOptions &opts);
 /// --weight-decay as given, else torch's default for the optimizer.
 double effectiveWeightDecay(const CompileOptions &opts);
 
-/// The flags of the shard stage. A training plan is sharded when any is
-/// given (--offload only as cpu: host memory holds shard units, at world
-/// size 1 too, as ZeRO-Offload on one GPU) or the world size exceeds one;
-/// otherwise it stays a plain single-rank step (no flat buffers, no
-/// collectives).
-inline constexpr const char *kShardFlags[] = {"world-size", "shard",        "wrap",
-                                              "param-dtype", "reduce-dtype", "offload"};
+/// Whether the plan is sharded: in train mode when a flag of the shard
+/// stage (STAGE Shard in CompileFlags.def) is given (--offload only as cpu:
+/// host memory holds shard units, at world size 1 too, as ZeRO-Offload on
+/// one GPU) or the world size exceeds one; otherwise it stays a plain
+/// single-rank step (no flat buffers, no collectives).
 bool shardingRequested(const CompileOptions &opts);
 
 /// Parses a byte count such as "80GiB", "1.5GB" or "1000". Units are
@@ -224,6 +189,18 @@ bool isValidRegex(const std::string &pattern, std::string &why);
 
 /// The help text: every flag with its values and default.
 std::string usage();
+
+/// docs/flags.md: every flag of usage() as a Markdown table (value syntax,
+/// default, help, the stage it acts in, whether --mode=forward refuses it),
+/// printed by the hidden `fsdp-opt --help-markdown`.
+std::string usageMarkdown();
+
+/// The values of enumerated flag `name` ("optimizer"), indexed by
+/// enumerator; empty for a flag that is not enumerated. Pass options that
+/// take a flag's choices list them from here (compiler/Transforms/
+/// PassOptions.h), so a value is spelled once. The strings live as long as
+/// the program (llvm::cl keeps references to them).
+const std::vector<std::string> &flagValueNames(const std::string &name);
 
 } // namespace fsdp
 

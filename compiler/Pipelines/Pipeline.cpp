@@ -1,9 +1,6 @@
 //===- Pipeline.cpp - which stages fsdp-opt runs for a set of options -----===//
 //
-// The tables below are the single record of what the compiler can do today.
-// A flag is refused only if the user set it explicitly: defaults describe
-// the pipeline that will run once its stages exist and change nothing now.
-// The stages themselves are passes (compiler/Transforms/Passes.td); this
+// The stages are passes (compiler/Transforms/Passes.td); this
 // file decides which run, with which options, and runs them through an
 // mlir::PassManager, so MLIR's IR printing, timing and crash reproducers
 // see the ONNX path exactly as they see --pass-pipeline on .mlir input.
@@ -24,39 +21,19 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace fsdp {
-namespace {
-
-std::optional<std::string> pendingEmit(const CompileOptions &opts) {
-  switch (opts.emit) {
-  case EmitKind::Plan:
-  case EmitKind::Binary: // compiled steps (tools/fsdp-opt/EmitStep.h)
-  case EmitKind::Object:
-  case EmitKind::Llvm:
-  case EmitKind::LlvmIr:
-  case EmitKind::Report: // the emitted plan's memory (compiler/Analysis/MemoryReport.h)
-  case EmitKind::Trace:  // its predicted timeline (compiler/Analysis/StepTrace.h)
-  case EmitKind::Mlir:
-  case EmitKind::Summary:
-    return std::nullopt;
-  }
-  return std::nullopt;
-}
-
-} // namespace
-
 
 Stage lastRequestedStage(const CompileOptions &opts) {
   return opts.stopAfter.value_or(Stage::Memory);
 }
 
-// The memory stage assigns the plan's offsets in the plan emitter; its
-// result is the plan (fsdp-run --dump, --emit=report), not IR.
+// The memory stage assigns the plan's offsets in the plan emitter
+// (compiler/Target/PlanPlacement.cpp, ArenaAllocator.cpp), not in a pass:
+// its result is the plan (fsdp-run --dump, --emit=report), never IR, so
+// --stop-after=memory with --emit=mlir stays a clear refusal.
 Stage lastImplementedStage() { return Stage::Schedule; }
 
 std::optional<std::string> findUnimplemented(const CompileOptions &opts) {
-  if (std::optional<std::string> emit = pendingEmit(opts))
-    return emit;
-  // A summary describes the imported model; MLIR output stops where asked.
+  // Every --emit kind is implemented; a summary describes the imported model; MLIR output stops where asked.
   if (opts.emit == EmitKind::Mlir && lastRequestedStage(opts) > lastImplementedStage()) {
     std::string stage = stageName(lastRequestedStage(opts));
     return std::string(opts.stopAfter ? "--stop-after=" + stage
@@ -124,8 +101,7 @@ void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
     // sharding, below).
     pm.addPass(createBuildTrainStepPass({opts.freezeRegex, opts.paramDtype == DType::F16}));
     ApplyOptimizerPassOptions optimizer;
-    optimizer.optimizer = opts.optimizer == OptimizerKind::Sgd ? OptimizerOptions::Kind::Sgd
-                                                                : OptimizerOptions::Kind::AdamW;
+    optimizer.optimizer = opts.optimizer;
     optimizer.beta1 = opts.beta1;
     optimizer.beta2 = opts.beta2;
     optimizer.eps = opts.eps;
@@ -141,8 +117,7 @@ void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
     return;
   if (opts.ckpt == CkptKind::Blocks || opts.ckpt == CkptKind::Selective) {
     RecomputeActivationsPassOptions recompute;
-    recompute.ckpt = opts.ckpt == CkptKind::Blocks ? RecomputeOptions::Policy::Blocks
-                                                   : RecomputeOptions::Policy::Selective;
+    recompute.ckpt = opts.ckpt;
     if (opts.ckptBlocks)
       recompute.blocks = *opts.ckptBlocks;
     recompute.device = opts.device;

@@ -1,11 +1,10 @@
 //===- Pipeline.h - which stages fsdp-opt runs for a set of options -------===//
 //
-// Maps CompileOptions to the stages of docs/design.md's pipeline and knows
-// which of them exist yet. Flags and outputs whose stage has not landed are
-// refused here with "not implemented yet" (never silently ignored); a stage
-// that lands moves its flags from the refused table to the implemented one. The
-// stages are the passes of compiler/Transforms/Passes.td, and the pipeline
-// runs them through an mlir::PassManager.
+// Maps CompileOptions to the stages of docs/design.md's pipeline. What no
+// stage produces (IR after the memory stage, which lives in the plan
+// emitter) is refused here with "not implemented yet", never silently
+// ignored. The stages are the passes of compiler/Transforms/Passes.td, and
+// the pipeline runs them through an mlir::PassManager.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,8 +29,10 @@ Stage lastRequestedStage(const CompileOptions &opts);
 /// The newest stage that exists in this build.
 Stage lastImplementedStage();
 
-/// Nullopt if everything `opts` asks for is implemented; otherwise the
-/// message for the first flag or output that is not, e.g.
+/// Nullopt if everything `opts` asks for is implemented. The one thing that
+/// is not is IR after the memory stage, which is the plan's (the plan
+/// emitter places buffers; no pass does): --emit=mlir with
+/// --stop-after=memory or without --stop-after gets
 /// "--stop-after=memory: not implemented yet (IR stops after ...)".
 std::optional<std::string> findUnimplemented(const CompileOptions &opts);
 

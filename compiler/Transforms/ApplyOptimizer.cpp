@@ -74,7 +74,7 @@ LogicalResult applyOptimizer(ModuleOp module, const OptimizerOptions &options) {
     return std::make_pair(addArgument(u.param.getType(), nn::kStateAttr, b.getStringAttr(name)),
                           name);
   };
-  bool adam = options.kind == OptimizerOptions::Kind::AdamW;
+  bool adam = options.kind == OptimizerKind::AdamW;
   bool momentum = !adam && options.momentum > 0.0;
   // State arguments, grouped per parameter in parameter order.
   SmallVector<SmallVector<std::pair<unsigned, std::string>, 2>> state(updates.size());

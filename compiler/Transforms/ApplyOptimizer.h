@@ -13,18 +13,23 @@
 #ifndef FSDP_COMPILER_TRANSFORMS_APPLYOPTIMIZER_H
 #define FSDP_COMPILER_TRANSFORMS_APPLYOPTIMIZER_H
 
+#include "compiler/Pipelines/CompileOptions.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
 
 namespace fsdp {
 
+/// Defaults are the flags' (compiler/Pipelines/CompileFlags.def), except
+/// weight decay: as given here, where --weight-decay's default depends on
+/// the optimizer (effectiveWeightDecay).
 struct OptimizerOptions {
-  enum class Kind { AdamW, Sgd } kind = Kind::AdamW;
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  OptimizerKind kind = defaults::optimizer;
+  double beta1 = defaults::beta1, beta2 = defaults::beta2, eps = defaults::eps;
   double weightDecay = 0.0;
-  double momentum = 0.0;
-  bool nesterov = false;
+  double momentum = defaults::momentum;
+  bool nesterov = defaults::nesterov;
   /// Parameters matching this POSIX extended regex get no weight decay.
   std::string noDecayRegex;
 };

@@ -1,9 +1,10 @@
 //===- PassOptions.h - typed values of the passes' options ----------------===//
 //
 // The option types Passes.td names, and how the command line parses and
-// prints them. Choices are enums listed with ::llvm::cl::values in
-// Passes.td; the explicit specializations of llvm::cl::parser<E>::parse
-// below only replace llvm's "Cannot find option named 'x'!" with an error
+// prints them. Choices are the enums of compiler/Pipelines/CompileOptions.h
+// (one enum per concept, shared by the flag and the pass), their values
+// listed by flagChoices from the flag's own name table; the explicit
+// specializations of llvm::cl::parser<E>::parse below only replace llvm's "Cannot find option named 'x'!" with an error
 // naming the option and its values ("error: optimizer must be adamw or
 // sgd, not 'adam'"). `shard` and `wrap` carry a parameter ("hybrid:2",
 // "size:20") and get whole parsers that read the same text as fsdp-opt's
@@ -19,60 +20,55 @@
 #define FSDP_COMPILER_TRANSFORMS_PASSOPTIONS_H
 
 #include "compiler/Pipelines/CompileOptions.h"
-#include "compiler/Transforms/ApplyOptimizer.h"
-#include "compiler/Transforms/RecomputeActivations.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace fsdp {
 
 /// fsdp-shard-parameters{shard=...}: full, grad-op, none or hybrid:G.
 struct ShardSpec {
-  ShardKind kind = ShardKind::Full;
+  ShardKind kind = defaults::shard;
   int64_t hybridGroupSize = 0; // G of hybrid:G
 };
 
 /// fsdp-shard-parameters{wrap=...}: blocks, size:N or regex:RE.
 struct WrapSpec {
-  WrapKind kind = WrapKind::Blocks;
+  WrapKind kind = defaults::wrap;
   int64_t minParams = 0; // N of size:N
   std::string regex;     // RE of regex:RE, a valid POSIX extended regex
 };
 
-/// The values of each choice option (::llvm::cl::values), shared by the
-/// passes (Passes.td) and fsdp-train-pipeline. Spelled as fsdp-opt's flags
-/// spell them.
-inline llvm::cl::ValuesClass optimizerValues() {
-  return llvm::cl::values(
-      clEnumValN(OptimizerOptions::Kind::AdamW, "adamw", "AdamW (decoupled weight decay)"),
-      clEnumValN(OptimizerOptions::Kind::Sgd, "sgd", "SGD with optional momentum"));
-}
-inline llvm::cl::ValuesClass recomputePolicyValues() {
-  return llvm::cl::values(
-      clEnumValN(RecomputeOptions::Policy::Blocks, "blocks",
-                 "recompute everything: a block keeps only its input"),
-      clEnumValN(RecomputeOptions::Policy::Selective, "selective",
-                 "recompute all but matmul, gemm and softmax outputs"));
-}
-inline llvm::cl::ValuesClass deviceValues() {
-  return llvm::cl::values(clEnumValN(DeviceKind::H100, "h100", "NVIDIA H100"),
-                          clEnumValN(DeviceKind::A100, "a100", "NVIDIA A100"),
-                          clEnumValN(DeviceKind::Cpu, "cpu", "a CPU"));
-}
-inline llvm::cl::ValuesClass dtypeValues() {
-  return llvm::cl::values(clEnumValN(DType::F32, "f32", "float32"),
-                          clEnumValN(DType::BF16, "bf16", "bfloat16"),
-                          clEnumValN(DType::F16, "f16", "float16 (loss scaling)"));
-}
-
-inline llvm::cl::ValuesClass accumReduceValues() {
-  return llvm::cl::values(
-      clEnumValN(AccumReduceKind::Each, "each", "reduce every micro-batch's gradient"),
-      clEnumValN(AccumReduceKind::Last, "last", "sum unsharded, reduce after the last"));
+/// The values of a choice option, spelled as fsdp-opt's flag `flag`
+/// spells them (its name table in compiler/Pipelines/CompileOptions.cpp):
+/// an ::llvm::cl modifier, used in Passes.td and fsdp-train-pipeline where
+/// ::llvm::cl::values would list the spellings a second time.
+/// `only` restricts them to the enumerators a pass accepts (fsdp-recompute-
+/// activations takes ckpt=blocks or selective, not none or auto). On an
+/// option that is not an enum it adds nothing, so generated options can
+/// pass it whatever their type.
+template <typename T> struct FlagChoices {
+  const char *flag;
+  std::vector<T> only;
+  template <typename Opt> void apply(Opt &option) const {
+    if constexpr (std::is_enum_v<T>) {
+      const std::vector<std::string> &names = flagValueNames(flag);
+      for (size_t i = 0; i < names.size(); ++i)
+        if (only.empty() || std::find(only.begin(), only.end(), T(i)) != only.end())
+          option.getParser().addLiteralOption(names[i], T(i), names[i]);
+    }
+  }
+};
+template <typename T>
+FlagChoices<T> flagChoices(const char *flag, std::initializer_list<T> only = {}) {
+  return {flag, std::vector<T>(only)};
 }
 
 namespace detail {
@@ -114,8 +110,7 @@ namespace cl {
   inline bool parser<E>::parse(Option &owner, StringRef, StringRef arg, E &value) {          \
     return ::fsdp::detail::parseChoice(*this, owner.ArgStr, arg, value);                       \
   }
-FSDP_CHOICE_OPTION(::fsdp::OptimizerOptions::Kind)
-FSDP_CHOICE_OPTION(::fsdp::RecomputeOptions::Policy)
+FSDP_CHOICE_OPTION(::fsdp::OptimizerKind)
 FSDP_CHOICE_OPTION(::fsdp::DeviceKind)
 FSDP_CHOICE_OPTION(::fsdp::DType)
 FSDP_CHOICE_OPTION(::fsdp::CkptKind)

@@ -7,8 +7,12 @@
 // classes each pass's own .cpp file derives from, the `createX` functions
 // the pipeline (compiler/Pipelines/Pipeline.cpp) builds from, and
 // registerFsdpPasses(). The option types and the values of each choice
-// (::llvm::cl::values, shared with fsdp-train-pipeline) are in
-// compiler/Transforms/PassOptions.h.
+// (flagChoices, spelled from the flag's name table) are in
+// compiler/Transforms/PassOptions.h. An option that is also an fsdp-opt flag
+// takes the flag's default, ::fsdp::defaults::FIELD
+// (compiler/Pipelines/CompileFlags.def), so a default is written once; an
+// option whose meaning differs from its flag's (weight-decay as given,
+// reduce without auto) keeps its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,7 +101,7 @@ def BuildTrainStepPass : Pass<"fsdp-build-train-step", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::fsdp::nn::NNDialect"];
   let options = [
-    Option<"freeze", "freeze", "std::string", /*default=*/"",
+    Option<"freeze", "freeze", "std::string", /*default=*/"::fsdp::defaults::freezeRegex",
            "POSIX extended regex of parameters that are not trained">,
     Option<"lossScale", "loss-scale", "bool", /*default=*/"false",
            "seed the backward pass with an f32 argument `nn.loss_scale` (dynamic "
@@ -140,19 +144,23 @@ def ApplyOptimizerPass : Pass<"fsdp-apply-optimizer", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::fsdp::nn::NNDialect"];
   let options = [
-    Option<"optimizer", "optimizer", "::fsdp::OptimizerOptions::Kind",
-           /*default=*/"::fsdp::OptimizerOptions::Kind::AdamW",
+    Option<"optimizer", "optimizer", "::fsdp::OptimizerKind",
+           /*default=*/"::fsdp::defaults::optimizer",
            "the update rule: adamw or sgd",
-           [{::fsdp::optimizerValues()}]>,
-    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW first-moment decay">,
-    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW second-moment decay">,
-    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW denominator epsilon">,
+           [{::fsdp::flagChoices<::fsdp::OptimizerKind>("optimizer")}]>,
+    Option<"beta1", "beta1", "double", /*default=*/"::fsdp::defaults::beta1",
+           "AdamW first-moment decay">,
+    Option<"beta2", "beta2", "double", /*default=*/"::fsdp::defaults::beta2",
+           "AdamW second-moment decay">,
+    Option<"eps", "eps", "double", /*default=*/"::fsdp::defaults::eps",
+           "AdamW denominator epsilon">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
            "decoupled (AdamW) or L2 (SGD) weight decay">,
-    Option<"momentum", "momentum", "double", /*default=*/"0.0", "SGD momentum">,
-    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+    Option<"momentum", "momentum", "double", /*default=*/"::fsdp::defaults::momentum",
+           "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"::fsdp::defaults::nesterov",
            "SGD with Nesterov momentum">,
-    Option<"noDecay", "no-decay", "std::string", /*default=*/"",
+    Option<"noDecay", "no-decay", "std::string", /*default=*/"::fsdp::defaults::noDecayRegex",
            "POSIX extended regex of parameters without weight decay">,
   ];
 }
@@ -191,17 +199,17 @@ def RecomputeActivationsPass
   }];
   let dependentDialects = ["::fsdp::nn::NNDialect"];
   let options = [
-    Option<"ckpt", "ckpt", "::fsdp::RecomputeOptions::Policy",
-           /*default=*/"::fsdp::RecomputeOptions::Policy::Blocks",
+    Option<"ckpt", "ckpt", "::fsdp::CkptKind", /*default=*/"::fsdp::CkptKind::Blocks",
            "what a checkpointed block recomputes: blocks (all of it) or selective "
            "(all but matmul, gemm and softmax outputs)",
-           [{::fsdp::recomputePolicyValues()}]>,
+           [{::fsdp::flagChoices("ckpt", {::fsdp::CkptKind::Blocks,
+                                          ::fsdp::CkptKind::Selective})}]>,
     ListOption<"blocks", "blocks", "int64_t",
                "indices of the blocks to checkpoint, in model order (default: all)">,
-    Option<"device", "device", "::fsdp::DeviceKind", /*default=*/"::fsdp::DeviceKind::H100",
+    Option<"device", "device", "::fsdp::DeviceKind", /*default=*/"::fsdp::defaults::device",
            "the device whose cost model prices each block's recomputation: h100, "
            "a100 or cpu",
-           [{::fsdp::deviceValues()}]>,
+           [{::fsdp::flagChoices<::fsdp::DeviceKind>("device")}]>,
   ];
 }
 
@@ -250,18 +258,20 @@ def ShardParametersPass : Pass<"fsdp-shard-parameters", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::fsdp::dist::FSDPDialect", "::fsdp::nn::NNDialect"];
   let options = [
-    Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
+    Option<"worldSize", "world-size", "int64_t", /*default=*/"::fsdp::defaults::worldSize",
            "ranks the step is compiled for">,
     Option<"shard", "shard", "::fsdp::ShardSpec", /*default=*/"::fsdp::ShardSpec()",
            "full, grad-op, none or hybrid:G (shard within groups of G ranks)">,
     Option<"wrap", "wrap", "::fsdp::WrapSpec", /*default=*/"::fsdp::WrapSpec()",
            "units: blocks, size:N (>= N parameter elements) or regex:RE">,
-    Option<"paramDtype", "param-dtype", "::fsdp::DType", /*default=*/"::fsdp::DType::F32",
+    Option<"paramDtype", "param-dtype", "::fsdp::DType",
+           /*default=*/"::fsdp::defaults::paramDtype",
            "dtype of gathered parameters, f32, bf16 or f16 (master shards stay f32)",
-           [{::fsdp::dtypeValues()}]>,
-    Option<"reduceDtype", "reduce-dtype", "::fsdp::DType", /*default=*/"::fsdp::DType::F32",
+           [{::fsdp::flagChoices<::fsdp::DType>("param-dtype")}]>,
+    Option<"reduceDtype", "reduce-dtype", "::fsdp::DType",
+           /*default=*/"::fsdp::defaults::reduceDtype",
            "dtype gradients are reduced in: f32, bf16 or f16",
-           [{::fsdp::dtypeValues()}]>,
+           [{::fsdp::flagChoices<::fsdp::DType>("reduce-dtype")}]>,
     Option<"alignShards", "align-shards", "bool", /*default=*/"false",
            "every shard size a multiple of the parameter alignment (what "
            "fsdp-clip-gradients needs for bitwise-equal norms across strategies)">,
@@ -309,12 +319,13 @@ def AccumulateMicroBatchesPass
   }];
   let dependentDialects = ["::fsdp::dist::FSDPDialect", "::fsdp::nn::NNDialect"];
   let options = [
-    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"::fsdp::defaults::gradAccum",
            "K: micro-batches per optimizer step (1: the step unchanged)">,
     Option<"reduce", "reduce", "::fsdp::AccumReduceKind",
            /*default=*/"::fsdp::AccumReduceKind::Each",
            "each: reduce every micro-batch's gradient; last: sum unsharded, reduce once",
-           [{::fsdp::accumReduceValues()}]>,
+           [{::fsdp::flagChoices("accum-reduce", {::fsdp::AccumReduceKind::Each,
+                                                  ::fsdp::AccumReduceKind::Last})}]>,
     ListOption<"lastUnits", "last-units", "std::string",
                "flat groups accumulated unsharded (last) whatever reduce says">,
   ];
@@ -383,7 +394,7 @@ def ClipGradientsPass : Pass<"fsdp-clip-gradients", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::fsdp::dist::FSDPDialect", "::fsdp::nn::NNDialect"];
   let options = [
-    Option<"maxNorm", "max-norm", "double", /*default=*/"0.0",
+    Option<"maxNorm", "max-norm", "double", /*default=*/"::fsdp::defaults::clipGradNorm",
            "the largest total norm (0: only compute and output the norm)">,
     Option<"normType", "norm-type", "std::string", /*default=*/"\"2\"",
            "the norm: 2 or inf">,
@@ -454,9 +465,10 @@ def ScheduleCollectivesPass
     ```
   }];
   let options = [
-    Option<"prefetch", "prefetch", "int64_t", /*default=*/"1",
+    Option<"prefetch", "prefetch", "int64_t", /*default=*/"::fsdp::defaults::prefetch",
            "units gathered ahead (0: at first use)">,
-    Option<"limitAllGathers", "limit-all-gathers", "int64_t", /*default=*/"2",
+    Option<"limitAllGathers", "limit-all-gathers", "int64_t",
+           /*default=*/"::fsdp::defaults::limitAllGathers",
            "non-root units in full at once (0: no limit)">,
   ];
 }

@@ -35,7 +35,6 @@ using namespace mlir;
 namespace fsdp {
 namespace {
 
-using Policy = RecomputeOptions::Policy;
 
 /// A block's forward ops: positions [begin, end).
 struct Region {
@@ -125,7 +124,7 @@ RegionPlan Recomputer::analyze(const Region &region) const {
   auto readByBackward = [&](Value v) {
     return llvm::any_of(v.getUsers(), [&](Operation *user) { return isBackward(user); });
   };
-  const bool selective = options.policy == Policy::Selective;
+  const bool selective = options.policy == CkptKind::Selective;
   RegionPlan plan;
   plan.report.name = region.name;
 

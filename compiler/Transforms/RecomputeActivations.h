@@ -55,15 +55,16 @@
 namespace fsdp {
 
 struct RecomputeOptions {
-  enum class Policy { Blocks, Selective };
-  Policy policy = Policy::Blocks;
+  /// What a checkpointed block recomputes: --ckpt's Blocks or Selective
+  /// (None and Auto are the pipeline's to resolve, never passed here).
+  CkptKind policy = CkptKind::Blocks;
   /// The blocks to checkpoint, by index in model order (the order of
   /// RecomputeResult::blocks); unset: all of them. An empty list rewrites
   /// nothing and only reports, which is how --ckpt=auto prices the blocks
   /// (compiler/Pipelines/AutoCheckpoint.h) before choosing a set.
   std::optional<std::vector<int64_t>> blocks;
   /// The device whose cost model prices each block's recomputation.
-  DeviceKind device = DeviceKind::H100;
+  DeviceKind device = defaults::device;
 };
 
 /// What checkpointing one block would save and cost under the policy,

@@ -93,7 +93,7 @@ struct Item {
 
 class Scheduler {
 public:
-  Scheduler(func::FuncOp step, const ScheduleOptions &options)
+  Scheduler(func::FuncOp step, const ScheduleCollectivesPassOptions &options)
       : step(step), body(step.getBody().front()), options(options), order(body) {}
   void run();
 
@@ -124,7 +124,7 @@ private:
 
   func::FuncOp step;
   Block &body;
-  const ScheduleOptions &options;
+  const ScheduleCollectivesPassOptions &options;
   OpOrder order;
   std::vector<Item> items;
   Operation *lossOp = nullptr;
@@ -367,7 +367,7 @@ void Scheduler::prefetchGathers() {
 
 } // namespace
 
-LogicalResult scheduleCollectives(ModuleOp module, const ScheduleOptions &options) {
+LogicalResult scheduleCollectives(ModuleOp module, const ScheduleCollectivesPassOptions &options) {
   if (options.prefetch < 0)
     return module.emitError("prefetch must be >= 0, not ") << options.prefetch;
   if (options.limitAllGathers < 0)

@@ -33,19 +33,20 @@
 #ifndef FSDP_COMPILER_TRANSFORMS_SCHEDULECOLLECTIVES_H
 #define FSDP_COMPILER_TRANSFORMS_SCHEDULECOLLECTIVES_H
 
+#include "compiler/Transforms/Passes.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringRef.h"
 
 namespace fsdp {
 
-struct ScheduleOptions {
-  int64_t prefetch = 1;        // units gathered ahead of the one computing
-  int64_t limitAllGathers = 2; // non-root units in full at once; 0: no limit
-};
-
 /// Schedules the collectives of @train_step in `module` (a no-op on a step
-/// without collectives). Fails on a negative prefetch or limit.
-mlir::LogicalResult scheduleCollectives(mlir::ModuleOp module, const ScheduleOptions &options);
+/// without collectives) with the pass's options, declared in Passes.td:
+/// prefetch K (units gathered ahead of the one computing) and
+/// limit-all-gathers L (non-root units in full at once; 0: no limit).
+/// Fails on a negative prefetch or limit.
+mlir::LogicalResult scheduleCollectives(mlir::ModuleOp module,
+                                        const ScheduleCollectivesPassOptions &options);
 
 } // namespace fsdp
 

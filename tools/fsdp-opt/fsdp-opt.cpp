@@ -529,6 +529,12 @@ int main(int argc, char **argv) {
                       "--list-ops prints the supported ONNX operators.\n";
       return 0;
     }
+    // Hidden: docs/flags.md, generated from the same declaration as --help
+    // (tests/lit/tools/flags-doc.test checks the committed file).
+    if (arg == "--help-markdown") {
+      llvm::outs() << fsdp::usageMarkdown();
+      return 0;
+    }
     if (arg == "--help-mlir") {
       mlirArgs.push_back("--help");
       continue;

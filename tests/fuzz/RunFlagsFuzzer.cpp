@@ -1,6 +1,6 @@
 //===- RunFlagsFuzzer.cpp - libFuzzer target: fsdp-run's command line ------===//
 //
-// fsdp-run's argv goes through parseRunArgs (Driver.h), the parser the
+// fsdp-run's argv goes through parseRunArgs (RunFlags.h), the parser the
 // tool and every compiled step binary use: numbers, paths, NAME=FILE
 // pairs, learning-rate schedules and the checks between flags. The input
 // is the argv, one argument per line (or NUL-separated), parsed both as
@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tests/fuzz/FuzzSupport.h"
-#include "tools/fsdp-run/Driver.h"
+#include "tools/fsdp-run/RunFlags.h"
 
 #include <cstdio>
 #include <unistd.h>

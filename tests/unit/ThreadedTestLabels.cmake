@@ -7,7 +7,7 @@
 # the ThreadSanitizer build runs them with `-L threads`.
 set(fsdp_threaded_suites
   "^Communicator" "^TcpCommunicator\\." "^TcpRendezvous\\." "^Executor" "^FsdpRunRanksTest\\."
-  "^CheckpointTest\\." "^CollectiveWatchdog" "^FlightRecorder\\."
+  "^CheckpointTest\\." "^CollectiveWatchdog" "^FlightRecorder\\." "^InProcessRanks\\."
   "^KernelThreads\\." "^ThreadedKernels\\." "^Registered/DeviceConformance\\." "^SimtScheduler\\.")
 foreach(test IN LISTS fsdp-runtime-tests_TESTS)
   foreach(suite IN LISTS fsdp_threaded_suites)

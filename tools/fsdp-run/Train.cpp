@@ -22,6 +22,7 @@
 #include "runtime/train/RunPlot.h"
 #include "runtime/train/TrainLog.h"
 #include "tools/fsdp-run/Eval.h"
+#include "tools/fsdp-run/Forward.h"
 #include "tools/fsdp-run/ProfileReport.h"
 #include "tools/fsdp-run/Progress.h"
 #include "tools/fsdp-run/StopSignals.h"

@@ -1,9 +1,11 @@
 //===- StepApi.cpp - the C entry points of runtime/embed/fsdp_step.h ------===//
 //
-// Thin C wrappers over the driver: fsdp_step_main is runDriver, and a
-// session is a StepSession. Nothing crosses the C boundary but return
-// codes: a Status becomes 1 and the thread's last error, an exception (out
-// of memory, say) likewise.
+// Thin C wrappers over fsdp-run's driver (tools/fsdp-run, FSDPRunDriver):
+// fsdp_step_main is runDriver, and a session is a StepSession. Nothing
+// crosses the C boundary but return codes: a Status becomes 1 and the
+// thread's last error, an exception (out of memory, say) likewise. The
+// file sits beside its header but is a library of its own (FSDPStepApi)
+// above the driver: FSDPEmbed, which loads embedded steps, is below it.
 //
 //===----------------------------------------------------------------------===//
 

@@ -163,7 +163,7 @@ std::vector<uint64_t> arenaLiveBytes(const plan::Plan &plan);
 /// one JSON object (byte counts; keys as the struct fields in snake_case:
 /// peak_bytes, activations_bytes, world_size, strategy, ranks[], units[] ...;
 /// with a prediction device and predicted_step_s, with configurations
-/// configurations[]).
+/// configurations[]), written through llvm::json (MemoryReportRender.cpp).
 std::string renderMemoryReport(const MemoryReport &report, bool json);
 
 /// Bytes as "1.50 GiB" (binary units, "17 B" below 1 KiB), as the report's

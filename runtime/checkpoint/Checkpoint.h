@@ -20,7 +20,8 @@
 // loads it, at any world size.
 //
 // COMMIT is the checkpoint's metadata (format, step, world size, plan hash,
-// each file's size and content hash). A checkpoint is assembled in
+// each file's size and content hash; CheckpointManifest.h). The directory
+// protocol is CheckpointDirectory.h's: a checkpoint is assembled in
 // DIR/.tmp-step-N, every file written and fsynced, COMMIT written last, the
 // directory renamed into place and DIR fsynced: a crash at any moment
 // leaves earlier checkpoints intact, and a directory without COMMIT is
@@ -41,6 +42,8 @@
 #ifndef FSDP_RUNTIME_CHECKPOINT_H
 #define FSDP_RUNTIME_CHECKPOINT_H
 
+#include "runtime/checkpoint/CheckpointDirectory.h"
+#include "runtime/checkpoint/CheckpointManifest.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/support/Status.h"
@@ -55,26 +58,6 @@
 
 namespace fsdp::rt {
 
-/// sharded: every rank writes its own state, and rank 0 the plan (fast;
-/// another plan loads it by consolidating); full: rank 0 writes one
-/// consolidated model.safetensors, in torch's names.
-enum class CheckpointFormat { Sharded, Full };
-
-/// A committed checkpoint as its COMMIT file describes it.
-struct CheckpointManifest {
-  std::string dir; // the step-N directory
-  CheckpointFormat format = CheckpointFormat::Sharded;
-  int64_t step = -1, worldSize = -1; // world size: of the run that saved it
-  uint64_t planHash = 0;
-  std::map<std::string, std::pair<uint64_t, uint64_t>> files; // name -> (bytes, content hash)
-  /// fp16 runs: the dynamic loss scaler's state after `step` (scale, good
-  /// steps in a row, optimizer steps taken); absent in other checkpoints
-  /// and in those written before it was recorded.
-  std::optional<LossScalerState> lossScaler;
-  /// The bytes of all its files.
-  uint64_t totalBytes() const;
-};
-
 /// Writes the state after step `step` as a checkpoint under `root`; with
 /// `keep` > 0, then removes all but the newest `keep` committed ones.
 /// Collective: every rank calls it, and every rank fails if one does.
@@ -82,34 +65,6 @@ struct CheckpointManifest {
 Status saveCheckpoint(Executor &executor, const std::string &root, int64_t step, int64_t keep,
                       CheckpointFormat format = CheckpointFormat::Sharded,
                       CheckpointManifest *written = nullptr);
-
-/// The newest committed checkpoint under `path` (a --save directory, or one
-/// step-N directory of it).
-Status findCheckpoint(const std::string &path, CheckpointManifest &out);
-
-/// The directory name of step `step`'s checkpoint ("step-00000300").
-std::string checkpointDirName(int64_t step);
-
-/// The name of rank `rank`'s file in a sharded checkpoint of `worldSize`
-/// ranks, and the one file of a full checkpoint.
-std::string checkpointFileName(int rank, int worldSize);
-inline constexpr const char *kFullCheckpointFile = "model.safetensors";
-/// The plan a sharded checkpoint carries: it lays out the shards, so any
-/// other plan of the model can consolidate them (readCheckpointState).
-inline constexpr const char *kCheckpointPlanFile = "plan.fsdp";
-
-/// Reads the checkpoint's file `name`, refusing one whose size or content
-/// hash is not what the checkpoint committed.
-Status openCheckpointFile(const CheckpointManifest &manifest, const std::string &name,
-                          SafetensorsFile &file);
-/// Checks the checkpoint's file `name` whole (size and content hash) without
-/// keeping its bytes, for files read piecemeal afterwards; `path` receives
-/// its path and `opened`, when given, the descriptor that was verified:
-/// reading through it, not the path again, leaves no moment in which the
-/// file could be replaced between the check and the use.
-Status verifyCheckpointFile(const CheckpointManifest &manifest, const std::string &name,
-                            std::string &path,
-                            std::shared_ptr<const detail::InputFile> *opened = nullptr);
 
 /// A checkpoint's state consolidated, as a full checkpoint holds it:
 /// every parameter whole under its model name, and its optimizer state as

@@ -219,6 +219,10 @@ private:
   /// The plan's streams and events on the device, and the order run()
   /// enqueues the instructions in.
   Status prepareStreams();
+  /// Each collective's reduction and channel, each unit's communicator
+  /// (in plan order, so every rank splits the same groups alike), and the
+  /// batches (ExecutorCollectives.cpp).
+  Status prepareCollectives();
   /// The communicator of the group holding this rank when the world's
   /// `ranks` (group by group) are split into groups of `groupSize`: the
   /// world itself, a sub-communicator split the first time a layout is
@@ -231,7 +235,7 @@ private:
   /// Enqueues instruction `index` with its waits and signal; when `timed`,
   /// between its two timing events, with one before its waits.
   Status enqueue(size_t index, bool timed);
-  /// The collectives issued together (batchLength_; Executor.cpp).
+  /// The collectives issued together (batchLength_; ExecutorCollectives.cpp).
   void formBatches();
   /// Enqueues the batch at issueOrder_[position]: one instruction, or
   /// collectives as one channel group (eagerly one by one when `timed`).
@@ -296,7 +300,7 @@ private:
   /// anything else).
   std::vector<uint32_t> batchLength_;
 
-  // --- Profiling (run with a StepProfile; Executor.cpp's profiling block).
+  // --- Profiling (run with a StepProfile; ExecutorProfile.cpp).
   /// Makes the timing events the first time, then records each stream's
   /// start, before anything else of the step.
   Status beginProfiledStep();

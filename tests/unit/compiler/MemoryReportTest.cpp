@@ -16,6 +16,8 @@
 #include "runtime/plan/PlanFile.h"
 #include "runtime/plan/plan_generated.h"
 
+#include "llvm/Support/JSON.h"
+
 #include <gtest/gtest.h>
 
 using namespace fsdp;
@@ -345,6 +347,30 @@ TEST(MemoryReport, RendersJsonAndText) {
   EXPECT_NE(text.find("2112"), std::string::npos) << text;
   EXPECT_NE(text.find("\n     0  "), std::string::npos) << text;
   EXPECT_NE(text.find("\n     1  "), std::string::npos) << text;
+}
+
+// The JSON form (written through llvm::json) parses as JSON whatever a
+// model names things: quotes, backslashes and control characters are
+// escaped, bytes that are not UTF-8 become U+FFFD, and an absent peak or
+// time is null.
+TEST(MemoryReport, JsonParsesWhateverTheNames) {
+  MemoryReport r;
+  r.source = "a \"b\" \\ \t\n\x01 \xff";
+  r.units.push_back(UnitMemory{});
+  r.units[0].name = "u\"0";
+  r.configurations.push_back(ConfigurationRow{});
+  r.gradAccum = 2;
+  r.accumulation.push_back(UnitAccumulation{});
+  const std::string json = renderMemoryReport(r, true);
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(json);
+  ASSERT_TRUE(static_cast<bool>(parsed)) << llvm::toString(parsed.takeError()) << "\n" << json;
+  const llvm::json::Object &o = *parsed->getAsObject();
+  EXPECT_EQ(o.getString("source"), llvm::StringRef("a \"b\" \\ \t\n\x01 \xef\xbf\xbd"));
+  EXPECT_EQ((*o.getArray("units"))[0].getAsObject()->getString("name"), llvm::StringRef("u\"0"));
+  const llvm::json::Object &row = *(*o.getArray("configurations"))[0].getAsObject();
+  EXPECT_EQ(row.get("peak_bytes")->kind(), llvm::json::Value::Null);
+  EXPECT_EQ(row.get("predicted_step_s")->kind(), llvm::json::Value::Null);
+  EXPECT_EQ(o.getInteger("grad_accum"), 2);
 }
 
 } // namespace

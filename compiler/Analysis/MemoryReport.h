@@ -166,9 +166,6 @@ std::vector<uint64_t> arenaLiveBytes(const plan::Plan &plan);
 /// configurations[]), written through llvm::json (MemoryReportRender.cpp).
 std::string renderMemoryReport(const MemoryReport &report, bool json);
 
-/// Bytes as "1.50 GiB" (binary units, "17 B" below 1 KiB), as the report's
-/// tables print them.
-std::string humanSize(uint64_t bytes);
 /// `s` quoted and escaped as a JSON string.
 std::string jsonString(const std::string &s);
 

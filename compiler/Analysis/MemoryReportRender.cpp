@@ -13,6 +13,7 @@
 #include "compiler/Analysis/MemoryReport.h"
 
 #include "compiler/Analysis/CostModel.h"
+#include "runtime/support/ByteSize.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -23,21 +24,6 @@
 #include <sstream>
 
 namespace fsdp {
-
-std::string humanSize(uint64_t bytes) {
-  static const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
-  if (bytes < 1024)
-    return std::to_string(bytes) + " B";
-  double value = static_cast<double>(bytes) / 1024;
-  size_t u = 0;
-  while (value >= 1024 && u + 1 < std::size(units)) {
-    value /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f %s", value, units[u]);
-  return buf;
-}
 
 std::string jsonString(const std::string &s) {
   std::string out = "\"";
@@ -251,10 +237,10 @@ std::string renderText(const MemoryReport &r) {
   // Per rank. Every rank runs the same plan (SPMD), so the rows are equal.
   std::vector<std::vector<std::string>> rows;
   for (const RankMemory &k : r.ranks)
-    rows.push_back({std::to_string(k.rank), humanSize(k.parameters), humanSize(k.gradients),
-                    humanSize(k.optimizerState), humanSize(k.activations),
-                    humanSize(k.communication), humanSize(k.io), humanSize(k.fragmentation),
-                    humanSize(k.peak)});
+    rows.push_back({std::to_string(k.rank), formatBytes(k.parameters, 2), formatBytes(k.gradients, 2),
+                    formatBytes(k.optimizerState, 2), formatBytes(k.activations, 2),
+                    formatBytes(k.communication, 2), formatBytes(k.io, 2), formatBytes(k.fragmentation, 2),
+                    formatBytes(k.peak, 2)});
   os << "per rank (every rank runs the same plan, so the rows are equal):\n";
   printTable(os,
              {"rank", "parameters", "gradients", "optimizer state", "activations",
@@ -288,7 +274,7 @@ std::string renderText(const MemoryReport &r) {
     size_t bytesWidth = std::to_string(k.peak).size();
     auto line = [&](const std::string &name, uint64_t bytes, const std::string &note) {
       os << "  " << name << std::string(name.size() < 18 ? 18 - name.size() : 1, ' ')
-         << pad(std::to_string(bytes), bytesWidth) << "  " << pad(humanSize(bytes), 10) << "  "
+         << pad(std::to_string(bytes), bytesWidth) << "  " << pad(formatBytes(bytes, 2), 10) << "  "
          << note << "\n";
     };
     for (const Line &l : lines)
@@ -307,7 +293,7 @@ std::string renderText(const MemoryReport &r) {
     os << "\nlargest arena tensors live at the peak (instruction " << r.peakInstruction << "):\n";
     std::vector<std::vector<std::string>> liveRows;
     for (const LiveTensor &l : r.largestAtPeak)
-      liveRows.push_back({l.name, l.category, humanSize(l.bytes),
+      liveRows.push_back({l.name, l.category, formatBytes(l.bytes, 2),
                           std::to_string(l.first) + ".." + std::to_string(l.last)});
     printTable(os, {"tensor", "kind", "bytes", "live over"}, liveRows, /*namesFirst=*/true);
   }
@@ -317,7 +303,7 @@ std::string renderText(const MemoryReport &r) {
   for (const UnitMemory &u : r.units)
     unitRows.push_back({u.name, std::to_string(u.parameters), std::to_string(u.flatNumel),
                         std::to_string(u.paddedNumel), std::to_string(u.shardNumel),
-                        std::to_string(u.groupSize), u.dtype, humanSize(u.bytesPerRank),
+                        std::to_string(u.groupSize), u.dtype, formatBytes(u.bytesPerRank, 2),
                         std::to_string(u.bytesPerRank)});
   printTable(os,
              {"unit", "params", "flat_numel", "padded_numel", "shard_numel", "group", "dtype",
@@ -344,8 +330,8 @@ std::string renderText(const MemoryReport &r) {
        << (r.predicted ? r.predicted->device : std::string("the device")) << "):\n";
     std::vector<std::vector<std::string>> rows;
     for (const UnitAccumulation &a : r.accumulation)
-      rows.push_back({a.name, a.chosen.empty() ? "-" : a.chosen, humanSize(a.eachBytes),
-                      formatSeconds(a.eachSeconds), humanSize(a.lastBytes),
+      rows.push_back({a.name, a.chosen.empty() ? "-" : a.chosen, formatBytes(a.eachBytes, 2),
+                      formatSeconds(a.eachSeconds), formatBytes(a.lastBytes, 2),
                       formatSeconds(a.lastSeconds)});
     printTable(os, {"unit", "chosen", "each: bytes", "each: time", "last: bytes", "last: time"},
                rows, /*namesFirst=*/true);
@@ -357,7 +343,7 @@ std::string renderText(const MemoryReport &r) {
     std::string notes;
     for (const ConfigurationRow &c : r.configurations) {
       configRows.push_back({(c.chosen ? "* " : "  ") + c.name,
-                            c.peakBytes ? humanSize(*c.peakBytes) : "-",
+                            c.peakBytes ? formatBytes(*c.peakBytes, 2) : "-",
                             c.stepSeconds ? formatSeconds(*c.stepSeconds) : "-", c.flags});
       if (!c.note.empty())
         notes += "  " + c.name + ": " + c.note + "\n";

@@ -13,6 +13,7 @@
 #include "compiler/Analysis/StepTrace.h"
 
 #include "compiler/Analysis/MemoryReport.h"
+#include "runtime/support/ByteSize.h"
 
 #include "runtime/support/DType.h"
 #include "runtime/plan/plan_generated.h"
@@ -71,7 +72,7 @@ std::string operandList(const plan::Plan &p, const flatbuffers::Vector<uint32_t>
       text += "[";
       for (size_t d = 0; d < count(b->shape()); ++d)
         text += (d ? "x" : "") + std::to_string(b->shape()->Get(d));
-      text += "] " + humanSize(b->size());
+      text += "] " + formatBytes(b->size(), 2);
     }
     out += (i ? ", " : "") + jsonString(text);
   }
@@ -250,7 +251,7 @@ std::string renderTimelineHtml(const plan::Plan &p, const StepPrediction &step,
           << coord(w) << "\" height=\"" << laneH << "\" fill=\"" << colorOf(c.bound)
           << "\"><title>#" << i << " " << plan::EnumNameKernel(inst->kernel()) << " "
           << escapeXml(str(inst->name())) << ": " << formatSeconds(c.seconds) << " ("
-          << boundName(c.bound) << "-bound), " << humanSize(c.bytes) << "</title></rect>\n";
+          << boundName(c.bound) << "-bound), " << formatBytes(c.bytes, 2) << "</title></rect>\n";
     }
   }
   timeAxis(lanesBottom - laneGap + 4, top);
@@ -288,7 +289,7 @@ std::string renderTimelineHtml(const plan::Plan &p, const StepPrediction &step,
   svg << "<line x1=\"" << left << "\" y1=\"" << coord(persistentY) << "\" x2=\"" << left + plotW
       << "\" y2=\"" << coord(persistentY) << "\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>\n";
   svg << "<text x=\"" << left + plotW - 4 << "\" y=\"" << coord(persistentY - 4)
-      << "\" text-anchor=\"end\" fill=\"#666\">persistent " << humanSize(p.persistent_bytes())
+      << "\" text-anchor=\"end\" fill=\"#666\">persistent " << formatBytes(p.persistent_bytes(), 2)
       << "</text>\n";
   std::ostringstream path;
   path << "M" << coord(x(0)) << " " << coord(persistentY);
@@ -311,7 +312,7 @@ std::string renderTimelineHtml(const plan::Plan &p, const StepPrediction &step,
        << formatSeconds(step.computeSeconds) << ", communication "
        << formatSeconds(step.communicationSeconds) << " ("
        << formatSeconds(step.exposedCommunicationSeconds) << " not hidden under compute), "
-       << n << " instructions, at most " << humanSize(maxBytes) << " live"
+       << n << " instructions, at most " << formatBytes(maxBytes, 2) << " live"
        << " per rank. Hover a bar for its instruction.</p>\n"
        << svg.str() << "</body></html>\n";
   return html.str();

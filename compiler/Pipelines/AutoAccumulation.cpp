@@ -11,6 +11,7 @@
 
 #include "compiler/Analysis/AccumulationCost.h"
 #include "compiler/Pipelines/MemoryBudget.h"
+#include "runtime/support/ByteSize.h"
 
 #include <algorithm>
 
@@ -71,7 +72,7 @@ mlir::FailureOr<AccumulationChoice> chooseAccumulation(mlir::ModuleOp imported,
   choice.summary = "--accum-reduce=auto: last for " + std::to_string(last.size()) + " of " +
                    std::to_string(costs.size()) + " units" +
                    (names.empty() ? "" : " (" + names + ")") + ", each for the rest; planned peak " +
-                   formatBytes(peak) + " of the --mem-budget " + formatBytes(budget);
+                   formatBytesWithCount(peak) + " of the --mem-budget " + formatBytesWithCount(budget);
   return choice;
 }
 

@@ -14,6 +14,7 @@
 #include "compiler/Pipelines/MemoryBudget.h"
 #include "compiler/Pipelines/Pipeline.h"
 #include "compiler/Transforms/RecomputeActivations.h"
+#include "runtime/support/ByteSize.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -85,7 +86,7 @@ FailureOr<CheckpointChoice> chooseCheckpointing(ModuleOp imported, const Compile
   if (none->peakBytes <= budget)
     return CheckpointChoice{withSelection(opts, {}),
                             "--ckpt=auto: no recomputation needed (planned peak " +
-                                formatBytes(none->peakBytes) + " fits)"};
+                                formatBytesWithCount(none->peakBytes) + " fits)"};
 
   FailureOr<std::vector<BlockRecompute>> blocks = priceBlocks(imported, opts);
   if (failed(blocks))
@@ -170,8 +171,8 @@ FailureOr<CheckpointChoice> chooseCheckpointing(ModuleOp imported, const Compile
       withSelection(opts, chosen),
       "--ckpt=auto: " + what + " (+" + formatFlops(flops) + " in matmuls, " +
           formatSeconds(seconds) + " on " + deviceProfile(opts.device).name +
-          " by the cost model): planned peak " + formatBytes(*peak) +
-          " (without recomputation " + formatBytes(none->peakBytes) + ")"};
+          " by the cost model): planned peak " + formatBytesWithCount(*peak) +
+          " (without recomputation " + formatBytesWithCount(none->peakBytes) + ")"};
 }
 
 } // namespace fsdp

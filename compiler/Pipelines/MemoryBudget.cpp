@@ -14,6 +14,7 @@
 #include "compiler/Pipelines/Pipeline.h"
 #include "compiler/Target/PlanEmitter.h"
 #include "runtime/plan/plan_generated.h"
+#include "runtime/support/ByteSize.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -21,11 +22,6 @@
 using namespace mlir;
 
 namespace fsdp {
-
-std::string formatBytes(uint64_t bytes) {
-  // The report's human size, with the exact count once it is rounded.
-  return bytes < 1024 ? humanSize(bytes) : humanSize(bytes) + " (" + std::to_string(bytes) + " B)";
-}
 
 FailureOr<std::vector<uint8_t>> emitPlanInMemory(ModuleOp module, const CompileOptions &opts) {
   PlanEmitOptions options = planEmitOptionsFor(opts);
@@ -219,20 +215,20 @@ std::vector<BudgetSuggestion> suggestSmallerPlans(ModuleOp imported, const Compi
 std::string overBudgetMessage(const MemoryReport &report, uint64_t budget,
                               const std::vector<BudgetSuggestion> &suggestions) {
   const RankMemory &rank = report.ranks.front();
-  std::string text = "the plan needs " + formatBytes(report.peakBytes) +
-                     " per rank, over --mem-budget=" + formatBytes(budget) + ".\n";
+  std::string text = "the plan needs " + formatBytesWithCount(report.peakBytes) +
+                     " per rank, over --mem-budget=" + formatBytesWithCount(budget) + ".\n";
   text += "  at its peak (instruction " + std::to_string(report.peakInstruction) + " '" +
-          report.peakInstructionName + "'): activations " + formatBytes(rank.activations) +
-          ", parameters " + formatBytes(rank.parameters) + ", optimizer state " +
-          formatBytes(rank.optimizerState) + ", gradients " + formatBytes(rank.gradients) +
-          ", gathered parameters " + formatBytes(rank.communication) + ", inputs/outputs " +
-          formatBytes(rank.io) + ", unusable arena gaps " + formatBytes(rank.fragmentation);
+          report.peakInstructionName + "'): activations " + formatBytesWithCount(rank.activations) +
+          ", parameters " + formatBytesWithCount(rank.parameters) + ", optimizer state " +
+          formatBytesWithCount(rank.optimizerState) + ", gradients " + formatBytesWithCount(rank.gradients) +
+          ", gathered parameters " + formatBytesWithCount(rank.communication) + ", inputs/outputs " +
+          formatBytesWithCount(rank.io) + ", unusable arena gaps " + formatBytesWithCount(rank.fragmentation);
   // The few largest transient tensors there are what a user can act on.
   const size_t named = std::min<size_t>(report.largestAtPeak.size(), 3);
   for (size_t i = 0; i < named; ++i) {
     const LiveTensor &t = report.largestAtPeak[i];
     text += std::string(i ? "; " : "\n  largest there: ") + "'" + t.name + "' (" + t.category +
-            ", " + humanSize(t.bytes) + ")";
+            ", " + formatBytes(t.bytes, 2) + ")";
   }
   std::vector<BudgetSuggestion> sorted = suggestions;
   std::stable_sort(sorted.begin(), sorted.end(),
@@ -243,7 +239,7 @@ std::string overBudgetMessage(const MemoryReport &report, uint64_t budget,
     return text + "\n  no other configuration tried compiles smaller";
   text += "\n  planned alternatives:";
   for (const BudgetSuggestion &s : sorted)
-    text += "\n    " + s.flags + ": " + formatBytes(s.peakBytes) +
+    text += "\n    " + s.flags + ": " + formatBytesWithCount(s.peakBytes) +
             (s.peakBytes <= budget ? " (fits)" : " (does not fit)");
   return text;
 }

@@ -79,9 +79,6 @@ std::vector<BudgetSuggestion> suggestSmallerPlans(mlir::ModuleOp imported,
 std::string overBudgetMessage(const MemoryReport &report, uint64_t budget,
                               const std::vector<BudgetSuggestion> &suggestions);
 
-/// Bytes as "1.50 GiB (1610612736 B)".
-std::string formatBytes(uint64_t bytes);
-
 } // namespace fsdp
 
 #endif // FSDP_COMPILER_PIPELINES_MEMORYBUDGET_H

@@ -8,6 +8,7 @@
 
 #include "runtime/exec/FlightRecorder.h"
 
+#include "runtime/support/ByteSize.h"
 #include "runtime/support/Status.h"
 #include "runtime/train/TrainLog.h"
 

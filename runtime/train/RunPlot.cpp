@@ -13,6 +13,7 @@
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/FileIO.h"
 #include "runtime/plot/SvgChart.h"
+#include "runtime/support/ByteSize.h"
 #include "runtime/train/TrainLog.h"
 
 #include <algorithm>

@@ -9,6 +9,8 @@
 
 #include "runtime/train/TrainLog.h"
 
+#include "runtime/support/ByteSize.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -62,17 +64,6 @@ std::string formatNumber(const char *fmt, double value) {
   char text[64];
   std::snprintf(text, sizeof(text), fmt, value);
   return text;
-}
-
-std::string formatBytes(uint64_t bytes) {
-  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  return unit == 0 ? std::to_string(bytes) + " B" : formatNumber("%.1f", value) + " " + units[unit];
 }
 
 std::string consoleLine(const StepRecord &r) {

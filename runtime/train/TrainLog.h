@@ -69,8 +69,6 @@ std::string metricsLine(const StepRecord &record);
 /// without tokens show samples/s, runs with a gradient norm show
 /// "grad_norm 1.234" after the lr.
 std::string consoleLine(const StepRecord &record);
-/// Bytes in the largest binary unit that keeps a value >= 1 ("12.3 MiB").
-std::string formatBytes(uint64_t bytes);
 /// `value` through the printf format `fmt` (one double conversion).
 std::string formatNumber(const char *fmt, double value);
 

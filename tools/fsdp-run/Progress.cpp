@@ -8,6 +8,8 @@
 
 #include "tools/fsdp-run/Progress.h"
 
+#include "runtime/support/ByteSize.h"
+
 #include <string>
 
 namespace fsdp::run {
@@ -62,7 +64,7 @@ void Progress::finish() {
   std::fprintf(out_, "done: %lld steps in %.3f s, final loss %.6f, %.1f %s, peak %s\n",
                static_cast<long long>(steps_), seconds_, static_cast<double>(last_.loss),
                seconds_ > 0 ? work / seconds_ : 0.0, tokens ? "tok/s" : "samples/s",
-               rt::formatBytes(last_.peakBytes).c_str());
+               formatBytes(last_.peakBytes).c_str());
   std::fflush(out_);
 }
 

@@ -13,6 +13,7 @@
 #include "runtime/device/DeviceRegistry.h"
 #include "runtime/embed/EmbeddedStepLoader.h"
 #include "runtime/plan/plan_generated.h"
+#include "runtime/support/ByteSize.h"
 #include "runtime/train/TrainLog.h"
 #include "tools/fsdp-run/Driver.h"
 #include "tools/fsdp-run/Forward.h"

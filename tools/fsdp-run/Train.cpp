@@ -17,6 +17,7 @@
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/checkpoint/ModelState.h"
 #include "runtime/plan/plan_generated.h"
+#include "runtime/support/ByteSize.h"
 #include "runtime/train/DataSource.h"
 #include "runtime/train/MetricsReader.h"
 #include "runtime/train/RunPlot.h"

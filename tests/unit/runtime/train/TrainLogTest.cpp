@@ -144,10 +144,6 @@ TEST(TrainLogTest, ConsoleLineAndBytes) {
   clipped.gradNorm = 0.51234;
   EXPECT_EQ(consoleLine(clipped),
             "step 5/100 loss 4.123456 lr 1.000e-03 grad_norm 0.5123 1024 tok/s 12.3 MiB");
-  EXPECT_EQ(formatBytes(0), "0 B");
-  EXPECT_EQ(formatBytes(1023), "1023 B");
-  EXPECT_EQ(formatBytes(1536), "1.5 KiB");
-  EXPECT_EQ(formatBytes(uint64_t{80} << 30), "80.0 GiB");
 }
 
 TEST(TrainLogTest, Cadence) {

@@ -21,7 +21,7 @@
 // reached is "-" (a collective that never started, or never finished).
 // Collectives outside a step (the start-up agreement) have step 0 and
 // print "start-up" for "step S"; " of unit U" is left out for a collective
-// of no unit (unit "-"). BYTES is formatBytes' (runtime/train/TrainLog.h);
+// of no unit (unit "-"). BYTES is formatBytes' (runtime/support/ByteSize.h);
 // a host call of unknown size (a checkpoint save) prints "(group G)".
 //
 //===----------------------------------------------------------------------===//

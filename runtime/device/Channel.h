@@ -6,12 +6,12 @@
 // events it waits on and before the ones recorded after it. Enqueueing
 // returns at once; a collective's failure is the stream's (sticky, reported
 // by its synchronize). Buffers, counts, in-place layouts and the rank-order
-// reduction are Communicator's (runtime/channels/Communicator.h), whose
+// reduction are Communicator's (runtime/comm/Communicator.h), whose
 // calls map one to one onto ncclAllGather, ncclReduceScatter, ncclAllReduce
 // and ncclBroadcast; the CPU channel (backends/cpu/CpuChannel.h) runs a
 // host Communicator's calls on the stream's worker, the CUDA device's
 // (backends/cuda/NcclChannel.h) issues them on NCCL as
-// runtime/channels/NcclMapping.h maps them.
+// runtime/comm/NcclMapping.h maps them.
 //
 // A device makes a channel over a host-side group (Device::createChannel),
 // the way NCCL bootstraps a communicator over MPI or a store; split() then
@@ -25,7 +25,7 @@
 #ifndef FSDP_RUNTIME_DEVICE_CHANNEL_H
 #define FSDP_RUNTIME_DEVICE_CHANNEL_H
 
-#include "runtime/channels/Communicator.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/device/Device.h"
 
 #include <memory>

@@ -36,7 +36,7 @@
 #include "runtime/exec/Executor.h"
 #include "runtime/exec/CollectiveWatchdog.h"
 
-#include "runtime/channels/InProcessCommunicator.h"
+#include "runtime/comm/InProcessCommunicator.h"
 #include "runtime/plan/plan_generated.h"
 #include "runtime/plan/PlanCheck.h"
 #include "runtime/checkpoint/StateLayout.h"

@@ -64,8 +64,8 @@
 #ifndef FSDP_RUNTIME_EXECUTOR_H
 #define FSDP_RUNTIME_EXECUTOR_H
 
-#include "runtime/channels/Communicator.h"
-#include "runtime/channels/NcclMapping.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/comm/NcclMapping.h"
 #include "runtime/device/Channel.h"
 #include "runtime/device/Device.h"
 #include "runtime/exec/StepProfile.h"

@@ -15,7 +15,7 @@
 #include "runtime/exec/CollectiveWatchdog.h"
 #include "runtime/exec/Executor.h"
 
-#include "runtime/channels/NcclMapping.h"
+#include "runtime/comm/NcclMapping.h"
 #include "runtime/plan/plan_generated.h"
 #include "runtime/plan/KernelTable.h"
 

@@ -10,7 +10,7 @@
 #include "runtime/exec/InProcessRanks.h"
 
 #include "runtime/backends/cpu/CpuDevice.h"
-#include "runtime/channels/InProcessCommunicator.h"
+#include "runtime/comm/InProcessCommunicator.h"
 #include "runtime/device/Device.h"
 #include "runtime/plan/plan_generated.h"
 

@@ -1,7 +1,7 @@
 //===- InProcessRanks.h - a plan's ranks as threads of this process -------===//
 //
 // The runtime's one way to run N ranks in one process: N threads over one
-// in-process communicator group (runtime/channels/InProcessCommunicator.h).
+// in-process communicator group (runtime/comm/InProcessCommunicator.h).
 // fsdp-run runs a plan compiled for N ranks this way unless a launcher
 // started it, the step session (fsdp_step.h) keeps the group between calls,
 // and fsdp-ckpt convert runs a target plan's ranks to write its shards
@@ -21,7 +21,7 @@
 #ifndef FSDP_RUNTIME_EXEC_INPROCESSRANKS_H
 #define FSDP_RUNTIME_EXEC_INPROCESSRANKS_H
 
-#include "runtime/channels/Communicator.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/support/Status.h"

@@ -3,7 +3,7 @@
 
 A plan compiled for N ranks runs as N in-process ranks, or as N processes
 that find each other over TCP from torchrun's environment (RANK, WORLD_SIZE,
-LOCAL_RANK, MASTER_ADDR, MASTER_PORT; runtime/channels/TcpCommunicator.h).
+LOCAL_RANK, MASTER_ADDR, MASTER_PORT; runtime/comm/TcpCommunicator.h).
 On the shipped gpt-tiny with --data, for world size 2 (--shard=full) and 4
 (--shard=hybrid:2), the per-step losses and the saved weights must be
 bitwise equal across:

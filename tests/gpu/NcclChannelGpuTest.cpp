@@ -15,11 +15,11 @@
 
 #include "runtime/backends/cuda/CudaDevice.h"
 #include "tests/gpu/GpuTestMain.h"
-#include "runtime/channels/CollectiveCall.h"
-#include "runtime/channels/InProcessCommunicator.h"
+#include "runtime/comm/CollectiveCall.h"
+#include "runtime/comm/InProcessCommunicator.h"
 #include "runtime/device/Channel.h"
 #include "runtime/support/Half.h"
-#include "tests/unit/runtime/channels/CommTestData.h"
+#include "tests/unit/runtime/comm/CommTestData.h"
 
 #include <gtest/gtest.h>
 

@@ -11,8 +11,8 @@
 
 #include "tools/fsdp-run/Launch.h"
 
-#include "runtime/channels/MpiCommunicator.h"
-#include "runtime/channels/TcpCommunicator.h"
+#include "runtime/comm/MpiCommunicator.h"
+#include "runtime/comm/TcpCommunicator.h"
 #include "runtime/device/DeviceRegistry.h"
 #include "runtime/plan/PlanDump.h"
 #include "runtime/plan/plan_generated.h"

@@ -6,7 +6,7 @@
 // data, BLAS threads shared out between them), or as one process per rank
 // under mpirun (or srun --mpi=pmix: the MPI communicator) or torchrun
 // (torchrun's environment: the TCP communicator,
-// runtime/channels/TcpCommunicator.h); mpirun's environment wins where
+// runtime/comm/TcpCommunicator.h); mpirun's environment wins where
 // both are set. A one-rank plan runs on the calling thread, without a
 // communicator.
 //
@@ -15,7 +15,7 @@
 #ifndef FSDP_TOOLS_FSDP_RUN_LAUNCH_H
 #define FSDP_TOOLS_FSDP_RUN_LAUNCH_H
 
-#include "runtime/channels/Communicator.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/exec/InProcessRanks.h"
 #include "runtime/support/Status.h"
 #include "tools/fsdp-run/RankRun.h"

@@ -16,7 +16,7 @@
 #ifndef FSDP_TOOLS_FSDP_RUN_RANKRUN_H
 #define FSDP_TOOLS_FSDP_RUN_RANKRUN_H
 
-#include "runtime/channels/Communicator.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/device/Device.h"
 #include "runtime/exec/CollectiveWatchdog.h"
 #include "runtime/exec/Executor.h"

@@ -13,7 +13,7 @@
 
 #include "tools/fsdp-run/Train.h"
 
-#include "runtime/channels/MpiCommunicator.h"
+#include "runtime/comm/MpiCommunicator.h"
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/checkpoint/ModelState.h"
 #include "runtime/plan/plan_generated.h"

@@ -9,7 +9,7 @@
 
 #include "tools/fsdp-run/Watchdog.h"
 
-#include "runtime/channels/StallingCommunicator.h"
+#include "runtime/comm/StallingCommunicator.h"
 #include "tools/fsdp-run/Driver.h"
 
 #include <unistd.h>

@@ -23,7 +23,7 @@
 #ifndef FSDP_TOOLS_FSDP_RUN_WATCHDOG_H
 #define FSDP_TOOLS_FSDP_RUN_WATCHDOG_H
 
-#include "runtime/channels/Communicator.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/exec/FlightRecorder.h"
 
 #include <memory>
@@ -45,7 +45,7 @@ void recorderPrinted();
 
 /// In-process ranks: FSDP_TEST_STALL_COLLECTIVE=R:N (a test hook: rank R
 /// blocks in its N-th collective call until the group is aborted;
-/// runtime/channels/StallingCommunicator.h). Nothing when it is not set.
+/// runtime/comm/StallingCommunicator.h). Nothing when it is not set.
 rt::Status applyStallTestHook(std::vector<std::unique_ptr<rt::Communicator>> &ranks);
 
 } // namespace fsdp::run

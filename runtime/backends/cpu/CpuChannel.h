@@ -2,7 +2,7 @@
 //
 // The CPU backend's Channel (runtime/device/Channel.h): each collective is
 // enqueued on a CPU stream, whose worker makes the matching synchronous
-// call of a host Communicator (in-process ranks or MPI, runtime/channels/)
+// call of a host Communicator (in-process ranks or MPI, runtime/comm/)
 // in the stream's order. The communicators keep their contracts (rank-order
 // reduction, mismatches reported on every rank, sticky failures), and the
 // stream adds one rule: a collective that a failed stream reaches aborts

@@ -40,7 +40,7 @@
 
 #include "runtime/backends/cuda/CudaDevice.h"
 #include "runtime/backends/cuda/NcclLibrary.h"
-#include "runtime/channels/NcclMapping.h"
+#include "runtime/comm/NcclMapping.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>

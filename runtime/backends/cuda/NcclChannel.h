@@ -3,7 +3,7 @@
 // The Channel (runtime/device/Channel.h) a CUDA device makes for a host
 // group: one NCCL communicator over the group's ranks, each rank on its
 // device's GPU, with collectives enqueued on the device's streams. What is
-// asked of NCCL is nccl::mapBatch's (runtime/channels/NcclMapping.h), the
+// asked of NCCL is nccl::mapBatch's (runtime/comm/NcclMapping.h), the
 // mapping the CPU tests check against the in-process communicator; this
 // file only issues it. Built when the CUDA build finds nccl.h; NCCL itself
 // is opened at run time (NcclLibrary.h).

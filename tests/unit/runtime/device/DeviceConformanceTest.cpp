@@ -22,7 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuDevice.h"
-#include "runtime/channels/InProcessCommunicator.h"
+#include "runtime/comm/InProcessCommunicator.h"
 #include "runtime/device/Channel.h"
 #include "runtime/device/DeviceRegistry.h"
 #include "runtime/plan/plan_generated.h"

@@ -17,8 +17,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuDevice.h"
-#include "runtime/channels/InProcessCommunicator.h"
-#include "runtime/channels/StallingCommunicator.h"
+#include "runtime/comm/InProcessCommunicator.h"
+#include "runtime/comm/StallingCommunicator.h"
 #include "runtime/exec/CollectiveWatchdog.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/plan/plan_generated.h"

@@ -16,7 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuDevice.h"
-#include "runtime/channels/InProcessCommunicator.h"
+#include "runtime/comm/InProcessCommunicator.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/plan/plan_generated.h"
 

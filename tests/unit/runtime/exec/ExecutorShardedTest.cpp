@@ -33,7 +33,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuDevice.h"
-#include "runtime/channels/InProcessCommunicator.h"
+#include "runtime/comm/InProcessCommunicator.h"
 #include "runtime/checkpoint/ModelState.h"
 #include "runtime/device/Channel.h"
 #include "runtime/exec/Executor.h"

@@ -35,8 +35,8 @@
 #ifndef FSDP_RUNTIME_COMM_TCPCOMMUNICATOR_H
 #define FSDP_RUNTIME_COMM_TCPCOMMUNICATOR_H
 
-#include "runtime/channels/Communicator.h"
-#include "runtime/channels/TcpRendezvous.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/comm/TcpRendezvous.h"
 
 #include <memory>
 #include <string>

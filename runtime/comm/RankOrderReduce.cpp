@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/channels/RankOrderReduce.h"
+#include "runtime/comm/RankOrderReduce.h"
 
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 

@@ -13,7 +13,7 @@
 #ifndef FSDP_RUNTIME_COMM_RANKORDERREDUCE_H
 #define FSDP_RUNTIME_COMM_RANKORDERREDUCE_H
 
-#include "runtime/channels/Communicator.h"
+#include "runtime/comm/Communicator.h"
 
 namespace fsdp::rt::comm {
 

@@ -5,9 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/channels/CollectiveCall.h"
+#include "runtime/comm/CollectiveCall.h"
 
-#include "runtime/channels/RankOrderReduce.h"
+#include "runtime/comm/RankOrderReduce.h"
 
 #include <cstring>
 #include <limits>

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/channels/Communicator.h"
+#include "runtime/comm/Communicator.h"
 
 #include <algorithm>
 #include <cstdio>

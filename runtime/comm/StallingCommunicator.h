@@ -16,7 +16,7 @@
 #ifndef FSDP_RUNTIME_COMM_STALLINGCOMMUNICATOR_H
 #define FSDP_RUNTIME_COMM_STALLINGCOMMUNICATOR_H
 
-#include "runtime/channels/Communicator.h"
+#include "runtime/comm/Communicator.h"
 
 #include <memory>
 #include <string>

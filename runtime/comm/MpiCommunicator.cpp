@@ -12,9 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/channels/MpiCommunicator.h"
+#include "runtime/comm/MpiCommunicator.h"
 
-#include "runtime/channels/ProcessCommunicator.h"
+#include "runtime/comm/ProcessCommunicator.h"
 
 #include <mpi.h>
 

@@ -12,9 +12,9 @@
 #ifndef FSDP_TESTS_UNIT_RUNTIME_COMMTESTGROUPS_H
 #define FSDP_TESTS_UNIT_RUNTIME_COMMTESTGROUPS_H
 
-#include "runtime/channels/InProcessCommunicator.h"
-#include "runtime/channels/TcpCommunicator.h"
-#include "runtime/channels/TcpRendezvous.h"
+#include "runtime/comm/InProcessCommunicator.h"
+#include "runtime/comm/TcpCommunicator.h"
+#include "runtime/comm/TcpRendezvous.h"
 
 #include <gtest/gtest.h>
 

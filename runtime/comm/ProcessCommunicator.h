@@ -20,7 +20,7 @@
 #ifndef FSDP_RUNTIME_COMM_PROCESSCOMMUNICATOR_H
 #define FSDP_RUNTIME_COMM_PROCESSCOMMUNICATOR_H
 
-#include "runtime/channels/CollectiveCall.h"
+#include "runtime/comm/CollectiveCall.h"
 
 #include <memory>
 #include <string>

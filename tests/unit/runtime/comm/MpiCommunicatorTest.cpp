@@ -18,8 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tests/unit/runtime/channels/CommTestData.h"
-#include "runtime/channels/MpiCommunicator.h"
+#include "tests/unit/runtime/comm/CommTestData.h"
+#include "runtime/comm/MpiCommunicator.h"
 
 #include <gtest/gtest.h>
 

@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tests/unit/runtime/channels/CommTestData.h"
-#include "tests/unit/runtime/channels/CommTestGroups.h"
+#include "tests/unit/runtime/comm/CommTestData.h"
+#include "tests/unit/runtime/comm/CommTestGroups.h"
 
 #include <gtest/gtest.h>
 

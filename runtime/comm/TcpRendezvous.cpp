@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/channels/TcpRendezvous.h"
+#include "runtime/comm/TcpRendezvous.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -13,7 +13,7 @@
 #ifndef FSDP_RUNTIME_COMM_COLLECTIVECALL_H
 #define FSDP_RUNTIME_COMM_COLLECTIVECALL_H
 
-#include "runtime/channels/Communicator.h"
+#include "runtime/comm/Communicator.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -19,7 +19,7 @@
 #ifndef FSDP_RUNTIME_COMM_INPROCESSCOMMUNICATOR_H
 #define FSDP_RUNTIME_COMM_INPROCESSCOMMUNICATOR_H
 
-#include "runtime/channels/Communicator.h"
+#include "runtime/comm/Communicator.h"
 
 #include <memory>
 #include <vector>

@@ -11,7 +11,7 @@
 #ifndef FSDP_TESTS_UNIT_RUNTIME_COMMTESTDATA_H
 #define FSDP_TESTS_UNIT_RUNTIME_COMMTESTDATA_H
 
-#include "runtime/channels/Communicator.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/support/Half.h"
 
 #include <algorithm>

@@ -28,10 +28,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/channels/TcpCommunicator.h"
+#include "runtime/comm/TcpCommunicator.h"
 
-#include "runtime/channels/ProcessCommunicator.h"
-#include "runtime/channels/TcpRendezvous.h"
+#include "runtime/comm/ProcessCommunicator.h"
+#include "runtime/comm/TcpRendezvous.h"
 
 #include <fcntl.h>
 #include <poll.h>

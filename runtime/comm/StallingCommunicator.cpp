@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/channels/StallingCommunicator.h"
+#include "runtime/comm/StallingCommunicator.h"
 
 #include <atomic>
 #include <condition_variable>

@@ -18,7 +18,7 @@
 #ifndef FSDP_RUNTIME_COMM_MPICOMMUNICATOR_H
 #define FSDP_RUNTIME_COMM_MPICOMMUNICATOR_H
 
-#include "runtime/channels/Communicator.h"
+#include "runtime/comm/Communicator.h"
 
 #include <cstddef>
 #include <memory>

@@ -27,10 +27,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/channels/InProcessCommunicator.h"
-#include "runtime/channels/NcclMapping.h"
+#include "runtime/comm/InProcessCommunicator.h"
+#include "runtime/comm/NcclMapping.h"
 #include "runtime/support/Half.h"
-#include "tests/unit/runtime/channels/CommTestData.h"
+#include "tests/unit/runtime/comm/CommTestData.h"
 
 #include <gtest/gtest.h>
 

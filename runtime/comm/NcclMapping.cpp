@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/channels/NcclMapping.h"
+#include "runtime/comm/NcclMapping.h"
 
 #include <algorithm>
 #include <limits>

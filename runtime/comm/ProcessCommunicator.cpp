@@ -5,9 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/channels/ProcessCommunicator.h"
+#include "runtime/comm/ProcessCommunicator.h"
 
-#include "runtime/channels/RankOrderReduce.h"
+#include "runtime/comm/RankOrderReduce.h"
 
 #include <cstring>
 

@@ -21,10 +21,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/channels/InProcessCommunicator.h"
+#include "runtime/comm/InProcessCommunicator.h"
 
-#include "runtime/channels/CollectiveCall.h"
-#include "runtime/channels/RankOrderReduce.h"
+#include "runtime/comm/CollectiveCall.h"
+#include "runtime/comm/RankOrderReduce.h"
 
 #include <algorithm>
 #include <condition_variable>

@@ -11,7 +11,7 @@
 // returns (backends/cuda/NcclChannel.cpp, which static_asserts the enums
 // below against nccl.h), and the CPU tests run the same description
 // through an interpreter of NCCL's semantics and compare it with the
-// in-process communicator (tests/unit/runtime/channels/NcclMappingTest.cpp).
+// in-process communicator (tests/unit/runtime/comm/NcclMappingTest.cpp).
 //
 // The refusals are the communicators' own (comm::checkCall, so a call the
 // CPU refuses is refused on NCCL in the same words: reductions of types
@@ -27,7 +27,7 @@
 #ifndef FSDP_RUNTIME_CHANNELS_NCCLMAPPING_H
 #define FSDP_RUNTIME_CHANNELS_NCCLMAPPING_H
 
-#include "runtime/channels/CollectiveCall.h"
+#include "runtime/comm/CollectiveCall.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -5,7 +5,8 @@
 # sanitizer sees into a GPU). The address,undefined build also carries
 # libFuzzer's instrumentation and builds the fuzz targets, so one build
 # serves scripts/test.sh --sanitize=address,undefined and scripts/fuzz.sh.
-# CMAKE_CXX_COMPILER_LAUNCHER=ccache in the environment caches objects.
+# Objects go through the compiler cache as in every build (CMakeLists.txt;
+# the callers source scripts/ccache-env.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SANITIZERS=$1

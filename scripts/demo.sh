@@ -15,9 +15,14 @@
 # STEPS (default 300) sets the length of the training run, EVAL_EVERY
 # (default 50) how often it validates; DEMO_OUT (default $BUILD/demo) keeps
 # run.html and metrics.jsonl after the script ends.
+#
+# It installs only what it runs: the build's Debian packages (setup.sh
+# --build), not the tests' (Debian's torch, clang, the ONNX test data) nor
+# their torch 2.x venv (scripts/test.sh makes those).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh >/dev/null
+./scripts/setup.sh --build >/dev/null
+source scripts/ccache-env.sh
 BUILD=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" --target fsdp-opt fsdp-run >/dev/null

@@ -4,10 +4,14 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     e.g. scripts/fuzz.sh 600 plan npy
 #
-# It configures and builds the fuzz build (clang-19, ASan + UBSan, libFuzzer
-# coverage: the build scripts/test.sh --sanitize=address,undefined makes,
-# in the same directory), makes the seed corpora from the test files
-# (tests/fuzz/make_seeds.py) and runs the targets, FUZZ_JOBS at a time
+# It configures the fuzz build (clang-19, ASan + UBSan, libFuzzer coverage:
+# the build scripts/test.sh --sanitize=address,undefined makes, in the same
+# directory) and builds there only the fuzz targets and the libraries they
+# link (target fuzz-targets), through the compiler cache. It makes the seed
+# corpora from the test files (tests/fuzz/make_seeds.py) with fsdp-opt and
+# fsdp-run of the ordinary build (FUZZ_TOOLS_BUILD_DIR, default build: CI's
+# scripts/test.sh has just built them; without that tree, the fuzz build's
+# own), and runs the targets, FUZZ_JOBS at a time
 # (default: the number of cores), each on its own corpus under
 # $BUILD/fuzz-corpus/TARGET, which keeps what it found for the next run.
 # A crashing input is saved under $BUILD/fuzz-artifacts/TARGET; rerun it
@@ -34,11 +38,26 @@ if [[ -n ${FUZZ_SEED:-} ]] && ! [[ $FUZZ_SEED =~ ^[1-9][0-9]{0,8}$ ]]; then
   exit 1
 fi
 BUILD=${FUZZ_BUILD_DIR:-build-sanitize-address-undefined}
+TOOLS_BUILD=${FUZZ_TOOLS_BUILD_DIR:-build}
 JOBS=${FUZZ_JOBS:-$(nproc)}
 
 ./scripts/setup.sh >/dev/null
+source scripts/ccache-env.sh
 "$ROOT/scripts/configure-sanitized.sh" address,undefined "$BUILD"
-cmake --build "$BUILD" --target fuzz-targets fsdp-opt fsdp-run
+# Every seed also runs through its sanitized fuzz target first (libFuzzer
+# reads the whole corpus before mutating), so the tools that write the
+# seeds need no sanitized build of their own: the fuzz build compiles what
+# the fuzz targets link and nothing else.
+fuzz_build_start=$SECONDS
+if [[ -f $TOOLS_BUILD/CMakeCache.txt ]]; then
+  cmake --build "$BUILD" --target fuzz-targets
+  cmake --build "$TOOLS_BUILD" --target fsdp-opt fsdp-run
+  TOOLS=$TOOLS_BUILD/bin
+else
+  cmake --build "$BUILD" --target fuzz-targets fsdp-opt fsdp-run
+  TOOLS=$BUILD/bin
+fi
+echo "fuzz.sh: build took $((SECONDS - fuzz_build_start)) s" >&2
 
 ALL_TARGETS=()
 for exe in "$BUILD"/bin/fuzz-*; do
@@ -53,10 +72,8 @@ done
 SEEDS=$BUILD/fuzz-seeds
 if [[ ! -d $SEEDS || tests/fuzz/make_seeds.py -nt $SEEDS ]]; then
   rm -rf "$SEEDS"
-  # The seeds are made with the build's own (sanitized) tools: making them
-  # is a first test of the same code.
   /usr/bin/python3 tests/fuzz/make_seeds.py --out "$SEEDS" \
-    --fsdp-opt "$BUILD/bin/fsdp-opt" --fsdp-run "$BUILD/bin/fsdp-run"
+    --fsdp-opt "$TOOLS/fsdp-opt" --fsdp-run "$TOOLS/fsdp-run"
 fi
 
 source scripts/sanitizers/env.sh

@@ -1,15 +1,21 @@
 //===- Status.h - error values of the runtime -----------------------------===//
 //
 // The runtime never exits or throws inside a library: every fallible call
-// returns a Status that carries a message, plus the expression, file and
-// line where it was first returned through FSDP_RETURN_IF_ERROR, so a user
-// sees both what went wrong and where. OK statuses carry no allocation.
+// returns a Status that carries a message. Where it was first returned
+// through FSDP_RETURN_IF_ERROR (the expression, file and line) is for
+// developers, not users: as IREE does in release builds, it is added to the
+// message only when the environment sets FSDP_DEBUG_STATUS=1, so the tools'
+// errors read as messages ("fsdp-run: error: ...: no committed checkpoint")
+// and a developer reruns with the variable to see the source location. OK
+// statuses carry no allocation.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDP_RUNTIME_STATUS_H
 #define FSDP_RUNTIME_STATUS_H
 
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -33,13 +39,25 @@ public:
     return message_ ? *message_ : empty;
   }
 
-  /// Adds "(at EXPR, FILE:LINE)" the first time the error passes a macro.
+  /// Records the first macro the error passes: with FSDP_DEBUG_STATUS=1
+  /// the message gains "(at EXPR, FILE:LINE)"; otherwise it stays as is.
   Status &withOrigin(const char *expr, const char *file, int line) {
     if (message_ && !located_) {
-      *message_ += std::string(" (at ") + expr + ", " + file + ":" + std::to_string(line) + ")";
+      if (showsOrigins())
+        *message_ += std::string(" (at ") + expr + ", " + file + ":" + std::to_string(line) + ")";
       located_ = true;
     }
     return *this;
+  }
+
+  /// Whether FSDP_DEBUG_STATUS=1 asks for source locations in messages
+  /// (read once: the environment of a run does not change under it).
+  static bool showsOrigins() {
+    static const bool shows = [] {
+      const char *value = std::getenv("FSDP_DEBUG_STATUS");
+      return value && std::strcmp(value, "1") == 0;
+    }();
+    return shows;
   }
 
 private:

@@ -15,12 +15,16 @@ per-step losses and saved weights, one row each:
     starting another number of processes than its world size;
   - ./step --help says what it was compiled from (model and hash, world
     size, strategy, checkpointing, planned peak per rank).
+  - its errors read as fsdp-run's, as messages: --resume of a directory
+    without a checkpoint names it, with no status expression or source
+    file:line, which FSDP_DEBUG_STATUS=1 adds back
+    (tests/lit/tools/error-messages.test holds the other tools').
   - SIGTERM mid-run stops ./step after the step with a checkpoint, as it
     stops fsdp-run (test_preemption.py), and ./step resumes it bitwise.
 
-The binaries link libfsdp_runtime.a (the runtime as a library); where it
-has not been built the script says so and exits 77, which ctest reports as
-skipped.
+The binaries link libfsdp_runtime.a (the runtime as a library), which every
+build makes (target fsdp_runtime, in ALL); where it is absent the script
+says so and fails, as it fails without mpirun (setup.sh installs it).
 
   /usr/bin/python3 tests/e2e/test_binary_step.py --fsdp-opt build/bin/fsdp-opt \\
       --fsdp-run build/bin/fsdp-run --runtime-lib build/lib/libfsdp_runtime.a
@@ -44,7 +48,6 @@ import test_preemption as preemption  # noqa: E402  (signalling a run mid-way)
 
 MODEL = os.path.join(ROOT, "examples", "gpt-tiny.onnx")
 STEPS = 3
-SKIP = 77  # ctest's SKIP_RETURN_CODE for this test
 
 
 class Session(tr.Session):
@@ -140,6 +143,25 @@ def refuses_foreign_weights(s):
     return problems
 
 
+def error_reads_as_a_message(s):
+    binary, _ = s.compiled([])
+    command = [binary, f"--data={s.tokens}", "--steps=1",
+               f"--resume={os.path.join(s.tmp, 'no-checkpoint')}"]
+    expected = "no-checkpoint: no committed checkpoint (no step-N directory with COMMIT)"
+    problems = []
+    plain = {k: v for k, v in os.environ.items() if k != "FSDP_DEBUG_STATUS"}
+    for debug, env in ((False, plain), (True, dict(plain, FSDP_DEBUG_STATUS="1"))):
+        out = run(command, env, expect_ok=False)
+        err = out.stderr.strip()
+        located = "(at " in err and ".cpp:" in err
+        if out.returncode != 1 or not err.startswith("step: error: --resume: ") or \
+                expected not in err or located != debug:
+            problems.append(f"FSDP_DEBUG_STATUS={'1' if debug else '(unset)'}: exit "
+                            f"{out.returncode}, stderr {err!r}; expected 1 and {expected!r}"
+                            f" {'with' if debug else 'without'} a source location")
+    return problems
+
+
 def refuses_wrong_process_count(s):
     binary, _ = s.compiled(["--world-size=2", "--ckpt=blocks"])
     _, _, out = s.train([binary], mpi=3, expect_ok=False)
@@ -173,9 +195,9 @@ def main():
     ap.add_argument("--mpirun", default=shutil.which("mpirun"))
     args = ap.parse_args()
     if not os.path.exists(args.runtime_lib):
-        print(f"SKIP: {args.runtime_lib} is absent: the step binaries link the runtime "
+        print(f"FAIL: {args.runtime_lib} is absent: the step binaries link the runtime "
               "library (build it: ninja fsdp_runtime), so nothing here can run")
-        return SKIP
+        return 1
     start = time.time()
     tmp = tempfile.mkdtemp(prefix="binary-step-")
     try:
@@ -195,6 +217,8 @@ def main():
             ("a weights file that is not the compiled one: exit 1, fsdp-run's message",
              lambda: refuses_foreign_weights(s)),
             ("./step --help says what it was compiled from", lambda: help_row(s)),
+            ("./step's errors read as messages (FSDP_DEBUG_STATUS=1 adds the source)",
+             lambda: error_reads_as_a_message(s)),
             ("SIGTERM mid-run, N=2: ./step stops after the step with a checkpoint, "
              "resumes bitwise", preemption_row(s)),
         ]
@@ -206,7 +230,8 @@ def main():
                  lambda: refuses_wrong_process_count(s)),
             ]
         else:
-            print("note: no mpirun on PATH: the mpirun rows did not run")
+            rows.append(("the mpirun rows", lambda: [
+                "no mpirun on PATH (setup.sh installs openmpi-bin)"]))
         results = rows_report.collect(rows, failure=Failure)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

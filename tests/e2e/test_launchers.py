@@ -11,8 +11,8 @@ bitwise equal across:
   env       N processes started here with torchrun's variables set by hand
             on loopback (no torchrun involved)
   torchrun  `torchrun --no-python --nproc-per-node=N fsdp-run ...` (the
-            torch 2.x venv's torchrun, whose agent holds MASTER_PORT; skipped
-            with a message when that venv has none)
+            torch 2.x venv's torchrun, whose agent holds MASTER_PORT; a
+            venv without one fails the row: the set-up always makes it)
 and the failure contract holds across processes: two ranks given different
 plans both exit 1 with the same message; a rank that fails (its data file is
 missing) aborts the job, and the other rank exits 1 naming it and its
@@ -144,6 +144,11 @@ class Launches:
         return self.result(files)
 
     def torchrun(self, plan, world):
+        # The set-up always makes the torch 2.x venv, so a missing torchrun
+        # is a broken set-up: the row fails rather than passing untested.
+        if not (self.args.torchrun and os.access(self.args.torchrun, os.X_OK)):
+            raise fp.Failure(f"no torchrun at {self.args.torchrun!r} "
+                             "(scripts/setup-venv.sh makes the torch 2.x venv)")
         command, files = self.command(plan)
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
@@ -159,7 +164,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fsdp-opt", required=True)
     ap.add_argument("--fsdp-run", required=True)
-    ap.add_argument("--torchrun", help="torchrun of the torch 2.x venv")
+    ap.add_argument("--torchrun", help="torchrun of the torch 2.x venv (its rows fail without it)")
     args = ap.parse_args()
     start = time.time()
     tmp = tempfile.mkdtemp(prefix="launchers-")
@@ -175,7 +180,6 @@ def main():
         print(f"{status}  {label}" + "".join(f"\n      {p}" for p in problems), flush=True)
         passed, failed = passed + (not problems), failed + bool(problems)
 
-    have_torchrun = bool(args.torchrun) and os.access(args.torchrun, os.X_OK)
     try:
         s = Launches(args, tmp)
         for world, shard in ((2, "full"), (4, "hybrid:2")):
@@ -191,13 +195,9 @@ def main():
             check(f"N={world} {shard}: processes in torchrun's environment == in-process (bits)",
                   lambda world=world, shard=shard: fp.same_bits(
                       threads[world], s.env(s.plan(world, shard), world)))
-            if have_torchrun:
-                check(f"N={world} {shard}: torchrun --nproc-per-node={world} == in-process (bits)",
-                      lambda world=world, shard=shard: fp.same_bits(
-                          threads[world], s.torchrun(s.plan(world, shard), world)))
-            else:
-                print(f"SKIP  N={world} {shard}: torchrun: none at {args.torchrun!r} "
-                      "(scripts/setup-venv.sh makes the torch 2.x venv)")
+            check(f"N={world} {shard}: torchrun --nproc-per-node={world} == in-process (bits)",
+                  lambda world=world, shard=shard: fp.same_bits(
+                      threads[world], s.torchrun(s.plan(world, shard), world)))
 
         def different_plans():
             a, _ = s.command(s.plan(2, "full"))

@@ -15,7 +15,8 @@ run once its Nth metrics line is written, and checks, one row each:
     step-N directory left is committed (COMMIT present), and --resume
     takes the newest one and continues bitwise;
   - without --save the line says no checkpoint was written;
-  - torchrun (the venv's, where present): SIGTERM to its agent, which
+  - torchrun (the venv's, which the set-up always makes: a missing one
+    fails the row): SIGTERM to its agent, which
     passes it on to the ranks, stops them the same way (torchrun itself
     exits 1: its agent raises on the signal), resumed bitwise.
 
@@ -154,6 +155,9 @@ def stop_and_resume(s, program, full, sig, mpi_marker=None, resume_program=None,
 def torchrun_row(s):
     """torchrun's agent passes its SIGTERM on to the ranks (and then exits
     1 with its own SignalException): they stop like fsdp-run's own."""
+    if not (s.args.torchrun and os.path.exists(s.args.torchrun)):
+        raise Failure(f"no torchrun at {s.args.torchrun!r} "
+                      "(scripts/setup-venv.sh makes the torch 2.x venv)")
     plan = s.plan(["--world-size=2"])
     full_losses, full_weights, _ = s.train(plan, K)
     launcher = [s.args.torchrun, "--no-python", "--nproc-per-node=2",
@@ -221,8 +225,8 @@ def main():
     ap.add_argument("--fsdp-opt", required=True)
     ap.add_argument("--fsdp-run", required=True)
     ap.add_argument("--mpirun", default=shutil.which("mpirun"))
-    ap.add_argument("--torchrun", help="torchrun of the torch 2.x venv (its row is skipped, "
-                    "saying so, without it)")
+    ap.add_argument("--torchrun", help="torchrun of the torch 2.x venv (its row fails "
+                    "without it)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="preemption-") as tmp:
         s = Session(args, tmp)
@@ -238,11 +242,8 @@ def main():
              "resumes bitwise", lambda: double_signal_row(s)),
             ("without --save: the line says no checkpoint", lambda: no_save_row(s)),
         ]
-        if args.torchrun and os.path.exists(args.torchrun):
-            rows.append(("SIGTERM to torchrun's agent (--nproc-per-node=2): the ranks stop "
-                         "after the same step, resume bitwise", lambda: torchrun_row(s)))
-        else:
-            print(f"note: no torchrun at {args.torchrun}: the torchrun row did not run")
+        rows.append(("SIGTERM to torchrun's agent (--nproc-per-node=2): the ranks stop "
+                     "after the same step, resume bitwise", lambda: torchrun_row(s)))
         results = rows_report.collect(rows, (), Failure)
     return rows_report.report(results)
 

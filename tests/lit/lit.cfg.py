@@ -28,5 +28,5 @@ if os.path.isdir(_gpus) and os.listdir(_gpus):
 
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
-llvm_config.add_tool_substitutions(["fsdp-opt", "fsdp-run"], [config.fsdp_tools_dir])
+llvm_config.add_tool_substitutions(["fsdp-opt", "fsdp-run", "fsdp-ckpt"], [config.fsdp_tools_dir])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

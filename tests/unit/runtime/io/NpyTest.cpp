@@ -249,7 +249,7 @@ TEST_F(NpyTest, CorruptedBytesNeverCrash) {
 
 TEST_F(NpyTest, NumpyLoadsWhatWeWrite) {
   if (!havePython())
-    GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
+    FAIL() << "/usr/bin/python3 with numpy is not available (setup.sh installs it)";
   std::ofstream manifest(dir + "/manifest.txt");
   int n = 0;
   for (DType dtype : kNpyTypes)
@@ -281,7 +281,7 @@ for line in open(sys.argv[1]):
 
 TEST_F(NpyTest, WeLoadWhatNumpyWrites) {
   if (!havePython())
-    GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
+    FAIL() << "/usr/bin/python3 with numpy is not available (setup.sh installs it)";
   ASSERT_TRUE(runPython(R"(
 import sys, numpy as np
 out = sys.argv[1]

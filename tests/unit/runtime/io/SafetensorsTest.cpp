@@ -408,7 +408,7 @@ TEST_F(SafetensorsTest, IndexReadsRangesOfWhatTheFullReaderReads) {
 
 TEST_F(SafetensorsTest, JsonAndNumpyReadWhatWeWrite) {
   if (!havePython())
-    GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
+    FAIL() << "/usr/bin/python3 with numpy is not available (setup.sh installs it)";
   std::map<std::string, HostTensor> tensors = everyDTypeAndRank();
   ASSERT_TRUE(writeSafetensors(path, named(tensors), {{"producer", "fsdp-opt"}}).isOk());
   ASSERT_TRUE(runPython(R"(
@@ -454,7 +454,7 @@ open(out, 'w').write('\n'.join(lines) + '\n')
 
 TEST_F(SafetensorsTest, WeReadWhatAJsonWriterWrites) {
   if (!havePython())
-    GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
+    FAIL() << "/usr/bin/python3 with numpy is not available (setup.sh installs it)";
   // Lays out the file as the reference writer does; json.dumps escapes
   // non-ASCII names as \u sequences, surrogate pairs included.
   ASSERT_TRUE(runPython(R"(

@@ -33,7 +33,7 @@
 # way on both sides. fsdp-run's in-process ranks share one process-wide
 # OpenBLAS pool that fsdp-run sizes itself to max(1, cores/N) when neither
 # OPENBLAS_NUM_THREADS nor OMP_NUM_THREADS is set (shareBlasThreads in
-# tools/fsdp-run/fsdp-run.cpp), so the benchmark unsets both for them. Every
+# runtime/run/Launch.cpp), so the benchmark unsets both for them. Every
 # process-per-rank run (mpirun ranks, torch ranks) gets
 # OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = max(1, cores/N), and torch ranks
 # also torch.set_num_threads of the same; nothing is pinned (mpirun

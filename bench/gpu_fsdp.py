@@ -170,7 +170,7 @@ def run_fsdp(args, plan, inputs, work, profile=False):
 
 def parse_exposed(profile_output):
     """The measured exposed communication (seconds per step) from fsdp-run
-    --profile's overlap section (tools/fsdp-run/ProfileReport.cpp): the
+    --profile's overlap section (runtime/run/ProfileReport.cpp): the
     largest over the ranks when it has that line, else rank 0's; None
     when it has neither."""
     for pattern in (r"largest over \d+ ranks: .*exposed communication ([0-9.]+) ms",

@@ -39,8 +39,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_CHECKPOINT_H
-#define FSDP_RUNTIME_CHECKPOINT_H
+#ifndef FSDP_RUNTIME_CHECKPOINT_CHECKPOINT_H
+#define FSDP_RUNTIME_CHECKPOINT_CHECKPOINT_H
 
 #include "runtime/checkpoint/CheckpointDirectory.h"
 #include "runtime/checkpoint/CheckpointManifest.h"
@@ -142,4 +142,4 @@ Status loadCheckpoint(Executor &executor, const std::string &path, int64_t &step
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_CHECKPOINT_H
+#endif // FSDP_RUNTIME_CHECKPOINT_CHECKPOINT_H

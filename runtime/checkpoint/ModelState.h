@@ -21,8 +21,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_MODELSTATE_H
-#define FSDP_RUNTIME_MODELSTATE_H
+#ifndef FSDP_RUNTIME_CHECKPOINT_MODELSTATE_H
+#define FSDP_RUNTIME_CHECKPOINT_MODELSTATE_H
 
 #include "runtime/checkpoint/StateLayout.h"
 #include "runtime/exec/Executor.h"
@@ -127,4 +127,4 @@ private:
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_MODELSTATE_H
+#endif // FSDP_RUNTIME_CHECKPOINT_MODELSTATE_H

@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_STATELAYOUT_H
-#define FSDP_RUNTIME_STATELAYOUT_H
+#ifndef FSDP_RUNTIME_CHECKPOINT_STATELAYOUT_H
+#define FSDP_RUNTIME_CHECKPOINT_STATELAYOUT_H
 
 #include "runtime/support/TensorRef.h"
 
@@ -63,4 +63,4 @@ std::vector<StateEntry> writeOrder(std::vector<StateEntry> layout);
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_STATELAYOUT_H
+#endif // FSDP_RUNTIME_CHECKPOINT_STATELAYOUT_H

@@ -18,8 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_COMMUNICATOR_H
-#define FSDP_RUNTIME_COMMUNICATOR_H
+#ifndef FSDP_RUNTIME_COMM_COMMUNICATOR_H
+#define FSDP_RUNTIME_COMM_COMMUNICATOR_H
 
 #include "runtime/support/DType.h"
 #include "runtime/support/Status.h"
@@ -129,4 +129,4 @@ private:
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_COMMUNICATOR_H
+#endif // FSDP_RUNTIME_COMM_COMMUNICATOR_H

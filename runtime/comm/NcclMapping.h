@@ -24,8 +24,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_CHANNELS_NCCLMAPPING_H
-#define FSDP_RUNTIME_CHANNELS_NCCLMAPPING_H
+#ifndef FSDP_RUNTIME_COMM_NCCLMAPPING_H
+#define FSDP_RUNTIME_COMM_NCCLMAPPING_H
 
 #include "runtime/comm/CollectiveCall.h"
 
@@ -127,4 +127,4 @@ Status splitForGroups(const int64_t *ranks, size_t numRanks, int64_t groupSize, 
 
 } // namespace fsdp::rt::nccl
 
-#endif // FSDP_RUNTIME_CHANNELS_NCCLMAPPING_H
+#endif // FSDP_RUNTIME_COMM_NCCLMAPPING_H

@@ -38,8 +38,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_DEVICE_H
-#define FSDP_RUNTIME_DEVICE_H
+#ifndef FSDP_RUNTIME_DEVICE_DEVICE_H
+#define FSDP_RUNTIME_DEVICE_DEVICE_H
 
 #include "runtime/support/Status.h"
 #include "runtime/support/TensorRef.h"
@@ -270,4 +270,4 @@ inline Status Device::createChannel(Communicator &, std::unique_ptr<Channel> &) 
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_DEVICE_H
+#endif // FSDP_RUNTIME_DEVICE_DEVICE_H

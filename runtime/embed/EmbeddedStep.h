@@ -69,4 +69,4 @@ typedef struct FsdpEmbeddedStep {
 } /* extern "C" */
 #endif
 
-#endif /* FSDP_RUNTIME_EMBED_EMBEDDEDSTEP_H */
+#endif // FSDP_RUNTIME_EMBED_EMBEDDEDSTEP_H

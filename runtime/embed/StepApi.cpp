@@ -1,6 +1,6 @@
 //===- StepApi.cpp - the C entry points of runtime/embed/fsdp_step.h ------===//
 //
-// Thin C wrappers over fsdp-run's driver (tools/fsdp-run, FSDPRunDriver):
+// Thin C wrappers over fsdp-run's driver (runtime/run, FSDPRunDriver):
 // fsdp_step_main is runDriver, and a session is a StepSession. Nothing
 // crosses the C boundary but return codes: a Status becomes 1 and the
 // thread's last error, an exception (out of memory, say) likewise. The
@@ -11,8 +11,8 @@
 
 #include "runtime/embed/fsdp_step.h"
 
-#include "tools/fsdp-run/Driver.h"
-#include "tools/fsdp-run/StepSession.h"
+#include "runtime/run/Driver.h"
+#include "runtime/run/StepSession.h"
 
 #include <exception>
 #include <memory>

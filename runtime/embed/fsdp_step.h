@@ -76,4 +76,4 @@ const char *fsdp_step_last_error(void);
 } /* extern "C" */
 #endif
 
-#endif /* FSDP_RUNTIME_EMBED_FSDP_STEP_H */
+#endif // FSDP_RUNTIME_EMBED_FSDP_STEP_H

@@ -61,8 +61,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_EXECUTOR_H
-#define FSDP_RUNTIME_EXECUTOR_H
+#ifndef FSDP_RUNTIME_EXEC_EXECUTOR_H
+#define FSDP_RUNTIME_EXEC_EXECUTOR_H
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/comm/NcclMapping.h"
@@ -330,4 +330,4 @@ private:
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_EXECUTOR_H
+#endif // FSDP_RUNTIME_EXEC_EXECUTOR_H

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_ATOMICFILE_H
-#define FSDP_RUNTIME_ATOMICFILE_H
+#ifndef FSDP_RUNTIME_IO_ATOMICFILE_H
+#define FSDP_RUNTIME_IO_ATOMICFILE_H
 
 #include "runtime/io/FaultInjection.h"
 #include "runtime/support/Status.h"
@@ -131,4 +131,4 @@ inline Status writeFileAtomic(const std::string &path, const std::vector<ByteSpa
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_ATOMICFILE_H
+#endif // FSDP_RUNTIME_IO_ATOMICFILE_H

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_CONTENTHASH_H
-#define FSDP_RUNTIME_CONTENTHASH_H
+#ifndef FSDP_RUNTIME_IO_CONTENTHASH_H
+#define FSDP_RUNTIME_IO_CONTENTHASH_H
 
 #include "runtime/support/Status.h"
 
@@ -51,4 +51,4 @@ std::string hashHex(uint64_t hash);
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_CONTENTHASH_H
+#endif // FSDP_RUNTIME_IO_CONTENTHASH_H

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_SRC_FILEIO_H
-#define FSDP_RUNTIME_SRC_FILEIO_H
+#ifndef FSDP_RUNTIME_IO_FILEIO_H
+#define FSDP_RUNTIME_IO_FILEIO_H
 
 #include "runtime/io/AtomicFile.h"
 #include "runtime/support/DType.h"
@@ -181,4 +181,4 @@ using ::fsdp::rt::writeFileAtomic;
 } // namespace detail
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_SRC_FILEIO_H
+#endif // FSDP_RUNTIME_IO_FILEIO_H

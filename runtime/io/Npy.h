@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_NPY_H
-#define FSDP_RUNTIME_NPY_H
+#ifndef FSDP_RUNTIME_IO_NPY_H
+#define FSDP_RUNTIME_IO_NPY_H
 
 #include "runtime/support/HostTensor.h"
 #include "runtime/support/Status.h"
@@ -30,4 +30,4 @@ Status writeNpy(const std::string &path, const TensorRef &tensor);
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_NPY_H
+#endif // FSDP_RUNTIME_IO_NPY_H

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_SAFETENSORS_H
-#define FSDP_RUNTIME_SAFETENSORS_H
+#ifndef FSDP_RUNTIME_IO_SAFETENSORS_H
+#define FSDP_RUNTIME_IO_SAFETENSORS_H
 
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/ContentHash.h"
@@ -145,4 +145,4 @@ private:
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_SAFETENSORS_H
+#endif // FSDP_RUNTIME_IO_SAFETENSORS_H

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_SRC_TEXTSCANNER_H
-#define FSDP_RUNTIME_SRC_TEXTSCANNER_H
+#ifndef FSDP_RUNTIME_IO_TEXTSCANNER_H
+#define FSDP_RUNTIME_IO_TEXTSCANNER_H
 
 #include "runtime/support/Status.h"
 
@@ -55,4 +55,4 @@ private:
 
 } // namespace fsdp::rt::detail
 
-#endif // FSDP_RUNTIME_SRC_TEXTSCANNER_H
+#endif // FSDP_RUNTIME_IO_TEXTSCANNER_H

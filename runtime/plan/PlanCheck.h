@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_SRC_PLANCHECK_H
-#define FSDP_RUNTIME_SRC_PLANCHECK_H
+#ifndef FSDP_RUNTIME_PLAN_PLANCHECK_H
+#define FSDP_RUNTIME_PLAN_PLANCHECK_H
 
 #include "runtime/plan/KernelTable.h"
 #include "runtime/support/Status.h"
@@ -44,4 +44,4 @@ Status checkPlan(const plan::Plan &plan, const std::string &path);
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_SRC_PLANCHECK_H
+#endif // FSDP_RUNTIME_PLAN_PLANCHECK_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_PLANDUMP_H
-#define FSDP_RUNTIME_PLANDUMP_H
+#ifndef FSDP_RUNTIME_PLAN_PLANDUMP_H
+#define FSDP_RUNTIME_PLAN_PLANDUMP_H
 
 #include "runtime/plan/PlanFile.h"
 
@@ -20,4 +20,4 @@ std::string dumpPlan(const LoadedPlan &plan);
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_PLANDUMP_H
+#endif // FSDP_RUNTIME_PLAN_PLANDUMP_H

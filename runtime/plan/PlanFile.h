@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_PLANFILE_H
-#define FSDP_RUNTIME_PLANFILE_H
+#ifndef FSDP_RUNTIME_PLAN_PLANFILE_H
+#define FSDP_RUNTIME_PLAN_PLANFILE_H
 
 #include "runtime/io/ContentHash.h"
 #include "runtime/support/Status.h"
@@ -90,4 +90,4 @@ Status adoptPlanBytes(std::shared_ptr<uint8_t> storage, size_t size, uint64_t ha
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_PLANFILE_H
+#endif // FSDP_RUNTIME_PLAN_PLANFILE_H

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_DTYPE_H
-#define FSDP_RUNTIME_DTYPE_H
+#ifndef FSDP_RUNTIME_SUPPORT_DTYPE_H
+#define FSDP_RUNTIME_SUPPORT_DTYPE_H
 
 #include <cstddef>
 #include <cstdint>
@@ -44,4 +44,4 @@ inline bool isFloat(DType t) {
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_DTYPE_H
+#endif // FSDP_RUNTIME_SUPPORT_DTYPE_H

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_HALF_H
-#define FSDP_RUNTIME_HALF_H
+#ifndef FSDP_RUNTIME_SUPPORT_HALF_H
+#define FSDP_RUNTIME_SUPPORT_HALF_H
 
 #include "runtime/math/HostDevice.h"
 
@@ -65,4 +65,4 @@ FSDP_HD_INLINE uint16_t floatToF16(float f) {
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_HALF_H
+#endif // FSDP_RUNTIME_SUPPORT_HALF_H

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_HOSTTENSOR_H
-#define FSDP_RUNTIME_HOSTTENSOR_H
+#ifndef FSDP_RUNTIME_SUPPORT_HOSTTENSOR_H
+#define FSDP_RUNTIME_SUPPORT_HOSTTENSOR_H
 
 #include "runtime/support/DType.h"
 #include "runtime/support/Status.h"
@@ -50,4 +50,4 @@ struct HostTensor {
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_HOSTTENSOR_H
+#endif // FSDP_RUNTIME_SUPPORT_HOSTTENSOR_H

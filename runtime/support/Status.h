@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_STATUS_H
-#define FSDP_RUNTIME_STATUS_H
+#ifndef FSDP_RUNTIME_SUPPORT_STATUS_H
+#define FSDP_RUNTIME_SUPPORT_STATUS_H
 
 #include <cstdlib>
 #include <cstring>
@@ -88,4 +88,4 @@ template <typename... Args> std::string cat(const Args &...args) {
       return fsdpStatus_.withOrigin(#expr, __FILE__, __LINE__);               \
   } while (false)
 
-#endif // FSDP_RUNTIME_STATUS_H
+#endif // FSDP_RUNTIME_SUPPORT_STATUS_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_TENSORREF_H
-#define FSDP_RUNTIME_TENSORREF_H
+#ifndef FSDP_RUNTIME_SUPPORT_TENSORREF_H
+#define FSDP_RUNTIME_SUPPORT_TENSORREF_H
 
 #include "runtime/support/DType.h"
 
@@ -56,4 +56,4 @@ inline std::string shapeText(const TensorRef &t) {
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_TENSORREF_H
+#endif // FSDP_RUNTIME_SUPPORT_TENSORREF_H

@@ -17,8 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_DATASOURCE_H
-#define FSDP_RUNTIME_DATASOURCE_H
+#ifndef FSDP_RUNTIME_TRAIN_DATASOURCE_H
+#define FSDP_RUNTIME_TRAIN_DATASOURCE_H
 
 #include "runtime/support/HostTensor.h"
 #include "runtime/support/Status.h"
@@ -118,4 +118,4 @@ Status openTokenFile(const std::vector<InputSpec> &inputs, const std::string &pa
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_DATASOURCE_H
+#endif // FSDP_RUNTIME_TRAIN_DATASOURCE_H

@@ -32,8 +32,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_LRSCHEDULE_H
-#define FSDP_RUNTIME_LRSCHEDULE_H
+#ifndef FSDP_RUNTIME_TRAIN_LRSCHEDULE_H
+#define FSDP_RUNTIME_TRAIN_LRSCHEDULE_H
 
 #include "runtime/support/Status.h"
 
@@ -64,4 +64,4 @@ struct LrSchedule {
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_LRSCHEDULE_H
+#endif // FSDP_RUNTIME_TRAIN_LRSCHEDULE_H

@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_TRAINLOG_H
-#define FSDP_RUNTIME_TRAINLOG_H
+#ifndef FSDP_RUNTIME_TRAIN_TRAINLOG_H
+#define FSDP_RUNTIME_TRAIN_TRAINLOG_H
 
 #include "runtime/support/Status.h"
 
@@ -97,4 +97,4 @@ private:
 
 } // namespace fsdp::rt
 
-#endif // FSDP_RUNTIME_TRAINLOG_H
+#endif // FSDP_RUNTIME_TRAIN_TRAINLOG_H

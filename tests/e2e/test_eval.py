@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# Validation (fsdp-run --eval-data / --eval-input, tools/fsdp-run/Eval.h):
+# Validation (fsdp-run --eval-data / --eval-input, runtime/run/Eval.h):
 # the training plan's evaluation prefix, run on held-out token windows after
 # every --eval-every steps and after the last one, reports the val_loss
 # torch's model.eval() computes on the same weights and batches (mean over

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Preemption: SIGTERM or SIGINT during training (tools/fsdp-run/StopSignals.h).
+"""Preemption: SIGTERM or SIGINT during training (runtime/run/StopSignals.h).
 
 Trains the shipped byte-level GPT (test_resume.py's Session), signals the
 run once its Nth metrics line is written, and checks, one row each:

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tests/fuzz/FuzzSupport.h"
-#include "tools/fsdp-run/RunFlags.h"
+#include "runtime/run/RunFlags.h"
 
 #include <cstdio>
 #include <unistd.h>

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TOOLS_FSDPOPT_EMITSTEP_H
-#define FSDP_TOOLS_FSDPOPT_EMITSTEP_H
+#ifndef FSDP_TOOLS_FSDP_OPT_EMITSTEP_H
+#define FSDP_TOOLS_FSDP_OPT_EMITSTEP_H
 
 #include "compiler/Pipelines/CompileOptions.h"
 #include "compiler/Target/PlanSerializer.h"
@@ -43,4 +43,4 @@ std::string compiledStepBase(const std::string &outputPath, EmitKind emit);
 
 } // namespace fsdp
 
-#endif // FSDP_TOOLS_FSDPOPT_EMITSTEP_H
+#endif // FSDP_TOOLS_FSDP_OPT_EMITSTEP_H

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TESTS_UNIT_RUNTIME_COMMTESTDATA_H
-#define FSDP_TESTS_UNIT_RUNTIME_COMMTESTDATA_H
+#ifndef FSDP_TESTS_UNIT_RUNTIME_COMM_COMMTESTDATA_H
+#define FSDP_TESTS_UNIT_RUNTIME_COMM_COMMTESTDATA_H
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/support/Half.h"
@@ -134,4 +134,4 @@ inline Bytes concatenated(const std::vector<Bytes> &parts) {
 
 } // namespace fsdp::rt::commtest
 
-#endif // FSDP_TESTS_UNIT_RUNTIME_COMMTESTDATA_H
+#endif // FSDP_TESTS_UNIT_RUNTIME_COMM_COMMTESTDATA_H

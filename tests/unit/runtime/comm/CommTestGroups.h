@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TESTS_UNIT_RUNTIME_COMMTESTGROUPS_H
-#define FSDP_TESTS_UNIT_RUNTIME_COMMTESTGROUPS_H
+#ifndef FSDP_TESTS_UNIT_RUNTIME_COMM_COMMTESTGROUPS_H
+#define FSDP_TESTS_UNIT_RUNTIME_COMM_COMMTESTGROUPS_H
 
 #include "runtime/comm/InProcessCommunicator.h"
 #include "runtime/comm/TcpCommunicator.h"
@@ -70,4 +70,4 @@ inline Comms makeGroup(GroupKind kind, int size) {
 
 } // namespace fsdp::rt::commtest
 
-#endif // FSDP_TESTS_UNIT_RUNTIME_COMMTESTGROUPS_H
+#endif // FSDP_TESTS_UNIT_RUNTIME_COMM_COMMTESTGROUPS_H

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TESTS_UNIT_RUNTIME_CPU_KERNELTESTUTIL_H
-#define FSDP_TESTS_UNIT_RUNTIME_CPU_KERNELTESTUTIL_H
+#ifndef FSDP_TESTS_UNIT_RUNTIME_BACKENDS_CPU_KERNELTESTUTIL_H
+#define FSDP_TESTS_UNIT_RUNTIME_BACKENDS_CPU_KERNELTESTUTIL_H
 
 #include "runtime/backends/OperandChecks.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
@@ -140,4 +140,4 @@ inline void expectClose(const std::vector<double> &expected, const TestTensor &g
 
 } // namespace fsdp::rt::cpu::kerneltest
 
-#endif // FSDP_TESTS_UNIT_RUNTIME_CPU_KERNELTESTUTIL_H
+#endif // FSDP_TESTS_UNIT_RUNTIME_BACKENDS_CPU_KERNELTESTUTIL_H

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/fsdp-run/Train.h"
+#include "runtime/run/Train.h"
 
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/checkpoint/Checkpoint.h"
@@ -22,11 +22,11 @@
 #include "runtime/train/MetricsReader.h"
 #include "runtime/train/RunPlot.h"
 #include "runtime/train/TrainLog.h"
-#include "tools/fsdp-run/Eval.h"
-#include "tools/fsdp-run/Forward.h"
-#include "tools/fsdp-run/ProfileReport.h"
-#include "tools/fsdp-run/Progress.h"
-#include "tools/fsdp-run/StopSignals.h"
+#include "runtime/run/Eval.h"
+#include "runtime/run/Forward.h"
+#include "runtime/run/ProfileReport.h"
+#include "runtime/run/Progress.h"
+#include "runtime/run/StopSignals.h"
 
 #include <unistd.h>
 

@@ -30,8 +30,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TOOLS_FSDP_RUN_STOPSIGNALS_H
-#define FSDP_TOOLS_FSDP_RUN_STOPSIGNALS_H
+#ifndef FSDP_RUNTIME_RUN_STOPSIGNALS_H
+#define FSDP_RUNTIME_RUN_STOPSIGNALS_H
 
 namespace fsdp::run {
 
@@ -56,4 +56,4 @@ const char *signalName(int signal);
 
 } // namespace fsdp::run
 
-#endif // FSDP_TOOLS_FSDP_RUN_STOPSIGNALS_H
+#endif // FSDP_RUNTIME_RUN_STOPSIGNALS_H

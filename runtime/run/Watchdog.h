@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TOOLS_FSDP_RUN_WATCHDOG_H
-#define FSDP_TOOLS_FSDP_RUN_WATCHDOG_H
+#ifndef FSDP_RUNTIME_RUN_WATCHDOG_H
+#define FSDP_RUNTIME_RUN_WATCHDOG_H
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/exec/FlightRecorder.h"
@@ -50,4 +50,4 @@ rt::Status applyStallTestHook(std::vector<std::unique_ptr<rt::Communicator>> &ra
 
 } // namespace fsdp::run
 
-#endif // FSDP_TOOLS_FSDP_RUN_WATCHDOG_H
+#endif // FSDP_RUNTIME_RUN_WATCHDOG_H

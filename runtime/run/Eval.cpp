@@ -8,11 +8,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/fsdp-run/Eval.h"
+#include "runtime/run/Eval.h"
 
 #include "runtime/plan/KernelTable.h"
 #include "runtime/plan/plan_generated.h"
-#include "tools/fsdp-run/Train.h"
+#include "runtime/run/Train.h"
 
 #include <limits>
 #include <vector>

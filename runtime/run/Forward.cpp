@@ -6,11 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/fsdp-run/Forward.h"
+#include "runtime/run/Forward.h"
 
 #include "runtime/exec/StepProfile.h"
 #include "runtime/io/Npy.h"
-#include "tools/fsdp-run/ProfileReport.h"
+#include "runtime/run/ProfileReport.h"
 
 #include <sys/stat.h>
 

@@ -21,12 +21,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TOOLS_FSDP_RUN_EVAL_H
-#define FSDP_TOOLS_FSDP_RUN_EVAL_H
+#ifndef FSDP_RUNTIME_RUN_EVAL_H
+#define FSDP_RUNTIME_RUN_EVAL_H
 
 #include "runtime/exec/Executor.h"
 #include "runtime/train/DataSource.h"
-#include "tools/fsdp-run/Driver.h"
+#include "runtime/run/Driver.h"
 
 #include <cstdint>
 #include <memory>
@@ -58,4 +58,4 @@ private:
 
 } // namespace fsdp::run
 
-#endif // FSDP_TOOLS_FSDP_RUN_EVAL_H
+#endif // FSDP_RUNTIME_RUN_EVAL_H

@@ -10,14 +10,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/fsdp-run/StepSession.h"
+#include "runtime/run/StepSession.h"
 
 #include "runtime/exec/InProcessRanks.h"
 #include "runtime/plan/plan_generated.h"
-#include "tools/fsdp-run/Driver.h"
-#include "tools/fsdp-run/Launch.h"
-#include "tools/fsdp-run/RankRun.h"
-#include "tools/fsdp-run/Train.h"
+#include "runtime/run/Driver.h"
+#include "runtime/run/Launch.h"
+#include "runtime/run/RankRun.h"
+#include "runtime/run/Train.h"
 
 #include <functional>
 #include <memory>

@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/fsdp-run/Watchdog.h"
+#include "runtime/run/Watchdog.h"
 
 #include "runtime/comm/StallingCommunicator.h"
-#include "tools/fsdp-run/Driver.h"
+#include "runtime/run/Driver.h"
 
 #include <unistd.h>
 

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/fsdp-run/Progress.h"
+#include "runtime/run/Progress.h"
 
 #include "runtime/support/ByteSize.h"
 

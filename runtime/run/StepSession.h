@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TOOLS_FSDP_RUN_STEPSESSION_H
-#define FSDP_TOOLS_FSDP_RUN_STEPSESSION_H
+#ifndef FSDP_RUNTIME_RUN_STEPSESSION_H
+#define FSDP_RUNTIME_RUN_STEPSESSION_H
 
 #include "runtime/embed/EmbeddedStep.h"
 #include "runtime/support/Status.h"
@@ -50,4 +50,4 @@ private:
 
 } // namespace fsdp::run
 
-#endif // FSDP_TOOLS_FSDP_RUN_STEPSESSION_H
+#endif // FSDP_RUNTIME_RUN_STEPSESSION_H

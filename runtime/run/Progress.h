@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TOOLS_FSDP_RUN_PROGRESS_H
-#define FSDP_TOOLS_FSDP_RUN_PROGRESS_H
+#ifndef FSDP_RUNTIME_RUN_PROGRESS_H
+#define FSDP_RUNTIME_RUN_PROGRESS_H
 
 #include "runtime/train/TrainLog.h"
 
@@ -42,4 +42,4 @@ private:
 
 } // namespace fsdp::run
 
-#endif // FSDP_TOOLS_FSDP_RUN_PROGRESS_H
+#endif // FSDP_RUNTIME_RUN_PROGRESS_H

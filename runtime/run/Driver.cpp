@@ -25,11 +25,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/fsdp-run/Driver.h"
+#include "runtime/run/Driver.h"
 
 #include "runtime/embed/EmbeddedStepLoader.h"
 #include "runtime/io/FaultInjection.h"
-#include "tools/fsdp-run/Launch.h"
+#include "runtime/run/Launch.h"
 
 #include <iostream>
 #include <string>

@@ -12,14 +12,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TOOLS_FSDP_RUN_LAUNCH_H
-#define FSDP_TOOLS_FSDP_RUN_LAUNCH_H
+#ifndef FSDP_RUNTIME_RUN_LAUNCH_H
+#define FSDP_RUNTIME_RUN_LAUNCH_H
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/exec/InProcessRanks.h"
 #include "runtime/support/Status.h"
-#include "tools/fsdp-run/RankRun.h"
-#include "tools/fsdp-run/RunFlags.h"
+#include "runtime/run/RankRun.h"
+#include "runtime/run/RunFlags.h"
 
 #include <memory>
 
@@ -46,4 +46,4 @@ int runPlan(RunOptions &opts);
 
 } // namespace fsdp::run
 
-#endif // FSDP_TOOLS_FSDP_RUN_LAUNCH_H
+#endif // FSDP_RUNTIME_RUN_LAUNCH_H

@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TOOLS_FSDP_RUN_PROFILEREPORT_H
-#define FSDP_TOOLS_FSDP_RUN_PROFILEREPORT_H
+#ifndef FSDP_RUNTIME_RUN_PROFILEREPORT_H
+#define FSDP_RUNTIME_RUN_PROFILEREPORT_H
 
 #include "runtime/exec/Executor.h"
 #include "runtime/exec/StepProfile.h"
@@ -32,4 +32,4 @@ rt::Status reportProfile(const rt::Executor &executor, const rt::StepProfile &pr
 
 } // namespace fsdp::run
 
-#endif // FSDP_TOOLS_FSDP_RUN_PROFILEREPORT_H
+#endif // FSDP_RUNTIME_RUN_PROFILEREPORT_H

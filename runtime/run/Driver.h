@@ -11,12 +11,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TOOLS_FSDP_RUN_DRIVER_H
-#define FSDP_TOOLS_FSDP_RUN_DRIVER_H
+#ifndef FSDP_RUNTIME_RUN_DRIVER_H
+#define FSDP_RUNTIME_RUN_DRIVER_H
 
 #include "runtime/embed/EmbeddedStep.h"
 #include "runtime/support/Status.h"
-#include "tools/fsdp-run/RunFlags.h"
+#include "runtime/run/RunFlags.h"
 
 #include <string>
 
@@ -62,4 +62,4 @@ private:
 
 } // namespace fsdp::run
 
-#endif // FSDP_TOOLS_FSDP_RUN_DRIVER_H
+#endif // FSDP_RUNTIME_RUN_DRIVER_H

@@ -9,16 +9,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/fsdp-run/Launch.h"
+#include "runtime/run/Launch.h"
 
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/comm/TcpCommunicator.h"
 #include "runtime/device/DeviceRegistry.h"
 #include "runtime/plan/PlanDump.h"
 #include "runtime/plan/plan_generated.h"
-#include "tools/fsdp-run/Driver.h"
-#include "tools/fsdp-run/StopSignals.h"
-#include "tools/fsdp-run/Watchdog.h"
+#include "runtime/run/Driver.h"
+#include "runtime/run/StopSignals.h"
+#include "runtime/run/Watchdog.h"
 
 #include <algorithm>
 #include <cstdlib>

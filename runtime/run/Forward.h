@@ -7,12 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TOOLS_FSDP_RUN_FORWARD_H
-#define FSDP_TOOLS_FSDP_RUN_FORWARD_H
+#ifndef FSDP_RUNTIME_RUN_FORWARD_H
+#define FSDP_RUNTIME_RUN_FORWARD_H
 
 #include "runtime/exec/Executor.h"
 #include "runtime/support/Status.h"
-#include "tools/fsdp-run/RunFlags.h"
+#include "runtime/run/RunFlags.h"
 
 #include <string>
 
@@ -27,4 +27,4 @@ rt::Status writeOutputs(const std::string &dir, const rt::Executor &executor);
 
 } // namespace fsdp::run
 
-#endif // FSDP_TOOLS_FSDP_RUN_FORWARD_H
+#endif // FSDP_RUNTIME_RUN_FORWARD_H

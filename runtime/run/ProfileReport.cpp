@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/fsdp-run/ProfileReport.h"
+#include "runtime/run/ProfileReport.h"
 
 #include "runtime/plan/KernelTable.h"
 #include "runtime/plan/plan_generated.h"

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/fsdp-run/RankRun.h"
+#include "runtime/run/RankRun.h"
 
 #include "runtime/checkpoint/ModelState.h"
 #include "runtime/device/DeviceRegistry.h"
@@ -15,10 +15,10 @@
 #include "runtime/plan/plan_generated.h"
 #include "runtime/support/ByteSize.h"
 #include "runtime/train/TrainLog.h"
-#include "tools/fsdp-run/Driver.h"
-#include "tools/fsdp-run/Forward.h"
-#include "tools/fsdp-run/Train.h"
-#include "tools/fsdp-run/Watchdog.h"
+#include "runtime/run/Driver.h"
+#include "runtime/run/Forward.h"
+#include "runtime/run/Train.h"
+#include "runtime/run/Watchdog.h"
 
 #include <iostream>
 #include <optional>

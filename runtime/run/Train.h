@@ -11,15 +11,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TOOLS_FSDP_RUN_TRAIN_H
-#define FSDP_TOOLS_FSDP_RUN_TRAIN_H
+#ifndef FSDP_RUNTIME_RUN_TRAIN_H
+#define FSDP_RUNTIME_RUN_TRAIN_H
 
 #include "runtime/exec/CollectiveWatchdog.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/train/DataSource.h"
 #include "runtime/train/MetricsReader.h"
 #include "runtime/train/TrainLog.h"
-#include "tools/fsdp-run/Driver.h"
+#include "runtime/run/Driver.h"
 
 #include <map>
 #include <memory>
@@ -104,4 +104,4 @@ rt::Status runTraining(const RunOptions &options, rt::Executor &executor,
 
 } // namespace fsdp::run
 
-#endif // FSDP_TOOLS_FSDP_RUN_TRAIN_H
+#endif // FSDP_RUNTIME_RUN_TRAIN_H

@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TOOLS_FSDP_RUN_RANKRUN_H
-#define FSDP_TOOLS_FSDP_RUN_RANKRUN_H
+#ifndef FSDP_RUNTIME_RUN_RANKRUN_H
+#define FSDP_RUNTIME_RUN_RANKRUN_H
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/device/Device.h"
@@ -23,7 +23,7 @@
 #include "runtime/exec/FlightRecorder.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/support/Status.h"
-#include "tools/fsdp-run/RunFlags.h"
+#include "runtime/run/RunFlags.h"
 
 #include <memory>
 #include <mutex>
@@ -100,4 +100,4 @@ rt::Status runRank(const RunOptions &opts, const rt::LoadedPlan &plan, rt::Commu
 
 } // namespace fsdp::run
 
-#endif // FSDP_TOOLS_FSDP_RUN_RANKRUN_H
+#endif // FSDP_RUNTIME_RUN_RANKRUN_H

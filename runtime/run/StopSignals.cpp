@@ -8,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/fsdp-run/StopSignals.h"
+#include "runtime/run/StopSignals.h"
 
-#include "tools/fsdp-run/Driver.h"
-#include "tools/fsdp-run/Watchdog.h"
+#include "runtime/run/Driver.h"
+#include "runtime/run/Watchdog.h"
 
 #include <fcntl.h>
 #include <pthread.h>

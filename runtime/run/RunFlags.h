@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TOOLS_FSDP_RUN_RUNFLAGS_H
-#define FSDP_TOOLS_FSDP_RUN_RUNFLAGS_H
+#ifndef FSDP_RUNTIME_RUN_RUNFLAGS_H
+#define FSDP_RUNTIME_RUN_RUNFLAGS_H
 
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/embed/EmbeddedStep.h"
@@ -118,4 +118,4 @@ std::string trainingFlagGiven(const RunOptions &opts);
 
 } // namespace fsdp::run
 
-#endif // FSDP_TOOLS_FSDP_RUN_RUNFLAGS_H
+#endif // FSDP_RUNTIME_RUN_RUNFLAGS_H

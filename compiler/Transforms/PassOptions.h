@@ -4,9 +4,9 @@
 // prints them. Choices are the enums of compiler/Pipelines/CompileOptions.h
 // (one enum per concept, shared by the flag and the pass), their values
 // listed by flagChoices from the flag's own name table; the explicit
-// specializations of llvm::cl::parser<E>::parse below only replace llvm's "Cannot find option named 'x'!" with an error
-// naming the option and its values ("error: optimizer must be adamw or
-// sgd, not 'adam'"). `shard` and `wrap` carry a parameter ("hybrid:2",
+// specializations of llvm::cl::parser<E>::parse below only replace llvm's
+// "Cannot find option named 'x'!" with an error naming the option and its
+// values ("error: optimizer must be adamw or sgd, not 'adam'"). `shard` and `wrap` carry a parameter ("hybrid:2",
 // "size:20") and get whole parsers that read the same text as fsdp-opt's
 // --shard and --wrap (compiler/Pipelines/CompileOptions.h) and print it
 // back, which pass-pipeline printing and crash reproducers need.

@@ -9,9 +9,10 @@
 // rank, all with the same world size) and answers every rank with either
 // the table of all ranks' mesh endpoints or the one error every rank then
 // reports; it acknowledges each greeting at once, saying whether it is of
-// this job, so ranks can try a list of candidate ports. The ranks then connect pairwise into a full mesh (rank i
-// connects to every j < i and accepts every j > i), which is how split()
-// builds the meshes of sub-groups too. A shared random nonce in every mesh
+// this job, so ranks can try a list of candidate ports. The ranks then
+// connect pairwise into a full mesh (rank i connects to every j < i and
+// accepts every j > i), which is how split() builds the meshes of
+// sub-groups too. A shared random nonce in every mesh
 // greeting keeps stray connections (and other jobs) out. IPv4 only.
 //
 //===----------------------------------------------------------------------===//

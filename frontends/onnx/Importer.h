@@ -59,7 +59,7 @@ struct SupportedOp {
   const char *notes;
 };
 
-/// The supported-operator table, in the order the README lists it.
+/// The supported-operator table, in the order docs/ops.md lists it.
 std::vector<SupportedOp> supportedOps();
 
 } // namespace fsdp::onnx

@@ -2,7 +2,7 @@
 //
 // The one list of what the ONNX frontend imports: operator, opset range and
 // handler. The importer dispatches through it, `fsdp-opt --list-ops` prints
-// it, and the README's table is generated from that output (a test checks
+// it, and docs/ops.md's table is generated from that output (a test checks
 // they agree). An operator whose meaning changed before the range starts is
 // refused rather than guessed at.
 //

@@ -70,7 +70,7 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
-/// The supported-operator table as Markdown (the README embeds this).
+/// The supported-operator table as Markdown (docs/ops.md is this output).
 void printSupportedOps(llvm::raw_ostream &os) {
   os << "| Operator | Opsets | Notes |\n|---|---|---|\n";
   for (const fsdp::onnx::SupportedOp &op : fsdp::onnx::supportedOps())

@@ -141,7 +141,7 @@ def plan_dict(repo):
 
 
 def checkpoint_dict(repo):
-    source = read(repo, "runtime/checkpoint/Checkpoint.cpp")
+    source = read(repo, "runtime/checkpoint/CheckpointManifest.cpp")
     format_line = re.search(r'kFormatLine = "([^"]+)"', source).group(1)
     keys = ["kind", "step", "world_size", "plan_hash", "data_position", "rng", "loss_scale",
             "loss_scale_growth_tracker", "optimizer_steps", "file"]

@@ -31,6 +31,8 @@
 #include "runtime/io/FaultInjection.h"
 #include "runtime/run/Launch.h"
 
+#include <unistd.h>
+
 #include <iostream>
 #include <string>
 
@@ -66,6 +68,15 @@ int fail(const std::string &message) {
   // writes of prefix and message would interleave between processes.
   std::cerr << (programName() + ": error: " + message + "\n");
   return 1;
+}
+
+void writeStderr(const std::string &text) {
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+    if (n <= 0)
+      return;
+    done += static_cast<size_t>(n);
+  }
 }
 
 int runDriver(int argc, char **argv, const FsdpEmbeddedStep *step) {

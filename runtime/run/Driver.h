@@ -1,7 +1,8 @@
 //===- Driver.h - fsdp-run's entry and the helpers every part uses --------===//
 //
 // fsdp-run's program (runDriver) and what all of its parts share: the
-// options (RunFlags.h), the program's name and the one-line error exit.
+// options (RunFlags.h), the program's name, the one-line error exit and
+// the raw stderr write of the lines printed just before the process ends.
 // Runs return a Status rather than exiting: with several ranks in one
 // process, the driver reports the rank that failed first once, after every
 // rank has stopped. The parts: RunFlags (the flags), Launch (which ranks
@@ -45,6 +46,12 @@ const std::string &programName();
 
 /// Prints "PROGRAM: error: MESSAGE" on stderr and returns exit code 1.
 int fail(const std::string &message);
+
+/// Writes all of `text` to file descriptor 2 with write(2), past iostreams:
+/// for the lines printed just before std::_Exit (the signal thread's and
+/// the collective watchdog's termination report), which must not wait on a
+/// std::cerr another thread may be in the middle of.
+void writeStderr(const std::string &text);
 
 /// While one lives, fail() on this thread keeps its message in `sink`
 /// instead of printing it: a StepSession parses fsdp-run's flags, and the C

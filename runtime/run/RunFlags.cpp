@@ -14,11 +14,9 @@
 #include "runtime/device/DeviceRegistry.h"
 #include "runtime/embed/EmbeddedStepLoader.h"
 #include "runtime/run/Driver.h"
+#include "runtime/support/ParseNumber.h"
 
 #include <cctype>
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
 #include <iostream>
 #include <type_traits>
 
@@ -27,26 +25,6 @@ namespace fsdp::run {
 using namespace fsdp::rt;
 
 namespace {
-
-bool parseInt(const std::string &text, int64_t &value) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0)
-    return false;
-  value = v;
-  return true;
-}
-
-bool parseDouble(const std::string &text, double &value) {
-  char *end = nullptr;
-  errno = 0;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(v))
-    return false;
-  value = v;
-  return true;
-}
 
 std::string invalid(const RunFlag &flag, const std::string &value, const std::string &rule) {
   return std::string(flag.name) + ": invalid value '" + value + "'; " + rule;
@@ -78,7 +56,7 @@ template <auto Field> Status parseNamedFiles(const RunFlag &flag, const std::str
 template <auto Field> Status parseCount(const RunFlag &flag, const std::string &value,
                                         RunOptions &opts) {
   int64_t n;
-  if (!parseInt(value, n) || n < 1)
+  if (!parseWholeInt(value, n) || n < 1)
     return Status::error(invalid(flag, value, "must be an integer >= 1"));
   opts.*Field = n;
   return Status::ok();
@@ -87,7 +65,7 @@ template <auto Field> Status parseCount(const RunFlag &flag, const std::string &
 template <auto Field> Status parseSeconds(const RunFlag &flag, const std::string &value,
                                           RunOptions &opts) {
   double seconds;
-  if (!parseDouble(value, seconds) || seconds <= 0)
+  if (!parseWholeDouble(value, seconds) || seconds <= 0)
     return Status::error(invalid(flag, value, "must be a number of seconds > 0"));
   opts.*Field = seconds;
   return Status::ok();
@@ -96,7 +74,7 @@ template <auto Field> Status parseSeconds(const RunFlag &flag, const std::string
 template <auto Field> Status parseRate(const RunFlag &flag, const std::string &value,
                                        RunOptions &opts) {
   double rate;
-  if (!parseDouble(value, rate) || rate < 0)
+  if (!parseWholeDouble(value, rate) || rate < 0)
     return Status::error(invalid(flag, value, "must be a finite number >= 0"));
   opts.*Field = rate;
   return Status::ok();

@@ -45,15 +45,6 @@ void onSignal(int signal, siginfo_t *info, void *) {
   errno = saved;
 }
 
-void writeLine(const std::string &line) {
-  for (size_t done = 0; done < line.size();) {
-    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
-    if (n <= 0)
-      return;
-    done += static_cast<size_t>(n);
-  }
-}
-
 /// Whether `pid` is one of Open MPI's launcher processes.
 bool isMpiLauncher(pid_t pid) {
   if (pid <= 0)
@@ -85,13 +76,13 @@ void takeEvents(int pipeRead, SignalUse use) {
     if (firstStop.compare_exchange_strong(none, event.signal)) {
       // MPI ranks each have a stderr; the stop line (rank 0's) says it all.
       if (!use.launched)
-        writeLine(programName() + ": " + signalName(event.signal) +
-                  ": stopping after the current step (a second signal exits at once)\n");
+        writeStderr(programName() + ": " + signalName(event.signal) +
+                    ": stopping after the current step (a second signal exits at once)\n");
       continue;
     }
-    writeLine(programName() + ": " + signalName(event.signal) + " again: exiting at once (exit " +
-              "code 130); a checkpoint being written is left uncommitted, earlier ones are " +
-              "intact\n");
+    writeStderr(programName() + ": " + signalName(event.signal) +
+                " again: exiting at once (exit code 130); a checkpoint being written is left " +
+                "uncommitted, earlier ones are intact\n");
     std::_Exit(130);
   }
 }

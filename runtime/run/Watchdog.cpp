@@ -12,8 +12,6 @@
 #include "runtime/comm/StallingCommunicator.h"
 #include "runtime/run/Driver.h"
 
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -33,15 +31,6 @@ std::atomic<int> terminatedRank{-1};
 std::atomic<FlightRecorder *> terminatedRecorder{nullptr};
 std::atomic<bool> alreadyPrinted{false};
 
-void writeAll(const std::string &text) {
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
-    if (n <= 0)
-      return;
-    done += static_cast<size_t>(n);
-  }
-}
-
 } // namespace
 
 void reportTerminationAndExit() {
@@ -53,7 +42,7 @@ void reportTerminationAndExit() {
                            "or dies, or when it is cancelled)\n");
     if (FlightRecorder *recorder = terminatedRecorder.load())
       text += recorder->format(rank);
-    writeAll(text);
+    writeStderr(text);
   }
   std::_Exit(1);
 }

@@ -10,10 +10,11 @@
 
 #include "runtime/train/LrSchedule.h"
 
-#include <cerrno>
+#include "runtime/support/ParseNumber.h"
+
+#include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 namespace fsdp::rt {
@@ -43,22 +44,16 @@ std::string rate(double value) {
   return text;
 }
 
+/// A step count: parseWholeInt's, but starting with a digit (no blanks,
+/// no sign), so that negative counts are refused here.
 bool parseSteps(const std::string &text, int64_t &out) {
-  char *end = nullptr;
-  errno = 0;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 ||
-      !std::isdigit(static_cast<unsigned char>(text[0])))
-    return false;
-  out = value;
-  return true;
+  return !text.empty() && std::isdigit(static_cast<unsigned char>(text[0])) &&
+         parseWholeInt(text, out);
 }
 
 bool parseRate(const std::string &text, double &out) {
-  char *end = nullptr;
-  errno = 0;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(value) || value < 0)
+  double value;
+  if (!parseWholeDouble(text, value) || value < 0)
     return false;
   out = value;
   return true;

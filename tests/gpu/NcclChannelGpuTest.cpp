@@ -36,6 +36,7 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 using Comms = std::vector<std::unique_ptr<Communicator>>;
+using commtest::runThreads;
 
 int gGpus = 0;
 
@@ -153,14 +154,6 @@ Status issue(Channel &ch, Stream &s, const comm::CallDesc &d, const void *send, 
   case comm::CallKind::AllReduce: return ch.allReduce(s, send, recv, d.count, d.dtype, d.op);
   default: return ch.broadcast(s, recv, d.count, d.dtype, d.root);
   }
-}
-
-void runThreads(int n, const std::function<void(int)> &body) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back(body, r);
-  for (auto &t : threads)
-    t.join();
 }
 
 /// One rank's GPU: its device, a stream and an NCCL channel over `group`.

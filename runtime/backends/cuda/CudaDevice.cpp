@@ -55,13 +55,6 @@
 namespace fsdp::rt {
 namespace cuda {
 
-/// "cuda: WHAT: CUDA's message" for a failed call. Clears the thread's last
-/// error, which would otherwise surface at the next kernel launch's check.
-Status cudaFailure(cudaError_t error, const std::string &what) {
-  (void)cudaGetLastError();
-  return Status::error(cat("cuda: ", what, ": ", cudaGetErrorString(error)));
-}
-
 namespace {
 
 #define FSDP_CUBLAS_RETURN_IF_ERROR(call, what)                                                    \

@@ -5,9 +5,9 @@
 // file: streams, events, launches and synchronization in CudaDevice.cpp,
 // memory and blocking copies in CudaMemory.cpp, capture and replay in
 // CudaGraph.cpp, progress marks and the fault record in CudaMarks.cpp.
-// This header is what those files share (the classes, and the macro that
-// turns a failed CUDA call into a Status); nothing outside them includes
-// it, so CUDA's headers stay out of everything else.
+// This header is what those files share (the classes; CudaStatus.h turns
+// a failed CUDA call into a Status); nothing outside them includes it, so
+// CUDA's headers stay out of everything else.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +18,7 @@
 
 #include "runtime/backends/cuda/CudaHostStream.h"
 #include "runtime/backends/cuda/CudaLaunch.h"
+#include "runtime/backends/cuda/CudaStatus.h"
 #include "runtime/backends/cuda/GeneratedPtx.h"
 #include "runtime/backends/cuda/KernelFault.h"
 
@@ -31,17 +32,6 @@
 #include <vector>
 
 namespace fsdp::rt::cuda {
-
-/// "cuda: WHAT: CUDA's message" for a failed call. Clears the thread's last
-/// error, which would otherwise surface at the next kernel launch's check.
-Status cudaFailure(cudaError_t error, const std::string &what);
-
-/// Returns "cuda: <what...>: <CUDA's message>" when `call` fails.
-#define FSDP_CUDA_RETURN_IF_ERROR(call, ...)                                                       \
-  do {                                                                                             \
-    if (cudaError_t fsdpCudaError_ = (call); fsdpCudaError_ != cudaSuccess)                        \
-      return cudaFailure(fsdpCudaError_, cat(__VA_ARGS__));                                        \
-  } while (false)
 
 class CudaDevice;
 

@@ -39,6 +39,7 @@
 #include "runtime/backends/cuda/NcclChannel.h"
 
 #include "runtime/backends/cuda/CudaDevice.h"
+#include "runtime/backends/cuda/CudaStatus.h"
 #include "runtime/backends/cuda/NcclLibrary.h"
 #include "runtime/comm/NcclMapping.h"
 
@@ -68,11 +69,6 @@ static_assert(static_cast<int>(RedOp::Sum) == ncclSum);
 static_assert(static_cast<int>(RedOp::Avg) == ncclAvg);
 static_assert(static_cast<int>(RedOp::Max) == ncclMax);
 static_assert(sizeof(ncclUniqueId) == NCCL_UNIQUE_ID_BYTES);
-
-Status cudaFailure(cudaError_t error, const std::string &what) {
-  (void)cudaGetLastError();
-  return Status::error(cat("cuda: ", what, ": ", cudaGetErrorString(error)));
-}
 
 class NcclChannel final : public Channel, public StreamWatcher {
 public:

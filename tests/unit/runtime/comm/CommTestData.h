@@ -4,7 +4,9 @@
 // uneven per-rank data that any process can regenerate for every rank from
 // (dtype, rank, count, salt), and a sequential reference that adds in rank
 // order in the compute type and divides once for Avg, so a suite can check
-// a collective's bits without seeing the other ranks' memory.
+// a collective's bits without seeing the other ranks' memory; and
+// runThreads, the one thread per rank that in-process groups need (every
+// member of a collective must be in it at once).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +19,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace fsdp::rt::commtest {
@@ -130,6 +134,16 @@ inline Bytes concatenated(const std::vector<Bytes> &parts) {
   for (const Bytes &p : parts)
     out.insert(out.end(), p.begin(), p.end());
   return out;
+}
+
+/// Runs body(rank) for ranks 0..n-1, each on its own thread, and waits for
+/// all of them.
+inline void runThreads(int n, const std::function<void(int)> &body) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back(body, r);
+  for (auto &t : threads)
+    t.join();
 }
 
 } // namespace fsdp::rt::commtest

@@ -18,6 +18,7 @@
 
 #include "compiler/Analysis/MemoryReport.h"
 
+#include "runtime/plan/PlanDType.h"
 #include "runtime/support/DType.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/plan/plan_generated.h"
@@ -353,7 +354,7 @@ const char *categoryName(Category c) {
 }
 
 const char *dtypeName(plan::DType t) {
-  return rt::dtypeName(static_cast<rt::DType>(static_cast<uint8_t>(t)));
+  return rt::dtypeName(rt::toDType(t));
 }
 
 } // namespace
@@ -423,7 +424,7 @@ MemoryReport analyzeMemory(const plan::Plan &p) {
     unit.groupSize = u->group_size();
     unit.dtype = dtypeName(u->dtype());
     unit.bytesPerRank =
-        u->shard_numel() * rt::dtypeSize(static_cast<rt::DType>(static_cast<uint8_t>(u->dtype())));
+        u->shard_numel() * rt::dtypeSize(rt::toDType(u->dtype()));
     unit.gatheredInPlace = u->gathered_buffer() != rt::kNoBuffer;
     report.units.push_back(std::move(unit));
   }

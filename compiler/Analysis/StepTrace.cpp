@@ -13,6 +13,7 @@
 #include "compiler/Analysis/StepTrace.h"
 
 #include "compiler/Analysis/MemoryReport.h"
+#include "runtime/plan/PlanDType.h"
 #include "runtime/support/ByteSize.h"
 
 #include "runtime/support/DType.h"
@@ -68,7 +69,7 @@ std::string operandList(const plan::Plan &p, const flatbuffers::Vector<uint32_t>
     std::string text = "none";
     if (index < count(p.buffers())) {
       const plan::Buffer *b = p.buffers()->Get(index);
-      text = rt::dtypeName(static_cast<rt::DType>(static_cast<uint8_t>(b->dtype())));
+      text = rt::dtypeName(rt::toDType(b->dtype()));
       text += "[";
       for (size_t d = 0; d < count(b->shape()); ++d)
         text += (d ? "x" : "") + std::to_string(b->shape()->Get(d));

@@ -16,6 +16,7 @@
 
 #include "compiler/Target/LlvmObject.h"
 #include "runtime/backends/FusedProgram.h"
+#include "runtime/plan/PlanDType.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/plan/plan_generated.h"
 
@@ -378,7 +379,7 @@ std::vector<FusedKernelSpec> collectFusedKernels(const plan::Plan &plan) {
     if (index == rt::kNoBuffer || index >= buffers->size())
       return false;
     const plan::Buffer *buffer = buffers->Get(index);
-    t.dtype = static_cast<rt::DType>(buffer->dtype());
+    t.dtype = rt::toDType(buffer->dtype());
     t.rank = buffer->shape() ? static_cast<int>(buffer->shape()->size()) : 0;
     if (t.rank > rt::kMaxRank)
       return false;

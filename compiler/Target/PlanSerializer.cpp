@@ -11,6 +11,7 @@
 #include "compiler/Target/PlanSerializer.h"
 
 #include "runtime/io/Safetensors.h"
+#include "runtime/plan/PlanDType.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/plan/plan_generated.h"
 
@@ -21,7 +22,7 @@ void build(const PlanDescription &p, flatbuffers::FlatBufferBuilder &fbb) {
   std::vector<flatbuffers::Offset<plan::Buffer>> fbBuffers;
   for (const BufferDesc &d : p.buffers)
     fbBuffers.push_back(plan::CreateBuffer(
-        fbb, fbb.CreateString(d.name), static_cast<plan::DType>(d.dtype), fbb.CreateVector(d.shape),
+        fbb, fbb.CreateString(d.name), rt::toPlanDType(d.dtype), fbb.CreateVector(d.shape),
         d.region, d.offset, d.size, d.rankStride, d.rankGroup));
   std::vector<flatbuffers::Offset<plan::Instruction>> fbInstructions;
   for (const InstructionDesc &i : p.instructions)
@@ -32,13 +33,13 @@ void build(const PlanDescription &p, flatbuffers::FlatBufferBuilder &fbb) {
   std::vector<flatbuffers::Offset<plan::Parameter>> fbParams;
   for (const ParamEntry &param : p.parameters)
     fbParams.push_back(plan::CreateParameter(
-        fbb, fbb.CreateString(param.name), static_cast<plan::DType>(param.dtype),
+        fbb, fbb.CreateString(param.name), rt::toPlanDType(param.dtype),
         fbb.CreateVector(param.shape), param.buffer, param.unit, param.flatOffset));
   std::vector<flatbuffers::Offset<plan::Unit>> fbUnits;
   for (const UnitEntry &u : p.units)
     fbUnits.push_back(plan::CreateUnit(fbb, fbb.CreateString(u.name), u.flatNumel, u.paddedNumel,
                                        u.shardNumel, u.shardBuffer, u.groupSize,
-                                       static_cast<plan::DType>(u.dtype), u.gatheredBuffer));
+                                       rt::toPlanDType(u.dtype), u.gatheredBuffer));
   auto bindings = [&](const Bindings &list) {
     std::vector<flatbuffers::Offset<plan::Binding>> out;
     for (const auto &[name, index] : list)

@@ -8,6 +8,7 @@
 
 #include "runtime/checkpoint/StateLayout.h"
 
+#include "runtime/plan/PlanDType.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/plan/plan_generated.h"
 
@@ -19,7 +20,7 @@ namespace fsdp::rt {
 
 TensorRef parameterType(const plan::Parameter &param) {
   TensorRef ref;
-  ref.dtype = static_cast<DType>(param.dtype());
+  ref.dtype = toDType(param.dtype());
   ref.rank = static_cast<int>(param.shape()->size());
   for (int d = 0; d < ref.rank; ++d)
     ref.dims[d] = param.shape()->Get(d);
@@ -29,7 +30,7 @@ TensorRef parameterType(const plan::Parameter &param) {
 TensorRef bufferType(const plan::Plan &p, uint32_t index) {
   const plan::Buffer *buffer = p.buffers()->Get(index);
   TensorRef ref;
-  ref.dtype = static_cast<DType>(buffer->dtype());
+  ref.dtype = toDType(buffer->dtype());
   ref.rank = static_cast<int>(buffer->shape()->size());
   for (int d = 0; d < ref.rank; ++d)
     ref.dims[d] = buffer->shape()->Get(d);

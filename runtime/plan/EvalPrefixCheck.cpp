@@ -9,6 +9,7 @@
 #include "runtime/plan/EvalPrefixCheck.h"
 
 #include "runtime/plan/KernelTable.h"
+#include "runtime/plan/PlanDType.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/plan/plan_generated.h"
 #include "runtime/support/DType.h"
@@ -49,7 +50,7 @@ Status checkEvalPrefix(const plan::Plan &plan, const std::string &path) {
   uint64_t numel = 1;
   for (size_t d = 0; d < count(lossBuffer.shape()); ++d)
     numel *= static_cast<uint64_t>(lossBuffer.shape()->Get(d));
-  if (numel != 1 || !isFloat(static_cast<DType>(lossBuffer.dtype())))
+  if (numel != 1 || !isFloat(toDType(lossBuffer.dtype())))
     return Status::error(cat(what, ": the loss buffer ", loss, " is not a float scalar"));
 
   // What a step may overwrite: its gathered copies and its outputs.

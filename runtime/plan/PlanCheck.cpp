@@ -17,6 +17,7 @@
 #include "runtime/plan/PlanCheck.h"
 
 #include "runtime/plan/EvalPrefixCheck.h"
+#include "runtime/plan/PlanDType.h"
 
 #include "runtime/support/DType.h"
 #include "runtime/plan/PlanFile.h"
@@ -55,8 +56,8 @@ Status checkFlatten(const plan::Instruction &inst, const plan::Plan &plan,
     const plan::Buffer *in = plan.buffers()->Get(inst.inputs()->Get(i));
     if (in->dtype() != out->dtype())
       return Status::error(cat(what, ": operand ", i, " is ",
-                               dtypeName(static_cast<DType>(in->dtype())), ", the result ",
-                               dtypeName(static_cast<DType>(out->dtype()))));
+                               dtypeName(toDType(in->dtype())), ", the result ",
+                               dtypeName(toDType(out->dtype()))));
     int64_t offset = inst.ints()->Get(i);
     uint64_t n = numElements(*in);
     if (offset < 0 || n > outElements || static_cast<uint64_t>(offset) > outElements - n)
@@ -107,9 +108,9 @@ Status checkCollective(const plan::Instruction &inst, const plan::Plan &plan,
   if (!fits)
     return Status::error(cat(what, ": ", inElements, " elements in, ", outElements,
                              " out do not fit a group of ", g));
-  if (groups.reduction == 1 && !isFloat(static_cast<DType>(in->dtype())))
+  if (groups.reduction == 1 && !isFloat(toDType(in->dtype())))
     return Status::error(cat(what, ": avg needs a float type, not ",
-                             dtypeName(static_cast<DType>(in->dtype()))));
+                             dtypeName(toDType(in->dtype()))));
   return Status::ok();
 }
 
@@ -162,7 +163,7 @@ Status checkBuffer(const plan::Buffer &buffer, size_t index, const plan::Plan &p
       return Status::error(what + ": invalid shape");
     elements *= static_cast<uint64_t>(dim);
   }
-  if (buffer.size() != elements * dtypeSize(static_cast<DType>(buffer.dtype())))
+  if (buffer.size() != elements * dtypeSize(toDType(buffer.dtype())))
     return Status::error(what + ": size does not match dtype and shape");
   uint64_t regionSize = 0;
   switch (buffer.region()) {
@@ -260,7 +261,7 @@ Status checkScalarBuffer(uint32_t index, DType dtype, const plan::Plan &plan,
     return Status::error(cat(what, " names buffer ", index, " of ", count(plan.buffers())));
   const plan::Buffer *buffer = plan.buffers()->Get(index);
   if (!keptAcrossSteps(buffer->region()) ||
-      static_cast<DType>(buffer->dtype()) != dtype || count(buffer->shape()) != 0)
+      toDType(buffer->dtype()) != dtype || count(buffer->shape()) != 0)
     return Status::error(cat(what, " must be a persistent ", dtypeName(dtype), " scalar"));
   return Status::ok();
 }
@@ -340,7 +341,7 @@ Status checkUnit(const plan::Unit &unit, size_t index, const plan::Plan &plan,
       numElements(*buffer) != shard)
     return Status::error(cat(what, ": shard buffer ", unit.shard_buffer(),
                              " must be a persistent buffer of ", shard, " x ",
-                             dtypeName(static_cast<DType>(unit.dtype()))));
+                             dtypeName(toDType(unit.dtype()))));
   if (unit.gathered_buffer() == kNoBuffer)
     return buffer->rank_stride() == 0 ? Status::ok()
                                       : Status::error(what + ": a shard buffer with a rank "
@@ -389,9 +390,9 @@ Status checkParameter(const plan::Parameter &param, size_t index, const plan::Pl
     return Status::error(cat(what, ": has no buffer and its unit ", param.unit(),
                              " has no shard buffer"));
   if (param.dtype() != unit->dtype())
-    return Status::error(cat(what, " is ", dtypeName(static_cast<DType>(param.dtype())),
+    return Status::error(cat(what, " is ", dtypeName(toDType(param.dtype())),
                              ", its unit ", param.unit(), " ",
-                             dtypeName(static_cast<DType>(unit->dtype()))));
+                             dtypeName(toDType(unit->dtype()))));
   // The executor builds a TensorRef (at most kMaxRank dims) from it.
   if (!param.shape() || param.shape()->size() > static_cast<size_t>(kMaxRank))
     return Status::error(cat(what, ": shape missing or of rank above ", kMaxRank));

@@ -7,6 +7,7 @@
 
 #include "runtime/plan/PlanDump.h"
 
+#include "runtime/plan/PlanDType.h"
 #include "runtime/support/DType.h"
 #include "runtime/plan/PlanCheck.h"
 #include "runtime/plan/plan_generated.h"
@@ -65,7 +66,7 @@ std::string dumpPlan(const LoadedPlan &loaded) {
        << std::dec << "\n";
   for (size_t i = 0; p.buffers() && i < p.buffers()->size(); ++i) {
     const plan::Buffer *b = p.buffers()->Get(i);
-    os << "buffer %" << i << " " << dtypeName(static_cast<DType>(b->dtype()));
+    os << "buffer %" << i << " " << dtypeName(toDType(b->dtype()));
     list(os, b->shape());
     os << " " << regionName(b->region()) << "+" << b->offset();
     if (b->rank_stride())
@@ -109,7 +110,7 @@ std::string dumpPlan(const LoadedPlan &loaded) {
   for (size_t i = 0; p.units() && i < p.units()->size(); ++i) {
     const plan::Unit *u = p.units()->Get(i);
     os << "unit " << i << " \"" << (u->name() ? u->name()->str() : "") << "\" "
-       << dtypeName(static_cast<DType>(u->dtype())) << " flat=" << u->flat_numel()
+       << dtypeName(toDType(u->dtype())) << " flat=" << u->flat_numel()
        << " padded=" << u->padded_numel() << " shard=" << u->shard_numel()
        << " group_size=" << u->group_size() << " shard_buffer=" << bufferOrNone(u->shard_buffer());
     if (u->gathered_buffer() != kNoBuffer)

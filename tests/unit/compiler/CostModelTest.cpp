@@ -14,6 +14,7 @@
 
 #include "compiler/Analysis/CostModel.h"
 #include "compiler/Analysis/MemoryReport.h"
+#include "runtime/plan/PlanDType.h"
 
 #include "runtime/support/DType.h"
 #include "runtime/plan/PlanFile.h"
@@ -53,7 +54,7 @@ struct CostPlan {
     uint64_t n = 1;
     for (int64_t d : shape)
       n *= d;
-    uint64_t size = n * rt::dtypeSize(static_cast<rt::DType>(static_cast<uint8_t>(dtype)));
+    uint64_t size = n * rt::dtypeSize(rt::toDType(dtype));
     buffers.push_back({dtype, std::move(shape), top, size});
     top += (size + 63) / 64 * 64;
     return buffers.size() - 1;

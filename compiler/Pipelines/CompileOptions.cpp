@@ -530,43 +530,42 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
   // before it (a summary, IR after import) would silently ignore them.
   bool trainStageRuns = opts.emit != EmitKind::Summary &&
                         !(opts.emit == EmitKind::Mlir && opts.stopAfter == Stage::Import);
-  if (opts.mode == Mode::Train && !trainStageRuns)
-    for (const std::string &flag : flagsOfStage(FlagStage::Train))
-      if (given(flag))
-        return fail("--" + flag +
-                    " acts in the train stage, which this output does not run (it needs "
-                    "--emit=plan, or --emit=mlir with --stop-after=train or later)");
-  // Likewise --ckpt acts in the checkpoint stage.
+  // Likewise --ckpt acts in the checkpoint stage, the distribution flags in
+  // the shard stage; the gradient norm is computed where the shard stage
+  // leaves the gradients (issue 19's gradient passes run there), and
+  // gradient accumulation unrolls the step after it.
   bool checkpointStageRuns =
       trainStageRuns &&
       !(opts.emit == EmitKind::Mlir && opts.stopAfter && *opts.stopAfter < Stage::Checkpoint);
-  if (opts.mode == Mode::Train && !checkpointStageRuns)
-    for (const std::string &flag : flagsOfStage(FlagStage::Checkpoint))
-      if (given(flag))
-        return fail("--" + flag +
-                    " acts in the checkpoint stage, which this output does not run (it needs "
-                    "--emit=plan or --emit=report, or --emit=mlir with --stop-after=checkpoint "
-                    "or later)");
-  // Likewise the distribution flags act in the shard stage.
   bool shardStageRuns = trainStageRuns && !(opts.emit == EmitKind::Mlir && opts.stopAfter &&
                                             *opts.stopAfter < Stage::Shard);
-  if (opts.mode == Mode::Train && !shardStageRuns)
-    for (const std::string &flag : flagsOfStage(FlagStage::Shard))
-      if (given(flag))
-        return fail("--" + flag +
-                    " acts in the shard stage, which this output does not run (it needs "
-                    "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard "
-                    "or later)");
-  // The gradient norm is computed where the shard stage leaves the
-  // gradients (issue 19's gradient passes run there), and gradient
-  // accumulation unrolls the step after the shard stage.
-  if (opts.mode == Mode::Train && !shardStageRuns)
-    for (const std::string &flag : flagsOfStage(FlagStage::AfterShard))
-      if (given(flag))
-        return fail("--" + flag +
-                    " acts after the shard stage, which this output does not run (it needs "
-                    "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard "
-                    "or later)");
+  // Each stage's flags, in pipeline order, are refused when the output
+  // stops before the stage: what they would ask for would silently not
+  // happen.
+  struct StageRule {
+    FlagStage stage;
+    bool runs;
+    const char *acts;  // where the flag acts
+    const char *needs; // the outputs that run it
+  };
+  const char *fromCheckpoint =
+      "--emit=plan or --emit=report, or --emit=mlir with --stop-after=checkpoint or later";
+  const char *fromShard =
+      "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard or later";
+  const StageRule stageRules[] = {
+      {FlagStage::Train, trainStageRuns, "in the train stage",
+       "--emit=plan, or --emit=mlir with --stop-after=train or later"},
+      {FlagStage::Checkpoint, checkpointStageRuns, "in the checkpoint stage", fromCheckpoint},
+      {FlagStage::Shard, shardStageRuns, "in the shard stage", fromShard},
+      {FlagStage::AfterShard, shardStageRuns, "after the shard stage", fromShard},
+  };
+  if (opts.mode == Mode::Train)
+    for (const StageRule &rule : stageRules)
+      if (!rule.runs)
+        for (const std::string &flag : flagsOfStage(rule.stage))
+          if (given(flag))
+            return fail("--" + flag + " acts " + rule.acts +
+                        ", which this output does not run (it needs " + rule.needs + ")");
   // The schedule stage moves all-gathers: a step without any would
   // silently ignore its flags.
   if (opts.mode == Mode::Train && shardStageRuns)

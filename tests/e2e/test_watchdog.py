@@ -55,6 +55,12 @@ MESSAGE = re.compile(r"^fsdp-run: error: step (\d+): (AllGather|ReduceScatter|Al
                      r"( of unit \d+ '[\w.]+')? \(([\d.]+ (?:B|KiB|MiB)), "
                      r"group (?:world|\d+ of \d+: ranks [\d,]+)\) "
                      r"did not complete in (\d+(?:\.\d+)?) s on rank (\d)$", re.M)
+# A rank stopped between steps leaves rank 0 in the per-step stop agreement
+# (a host call, watched like a collective): the same line, with the host
+# call's name and no size, and the same six groups as MESSAGE.
+STOP_MESSAGE = re.compile(r"^fsdp-run: error: step (\d+): (stop agreement) \(allGather of the "
+                          r"stop flag\)() \(group world\)() did not complete in (\d+(?:\.\d+)?) s "
+                          r"on rank (\d)$", re.M)
 HEADER = re.compile(r"^rank (\d): last (\d+) collectives \(oldest first; seconds since the run "
                     r"started\)$", re.M)
 ENTRY = re.compile(r"^  #(\d+) (step \d+|start-up): (.+) \((?:([\d.]+ (?:B|KiB|MiB)), )?group (.+)\): "
@@ -302,7 +308,7 @@ def main():
         if sig == signal.SIGSTOP:
             if job.returncode != 1:
                 raise Failure(f"mpirun rc {job.returncode}, expected 1:\n{stderr[-3000:]}")
-            found = MESSAGE.findall(stderr)
+            found = MESSAGE.findall(stderr) + STOP_MESSAGE.findall(stderr)
             if len(found) != 1 or found[0][5] != "0":
                 raise Failure(f"expected rank 0's watchdog line:\n{stderr[-3000:]}")
             check_recorder(recs[0], 0, 64, late=True)

@@ -160,8 +160,8 @@ LogicalResult TrainStepBuilder::run() {
   // seeds the loss with exactly the scale).
   Value one = seed.scalarLike(loss, 1.0);
   if (options.lossScale) {
-    if (!nn::elementTypeOfValue(loss).isF32())
-      return step.emitError("loss scaling needs an f32 loss, not ")
+    if (!isa<FloatType>(nn::elementTypeOfValue(loss)))
+      return step.emitError("loss scaling needs a float loss, not ")
              << nn::elementTypeOfValue(loss);
     for (BlockArgument arg : body.getArguments())
       if (step.getArgAttr(arg.getArgNumber(), nn::kLossScaleAttr))
@@ -171,7 +171,12 @@ LogicalResult TrainStepBuilder::run() {
                         builder.getDictionaryAttr(
                             builder.getNamedAttr(nn::kLossScaleAttr, builder.getUnitAttr())),
                         step.getLoc());
-    one = body.getArgument(index);
+    // torch: loss * scale (an f32 0-dim tensor) is f32, and autograd hands
+    // the loss the gradient cast to its own dtype: an f16 loss's seed is
+    // the scale rounded to f16 (inf for 65536, so torch's first f16 step
+    // overflows and is skipped: GradScaler then halves the scale).
+    builder.setInsertionPoint(ret);
+    one = seed.cast(body.getArgument(index), nn::elementTypeOfValue(loss));
   }
   grads[loss] = seed.reshape(one, nn::shapeOfValue(loss));
 

@@ -49,6 +49,7 @@ constexpr const char *reportFormatNames[] = {"text", "json"};
 constexpr const char *fusionNames[] = {"elementwise", "none"};
 constexpr const char *clipNormNames[] = {"2", "inf"};
 constexpr const char *accumReduceNames[] = {"each", "last", "auto"};
+constexpr const char *onOffNames[] = {"on", "off"};
 static_assert(std::size(stageNames) == size_t(Stage::Memory) + 1 &&
                   std::size(modeNames) == size_t(Mode::Forward) + 1 &&
                   std::size(emitNames) == size_t(EmitKind::Object) + 1 &&
@@ -64,7 +65,8 @@ static_assert(std::size(stageNames) == size_t(Stage::Memory) + 1 &&
                       size_t(ReportFormat::Json) + 1 &&
                   std::size(fusionNames) == size_t(FusionKind::None) + 1 &&
                   std::size(clipNormNames) == size_t(ClipNormType::Inf) + 1 &&
-                  std::size(accumReduceNames) == size_t(AccumReduceKind::Auto) + 1,
+                  std::size(accumReduceNames) == size_t(AccumReduceKind::Auto) + 1 &&
+                  std::size(onOffNames) == size_t(OnOff::Off) + 1,
               "every enumerator needs a spelling");
 
 /// The index of the name `text` spells, or -1; `param` receives the text
@@ -591,6 +593,12 @@ bool fsdp::validateCompileOptions(const CompileOptions &opts,
   if (given("loss-scale-growth-interval") && opts.paramDtype != DType::F16)
     return fail("--loss-scale-growth-interval requires --param-dtype=f16 (only f16 scales "
                 "the loss)");
+  // The rest of FSDP2's MixedPrecisionPolicy shapes a low-precision compute
+  // dtype; without one there is nothing for it to cast.
+  for (const char *flag : {"output-dtype", "cast-forward-inputs", "keep-f32"})
+    if (given(flag) && opts.paramDtype == DType::F32)
+      return fail(std::string("--") + flag + " needs --param-dtype=bf16 or f16 (it shapes the "
+                  "low-precision compute; with f32 parameters there is nothing to cast)");
   if (opts.paramDtype == DType::F16 && opts.offload == OffloadKind::Cpu)
     return fail("--param-dtype=f16 with --offload=cpu is not supported yet (the skipped-step "
                 "flag lives in device memory, the offloaded optimizer on the host)");

@@ -71,6 +71,8 @@ enum class ClipNormType { Two, Inf };
 /// --accum-reduce: how a unit's gradient accumulates over --grad-accum's
 /// micro-batches (compiler/Transforms/AccumulateMicroBatches.h).
 enum class AccumReduceKind { Each, Last, Auto };
+/// A switch written as a value (--cast-forward-inputs=on|off): on by default.
+enum class OnOff { On, Off };
 
 /// fsdp::defaults::FIELD: each flag's default, from its row of
 /// CompileFlags.def. Pass options that mirror a flag name these as their

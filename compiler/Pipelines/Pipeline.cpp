@@ -93,6 +93,17 @@ void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
                        const PipelineStart &start) {
   Stage last = lastRequestedStage(opts);
   if (!start.trained) {
+    // Mixed precision retypes @forward first, so the loss attached to its
+    // outputs and the backward built from it compute in its dtypes.
+    if (opts.paramDtype != DType::F32) {
+      MixedPrecisionPassOptions mixed;
+      mixed.paramDtype = opts.paramDtype;
+      mixed.outputDtype = opts.outputDtype ? dtypeText(*opts.outputDtype) : "";
+      mixed.castForwardInputs = opts.castForwardInputs == OnOff::On;
+      mixed.keepF32 = opts.keepF32Regex;
+      mixed.freeze = opts.freezeRegex;
+      pm.addPass(createMixedPrecisionPass(mixed));
+    }
     AttachLossPassOptions loss;
     loss.xent = opts.loss == LossKind::CrossEntropy ? opts.lossOutput : "";
     loss.labels = opts.lossLabels;

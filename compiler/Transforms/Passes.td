@@ -25,6 +25,50 @@ include "mlir/Pass/PassBase.td"
 // Train stage (compiler/Autodiff/)
 //===----------------------------------------------------------------------===//
 
+def MixedPrecisionPass : Pass<"fsdp-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Compute @forward in bf16 or f16 as FSDP2's MixedPrecisionPolicy "
+                "does, following torch's type promotion op by op";
+  let description = [{
+    Runs on @forward before the loss is attached and the backward built, so
+    the gradients inherit the dtypes: each trainable parameter is cast once
+    to `param-dtype` at the top (the sharder then gathers it in that dtype
+    and the cast disappears), float graph inputs too when
+    `cast-forward-inputs` is set, and every op whose operands changed is
+    retyped by torch's promotion rule: the result takes the promoted dtype of
+    its dimensioned float operands (rank-0 operands, which is what an export
+    makes of a Python scalar, do not promote unless every operand is rank
+    0); an operand of another dtype is cast to it. A matmul or gemm whose
+    operands disagree is an error, as torch refuses it. Buffers (float
+    constants and `freeze`d initializers) keep f32, as FSDP2 casts only
+    parameters. Parameters matching `keep-f32` stay f32 and the ops that
+    read them take f32 operands (torch: an f32 policy on the module, whose
+    forward inputs are cast to f32). `output-dtype` casts the float outputs.
+
+    ```mlir
+    // Before: fsdp-mixed-precision{param-dtype=bf16}
+    %0 = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+    // After
+    %xb = nn.cast %x : tensor<2x4xf32> to tensor<2x4xbf16>
+    %wb = nn.cast %w : tensor<4x3xf32> to tensor<4x3xbf16>
+    %0 = nn.matmul %xb, %wb : (tensor<2x4xbf16>, tensor<4x3xbf16>) -> tensor<2x3xbf16>
+    ```
+  }];
+  let dependentDialects = ["::fsdp::nn::NNDialect"];
+  let options = [
+    Option<"paramDtype", "param-dtype", "::fsdp::DType", /*default=*/"::fsdp::DType::BF16",
+           "the compute dtype (bf16 or f16)",
+           [{::fsdp::flagChoices<::fsdp::DType>("param-dtype")}]>,
+    Option<"outputDtype", "output-dtype", "std::string", /*default=*/"",
+           "cast float outputs to f32, bf16 or f16 (empty: keep the compute dtype)">,
+    Option<"castForwardInputs", "cast-forward-inputs", "bool", /*default=*/"true",
+           "cast float graph inputs to the compute dtype">,
+    Option<"keepF32", "keep-f32", "std::string", /*default=*/"",
+           "parameters matching this regex stay f32">,
+    Option<"freeze", "freeze", "std::string", /*default=*/"::fsdp::defaults::freezeRegex",
+           "initializers matching this regex are buffers (not cast)">,
+  ];
+}
+
 def AttachLossPass : Pass<"fsdp-attach-loss", "::mlir::ModuleOp"> {
   let summary = "Leave @forward returning only the training loss (the model's, "
                 "or cross-entropy attached to an output)";

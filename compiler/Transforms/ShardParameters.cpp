@@ -12,6 +12,11 @@
 //      buffer directly. Values the forward derives from parameters by pure views
 //      (transposes, reshapes, slices) are re-derived from the backward
 //      copy, so no backward op keeps the forward copy alive.
+//      Under mixed precision (compiler/Transforms/MixedPrecision.cpp) the
+//      forward reads each parameter through one nn.cast to the compute
+//      dtype: such a unit is gathered in that dtype, its views have it, and
+//      the casts, now of a value to its own type, disappear; a cast is
+//      re-derived in the backward like a view.
 //   2. Gradients. Right after the last of the group's gradients is
 //      computed, they are packed into the flat layout and reduced, so each
 //      unit's full-size gradients die as early as possible.
@@ -33,6 +38,7 @@
 #include "compiler/Transforms/Passes.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
+#include "dialects/nn/gradients/GradientBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -92,6 +98,13 @@ struct FlatGroup {
   RankedTensorType shardType, flatType;
   BlockArgument shard;
   SmallVector<std::pair<std::string, BlockArgument>> state; // suffix, shard argument
+  /// How the gathered copy is typed: `gather` is the collective's element
+  /// type (the master's, or --param-dtype's); `view` the type the members
+  /// are read in, which is `gather` when the forward computes in it
+  /// (every use of every member a cast to it), else the master's (a step
+  /// built without fsdp-mixed-precision: rounded through the dtype and
+  /// widened back).
+  Type gather, view;
 };
 
 /// Ranks 0..n-1 as groups of every `stride`-th rank ({0,2},{1,3}): the
@@ -137,6 +150,8 @@ private:
   Value collective(Location loc, StringRef kind, Value input, Type type,
                    ArrayRef<int64_t> groups, int64_t groupSize);
   Value castTo(Location loc, Value v, Type element);
+  void chooseGatherTypes(FlatGroup &g);
+  void foldIdentityCasts();
   /// bf16 or f16 for --param-dtype/--reduce-dtype's `dtype`; null for f32.
   Type lowPrecision(DType dtype) {
     return dtype == DType::BF16 ? Type(b.getBF16Type())
@@ -188,12 +203,16 @@ void Sharder::formGroups() {
   for (auto [u, unit] : llvm::enumerate(units)) {
     // One flat buffer per (optimizer op, attributes, element type): a
     // FlatParameter has one optimizer setting (e.g. --no-decay splits).
-    std::vector<std::tuple<OperationName, DictionaryAttr, Type>> keys;
+    // Parameters --keep-f32 keeps are gathered in f32, apart from the rest.
+    std::vector<std::tuple<OperationName, DictionaryAttr, Type, bool>> keys;
     std::map<size_t, SmallVector<size_t>> byKey;
     for (size_t p : unit.params) {
       Operation *update = trainables[p].update;
+      bool kept = static_cast<bool>(
+          step.getArgAttr(trainables[p].arg.getArgNumber(), nn::kKeepF32Attr));
       auto key = std::make_tuple(update->getName(), update->getAttrDictionary(),
-                                 cast<RankedTensorType>(trainables[p].arg.getType()).getElementType());
+                                 cast<RankedTensorType>(trainables[p].arg.getType()).getElementType(),
+                                 kept);
       size_t k = std::find(keys.begin(), keys.end(), key) - keys.begin();
       if (k == keys.size())
         keys.push_back(key);
@@ -214,6 +233,7 @@ void Sharder::formGroups() {
       g.layout = computeFlatLayout(numels, shardRanks, align, alignShard);
       g.shardType = RankedTensorType::get({g.layout.shardNumel}, element);
       g.flatType = RankedTensorType::get({g.layout.paddedNumel}, element);
+      chooseGatherTypes(g);
       groups.push_back(std::move(g));
     }
   }
@@ -280,7 +300,8 @@ void Sharder::findForwardViews() {
     for (size_t p : g.members)
       groupOf[trainables[p].arg] = &g;
   for (Operation &op : body.without_terminator()) {
-    if (position(&op) > boundary || !isa<nn::TransposeOp, nn::ReshapeOp, nn::SliceOp>(op))
+    if (position(&op) > boundary ||
+        !isa<nn::TransposeOp, nn::ReshapeOp, nn::SliceOp, nn::CastOp>(op))
       continue;
     if (FlatGroup *g = groupOf.lookup(op.getOperand(0))) {
       groupOf[op.getResult(0)] = g;
@@ -288,6 +309,31 @@ void Sharder::findForwardViews() {
       g->viewSource[op.getResult(0)] = op.getOperand(0);
     }
   }
+}
+
+void Sharder::chooseGatherTypes(FlatGroup &g) {
+  Type master = g.shardType.getElementType();
+  g.gather = g.view = master;
+  Type low = lowPrecision(options.paramDtype);
+  if (!low || step.getArgAttr(trainables[g.members.front()].arg.getArgNumber(), nn::kKeepF32Attr))
+    return;
+  g.gather = low;
+  bool computesLow = llvm::all_of(g.members, [&](size_t p) {
+    return llvm::all_of(trainables[p].arg.getUsers(), [&](Operation *user) {
+      auto castOp = dyn_cast<nn::CastOp>(user);
+      return user == trainables[p].update ||
+             (castOp && nn::elementTypeOfValue(castOp.getResult()) == low);
+    });
+  });
+  g.view = computesLow ? low : master;
+}
+
+void Sharder::foldIdentityCasts() {
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator()))
+    if (auto castOp = dyn_cast<nn::CastOp>(op); castOp && castOp.getInput().getType() == castOp.getType()) {
+      castOp.getResult().replaceAllUsesWith(castOp.getInput());
+      castOp.erase();
+    }
 }
 
 Value Sharder::castTo(Location l, Value v, Type element) {
@@ -314,14 +360,14 @@ Value Sharder::collective(Location l, StringRef kind, Value input, Type type,
 /// full and grad-op gather).
 Value Sharder::gatherAt(FlatGroup &g, Operation *before, StringRef tag) {
   Type master = g.shardType.getElementType();
-  Type low = lowPrecision(options.paramDtype);
+  Type low = g.gather == master ? Type() : g.gather;
   const std::string toLow = tag.str() + ".to_" + dtypeText(options.paramDtype);
   if (options.strategy == Strategy::None) {
     if (!low)
       return g.shard;
     b.setInsertionPointToStart(&body);
     Value rounded = castTo(loc(g, toLow), g.shard, low);
-    return castTo(loc(g, tag.str() + ".to_compute"), rounded, master);
+    return g.view == low ? rounded : castTo(loc(g, tag.str() + ".to_compute"), rounded, master);
   }
   b.setInsertionPoint(before);
   Value shard = g.shard;
@@ -331,9 +377,9 @@ Value Sharder::gatherAt(FlatGroup &g, Operation *before, StringRef tag) {
   auto fullType = g.flatType.clone(cast<RankedTensorType>(shard.getType()).getElementType());
   Value full = collective(loc(g, tag.str() + ".all_gather"), "all_gather", shard, fullType,
                           consecutiveGroups(options.worldSize), size);
-  if (low)
+  if (low && g.view != low)
     full = castTo(loc(g, tag.str() + ".to_compute"), full, master);
-  else if (gathersInPlace(g, options))
+  else if (!low && gathersInPlace(g, options))
     full.getDefiningOp()->setAttr("persistent", b.getUnitAttr());
   return full;
 }
@@ -393,14 +439,26 @@ void Sharder::rewireUses(FlatGroup &g) {
         return done;
       Value result;
       if (auto it = memberIndex.find(v); it != memberIndex.end()) {
-        result = b.create<dist::FlatViewOp>(loc(g, "view." + trainables[g.members[it->second]].name),
-                                            v.getType(), full,
-                                            b.getI64IntegerAttr(g.layout.offsets[it->second]));
+        result = b.create<dist::FlatViewOp>(
+            loc(g, "view." + trainables[g.members[it->second]].name),
+            cast<RankedTensorType>(v.getType()).clone(g.view), full,
+            b.getI64IntegerAttr(g.layout.offsets[it->second]));
       } else {
         Operation *def = v.getDefiningOp();
-        IRMapping mapping;
-        mapping.map(def->getOperand(0), materialize(g.viewSource.lookup(v)));
-        result = b.clone(*def, mapping)->getResult(cast<OpResult>(v).getResultNumber());
+        Value source = materialize(g.viewSource.lookup(v));
+        if (isa<nn::CastOp>(def) && source.getType() == v.getType()) {
+          result = source; // the compute-dtype cast of a copy gathered in that dtype
+        } else {
+          IRMapping mapping;
+          mapping.map(def->getOperand(0), source);
+          Operation *clone = b.clone(*def, mapping);
+          // A view of a copy gathered in the compute dtype has that dtype.
+          for (OpResult r : clone->getResults())
+            if (isa<nn::TransposeOp, nn::ReshapeOp, nn::SliceOp>(clone))
+              r.setType(cast<RankedTensorType>(r.getType())
+                            .clone(cast<RankedTensorType>(source.getType()).getElementType()));
+          result = clone->getResult(cast<OpResult>(v).getResultNumber());
+        }
       }
       copy[v] = result;
       return result;
@@ -470,6 +528,8 @@ LogicalResult Sharder::run() {
     rewireUses(g);
     gradShards.push_back(reduceGradients(g));
   }
+  if (llvm::any_of(groups, [](const FlatGroup &g) { return g.view != g.shardType.getElementType(); }))
+    foldIdentityCasts();
 
   // One optimizer update per flat group, where the per-parameter ones were.
   b.setInsertionPoint(ret);

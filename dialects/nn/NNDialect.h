@@ -57,6 +57,10 @@ inline constexpr llvm::StringLiteral kGradAttr = "nn.grad";
 inline constexpr llvm::StringLiteral kLossScaleAttr = "nn.loss_scale";
 inline constexpr llvm::StringLiteral kInvLossScaleAttr = "nn.inv_loss_scale";
 inline constexpr llvm::StringLiteral kFoundInfAttr = "nn.found_inf";
+/// Mixed precision (compiler/Transforms/MixedPrecision.cpp): `nn.keep_f32`
+/// on a parameter argument that --keep-f32 keeps out of the low-precision
+/// compute, so the sharder gathers it in f32.
+inline constexpr llvm::StringLiteral kKeepF32Attr = "nn.keep_f32";
 
 /// The operands an optimizer update (nn.adamw, nn.sgd) overwrites when the
 /// plan writes its results in place: the parameter and its state, the old

@@ -4,8 +4,8 @@
 // fp16 dynamic loss scaling): the backward pass starts from a new f32
 // argument marked nn.loss_scale instead of the constant 1, so every
 // gradient is the scale times the unscaled one (torch's backward of
-// loss * scale); an f64 loss, or a function that already takes a loss
-// scale, is refused.
+// loss * scale), cast to the loss's dtype; a function that already takes a
+// loss scale is refused.
 
 // The seed is the argument: the gradient of w is the scale broadcast.
 // CHECK-LABEL: func.func @train_step(
@@ -23,12 +23,16 @@ func.func @forward(%w: tensor<4xf32> {nn.param = "w"}) -> (tensor<f32> {nn.outpu
 
 // -----
 
-// The scale is an f32 seed: an f64 loss would need another.
+// torch's loss * scale is f32 and autograd hands an f16 loss the scale
+// rounded to f16: the seed is the f32 scale argument cast to the loss's
+// dtype (inf for 65536, which skips the step as torch's first f16 step is).
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: %[[SCALE16:[a-z0-9]+]]: tensor<f32> {nn.loss_scale}
+// CHECK: nn.cast %[[SCALE16]] : tensor<f32> to tensor<f16>
 module {
-  // expected-error @+1 {{loss scaling needs an f32 loss, not 'f64'}}
-  func.func @forward(%w: tensor<4xf64> {nn.param = "w"}) -> (tensor<f64> {nn.output = "loss"}) {
-    %0 = nn.reduce_sum %w {axes = array<i64: 0>, keepdims = false} : (tensor<4xf64>) -> tensor<f64>
-    return %0 : tensor<f64>
+  func.func @forward(%w: tensor<4xf16> {nn.param = "w"}) -> (tensor<f16> {nn.output = "loss"}) {
+    %0 = nn.reduce_sum %w {axes = array<i64: 0>, keepdims = false} : (tensor<4xf16>) -> tensor<f16>
+    return %0 : tensor<f16>
   }
 }
 

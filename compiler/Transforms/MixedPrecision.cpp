@@ -1,0 +1,299 @@
+//===- MixedPrecision.cpp - compute @forward in bf16/f16 as FSDP2 does ----===//
+//
+// FSDP2's MixedPrecisionPolicy(param_dtype=bf16) runs the module with bf16
+// parameters: every op then computes in whatever dtype torch's type
+// promotion gives its operands, and autograd's gradients follow. This pass
+// makes that true of @forward before the backward is built, so the
+// backward inherits it: each trainable parameter is cast once to the
+// compute dtype at the top of the body (ShardParameters gathers it in that
+// dtype and the cast disappears), float inputs likewise under
+// cast-forward-inputs, and one walk in op order retypes every op whose
+// operands changed. The rule is torch's: the result takes the promotion of
+// its dimensioned float operands (a rank-0 operand only counts when every
+// operand is rank 0), and any operand of another dtype is cast to it; torch
+// refuses a matmul with operands of two dtypes, and so does this pass.
+// Values computed from constants alone (no argument reaches them) are what
+// an export makes of Python scalars, of `1/sqrt(d)` in an SDPA
+// decomposition and of its causal mask, and of buffers the model casts to
+// its activations' dtype (`cos.to(x.dtype)`, which the export drops as a
+// no-op in f32): they are weakly typed, taking the dtype of the operands
+// they meet, as torch's wrapped numbers do and as those ops compute in
+// torch. Named buffers (--freeze'd initializers) stay f32 and promote,
+// since FSDP2 casts parameters only. --keep-f32 keeps some parameters in
+// f32 and gives every op reading one f32 operands: FSDP2's f32 policy on
+// that module, which casts the module's inputs (exact when the module's
+// ops all read its parameters, as a norm or a head does; the note in
+// docs/training.md says where it is not). Which kernel computes what, in
+// which precision, is the kernels' business (docs/ops.md): each op on bf16
+// operands computes in f32 and rounds its result once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/Passes.h"
+#include "dialects/nn/NNDialect.h"
+#include "dialects/nn/gradients/GradientBuilder.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/Regex.h"
+
+#include <optional>
+
+using namespace mlir;
+
+namespace fsdp {
+
+#define GEN_PASS_DEF_MIXEDPRECISIONPASS
+#include "compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+std::string describe(Type element) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << element;
+  return text;
+}
+
+/// torch's promotion of two float dtypes: equal stays, f16 with bf16 is
+/// f32, otherwise the wider one.
+Type promoteFloat(Type a, Type b) {
+  if (!a || a == b)
+    return b;
+  if (!b)
+    return a;
+  unsigned wa = a.getIntOrFloatBitWidth(), wb = b.getIntOrFloatBitWidth();
+  if (wa == wb) // f16 and bf16
+    return Float32Type::get(a.getContext());
+  return wa > wb ? a : b;
+}
+
+std::optional<Type> floatElement(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || !isa<FloatType>(type.getElementType()))
+    return std::nullopt;
+  return type.getElementType();
+}
+
+bool isRankZero(Value v) { return cast<RankedTensorType>(v.getType()).getRank() == 0; }
+
+class Retyper {
+public:
+  Retyper(func::FuncOp f, Type compute, const MixedPrecisionPassOptions &options)
+      : f(f), compute(compute), options(options), b(f.getContext()) {}
+  LogicalResult run();
+
+private:
+  LogicalResult castArguments();
+  LogicalResult retype(Operation *op);
+  void castOutputs();
+  Value castValue(Value v, Type element, Location loc);
+
+  func::FuncOp f;
+  Type compute;
+  const MixedPrecisionPassOptions &options;
+  OpBuilder b;
+  llvm::DenseSet<Value> keptParams; // --keep-f32
+  llvm::DenseSet<Value> strong;     // values some argument reaches
+};
+
+Value Retyper::castValue(Value v, Type element, Location loc) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return b.create<nn::CastOp>(loc, type.clone(element), v);
+}
+
+LogicalResult Retyper::castArguments() {
+  std::optional<llvm::Regex> freeze, keep;
+  if (!options.freeze.empty())
+    freeze.emplace(options.freeze, llvm::Regex::NoFlags);
+  if (!options.keepF32.empty())
+    keep.emplace(options.keepF32, llvm::Regex::NoFlags);
+  Block &body = f.getBody().front();
+  b.setInsertionPointToStart(&body);
+  for (BlockArgument arg : body.getArguments()) {
+    std::optional<Type> element = floatElement(arg);
+    if (!element || *element == compute)
+      continue;
+    unsigned i = arg.getArgNumber();
+    auto param = f.getArgAttrOfType<StringAttr>(i, nn::kParamAttr);
+    bool input = static_cast<bool>(f.getArgAttr(i, nn::kInputAttr));
+    if (param && freeze && freeze->match(param.getValue()))
+      continue; // a buffer: FSDP2 leaves buffers in their dtype
+    if (param && keep && keep->match(param.getValue())) {
+      keptParams.insert(arg);
+      f.setArgAttr(i, nn::kKeepF32Attr, b.getUnitAttr());
+      continue;
+    }
+    if (!param && !(input && options.castForwardInputs))
+      continue;
+    Location loc = NameLoc::get(
+        b.getStringAttr((param ? param.getValue() : StringRef("input")).str() + ".to_" +
+                        describe(compute)));
+    Value low = castValue(arg, compute, loc);
+    arg.replaceAllUsesExcept(low, low.getDefiningOp());
+  }
+  if (keep && keptParams.empty())
+    return f.emitError("--keep-f32=") << options.keepF32 << " matches no trainable parameter";
+  return success();
+}
+
+LogicalResult Retyper::retype(Operation *op) {
+  if (auto castOp = dyn_cast<nn::CastOp>(op)) {
+    // An explicit conversion keeps its target (torch code wrote .float());
+    // one its input now already has is gone.
+    if (castOp.getInput().getType() == castOp.getType()) {
+      castOp.getResult().replaceAllUsesWith(castOp.getInput());
+      castOp.erase();
+    }
+    return success();
+  }
+  // The promoted dtype: of the dimensioned float operands, or of all of
+  // them when every one is rank 0, weakly typed ones aside; a kept-f32
+  // parameter makes it f32.
+  Type dimensioned, all, original;
+  bool readsKept = false;
+  for (Value v : op->getOperands()) {
+    std::optional<Type> element = floatElement(v);
+    if (!element || !strong.contains(v))
+      continue;
+    all = promoteFloat(all, *element);
+    if (!isRankZero(v))
+      dimensioned = promoteFloat(dimensioned, *element);
+    readsKept |= keptParams.contains(v);
+  }
+  for (Value r : op->getResults())
+    if (std::optional<Type> element = floatElement(r))
+      original = *element;
+  Type common = dimensioned ? dimensioned : all;
+  if (!common || !original)
+    return success(); // no float operand, or no float result (a comparison's is i1)
+  if (readsKept)
+    common = Float32Type::get(op->getContext());
+  bool uniform = llvm::all_of(op->getOperands(), [&](Value v) {
+    std::optional<Type> element = floatElement(v);
+    return !element || *element == common;
+  });
+  if (uniform && common == original)
+    return success();
+  if (isa<nn::MatMulOp, nn::GemmOp>(op) && !readsKept &&
+      llvm::any_of(op->getOperands(), [&](Value v) {
+        std::optional<Type> element = floatElement(v);
+        return element && strong.contains(v) && *element != common;
+      })) {
+    std::string dtypes;
+    for (Value v : op->getOperands())
+      if (std::optional<Type> element = floatElement(v); element && strong.contains(v))
+        dtypes += (dtypes.empty() ? "" : " and ") + describe(*element);
+    return op->emitOpError("has operands of dtypes ")
+           << dtypes << " under --param-dtype=" << describe(compute)
+           << "; torch refuses a matrix product of mixed dtypes (an f32 buffer meets a "
+              "low-precision activation: cast it in the model, or train it as a parameter)";
+  }
+  // nn.pow's exponent has its own dtype (ONNX Pow); a scalar exponent
+  // stays as it is, as torch's pow(tensor, scalar) computes with it.
+  b.setInsertionPoint(op);
+  for (OpOperand &operand : op->getOpOperands()) {
+    std::optional<Type> element = floatElement(operand.get());
+    if (!element || *element == common)
+      continue;
+    if (isa<nn::PowOp>(op) && operand.getOperandNumber() == 1 && isRankZero(operand.get()))
+      continue;
+    operand.set(castValue(operand.get(), common, op->getLoc()));
+  }
+  for (Value r : op->getResults())
+    if (std::optional<Type> element = floatElement(r); element && *element == original)
+      r.setType(cast<RankedTensorType>(r.getType()).clone(common));
+  return success();
+}
+
+void Retyper::castOutputs() {
+  auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  Type target = compute;
+  if (options.outputDtype == "f32")
+    target = Float32Type::get(f.getContext());
+  else if (options.outputDtype == "f16")
+    target = Float16Type::get(f.getContext());
+  else if (options.outputDtype == "bf16")
+    target = BFloat16Type::get(f.getContext());
+  b.setInsertionPoint(ret);
+  if (!options.outputDtype.empty())
+    for (OpOperand &operand : ret->getOpOperands()) {
+      std::optional<Type> element = floatElement(operand.get());
+      if (element && *element != target)
+        operand.set(castValue(operand.get(), target, ret.getLoc()));
+    }
+  f.setType(FunctionType::get(f.getContext(), f.getArgumentTypes(), ret.getOperandTypes()));
+}
+
+LogicalResult Retyper::run() {
+  if (failed(castArguments()))
+    return failure();
+  Block &body = f.getBody().front();
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  // A result is strongly typed when a float operand is, or, with no float
+  // operand, when any operand is (a cast of an input's integers): a gather
+  // of a constant table by token positions stays weak.
+  for (BlockArgument arg : body.getArguments())
+    strong.insert(arg);
+  for (Operation *op : ops) {
+    bool anyFloat = false, floatStrong = false, anyStrong = false;
+    for (Value v : op->getOperands()) {
+      bool isStrong = strong.contains(v);
+      anyStrong |= isStrong;
+      if (floatElement(v)) {
+        anyFloat = true;
+        floatStrong |= isStrong;
+      }
+    }
+    if (anyFloat ? floatStrong : anyStrong)
+      for (Value r : op->getResults())
+        strong.insert(r);
+    if (failed(retype(op)))
+      return failure();
+  }
+  castOutputs();
+  return success();
+}
+
+struct MixedPrecisionPass : impl::MixedPrecisionPassBase<MixedPrecisionPass> {
+  using MixedPrecisionPassBase::MixedPrecisionPassBase;
+  void runOnOperation() final {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (!forward) {
+      module.emitError("fsdp-mixed-precision needs a @forward function");
+      return signalPassFailure();
+    }
+    Builder b(module.getContext());
+    Type compute = paramDtype == DType::BF16 ? Type(b.getBF16Type())
+                   : paramDtype == DType::F16 ? Type(b.getF16Type())
+                                              : Type();
+    if (!compute) {
+      forward.emitError("fsdp-mixed-precision: param-dtype must be bf16 or f16");
+      return signalPassFailure();
+    }
+    if (!outputDtype.empty() && outputDtype != "f32" && outputDtype != "bf16" &&
+        outputDtype != "f16") {
+      forward.emitError("fsdp-mixed-precision: output-dtype must be f32, bf16 or f16, not '")
+          << outputDtype << "'";
+      return signalPassFailure();
+    }
+    for (const std::string *re : {&keepF32.getValue(), &freeze.getValue()}) {
+      std::string error;
+      if (!re->empty() && !llvm::Regex(*re).isValid(error)) {
+        forward.emitError("fsdp-mixed-precision: invalid regex '") << *re << "': " << error;
+        return signalPassFailure();
+      }
+    }
+    MixedPrecisionPassOptions options{paramDtype, outputDtype, castForwardInputs, keepF32,
+                                      freeze};
+    if (failed(Retyper(forward, compute, options).run()))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+} // namespace fsdp

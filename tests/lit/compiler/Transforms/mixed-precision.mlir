@@ -1,0 +1,69 @@
+// RUN: fsdp-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(fsdp-mixed-precision{param-dtype=bf16 freeze=frozen|buffer})' | FileCheck %s
+// RUN: fsdp-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(fsdp-mixed-precision{param-dtype=f16 output-dtype=f32 freeze=frozen|buffer})' | FileCheck %s --check-prefix=F16
+// RUN: not fsdp-opt %s --split-input-file --pass-pipeline='builtin.module(fsdp-mixed-precision{param-dtype=bf16 cast-forward-inputs=false})' 2>&1 | FileCheck %s --check-prefix=NOCAST
+
+// fsdp-mixed-precision (compiler/Transforms/MixedPrecision.cpp): @forward
+// computes in the compute dtype as FSDP2's MixedPrecisionPolicy makes
+// torch compute it.
+
+// Parameters and float inputs are cast once at the top; ops follow their
+// operands; a constant-only value (an export's Python scalar or SDPA
+// scale) takes the dtype it meets; integer inputs are untouched.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: -> (tensor<2x3xbf16> {nn.output = "y"})
+// CHECK-DAG: %[[X:[0-9]+]] = nn.cast %arg0 : tensor<2x4xf32> to tensor<2x4xbf16>
+// CHECK-DAG: %[[W:[0-9]+]] = nn.cast %arg1 : tensor<4x3xf32> to tensor<4x3xbf16>
+// CHECK: %[[MM:[0-9]+]] = nn.matmul %[[X]], %[[W]] : (tensor<2x4xbf16>, tensor<4x3xbf16>) -> tensor<2x3xbf16>
+// CHECK: %[[S:[0-9]+]] = nn.constant dense<1.250000e-01> : tensor<1xf32>
+// CHECK: %[[SB:[0-9]+]] = nn.cast %[[S]] : tensor<1xf32> to tensor<1xbf16>
+// CHECK: nn.mul %[[MM]], %[[SB]] : (tensor<2x3xbf16>, tensor<1xbf16>) -> tensor<2x3xbf16>
+// CHECK: nn.softmax {{.*}} : tensor<2x3xbf16>
+// Without cast-forward-inputs the f32 input meets a bf16 weight, which
+// torch refuses too.
+// NOCAST: error: 'nn.matmul' op has operands of dtypes f32 and bf16 under --param-dtype=bf16
+// F16-LABEL: func.func @forward(
+// F16-SAME: -> (tensor<2x3xf32> {nn.output = "y"})
+// F16-DAG: nn.cast %arg1 : tensor<4x3xf32> to tensor<4x3xf16>
+// F16-DAG: nn.cast %arg0 : tensor<2x4xf32> to tensor<2x4xf16>
+// F16: nn.matmul {{.*}} -> tensor<2x3xf16>
+// F16: nn.cast {{.*}} : tensor<2x3xf16> to tensor<2x3xf32>
+// F16-NEXT: return
+func.func @forward(%x: tensor<2x4xf32> {nn.input = "x"}, %w: tensor<4x3xf32> {nn.param = "w"},
+                   %ids: tensor<2xi64> {nn.input = "ids"}) -> (tensor<2x3xf32> {nn.output = "y"}) {
+  %0 = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  %s = nn.constant dense<0.125> : tensor<1xf32>
+  %1 = nn.mul %0, %s : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  %2 = nn.softmax %1 {axis = 1 : i64} : tensor<2x3xf32>
+  return %2 : tensor<2x3xf32>
+}
+
+// -----
+
+// A rank-0 operand does not promote a dimensioned one; a dimensioned
+// f32 operand does (torch: bf16 + f32 tensor is f32), and an explicit
+// conversion the model wrote keeps its target.
+// CHECK-LABEL: func.func @forward(
+// CHECK: %[[A:[0-9]+]] = nn.cast %arg0 : tensor<3xf32> to tensor<3xbf16>
+// CHECK: %[[L:[0-9]+]] = nn.cast %arg1 : tensor<f32> to tensor<bf16>
+// CHECK: %[[SUM:[0-9]+]] = nn.add %[[A]], %[[L]] : (tensor<3xbf16>, tensor<bf16>) -> tensor<3xbf16>
+// CHECK: %[[WIDE:[0-9]+]] = nn.cast %[[SUM]] : tensor<3xbf16> to tensor<3xf32>
+// CHECK: nn.add %[[WIDE]], %arg2 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+func.func @forward(%a: tensor<3xf32> {nn.param = "a"}, %l: tensor<f32> {nn.param = "l"},
+                   %buf: tensor<3xf32> {nn.param = "buffer"}) -> (tensor<3xf32> {nn.output = "y"}) {
+  %0 = nn.add %a, %l : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  %1 = nn.add %0, %buf : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %1 : tensor<3xf32>
+}
+
+// -----
+
+// torch refuses a matmul of a bf16 activation and an f32 buffer.
+func.func @forward(%x: tensor<2x4xf32> {nn.input = "x"}, %w: tensor<4x3xf32> {nn.param = "w"},
+                   %b: tensor<3x3xf32> {nn.param = "frozen"}) -> (tensor<2x3xf32> {nn.output = "y"}) {
+  %0 = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  %c = nn.constant dense<1.0> : tensor<f32>
+  %1 = nn.mul %0, %c : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  // expected-error @+1 {{torch refuses a matrix product of mixed dtypes}}
+  %2 = nn.matmul %1, %b : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+  return %2 : tensor<2x3xf32>
+}

@@ -109,7 +109,6 @@ LogicalResult Retyper::castArguments() {
   if (!options.keepF32.empty())
     keep.emplace(options.keepF32, llvm::Regex::NoFlags);
   Block &body = f.getBody().front();
-  b.setInsertionPointToStart(&body);
   for (BlockArgument arg : body.getArguments()) {
     std::optional<Type> element = floatElement(arg);
     if (!element || *element == compute)
@@ -126,6 +125,15 @@ LogicalResult Retyper::castArguments() {
     }
     if (!param && !(input && options.castForwardInputs))
       continue;
+    // Right before the first reader, not at the top: the sharder places a
+    // unit's all-gather before the first reader of its parameters.
+    Operation *first = nullptr;
+    for (Operation *user : arg.getUsers())
+      if (!first || user->isBeforeInBlock(first))
+        first = user;
+    if (!first)
+      continue;
+    b.setInsertionPoint(first);
     Location loc = NameLoc::get(
         b.getStringAttr((param ? param.getValue() : StringRef("input")).str() + ".to_" +
                         describe(compute)));

@@ -199,6 +199,10 @@ class LlamaStyle(nn.Module):
         emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos(), emb.sin()
         x = self.embed_tokens(idx)
+        # As transformers' Llama does: the rotary tables in the activations'
+        # dtype (a no-op in f32; under bf16 mixed precision SDPA needs q, k
+        # and v in one dtype).
+        cos, sin = cos.to(x.dtype), sin.to(x.dtype)
         for layer in self.layers:
             x = layer(x, cos, sin)
         logits = self.lm_head(self.norm(x))

@@ -1,7 +1,10 @@
 //===- ElementwiseOps.cpp - verifiers of broadcasting elementwise ops -----===//
 //
 // Binary arithmetic, Pow and Where check that the result shape is the numpy
-// broadcast of their operands; element types are checked by ODS traits.
+// broadcast of their operands; element types are checked by ODS traits,
+// except for add/sub/mul/div, which also take torch's wrapped number (a
+// bf16/f16 tensor with a rank-0 f32 operand, NNElementwiseOps.td) and so
+// check their element types here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,10 +23,31 @@ static LogicalResult verifyBroadcast(Operation *op) {
   });
 }
 
-LogicalResult AddOp::verify() { return verifyBroadcast(*this); }
-LogicalResult SubOp::verify() { return verifyBroadcast(*this); }
-LogicalResult MulOp::verify() { return verifyBroadcast(*this); }
-LogicalResult DivOp::verify() { return verifyBroadcast(*this); }
+/// Equal element types everywhere, or torch's wrapped number: one operand a
+/// bf16/f16 tensor whose type the result has, the other a rank-0 f32.
+static LogicalResult verifyArithmetic(Operation *op) {
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+  Type result = elementTypeOf(op->getResult(0));
+  Type lhsType = elementTypeOf(lhs), rhsType = elementTypeOf(rhs);
+  if (lhsType != rhsType || lhsType != result) {
+    auto wrappedScalar = [&](Value tensor, Value scalar) {
+      Type t = elementTypeOf(tensor);
+      return (t.isBF16() || t.isF16()) && t == result && elementTypeOf(scalar).isF32() &&
+             shapeOf(scalar).empty();
+    };
+    if (!wrappedScalar(lhs, rhs) && !wrappedScalar(rhs, lhs))
+      return op->emitOpError("requires the same element type for all operands and results, "
+                             "or a bf16/f16 tensor and a rank-0 f32 operand with the "
+                             "tensor's result type; got ")
+             << lhsType << " and " << rhsType << " -> " << result;
+  }
+  return verifyBroadcast(op);
+}
+
+LogicalResult AddOp::verify() { return verifyArithmetic(*this); }
+LogicalResult SubOp::verify() { return verifyArithmetic(*this); }
+LogicalResult MulOp::verify() { return verifyArithmetic(*this); }
+LogicalResult DivOp::verify() { return verifyArithmetic(*this); }
 
 LogicalResult PowOp::verify() {
   if (elementTypeOf(getResult()) != elementTypeOf(getBase()))

@@ -12,24 +12,47 @@
 
 include "dialects/nn/NNBase.td"
 
-class NN_BinaryOp<string mnemonic, string onnxName>
-    : NN_Op<mnemonic, [SameOperandsAndResultElementType, NN_Differentiable, NN_Kernel]> {
+class NN_BinaryOp<string mnemonic, string onnxName, list<Trait> traits = [SameOperandsAndResultElementType],
+                  string scalarRule = "">
+    : NN_Op<mnemonic, !listconcat(traits, [NN_Differentiable, NN_Kernel])> {
   let summary = "elementwise " # mnemonic # " with numpy broadcasting (ONNX " # onnxName # ")";
   let description = [{
     Computes `lhs }] # mnemonic # [{ rhs` elementwise. Operands broadcast as in
     numpy; the result has the broadcast shape and the operands' element type.
     Integer division truncates toward zero as ONNX specifies.
-  }];
+  }] # scalarRule;
   let arguments = (ins NN_NumericTensor:$lhs, NN_NumericTensor:$rhs);
   let results = (outs NN_NumericTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 
-def NN_AddOp : NN_BinaryOp<"add", "Add">;
-def NN_SubOp : NN_BinaryOp<"sub", "Sub">;
-def NN_MulOp : NN_BinaryOp<"mul", "Mul">;
-def NN_DivOp : NN_BinaryOp<"div", "Div">;
+// Add, sub, mul and div also take torch's wrapped number: a bf16 or f16
+// tensor with a rank-0 f32 operand (a Python scalar, which an export makes
+// an f32 constant) gives the tensor's type, computed as torch 2.x's CPU
+// kernels compute it. Their element types are checked by the verifier
+// (ElementwiseOps.cpp), not by SameOperandsAndResultElementType.
+class NN_ArithmeticOp<string mnemonic, string onnxName, string scalarRule>
+    : NN_BinaryOp<mnemonic, onnxName, [], [{
+
+    A bf16 or f16 tensor may meet a rank-0 f32 operand on either side (torch's
+    wrapped number, a Python scalar); the result then has the tensor's type
+    and each element is computed in float from the tensor's element x and the
+    scalar s: }] # scalarRule # [{ The result rounds once to the tensor's type.
+    Every other mix of element types is an error.
+  }]>;
+
+def NN_AddOp : NN_ArithmeticOp<"add", "Add",
+    "`x + s'` and `s' + x`, where s' is s rounded to the tensor's type first (torch's add "
+    "casts the scalar to the tensor's dtype).">;
+def NN_SubOp : NN_ArithmeticOp<"sub", "Sub",
+    "`x - s'` and `s' - x` with s' as for add (torch's sub and rsub).">;
+def NN_MulOp : NN_ArithmeticOp<"mul", "Mul",
+    "`x * s` with s not rounded, in either operand order (torch's `x * s` and `s * x` "
+    "both reach its CPU-scalar mul path).">;
+def NN_DivOp : NN_ArithmeticOp<"div", "Div",
+    "`x / s` with s not rounded (a true division, torch's CPU-scalar div path); "
+    "`s' / x` with s' rounded to the tensor's type first (torch.div(s, x)).">;
 
 def NN_PowOp : NN_Op<"pow", [NN_Differentiable, NN_Kernel]> {
   let summary = "elementwise power with numpy broadcasting (ONNX Pow)";

@@ -9,6 +9,8 @@
 #ifndef FSDP_RUNTIME_BACKENDS_OPERANDCHECKS_H
 #define FSDP_RUNTIME_BACKENDS_OPERANDCHECKS_H
 
+#include "runtime/backends/KernelKinds.h"
+#include "runtime/math/ElementwiseOps.h"
 #include "runtime/support/Status.h"
 #include "runtime/support/TensorRef.h"
 
@@ -59,6 +61,30 @@ inline Status requireDType(const char *op, const TensorRef &t, DType expected) {
     return Status::ok();
   return Status::error(cat(op, ": element type ", dtypeName(t.dtype), " where ",
                            dtypeName(expected), " was expected"));
+}
+
+/// torch's wrapped number in add/sub/mul/div (NNElementwiseOps.td): true
+/// when one operand is a bf16/f16 tensor of the result's type and the other
+/// one f32 element; `op` is then the element rule (ElementwiseOps.h) and
+/// `scalarFirst` says whether the scalar is `a`.
+inline bool wrappedScalarMix(BinaryKind kind, const TensorRef &a, const TensorRef &b,
+                             const TensorRef &out, WrappedScalarOp &op, bool &scalarFirst) {
+  if (out.dtype != DType::BF16 && out.dtype != DType::F16)
+    return false;
+  auto scalar = [](const TensorRef &t) { return t.dtype == DType::F32 && t.numElements() == 1; };
+  if (a.dtype == out.dtype && scalar(b))
+    scalarFirst = false;
+  else if (b.dtype == out.dtype && scalar(a))
+    scalarFirst = true;
+  else
+    return false;
+  switch (kind) {
+  case BinaryKind::Add: op = WrappedScalarOp::Add; return true;
+  case BinaryKind::Sub: op = scalarFirst ? WrappedScalarOp::RSub : WrappedScalarOp::Sub; return true;
+  case BinaryKind::Mul: op = WrappedScalarOp::Mul; return true;
+  case BinaryKind::Div: op = scalarFirst ? WrappedScalarOp::RDiv : WrappedScalarOp::Div; return true;
+  default: return false;
+  }
 }
 
 /// A comparison's or classification's result is bool.

@@ -103,6 +103,30 @@ template <typename C> FSDP_HD_INLINE C minOp(C x, C y) {
       return x + y;
   return x < y ? x : y;
 }
+/// torch's wrapped number: a bf16/f16 tensor element x (in float) meeting an
+/// f32 rank-0 operand s in add/sub/mul/div (NNElementwiseOps.td); R* ops have
+/// the scalar first. torch 2.x's CPU kernels keep s unrounded only where they
+/// take their CPU-scalar path, mul (either order: `s * x` calls `x.mul(s)`)
+/// and division by s; add, sub and a scalar dividend cast s to the tensor's
+/// dtype first. The result rounds once, on store.
+enum class WrappedScalarOp : uint8_t { Add, Sub, RSub, Mul, Div, RDiv };
+
+template <WrappedScalarOp Op, typename T> FSDP_HD_INLINE float wrappedScalarOf(float x, float s) {
+  const float rounded = toCompute(fromCompute<T>(s));
+  if constexpr (Op == WrappedScalarOp::Add)
+    return x + rounded;
+  else if constexpr (Op == WrappedScalarOp::Sub)
+    return x - rounded;
+  else if constexpr (Op == WrappedScalarOp::RSub)
+    return rounded - x;
+  else if constexpr (Op == WrappedScalarOp::Mul)
+    return x * s;
+  else if constexpr (Op == WrappedScalarOp::Div)
+    return x / s;
+  else
+    return rounded / x;
+}
+
 /// Float bases compute in their own compute type (float or double);
 /// integer bases in double and convert back, as the ONNX reference does.
 template <typename T, typename E> FSDP_HD_INLINE ComputeType<T> powOp(ComputeType<T> x, ComputeType<E> y) {

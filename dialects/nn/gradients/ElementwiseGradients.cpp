@@ -4,7 +4,10 @@
 // the same operation order where it matters for rounding: `grad / (2 * y)`
 // for sqrt, `-grad * (y / b)` for the divisor of a division. Broadcast
 // operands get their gradient summed back to their own shape. Integer and
-// bool operands (masks, exponents given as integers) get no gradient.
+// bool operands (masks, exponents given as integers) get no gradient, nor
+// does torch's wrapped number, the rank-0 f32 operand of a bf16/f16
+// add/sub/mul/div (a Python scalar in torch); the tensor operand's gradient
+// then has the tensor's type, and building it may use the same mix.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,21 +23,29 @@ Value ifDifferentiable(Value operand, Value grad) {
   return isDifferentiable(operand) ? grad : Value();
 }
 
+/// Whether an add/sub/mul/div operand gets a gradient: a float operand of the
+/// result's element type (so not the wrapped number, see the header).
+bool wantsGradient(Operation *op, Value operand) {
+  return isDifferentiable(operand) &&
+         elementTypeOfValue(operand) == elementTypeOfValue(op->getResult(0));
+}
+
 } // namespace
 
 LogicalResult AddOp::buildGradients(OpBuilder &builder, ArrayRef<Value> grads,
                                     SmallVectorImpl<Value> &out) {
   GradientBuilder g(builder, getLoc());
-  out.push_back(ifDifferentiable(getLhs(), g.sumToShapeOf(grads[0], getLhs())));
-  out.push_back(ifDifferentiable(getRhs(), g.sumToShapeOf(grads[0], getRhs())));
+  out.push_back(wantsGradient(*this, getLhs()) ? g.sumToShapeOf(grads[0], getLhs()) : Value());
+  out.push_back(wantsGradient(*this, getRhs()) ? g.sumToShapeOf(grads[0], getRhs()) : Value());
   return success();
 }
 
 LogicalResult SubOp::buildGradients(OpBuilder &builder, ArrayRef<Value> grads,
                                     SmallVectorImpl<Value> &out) {
   GradientBuilder g(builder, getLoc());
-  out.push_back(ifDifferentiable(getLhs(), g.sumToShapeOf(grads[0], getLhs())));
-  out.push_back(ifDifferentiable(getRhs(), g.neg(g.sumToShapeOf(grads[0], getRhs()))));
+  out.push_back(wantsGradient(*this, getLhs()) ? g.sumToShapeOf(grads[0], getLhs()) : Value());
+  out.push_back(wantsGradient(*this, getRhs()) ? g.neg(g.sumToShapeOf(grads[0], getRhs()))
+                                               : Value());
   return success();
 }
 
@@ -42,8 +53,13 @@ LogicalResult MulOp::buildGradients(OpBuilder &builder, ArrayRef<Value> grads,
                                     SmallVectorImpl<Value> &out) {
   GradientBuilder g(builder, getLoc());
   Value grad = grads[0];
-  out.push_back(ifDifferentiable(getLhs(), g.sumToShapeOf(g.mul(grad, getRhs()), getLhs())));
-  out.push_back(ifDifferentiable(getRhs(), g.sumToShapeOf(g.mul(grad, getLhs()), getRhs())));
+  Value lhsGrad, rhsGrad;
+  if (wantsGradient(*this, getLhs()))
+    lhsGrad = g.sumToShapeOf(g.mul(grad, getRhs()), getLhs());
+  if (wantsGradient(*this, getRhs()))
+    rhsGrad = g.sumToShapeOf(g.mul(grad, getLhs()), getRhs());
+  out.push_back(lhsGrad);
+  out.push_back(rhsGrad);
   return success();
 }
 
@@ -51,12 +67,15 @@ LogicalResult DivOp::buildGradients(OpBuilder &builder, ArrayRef<Value> grads,
                                     SmallVectorImpl<Value> &out) {
   GradientBuilder g(builder, getLoc());
   Value grad = grads[0];
-  out.push_back(ifDifferentiable(getLhs(), g.sumToShapeOf(g.div(grad, getRhs()), getLhs())));
+  Value lhsGrad;
+  if (wantsGradient(*this, getLhs()))
+    lhsGrad = g.sumToShapeOf(g.div(grad, getRhs()), getLhs());
+  out.push_back(lhsGrad);
   // d(a/b)/db = -a/b^2 = -(y / b), with y the quotient already computed.
   // Ops are built one statement at a time: the IR's op order must not
   // depend on the C++ compiler's argument evaluation order.
   Value rhsGrad;
-  if (isDifferentiable(getRhs())) {
+  if (wantsGradient(*this, getRhs())) {
     Value negGrad = g.neg(grad);
     Value ratio = g.div(getResult(), getRhs());
     rhsGrad = g.sumToShapeOf(g.mul(negGrad, ratio), getRhs());

@@ -103,6 +103,28 @@ Status binaryTyped(BinaryKind kind, const TensorRef &a, const TensorRef &b, cons
   return Status::ok();
 }
 
+/// torch's wrapped number: `tensor` bf16/f16, `scalar` one f32 element, the
+/// element rule Op (runtime/math/ElementwiseOps.h). The scalar is the row
+/// loop's second operand whatever its side in the op.
+template <typename T>
+void wrappedScalarTyped(WrappedScalarOp op, const TensorRef &tensor, const TensorRef &scalar,
+                        const TensorRef &out) {
+  auto run = [&](auto opTag) {
+    constexpr WrappedScalarOp Op = decltype(opTag)::value;
+    runBinary<T, float>(tensor, scalar, out,
+                        [](float x, float s) { return wrappedScalarOf<Op, T>(x, s); });
+  };
+  using W = WrappedScalarOp;
+  switch (op) {
+  case W::Add: return run(std::integral_constant<W, W::Add>{});
+  case W::Sub: return run(std::integral_constant<W, W::Sub>{});
+  case W::RSub: return run(std::integral_constant<W, W::RSub>{});
+  case W::Mul: return run(std::integral_constant<W, W::Mul>{});
+  case W::Div: return run(std::integral_constant<W, W::Div>{});
+  case W::RDiv: return run(std::integral_constant<W, W::RDiv>{});
+  }
+}
+
 template <typename T, typename E>
 void powTyped(const TensorRef &a, const TensorRef &b, const TensorRef &out) {
   // x ** 2 (variance, squared error) is common: x * x is exact where the
@@ -186,6 +208,16 @@ template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, con
 
 Status binary(BinaryKind kind, const TensorRef &a, const TensorRef &b, const TensorRef &out) {
   const char *op = binaryName(kind);
+  WrappedScalarOp scalarOp;
+  bool scalarFirst = false;
+  if (wrappedScalarMix(kind, a, b, out, scalarOp, scalarFirst)) {
+    const TensorRef &tensor = scalarFirst ? b : a, &scalar = scalarFirst ? a : b;
+    if (out.numElements() == 0)
+      return Status::ok();
+    return dispatch<bitOf(DType::F16) | bitOf(DType::BF16)>(
+        out.dtype,
+        [&](auto tag) { wrappedScalarTyped<decltype(tag)>(scalarOp, tensor, scalar, out); }, op);
+  }
   FSDP_RETURN_IF_ERROR(requireDType(op, out, a.dtype));
   if (kind != BinaryKind::Pow)
     FSDP_RETURN_IF_ERROR(requireDType(op, b, a.dtype));

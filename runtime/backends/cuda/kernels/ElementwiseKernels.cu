@@ -61,6 +61,17 @@ __global__ void binaryKernel(T *out, const T *a, const E *b, StridedLayout<3> la
   }
 }
 
+/// torch's wrapped number (ElementwiseOps.h): `tensor` bf16/f16, `scalar`
+/// one f32 element, the CPU's element rule Op.
+template <WrappedScalarOp Op, typename T>
+__global__ void wrappedScalarKernel(T *out, const T *tensor, const float *scalar,
+                                    StridedLayout<3> layout, int64_t n) {
+  FSDP_GRID_STRIDE(i, n) {
+    store(out + layout.offset(0, i),
+          wrappedScalarOf<Op, T>(load(tensor + layout.offset(1, i)), scalar[layout.offset(2, i)]));
+  }
+}
+
 template <UnaryKind Kind, typename T>
 __global__ void unaryKernel(T *out, const T *in, int64_t n) {
   FSDP_GRID_STRIDE(i, n) {
@@ -135,6 +146,29 @@ Status binaryTyped(const KernelContext &ctx, BinaryKind kind, const TensorRef &a
   return Status::ok();
 }
 
+template <typename T>
+Status wrappedScalarTyped(const KernelContext &ctx, const char *name, WrappedScalarOp op,
+                          const TensorRef &tensor, const TensorRef &scalar,
+                          const TensorRef &out) {
+  StridedLayout<3> layout = broadcastLayout<3>(out, {&tensor, &scalar});
+  auto run = [&](auto opTag) {
+    constexpr WrappedScalarOp Op = decltype(opTag)::value;
+    return launchElementwise(ctx, name, out.numElements(), wrappedScalarKernel<Op, T>,
+                             out.as<T>(), tensor.as<const T>(), scalar.as<const float>(), layout,
+                             out.numElements());
+  };
+  using W = WrappedScalarOp;
+  switch (op) {
+  case W::Add: return run(std::integral_constant<W, W::Add>{});
+  case W::Sub: return run(std::integral_constant<W, W::Sub>{});
+  case W::RSub: return run(std::integral_constant<W, W::RSub>{});
+  case W::Mul: return run(std::integral_constant<W, W::Mul>{});
+  case W::Div: return run(std::integral_constant<W, W::Div>{});
+  case W::RDiv: return run(std::integral_constant<W, W::RDiv>{});
+  }
+  return Status::ok();
+}
+
 template <UnaryKind Kind, typename T>
 Status launchUnary(const KernelContext &ctx, const TensorRef &in, const TensorRef &out) {
   return launchElementwise(ctx, unaryName(Kind), in.numElements(), unaryKernel<Kind, T>,
@@ -171,6 +205,19 @@ Status unaryTyped(const KernelContext &ctx, UnaryKind kind, const TensorRef &in,
 Status binary(const KernelContext &ctx, BinaryKind kind, const TensorRef &a, const TensorRef &b,
               const TensorRef &out) {
   const char *op = binaryName(kind);
+  WrappedScalarOp scalarOp;
+  bool scalarFirst = false;
+  if (wrappedScalarMix(kind, a, b, out, scalarOp, scalarFirst)) {
+    const TensorRef &tensor = scalarFirst ? b : a, &scalar = scalarFirst ? a : b;
+    if (out.numElements() == 0)
+      return Status::ok();
+    return dispatch<bitOf(DType::F16) | bitOf(DType::BF16)>(
+        out.dtype,
+        [&](auto tag) {
+          return wrappedScalarTyped<decltype(tag)>(ctx, op, scalarOp, tensor, scalar, out);
+        },
+        op);
+  }
   FSDP_RETURN_IF_ERROR(requireDType(op, out, a.dtype));
   if (kind != BinaryKind::Pow)
     FSDP_RETURN_IF_ERROR(requireDType(op, b, a.dtype));

@@ -71,6 +71,53 @@ func.func @add_mixed_element_types(%a: tensor<4xf32>, %b: tensor<4xf16>) {
 
 // -----
 
+// torch's wrapped number is the only mix add/sub/mul/div take: a bf16/f16
+// tensor with a rank-0 f32 operand. A rank-1 f32 operand is a tensor, not a
+// scalar (torch would promote to f32), so it is refused.
+func.func @mul_wrapped_scalar_rank1(%a: tensor<4xbf16>, %s: tensor<1xf32>) {
+  // expected-error @+1 {{requires the same element type for all operands and results, or a bf16/f16 tensor and a rank-0 f32 operand with the tensor's result type; got 'bf16' and 'f32' -> 'bf16'}}
+  %0 = nn.mul %a, %s : (tensor<4xbf16>, tensor<1xf32>) -> tensor<4xbf16>
+  return
+}
+
+// -----
+
+// The mixed op's result has the tensor's type, not f32.
+func.func @add_wrapped_scalar_f32_result(%a: tensor<4xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{or a bf16/f16 tensor and a rank-0 f32 operand with the tensor's result type}}
+  %0 = nn.add %s, %a : (tensor<f32>, tensor<4xbf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// The scalar must be f32: a rank-0 f64 (or f16 next to bf16) is refused.
+func.func @div_wrapped_scalar_f64(%a: tensor<4xf16>, %s: tensor<f64>) {
+  // expected-error @+1 {{got 'f16' and 'f64' -> 'f16'}}
+  %0 = nn.div %a, %s : (tensor<4xf16>, tensor<f64>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+// An f32 tensor with a rank-0 bf16 operand is not the wrapped-number form.
+func.func @sub_f32_tensor_bf16_scalar(%a: tensor<4xf32>, %s: tensor<bf16>) {
+  // expected-error @+1 {{got 'f32' and 'bf16' -> 'f32'}}
+  %0 = nn.sub %a, %s : (tensor<4xf32>, tensor<bf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// The other binary ops keep requiring equal element types.
+func.func @max_wrapped_scalar(%a: tensor<4xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{requires the same element type for all operands and results}}
+  %0 = nn.max %a, %s : (tensor<4xbf16>, tensor<f32>) -> tensor<4xbf16>
+  return
+}
+
+// -----
+
 // The result of binary arithmetic has the operands' element type.
 func.func @mul_result_element_type(%a: tensor<4xi32>) {
   // expected-error @+1 {{requires the same element type for all operands and results}}

@@ -40,6 +40,23 @@ func.func @add_broadcast_bias(%a: tensor<2x8x16xbf16>, %b: tensor<16xbf16>) -> t
 
 // -----
 
+// torch's wrapped number: a bf16/f16 tensor with a rank-0 f32 operand on
+// either side of add/sub/mul/div gives the tensor's type.
+// CHECK-LABEL: func @wrapped_scalar
+// CHECK: nn.mul %arg0, %arg1 : (tensor<2x3xbf16>, tensor<f32>) -> tensor<2x3xbf16>
+// CHECK: nn.add %arg1, %arg0 : (tensor<f32>, tensor<2x3xbf16>) -> tensor<2x3xbf16>
+// CHECK: nn.sub %arg2, %arg1 : (tensor<4xf16>, tensor<f32>) -> tensor<4xf16>
+// CHECK: nn.div %arg1, %arg2 : (tensor<f32>, tensor<4xf16>) -> tensor<4xf16>
+func.func @wrapped_scalar(%a: tensor<2x3xbf16>, %s: tensor<f32>, %h: tensor<4xf16>) {
+  %0 = nn.mul %a, %s : (tensor<2x3xbf16>, tensor<f32>) -> tensor<2x3xbf16>
+  %1 = nn.add %s, %a : (tensor<f32>, tensor<2x3xbf16>) -> tensor<2x3xbf16>
+  %2 = nn.sub %h, %s : (tensor<4xf16>, tensor<f32>) -> tensor<4xf16>
+  %3 = nn.div %s, %h : (tensor<f32>, tensor<4xf16>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
 // sub with a rank-0 (scalar) right operand on signed 32-bit integers.
 // CHECK-LABEL: func @sub_scalar_i32
 // CHECK: nn.sub %arg0, %arg1 : (tensor<2x3xi32>, tensor<i32>) -> tensor<2x3xi32>

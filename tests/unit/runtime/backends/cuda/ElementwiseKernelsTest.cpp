@@ -58,6 +58,30 @@ TEST(CudaElementwise, BinaryOpsMatchOnEveryDTypeAndBroadcast) {
       }
 }
 
+// torch's wrapped number: a bf16/f16 tensor with one f32 element on either
+// side of add/sub/mul/div (ElementwiseOps.h's rule: the scalar rounded to
+// the tensor's type first except for mul and division by it). 0.1 and 3.3
+// are not bf16/f16 values, so a kernel that rounded them where the CPU does
+// not (or the reverse) would differ.
+TEST(CudaElementwise, WrappedScalarMatchesOnBothSides) {
+  const Kernel kinds[] = {Kernel::Add, Kernel::Sub, Kernel::Mul, Kernel::Div};
+  for (Kernel kind : kinds)
+    for (DType t : {DType::BF16, DType::F16})
+      for (float s : {0.1f, 3.3f})
+        for (bool scalarFirst : {false, true}) {
+          SCOPED_TRACE(std::string(kernelName(kind)) + " " + dtypeName(t) +
+                       (scalarFirst ? " scalar first" : " scalar second"));
+          TestTensor x = operand(t, {5, 411}, 7);
+          TestTensor scalar = values(DType::F32, {}, {s});
+          KernelCase c(kind);
+          if (scalarFirst)
+            c.in(scalar).in(x);
+          else
+            c.in(x).in(scalar);
+          expectSameAsCpu(c.out(t, {5, 411}), Match::Bits);
+        }
+}
+
 TEST(CudaElementwise, MaxMinPropagateNaN) {
   TestTensor a = values(DType::F32, {4}, {NAN, 1, -2, NAN});
   TestTensor b = values(DType::F32, {4}, {0, NAN, 3, NAN});

@@ -365,7 +365,7 @@ Value i64Constant(OpBuilder &b, Location loc, int64_t v) {
 Value loadPointer(OpBuilder &b, Location loc, Value base, Value index) {
   auto ptr = cast<LLVM::LLVMPointerType>(base.getType());
   Value at = b.create<LLVM::GEPOp>(loc, ptr, ptr, base, ValueRange{index});
-  return b.create<LLVM::LoadOp>(loc, ptr, at, /*alignment=*/8);
+  return b.create<LLVM::LoadOp>(loc, ptr, at, /*alignment=*/4);
 }
 
 /// One element (or `width` elements) at `index`: every input loaded (a
@@ -383,15 +383,12 @@ void emitElements(OpBuilder &b, Location loc, const FusedProgram &p, int width,
     body.store(results[j], outputs[j], index);
 }
 
-/// Each broadcast input's one element as f32 (null for the others), read
-/// once before the loops.
-SmallVector<Value> loadBroadcasts(OpBuilder &b, Location loc, const FusedProgram &p,
-                                  ArrayRef<Value> inputs) {
-  FusedBody scalar(b, loc, 0, nullptr, p.dtype);
-  SmallVector<Value> broadcast;
-  for (int i = 0; i < p.numInputs; ++i)
-    broadcast.push_back(p.scalar[i] ? scalar.load(inputs[i], i64Constant(b, loc, 0)) : Value());
-  return broadcast;
+/// Input i's one element as f32 when it is broadcast (read once, before
+/// the loops), else null.
+Value loadBroadcast(OpBuilder &b, Location loc, const FusedProgram &p, int i, Value base) {
+  if (!p.scalar[i])
+    return Value();
+  return FusedBody(b, loc, 0, nullptr, p.dtype).load(base, i64Constant(b, loc, 0));
 }
 
 /// `for (i = from; i < to; i += step) emit(i)` as blocks after the current
@@ -445,10 +442,11 @@ void buildCpuFunction(OpBuilder &b, Location loc, const FusedProgram &p, StringR
   Value inputsArg = entry->getArgument(0), outputsArg = entry->getArgument(1);
   Value begin = entry->getArgument(2), end = entry->getArgument(3);
 
-  SmallVector<Value> inputs, outputs;
-  for (int i = 0; i < p.numInputs; ++i)
+  SmallVector<Value> inputs, broadcast, outputs;
+  for (int i = 0; i < p.numInputs; ++i) {
     inputs.push_back(loadPointer(b, loc, inputsArg, i64Constant(b, loc, i)));
-  SmallVector<Value> broadcast = loadBroadcasts(b, loc, p, inputs);
+    broadcast.push_back(loadBroadcast(b, loc, p, i, inputs.back()));
+  }
   for (int j = 0; j < p.numOutputs; ++j)
     outputs.push_back(loadPointer(b, loc, outputsArg, i64Constant(b, loc, j)));
 
@@ -584,10 +582,11 @@ LogicalResult buildPtxFusedKernels(ModuleOp module, ArrayRef<FusedKernelSpec> sp
     Block *entry = fn.addEntryBlock(b);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(entry);
-    SmallVector<Value> inputs, outputs;
-    for (int i = 0; i < p.numInputs; ++i)
+    SmallVector<Value> inputs, broadcast, outputs;
+    for (int i = 0; i < p.numInputs; ++i) {
       inputs.push_back(entry->getArgument(i));
-    SmallVector<Value> broadcast = loadBroadcasts(b, loc, p, inputs);
+      broadcast.push_back(loadBroadcast(b, loc, p, i, inputs.back()));
+    }
     for (int j = 0; j < p.numOutputs; ++j)
       outputs.push_back(entry->getArgument(p.numInputs + j));
     Value n = entry->getArgument(p.numInputs + p.numOutputs);

@@ -50,6 +50,24 @@ void applyOp(int64_t op, const float *a, const float *b, float *d, int64_t n) {
   withFusedOp(op, each);
 }
 
+/// Per-thread block buffers: the f32 interpreter's intermediates, and every
+/// value of a bf16/f16 program in f32 by value id (one buffer for both
+/// dtypes; a broadcast input's holds one element).
+float (&wideScratch())[kMaxScratch][kBlock] {
+  alignas(64) static thread_local float scratch[kMaxScratch][kBlock];
+  return scratch;
+}
+float (&narrowScratch())[kMaxFusedValues][kBlock] {
+  alignas(64) static thread_local float scratch[kMaxFusedValues][kBlock];
+  return scratch;
+}
+template <bool Wide> auto &blockScratch() {
+  if constexpr (Wide)
+    return wideScratch();
+  else
+    return narrowScratch();
+}
+
 /// The program over blocks of storage type T. f32 inputs are read in place
 /// and results written straight to their outputs; bf16/f16 inputs are
 /// widened into scratch per block (exactly, as the unfused ops load them)
@@ -75,9 +93,7 @@ Status runProgram(const FusedProgram &program, const TensorRef *inputs, const Te
   // same whichever thread runs its block, so the bits do not depend on them.
   const int64_t numBlocks = (n + kBlock - 1) / kBlock;
   return parallelFor(0, numBlocks, kBlocksPerChunk, [&](int64_t firstBlock, int64_t endBlock) {
-    // f32: the intermediates. bf16/f16: every value in f32, by value id
-    // (a broadcast input's holds one element).
-    alignas(64) static thread_local float scratch[kWide ? kMaxScratch : kMaxFusedValues][kBlock];
+    auto &scratch = blockScratch<kWide>();
     const float *value[kMaxFusedValues];
     for (int64_t start = firstBlock * kBlock; start < std::min(n, endBlock * kBlock);
          start += kBlock) {

@@ -8,7 +8,12 @@
 // association, no fast-math flags, selects where the C++ has ?:), which is
 // what keeps generated code bitwise equal to the interpreter; the unit test
 // (tests/unit/compiler/Target/FusedCodegenTest.cpp) checks every op against
-// it.
+// it. A bf16 or f16 program loads 16-bit elements and widens them, and
+// rounds every op's result to the storage dtype as the interpreter's
+// roundToStorage does: runtime/support/Half.h's conversions transcribed as
+// integer operations on the f32 bits (the same on every target, NaN
+// included, and no dependence on how a backend lowers bfloat or half), and
+// stores the rounded bits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +29,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/IR/LLVMContext.h"
@@ -48,18 +54,19 @@ using rt::FusedStep;
 using LogEmitter = std::function<Value(OpBuilder &, Location, Value)>;
 
 /// Emits one program's element math on values of type f32 or
-/// vector<width x f32>.
+/// vector<width x f32>, and its loads and stores of elements of the
+/// program's storage dtype.
 class FusedBody {
 public:
-  FusedBody(OpBuilder &b, Location loc, int width, LogEmitter log)
-      : b(b), loc(loc), width(width), log(std::move(log)) {
+  FusedBody(OpBuilder &b, Location loc, int width, LogEmitter log, rt::DType dtype)
+      : b(b), loc(loc), width(width), log(std::move(log)), dtype(dtype) {
     f32 = b.getF32Type();
     i32 = b.getI32Type();
     floatType = width ? Type(VectorType::get({width}, f32)) : f32;
     intType = width ? Type(VectorType::get({width}, i32)) : i32;
+    Type element = dtype == rt::DType::F32 ? f32 : Type(b.getI16Type());
+    storageType = width ? Type(VectorType::get({width}, element)) : element;
   }
-
-  Type valueType() const { return floatType; }
 
   /// The program's results (per output) from its input values.
   SmallVector<Value> run(const FusedProgram &p, ArrayRef<Value> inputs) {
@@ -68,11 +75,30 @@ public:
     for (int k = 0; k < p.numSteps; ++k) {
       const FusedStep &s = p.steps[k];
       Value x = value[s.a], y = s.b >= 0 ? value[s.b] : x;
-      value.push_back(apply(s.op, x, y));
+      value.push_back(roundToStorage(apply(s.op, x, y)));
       if (p.outputOf[k] >= 0)
         results[p.outputOf[k]] = value.back();
     }
     return results;
+  }
+
+  /// Element `index` of the storage array `base` (a vector of them from
+  /// there), as f32.
+  Value load(Value base, Value index) {
+    auto ptr = cast<LLVM::LLVMPointerType>(base.getType());
+    Type element = getElementTypeOrSelf(storageType);
+    Value at = b.create<LLVM::GEPOp>(loc, ptr, element, base, ValueRange{index});
+    Value raw = b.create<LLVM::LoadOp>(loc, storageType, at,
+                                       /*alignment=*/element.getIntOrFloatBitWidth() / 8);
+    return widen(raw);
+  }
+  /// Stores `value` (already rounded to the storage dtype) at `index`.
+  void store(Value value, Value base, Value index) {
+    auto ptr = cast<LLVM::LLVMPointerType>(base.getType());
+    Type element = getElementTypeOrSelf(storageType);
+    Value at = b.create<LLVM::GEPOp>(loc, ptr, element, base, ValueRange{index});
+    b.create<LLVM::StoreOp>(loc, narrow(value), at,
+                            /*alignment=*/element.getIntOrFloatBitWidth() / 8);
   }
 
   /// A broadcast of one f32 to the value type.
@@ -113,6 +139,84 @@ private:
   Value gt(Value x, Value y) { return cmp(LLVM::FCmpPredicate::ogt, x, y); }
   Value fabs(Value x) { return b.create<LLVM::FAbsOp>(loc, x); }
   Value copysign(Value x, Value y) { return b.create<LLVM::CopySignOp>(loc, x, y); }
+
+  // Integer operations on i32 values (or vectors of them), for the 16-bit
+  // conversions: C++'s uint32_t arithmetic (wrapping, logical shifts).
+  Value iadd(Value x, Value y) { return b.create<LLVM::AddOp>(loc, x, y); }
+  Value isub(Value x, Value y) { return b.create<LLVM::SubOp>(loc, x, y); }
+  Value iand(Value x, Value y) { return b.create<LLVM::AndOp>(loc, x, y); }
+  Value ior(Value x, Value y) { return b.create<LLVM::OrOp>(loc, x, y); }
+  Value shl(Value x, int32_t n) { return b.create<LLVM::ShlOp>(loc, x, cstInt(n)); }
+  Value lshr(Value x, int32_t n) { return b.create<LLVM::LShrOp>(loc, x, cstInt(n)); }
+  Value icmp(LLVM::ICmpPredicate p, Value x, Value y) {
+    return b.create<LLVM::ICmpOp>(loc, p, x, y);
+  }
+  Value ucst(uint32_t v) { return cstInt(static_cast<int32_t>(v)); }
+  Value bitsOf(Value x) { return b.create<LLVM::BitcastOp>(loc, intType, x); }
+  Value floatOf(Value bits) { return b.create<LLVM::BitcastOp>(loc, floatType, bits); }
+
+  /// What the interpreter's roundToStorage does: the storage dtype's
+  /// rounding of x and back to f32 (nothing for f32).
+  Value roundToStorage(Value x) {
+    if (dtype == rt::DType::F32)
+      return x;
+    return dtype == rt::DType::BF16 ? bf16ToFloat(floatToBf16(x)) : f16ToFloat(floatToF16(x));
+  }
+  /// Storage elements (f32, or the i16 bits of a bf16/f16) to f32.
+  Value widen(Value raw) {
+    if (dtype == rt::DType::F32)
+      return raw;
+    Value bits = b.create<LLVM::ZExtOp>(loc, intType, raw);
+    return dtype == rt::DType::BF16 ? bf16ToFloat(bits) : f16ToFloat(bits);
+  }
+  /// f32 values rounded to the storage dtype already, to storage elements.
+  Value narrow(Value x) {
+    if (dtype == rt::DType::F32)
+      return x;
+    Value bits = dtype == rt::DType::BF16 ? floatToBf16(x) : floatToF16(x);
+    return b.create<LLVM::TruncOp>(loc, storageType, bits);
+  }
+
+  // Half.h's four conversions, line by line; the 16-bit patterns live in
+  // the low half of i32 values.
+  Value bf16ToFloat(Value h) { return floatOf(shl(h, 16)); }
+  Value floatToBf16(Value f) {
+    Value bits = bitsOf(f);
+    Value isNan = icmp(LLVM::ICmpPredicate::ugt, iand(bits, ucst(0x7fffffffu)), ucst(0x7f800000u));
+    Value quietNan = ior(lshr(bits, 16), ucst(0x40));
+    Value roundingBias = iadd(ucst(0x7fffu), iand(lshr(bits, 16), ucst(1)));
+    return select(isNan, quietNan, lshr(iadd(bits, roundingBias), 16));
+  }
+  Value f16ToFloat(Value h) {
+    Value sign = shl(iand(h, ucst(0x8000u)), 16);
+    Value exponent = iand(lshr(h, 10), ucst(0x1f)), mantissa = iand(h, ucst(0x3ff));
+    Value subnormal =
+        bitsOf(mul(b.create<LLVM::UIToFPOp>(loc, floatType, mantissa), cst(5.9604644775390625e-8f)));
+    Value special = select(icmp(LLVM::ICmpPredicate::ne, mantissa, ucst(0)), ucst(0x7fc00000u),
+                           ucst(0x7f800000u));
+    Value normal = ior(shl(iadd(exponent, ucst(112)), 23), shl(mantissa, 13));
+    Value bits = select(icmp(LLVM::ICmpPredicate::eq, exponent, ucst(0)), subnormal,
+                        select(icmp(LLVM::ICmpPredicate::eq, exponent, ucst(31)), special, normal));
+    return floatOf(ior(bits, sign));
+  }
+  Value floatToF16(Value f) {
+    Value bits = bitsOf(f);
+    Value sign = iand(lshr(bits, 16), ucst(0x8000u));
+    Value abs = iand(bits, ucst(0x7fffffffu));
+    // Subnormal (or zero): scaled to units of the smallest subnormal and
+    // rounded to nearest even (rintf in the default rounding mode).
+    Value scaled = mul(floatOf(abs), cst(16777216.0f));
+    Value subnormal = b.create<LLVM::FPToUIOp>(loc, intType, b.create<LLVM::RoundEvenOp>(loc, scaled));
+    Value rebiased = isub(abs, ucst(0x38000000u));
+    Value roundingBias = iadd(ucst(0xfffu), iand(lshr(rebiased, 13), ucst(1)));
+    Value normal = lshr(iadd(rebiased, roundingBias), 13);
+    Value magnitude =
+        select(icmp(LLVM::ICmpPredicate::ugt, abs, ucst(0x7f800000u)), ucst(0x7e00u),
+               select(icmp(LLVM::ICmpPredicate::uge, abs, ucst(0x477ff000u)), ucst(0x7c00u),
+                      select(icmp(LLVM::ICmpPredicate::ult, abs, ucst(0x38800000u)), subnormal,
+                             normal)));
+    return ior(sign, magnitude);
+  }
 
   Value apply(int64_t op, Value x, Value y) {
     using namespace rt;
@@ -209,7 +313,9 @@ private:
   Location loc;
   int width; // 0: scalar
   LogEmitter log;
+  rt::DType dtype; // the program's storage
   Type f32, i32, floatType, intType;
+  Type storageType; // floatType, or i16 (vectors of them) for bf16/f16
 };
 
 /// Decodes a spec as the runtime does (decodeFusedProgram), on shapes only:
@@ -221,7 +327,10 @@ rt::Status decodeSpec(const FusedKernelSpec &spec, FusedProgram &p) {
     t.rank = 1;
     t.dims[0] = kShapeN;
   }
+  for (rt::TensorRef &t : outputs)
+    t.dtype = spec.dtype;
   for (int i = 0; i < spec.numInputs; ++i) {
+    inputs[i].dtype = spec.dtype;
     inputs[i].rank = 1;
     inputs[i].dims[0] = i < static_cast<int>(spec.scalar.size()) && spec.scalar[i] ? 1 : kShapeN;
   }
@@ -248,18 +357,15 @@ bool usesLog(const FusedProgram &p) {
   return false;
 }
 
-/// Loads element `index` of `base` (an array of f32, or of pointers when
-/// `type` is one), or the vector of f32 starting there.
-Value loadAt(OpBuilder &b, Location loc, Type type, Value base, Value index) {
-  auto ptr = cast<LLVM::LLVMPointerType>(base.getType());
-  Type element = isa<LLVM::LLVMPointerType>(type) ? type : b.getF32Type();
-  Value at = b.create<LLVM::GEPOp>(loc, ptr, element, base, ValueRange{index});
-  return b.create<LLVM::LoadOp>(loc, type, at, /*alignment=*/4);
+Value i64Constant(OpBuilder &b, Location loc, int64_t v) {
+  return b.create<LLVM::ConstantOp>(loc, b.getI64Type(), b.getI64IntegerAttr(v));
 }
-void storeAt(OpBuilder &b, Location loc, Value value, Value base, Value index) {
+
+/// Loads pointer `index` of the pointer array `base`.
+Value loadPointer(OpBuilder &b, Location loc, Value base, Value index) {
   auto ptr = cast<LLVM::LLVMPointerType>(base.getType());
-  Value at = b.create<LLVM::GEPOp>(loc, ptr, b.getF32Type(), base, ValueRange{index});
-  b.create<LLVM::StoreOp>(loc, value, at, /*alignment=*/4);
+  Value at = b.create<LLVM::GEPOp>(loc, ptr, ptr, base, ValueRange{index});
+  return b.create<LLVM::LoadOp>(loc, ptr, at, /*alignment=*/4);
 }
 
 /// One element (or `width` elements) at `index`: every input loaded (a
@@ -268,14 +374,21 @@ void storeAt(OpBuilder &b, Location loc, Value value, Value base, Value index) {
 void emitElements(OpBuilder &b, Location loc, const FusedProgram &p, int width,
                   const LogEmitter &log, ArrayRef<Value> inputs, ArrayRef<Value> broadcast,
                   ArrayRef<Value> outputs, Value index) {
-  FusedBody body(b, loc, width, log);
+  FusedBody body(b, loc, width, log, p.dtype);
   SmallVector<Value> values;
   for (int i = 0; i < p.numInputs; ++i)
-    values.push_back(p.scalar[i] ? body.splat(broadcast[i])
-                                 : loadAt(b, loc, body.valueType(), inputs[i], index));
+    values.push_back(p.scalar[i] ? body.splat(broadcast[i]) : body.load(inputs[i], index));
   SmallVector<Value> results = body.run(p, values);
   for (int j = 0; j < p.numOutputs; ++j)
-    storeAt(b, loc, results[j], outputs[j], index);
+    body.store(results[j], outputs[j], index);
+}
+
+/// Input i's one element as f32 when it is broadcast (read once, before
+/// the loops), else null.
+Value loadBroadcast(OpBuilder &b, Location loc, const FusedProgram &p, int i, Value base) {
+  if (!p.scalar[i])
+    return Value();
+  return FusedBody(b, loc, 0, nullptr, p.dtype).load(base, i64Constant(b, loc, 0));
 }
 
 /// `for (i = from; i < to; i += step) emit(i)` as blocks after the current
@@ -308,10 +421,6 @@ void emitLoop(OpBuilder &b, Location loc, Value from, Value to, Value step,
   b.setInsertionPointToEnd(exit);
 }
 
-Value i64Constant(OpBuilder &b, Location loc, int64_t v) {
-  return b.create<LLVM::ConstantOp>(loc, b.getI64Type(), b.getI64IntegerAttr(v));
-}
-
 /// fn(const float *const *inputs, float *const *outputs, int64_t begin,
 /// int64_t end) for one program at one vector width.
 void buildCpuFunction(OpBuilder &b, Location loc, const FusedProgram &p, StringRef name,
@@ -335,13 +444,11 @@ void buildCpuFunction(OpBuilder &b, Location loc, const FusedProgram &p, StringR
 
   SmallVector<Value> inputs, broadcast, outputs;
   for (int i = 0; i < p.numInputs; ++i) {
-    Value base = loadAt(b, loc, ptr, inputsArg, i64Constant(b, loc, i));
-    inputs.push_back(base);
-    broadcast.push_back(p.scalar[i] ? loadAt(b, loc, b.getF32Type(), base, i64Constant(b, loc, 0))
-                                    : Value());
+    inputs.push_back(loadPointer(b, loc, inputsArg, i64Constant(b, loc, i)));
+    broadcast.push_back(loadBroadcast(b, loc, p, i, inputs.back()));
   }
   for (int j = 0; j < p.numOutputs; ++j)
-    outputs.push_back(loadAt(b, loc, ptr, outputsArg, i64Constant(b, loc, j)));
+    outputs.push_back(loadPointer(b, loc, outputsArg, i64Constant(b, loc, j)));
 
   LogEmitter log = [](OpBuilder &b, Location loc, Value x) -> Value {
     return b.create<LLVM::LogOp>(loc, x); // logf per lane (no vector library)
@@ -409,9 +516,10 @@ std::vector<FusedKernelSpec> collectFusedKernels(const plan::Plan &plan) {
       continue; // the interpreter reports it when the step runs
     spec.numInputs = p.numInputs;
     spec.numOutputs = p.numOutputs;
+    spec.dtype = p.dtype;
     spec.scalar.assign(p.scalar, p.scalar + p.numInputs);
     spec.key = rt::fusedProgramKey(spec.ints.data(), static_cast<int>(spec.ints.size()), p.scalar,
-                                   p.numInputs);
+                                   p.numInputs, p.dtype);
     if (seen.insert(spec.key).second)
       specs.push_back(std::move(spec));
   }
@@ -477,8 +585,7 @@ LogicalResult buildPtxFusedKernels(ModuleOp module, ArrayRef<FusedKernelSpec> sp
     SmallVector<Value> inputs, broadcast, outputs;
     for (int i = 0; i < p.numInputs; ++i) {
       inputs.push_back(entry->getArgument(i));
-      broadcast.push_back(p.scalar[i] ? loadAt(b, loc, f32, inputs.back(), i64Constant(b, loc, 0))
-                                      : Value());
+      broadcast.push_back(loadBroadcast(b, loc, p, i, inputs.back()));
     }
     for (int j = 0; j < p.numOutputs; ++j)
       outputs.push_back(entry->getArgument(p.numInputs + j));

@@ -9,8 +9,9 @@
 // grid-stride kernel per program. Every element runs exactly the IEEE
 // float operations of the interpreter's scalar code (runtime/math/
 // FusedOps.h, FastMath.h, Activations.h) in the same order, with the same
-// constants and no fast-math flags, so generated code computes the
-// interpreter's bits; log calls the math library the runtime's own
+// constants and no fast-math flags (and, for bf16/f16 programs, the
+// interpreter's rounding of every op's result, as integer operations), so
+// generated code computes the interpreter's bits; log calls the math library the runtime's own
 // kernels call (glibc's logf on the CPU, libdevice's __nv_logf on a GPU).
 //
 //===----------------------------------------------------------------------===//
@@ -22,6 +23,8 @@
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/ArrayRef.h"
 
+#include "runtime/support/DType.h"
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -32,13 +35,15 @@ namespace plan {
 struct Plan;
 }
 
-/// One distinct Fused program: its attribute ints and which inputs are
-/// broadcast (one element over many), as decodeFusedProgram decides.
+/// One distinct Fused program: its attribute ints, which inputs are
+/// broadcast (one element over many), as decodeFusedProgram decides, and
+/// its storage dtype (f32, bf16 or f16: every input and result has it).
 struct FusedKernelSpec {
-  uint64_t key = 0; // fusedProgramKey(ints, scalar)
+  uint64_t key = 0; // fusedProgramKey(ints, scalar, dtype)
   std::vector<int64_t> ints;
   std::vector<bool> scalar; // per input
   int numInputs = 0, numOutputs = 0;
+  rt::DType dtype = rt::DType::F32;
 };
 
 /// Every distinct Fused instruction of `plan` (a verified plan FlatBuffer),
@@ -62,7 +67,8 @@ mlir::LogicalResult buildCpuFusedKernels(mlir::ModuleOp module,
                                          std::vector<std::pair<std::string, std::string>> &symbols);
 
 /// Adds to `module` (LLVM dialect, for nvptx64) one kernel per spec:
-/// parameters inputs..., outputs... (global f32 pointers), then n (i64),
+/// parameters inputs..., outputs... (global pointers to elements of the
+/// program's dtype), then n (i64),
 /// a grid-stride loop over the n elements. Appends the entry names to
 /// `entries` (one per spec, in order; none built twice). log calls
 /// libdevice's __nv_logf, declared here and linked by emitFusedPtx.

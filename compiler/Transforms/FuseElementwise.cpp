@@ -5,7 +5,9 @@
 // still be computed at this op's position: every value of the group that
 // something outside it reads must be read only after this op (the fused op
 // takes the place of the group's last op). Otherwise it starts a group.
-// Groups are bounded so the runtime's per-block scratch stays small.
+// Groups are bounded so the runtime's per-block scratch stays small. A
+// group has one element type (its members' results have one type), so a
+// bf16 or f16 chain fuses as an f32 one does and a cast ends a chain.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,16 +50,22 @@ int64_t fusedCode(Operation *op) {
       .Default([](Operation *) { return -1; });
 }
 
-/// f32 throughout, operands of the result's shape or single elements.
+/// One storage dtype throughout (f32, bf16 or f16: the runtime's Fused
+/// kernel rounds a bf16/f16 op's result as the op's own kernel does),
+/// operands of the result's shape or single elements. An op whose operand
+/// has another element type than its result (torch's rule lets a rank-0
+/// f32 meet a bf16 tensor) computes at a precision the program cannot
+/// express, so it stays unfused.
 bool isFusible(Operation *op) {
   if (fusedCode(op) < 0 || op->getNumResults() != 1)
     return false;
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
-  if (!type.getElementType().isF32())
+  Type element = type.getElementType();
+  if (!element.isF32() && !element.isBF16() && !element.isF16())
     return false;
   return llvm::all_of(op->getOperands(), [&](Value v) {
     auto t = cast<RankedTensorType>(v.getType());
-    return t.getElementType().isF32() &&
+    return t.getElementType() == element &&
            (t.getShape() == type.getShape() || nn::checkedNumElements(t.getShape()) == 1);
   });
 }

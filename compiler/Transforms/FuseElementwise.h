@@ -1,12 +1,14 @@
 //===- FuseElementwise.h - chains of elementwise ops into nn.fused --------===//
 //
-// Groups f32 elementwise ops of one shape (arithmetic, activations and
-// their gradients) whose operands are full tensors of that shape or single
-// elements, and replaces each group of two or more with one nn.fused, so the
-// runtime makes one pass over memory instead of one per op. Intermediates
-// used outside a group become extra results. The ops compute the same bits
-// fused or not (the runtime shares their scalar math), so this only saves
-// memory traffic and arena space.
+// Groups elementwise ops of one shape and one element type (f32, bf16 or
+// f16; arithmetic, activations and their gradients) whose operands are full
+// tensors of that shape or single elements of that type, and replaces each
+// group of two or more with one nn.fused, so the runtime makes one pass over
+// memory instead of one per op. Intermediates used outside a group become
+// extra results. The ops compute the same bits fused or not (the runtime
+// shares their scalar math, and rounds each bf16/f16 op's result as its
+// unfused kernel stores it), so this only saves memory traffic and arena
+// space.
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,8 +2,10 @@
 //
 // The program must be one the runtime can execute: known op codes, operands
 // that refer to inputs or earlier ops, unary ops without a second operand,
-// results that are op values, f32 throughout, one result shape, and inputs
-// of that shape or a single element.
+// results that are op values, one element type throughout (f32, bf16 or
+// f16: the runtime rounds each op of a bf16/f16 program to it, and a mixed
+// program has no such type), one result shape, and inputs of that shape or
+// a single element.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,14 +36,18 @@ LogicalResult FusedOp::verify() {
     if (v < numInputs || v >= numInputs + numOps)
       return emitOpError("result value ") << v << " is not an op's value";
   ArrayRef<int64_t> shape = shapeOf(getResults()[0]);
+  Type element = elementTypeOf(getResults()[0]);
+  if (!element.isF32() && !element.isBF16() && !element.isF16())
+    return emitOpError("results must be f32, bf16 or f16, not ") << element;
   for (Value r : getResults())
-    if (shapeOf(r) != shape || !elementTypeOf(r).isF32())
-      return emitOpError("results must all be f32 of one shape");
+    if (shapeOf(r) != shape || elementTypeOf(r) != element)
+      return emitOpError("results must all be of one element type and shape");
   for (Value in : getInputs()) {
     auto type = cast<RankedTensorType>(in.getType());
-    if (!type.getElementType().isF32() ||
+    if (type.getElementType() != element ||
         (type.getShape() != shape && checkedNumElements(type.getShape()) != 1))
-      return emitOpError("inputs must be f32 with the results' shape or one element");
+      return emitOpError("inputs must be ")
+             << element << " (the results' element type) with the results' shape or one element";
   }
   return success();
 }

@@ -28,7 +28,9 @@ extern "C" {
 
 /* A generated Fused chain over elements [begin, end): inputs[i] is input
  * i's base (a broadcast input's one element is read at index 0 for every
- * element), outputs[j] result j's. Elementwise and in place-safe: each
+ * element), outputs[j] result j's. The elements are of the program's
+ * storage dtype (f32, or bf16/f16 read and written as 16-bit patterns
+ * through these float-typed pointers). Elementwise and in place-safe: each
  * element's inputs are read before its results are written. */
 typedef void (*FsdpFusedFn)(const float *const *inputs, float *const *outputs, int64_t begin,
                             int64_t end);
@@ -41,7 +43,8 @@ typedef struct FsdpGeneratedFused {
   FsdpFusedFn avx2;
   FsdpFusedFn avx512;
   /* The kernel's entry name in the PTX modules (null when none). Its
-   * parameters: inputs..., outputs... (global f32 pointers), then n (i64). */
+   * parameters: inputs..., outputs... (global pointers to the program's
+   * elements), then n (i64). */
   const char *ptxEntry;
 } FsdpGeneratedFused;
 

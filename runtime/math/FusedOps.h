@@ -7,7 +7,10 @@
 // loop), the CUDA kernel per element and op, so the code-to-formula table
 // exists once and fusion changes no bit on either. Only log calls a
 // machine's math library (glibc on the CPU, libdevice on a GPU, both within
-// an ulp; the SIMT build is glibc's bits).
+// an ulp; the SIMT build is glibc's bits). A bf16 or f16 program computes
+// each op in f32 and rounds its result with roundToStorage, the store and
+// load of an unfused op's result (ElementTypes.h, round to nearest even),
+// on both backends alike.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +18,7 @@
 #define FSDP_RUNTIME_MATH_FUSEDOPS_H
 
 #include "runtime/math/Activations.h"
+#include "runtime/math/ElementTypes.h"
 #include "runtime/math/HostDevice.h"
 
 #include <cmath>
@@ -29,6 +33,31 @@ enum FusedOp : int64_t {
 };
 
 FSDP_HD_INLINE bool isUnaryFusedOp(int64_t op) { return op >= FusedNeg && op <= FusedSigmoid; }
+
+/// The storage dtypes a program may have: every input and result is of one.
+inline bool isFusedDType(DType t) {
+  return t == DType::F32 || t == DType::BF16 || t == DType::F16;
+}
+
+/// An op's f32 result as the unfused op leaves it for the next op: stored
+/// in T (rounded to nearest even; NaN stays NaN) and loaded back. The
+/// identity for f32.
+template <typename T> FSDP_HD_INLINE float roundToStorage(float v) {
+  if constexpr (std::is_same_v<T, float>)
+    return v;
+  else
+    return toCompute(fromCompute<T>(v));
+}
+
+/// Calls f(T{}) with the storage type of a checked program's dtype
+/// (float, BF16 or F16) and returns what f returns.
+template <typename F> decltype(auto) withFusedDType(DType t, F &&f) {
+  switch (t) {
+  case DType::BF16: return f(BF16{});
+  case DType::F16: return f(F16{});
+  default: return f(float{});
+  }
+}
 
 /// One functor per op: (x, y) are the op's operands a and b (a unary op
 /// ignores y; a gradient op's y is the incoming gradient).

@@ -7,7 +7,8 @@
 // writing each result once. Each op is the scalar code of its unfused
 // kernel, from the table the CPU kernel applies (runtime/math/FusedOps.h),
 // so results are the CPU's bits (log: libdevice's on a GPU, within an ulp
-// of glibc's; the SIMT build calls glibc's). A compiled step's PTX for the
+// of glibc's; the SIMT build calls glibc's); a bf16/f16 program rounds each
+// op's result with the CPU's roundToStorage. A compiled step's PTX for the
 // program, when the device loaded one (GeneratedPtx.h), runs instead.
 //
 //===----------------------------------------------------------------------===//
@@ -25,10 +26,11 @@
 FSDP_CUDA_NAMESPACE_BEGIN
 namespace {
 
-/// The operand and result pointers (a kernel parameter).
+/// The operand and result pointers (a kernel parameter), elements of the
+/// program's storage dtype.
 struct FusedOperands {
-  const float *inputs[kMaxFusedValues];
-  float *outputs[kMaxFusedValues];
+  const void *inputs[kMaxFusedValues];
+  void *outputs[kMaxFusedValues];
 };
 
 /// Step k's op on one element (FusedOps.h: the CPU's table).
@@ -36,18 +38,21 @@ __device__ inline float applyFusedOp(int64_t op, float x, float y) {
   return withFusedOp(op, [&](auto fn) { return fn(x, y); });
 }
 
-__global__ void fusedKernel(FusedProgram p, FusedOperands io) {
+/// Storage type T (float, BF16, F16): inputs widened to f32 as loaded,
+/// each op's result rounded as its unfused op stores it (the CPU's
+/// roundToStorage), results stored exactly.
+template <typename T> __global__ void fusedKernel(FusedProgram p, FusedOperands io) {
   FSDP_GRID_STRIDE(i, p.n) {
     float value[kMaxFusedValues];
     for (int j = 0; j < p.numInputs; ++j)
-      value[j] = io.inputs[j][p.scalar[j] ? 0 : i];
+      value[j] = load(static_cast<const T *>(io.inputs[j]) + (p.scalar[j] ? 0 : i));
     for (int k = 0; k < p.numSteps; ++k) {
       const FusedStep &s = p.steps[k];
       const float a = value[s.a];
-      const float r = applyFusedOp(s.op, a, s.b >= 0 ? value[s.b] : a);
+      const float r = roundToStorage<T>(applyFusedOp(s.op, a, s.b >= 0 ? value[s.b] : a));
       value[p.numInputs + k] = r;
       if (p.outputOf[k] >= 0)
-        io.outputs[p.outputOf[k]][i] = r;
+        store(static_cast<T *>(io.outputs[p.outputOf[k]]) + i, r);
     }
   }
 }
@@ -64,18 +69,29 @@ Status fusedElementwise(const KernelContext &ctx, const TensorRef *inputs, int n
     return Status::error("fused: too many results");
   FusedOperands io{};
   for (int j = 0; j < numInputs; ++j)
-    io.inputs[j] = inputs[j].as<const float>();
+    io.inputs[j] = inputs[j].data;
   for (int j = 0; j < numOutputs; ++j)
-    io.outputs[j] = outputs[j].as<float>();
+    io.outputs[j] = outputs[j].data;
 #if !defined(FSDP_SIMT_EMULATION)
-  // The compiled step's kernel for this program, when it has one.
+  // The compiled step's kernel for this program (and dtype), when it has one.
   if (ctx.generated && program.n > 0)
     if (CUfunction generated = ctx.generated->find(
-            fusedProgramKey(ints, numInts, program.scalar, numInputs)))
-      return ctx.generated->launch(generated, ctx.stream, io.inputs, numInputs, io.outputs,
-                                   numOutputs, program.n, "fused (generated PTX)");
+            fusedProgramKey(ints, numInts, program.scalar, numInputs, program.dtype))) {
+      // Typed float as the launch's parameters are (pointers all the same);
+      // a bf16/f16 kernel reads 16-bit elements through them.
+      const float *in[kMaxFusedValues];
+      float *out[kMaxFusedValues];
+      for (int j = 0; j < numInputs; ++j)
+        in[j] = static_cast<const float *>(io.inputs[j]);
+      for (int j = 0; j < numOutputs; ++j)
+        out[j] = static_cast<float *>(io.outputs[j]);
+      return ctx.generated->launch(generated, ctx.stream, in, numInputs, out, numOutputs,
+                                   program.n, "fused (generated PTX)");
+    }
 #endif
-  return launchElementwise(ctx, "fused", program.n, fusedKernel, program, io);
+  return withFusedDType(program.dtype, [&](auto tag) {
+    return launchElementwise(ctx, "fused", program.n, fusedKernel<decltype(tag)>, program, io);
+  });
 }
 
 FSDP_CUDA_NAMESPACE_END

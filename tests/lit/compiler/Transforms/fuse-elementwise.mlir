@@ -72,3 +72,50 @@ func.func @not_fusible(%x: tensor<4x8xf32>, %b: tensor<8xf32>, %d: tensor<4x8xf6
   %3 = nn.neg %2 : tensor<4x8xf64>
   return %1, %3 : tensor<4x8xf32>, tensor<4x8xf64>
 }
+
+// -----
+
+// bf16 and f16 chains fuse as f32 ones do (the runtime rounds each op's
+// result to the storage dtype, as the unfused kernels store it), with
+// single-element operands of the same dtype.
+// CHECK-LABEL: func.func @bf16_chain
+// CHECK-NEXT: %[[C:.+]] = nn.constant dense<5.000000e-01> : tensor<bf16>
+// CHECK-NEXT: %[[F:.+]] = nn.fused %arg0, %[[C]], %arg1 {program = array<i64: 2, 0, 1, 10, 3, -1, 0, 4, 2>, results_of = array<i64: 5>} : (tensor<4x8xbf16>, tensor<bf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+// CHECK-NEXT: return %[[F]]
+func.func @bf16_chain(%x: tensor<4x8xbf16>, %y: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+  %c = nn.constant dense<0.5> : tensor<bf16>
+  %0 = nn.mul %x, %c : (tensor<4x8xbf16>, tensor<bf16>) -> tensor<4x8xbf16>
+  %1 = nn.tanh %0 : tensor<4x8xbf16>
+  %2 = nn.add %1, %y : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  return %2 : tensor<4x8xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @f16_chain
+// CHECK-NEXT: %[[F:.+]]:2 = nn.fused %arg0 {program = array<i64: 6, 0, -1, 8, 1, -1>, results_of = array<i64: 1, 2>} : (tensor<16xf16>) -> (tensor<16xf16>, tensor<16xf16>)
+// CHECK-NEXT: %[[T:.+]] = nn.transpose
+func.func @f16_chain(%x: tensor<16xf16>) -> (tensor<16xf16>, tensor<16xf16>) {
+  %0 = nn.exp %x : tensor<16xf16>
+  %1 = nn.sqrt %0 : tensor<16xf16>
+  %2 = nn.transpose %0 {perm = array<i64: 0>} : tensor<16xf16> to tensor<16xf16>
+  return %1, %2 : tensor<16xf16>, tensor<16xf16>
+}
+
+// -----
+
+// A cast ends a chain: the bf16 ops before it and the f32 ops after it fuse
+// apart, each in its own dtype, and nothing fuses across the cast.
+// CHECK-LABEL: func.func @cast_splits_dtypes
+// CHECK-NEXT: %[[B:.+]] = nn.fused %arg0 {program = array<i64: 6, 0, -1, 4, 1, -1>, results_of = array<i64: 2>} : (tensor<8xbf16>) -> tensor<8xbf16>
+// CHECK-NEXT: %[[W:.+]] = nn.cast %[[B]] : tensor<8xbf16> to tensor<8xf32>
+// CHECK-NEXT: %[[F:.+]] = nn.fused %[[W]], %arg1 {program = array<i64: 0, 0, 1, 10, 2, -1>, results_of = array<i64: 3>} : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+// CHECK-NEXT: return %[[F]]
+func.func @cast_splits_dtypes(%x: tensor<8xbf16>, %y: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = nn.exp %x : tensor<8xbf16>
+  %1 = nn.neg %0 : tensor<8xbf16>
+  %2 = nn.cast %1 : tensor<8xbf16> to tensor<8xf32>
+  %3 = nn.add %2, %y : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %4 = nn.tanh %3 : tensor<8xf32>
+  return %4 : tensor<8xf32>
+}

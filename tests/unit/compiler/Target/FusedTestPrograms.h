@@ -39,8 +39,9 @@ struct Program {
   std::vector<std::array<int64_t, 3>> ops;
   std::vector<int64_t> results;
 
-  FusedKernelSpec spec() const {
+  FusedKernelSpec spec(DType dtype = DType::F32) const {
     FusedKernelSpec s;
+    s.dtype = dtype;
     s.ints.push_back(static_cast<int64_t>(ops.size()));
     for (const auto &op : ops)
       s.ints.insert(s.ints.end(), op.begin(), op.end());
@@ -51,7 +52,8 @@ struct Program {
     bool flags[kMaxFusedValues] = {};
     for (int i = 0; i < numInputs; ++i)
       flags[i] = scalar[i];
-    s.key = fusedProgramKey(s.ints.data(), static_cast<int>(s.ints.size()), flags, numInputs);
+    s.key = fusedProgramKey(s.ints.data(), static_cast<int>(s.ints.size()), flags, numInputs,
+                            dtype);
     return s;
   }
 

@@ -37,10 +37,10 @@ std::string gemmLibraries() {
       return "naive loop";
     if (route == HalfGemmRoute::OneDnn && oneDnnTakes(t))
       return "oneDNN";
-    return "OpenBLAS widened to f32";
+    return "OpenBLAS (widened)";
   };
-  return cat("GEMMs: f32/f64 OpenBLAS, bf16 ", half(DType::BF16), ", f16 ", half(DType::F16),
-             " (oneDNN ISA ", oneDnnIsa(), ")");
+  return cat("CPU GEMMs: f32/f64 OpenBLAS, bf16 ", half(DType::BF16), ", f16 ", half(DType::F16),
+             ";\noneDNN's ISA ", oneDnnIsa(), " (FSDP_CPU_GEMM=widen|naive: another 16-bit route)");
 }
 
 } // namespace fsdp::rt::cpu

@@ -43,9 +43,10 @@ enum class HalfGemmRoute {
 /// value when it is none of onednn, widen, naive.
 Status halfGemmRoute(HalfGemmRoute &route);
 
-/// The library per dtype and oneDNN's ISA on this machine, one line, e.g.
-/// "GEMMs: f32/f64 OpenBLAS, bf16 oneDNN (avx512_core_bf16), f16 OpenBLAS
-/// (widened to f32)".
+/// The library per dtype, oneDNN's ISA on this machine and the variable
+/// that changes the 16-bit route, in two lines of at most 80 columns for
+/// fsdp-run --help, e.g. "CPU GEMMs: f32/f64 OpenBLAS, bf16 oneDNN, f16
+/// OpenBLAS (widened);\noneDNN's ISA avx512_core_bf16 (...)".
 std::string gemmLibraries();
 
 } // namespace fsdp::rt::cpu

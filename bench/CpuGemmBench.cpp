@@ -6,9 +6,11 @@
 // kernels can use: OpenBLAS's sgemm (the f32 kernel), oneDNN's f32 and
 // bf16 matmul (OneDnnMatmul.h), and bf16 widened to f32 for sgemm (the
 // fallback where oneDNN refuses bf16). Threads: the rank's kernel threads
-// (OPENBLAS_NUM_THREADS, which bench/cpu_gemm.py sets). Prints one JSON
-// object per product and library: the median milliseconds of the timed
-// runs and oneDNN's implementation. Not a test; built on request:
+// (OPENBLAS_NUM_THREADS, which bench/cpu_gemm.py sets): OpenBLAS's own,
+// and a KernelThreads pool of as many, as a rank's streams have, which
+// runs oneDNN's row pieces. Prints a JSON
+// object with oneDNN's ISA, then one per product and library: the median
+// milliseconds of the timed runs and oneDNN's implementation. Not a test; built on request:
 // `ninja fsdp-bench-cpu-gemm`.
 //
 //===----------------------------------------------------------------------===//
@@ -80,6 +82,9 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: fsdp-bench-cpu-gemm MxNxK[:TT] ...\n");
     return 2;
   }
+  std::printf("{\"isa\": \"%s\"}\n", oneDnnIsa());
+  KernelThreads pool(rankKernelThreads());
+  KernelThreads::Scope scope(&pool);
   for (int i = 1; i < argc; ++i) {
     ProductShape s;
     if (!parse(argv[i], s)) {

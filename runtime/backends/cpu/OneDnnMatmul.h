@@ -9,20 +9,25 @@
 // bench, bench/cpu_gemm.py; the kernels' f32 stays OpenBLAS's, which it
 // measured no slower).
 //
-// A primitive is created once per (shape, dtype, transposes, alpha, beta,
-// thread count) and cached process-wide behind a mutex: creating one JITs
-// code and takes milliseconds, executing one is thread-safe, and the
+// A primitive is created once per (rows, shape, dtype, transposes, alpha,
+// beta) and cached process-wide behind a mutex: creating one JITs code
+// and takes about a millisecond, executing one is thread-safe, and the
 // executor's rank threads call concurrently. The scratchpad oneDNN needs
-// is the calling thread's, grown to the largest product it has run (no
+// is the running thread's, grown to the largest piece it has run (no
 // per-call allocation of it); the small handles oneDNN makes per execute
 // are its own bookkeeping.
 //
-// Threads: Debian's oneDNN runs on OpenMP. Each call sets the calling
-// thread's OpenMP team to the rank's kernel threads (rankKernelThreads(),
-// OPENBLAS_NUM_THREADS per rank), so a product has the same team, hence
-// the same blocking and the same bits, whichever rank thread runs it, and
-// the same bits run to run. In-process ranks each get their own team
-// (OpenMP gives every calling thread its own).
+// Threads: Debian's oneDNN runs on OpenMP, whose teams spin after each
+// product and, on a loaded machine, wait out time slices at every barrier
+// (at two threads on this project's 2-core VM, products of a few
+// milliseconds took 12-16 ms). So oneDNN runs single-threaded
+// (omp_set_num_threads(1) on every thread that calls it) and the rank's
+// own kernel pool (KernelThreads.h) splits the rows: rankKernelThreads()
+// pieces of at least 64 rows, a primitive each. The pieces depend on the
+// thread count alone, not on which rank thread calls or whether the pool
+// is free (a busy pool runs them inline, in order), so the bits are the
+// same run to run and on every rank thread; like OpenBLAS's, they may
+// differ between thread counts.
 //
 //===----------------------------------------------------------------------===//
 

@@ -6,9 +6,10 @@
 // accumulation and one rounding: a correctly rounded sum is within half an
 // ulp, so only the f32 sum's own error can push an element one further),
 // for every transpose, batched and broadcast operands, k not a multiple of
-// 16, alpha and beta through gemm's bias, each FSDP_CPU_GEMM route; the
-// same bits run to run and from another thread; a bad FSDP_CPU_GEMM is an
-// error naming it. On a CPU where oneDNN refuses a type the kernels widen
+// 16, alpha and beta through gemm's bias, each FSDP_CPU_GEMM route; rows
+// split into pieces over a kernel pool, with the same bits as the pieces
+// run inline; the same bits run to run and from another thread; a bad
+// FSDP_CPU_GEMM is an error naming it. On a CPU where oneDNN refuses a type the kernels widen
 // to sgemm, and the same bounds hold.
 //
 //===----------------------------------------------------------------------===//
@@ -16,6 +17,7 @@
 #include "tests/unit/runtime/backends/cpu/KernelTestUtil.h"
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/GemmLibrary.h"
+#include "runtime/backends/cpu/KernelThreads.h"
 #include "runtime/backends/cpu/OneDnnMatmul.h"
 
 #include <gtest/gtest.h>
@@ -35,26 +37,32 @@ namespace {
 using kerneltest::Dims;
 using kerneltest::TestTensor;
 
-/// FSDP_CPU_GEMM set (or unset: nullopt) for a scope, then restored.
-class ScopedRoute {
+/// An environment variable set (or unset: nullopt) for a scope, then
+/// restored.
+class ScopedEnv {
 public:
-  explicit ScopedRoute(std::optional<std::string> value) {
-    if (const char *old = std::getenv("FSDP_CPU_GEMM"))
+  ScopedEnv(const char *name, std::optional<std::string> value) : name_(name) {
+    if (const char *old = std::getenv(name))
       old_ = old;
     if (value)
-      setenv("FSDP_CPU_GEMM", value->c_str(), 1);
+      setenv(name, value->c_str(), 1);
     else
-      unsetenv("FSDP_CPU_GEMM");
+      unsetenv(name);
   }
-  ~ScopedRoute() {
+  ~ScopedEnv() {
     if (old_)
-      setenv("FSDP_CPU_GEMM", old_->c_str(), 1);
+      setenv(name_, old_->c_str(), 1);
     else
-      unsetenv("FSDP_CPU_GEMM");
+      unsetenv(name_);
   }
 
 private:
+  const char *name_;
   std::optional<std::string> old_;
+};
+
+struct ScopedRoute : ScopedEnv {
+  explicit ScopedRoute(std::string value) : ScopedEnv("FSDP_CPU_GEMM", std::move(value)) {}
 };
 
 TestTensor uniform(DType t, Dims dims, uint32_t seed) {
@@ -141,6 +149,34 @@ TEST(OneDnnMatmul, EveryTransposeWithinOneUlp) {
         ASSERT_TRUE(oneDnnProduct(p.shape, t, p.a.ref().data, p.b.ref().data, out.ref().data,
                                   1.0f, 0.0f));
         EXPECT_GE(withinOneUlp(reference(p.shape, p.a, p.b), out), 0.99)
+            << dtypeName(t) << " transA " << transA << " transB " << transB;
+      }
+  }
+}
+
+TEST(OneDnnMatmul, RowPiecesOnAPoolGiveTheInlineBits) {
+  // Three kernel threads: 200 rows in pieces of 66, 67 and 67 (two
+  // primitives), a's pieces columns of its stored transpose under transA.
+  ScopedEnv threads("OPENBLAS_NUM_THREADS", std::string("3"));
+  KernelThreads pool(3);
+  for (DType t : {DType::BF16, DType::F16}) {
+    if (!oneDnnTakes(t))
+      continue;
+    for (bool transA : {false, true})
+      for (bool transB : {false, true}) {
+        Product p = randomProduct(t, 200, 48, 80, transA, transB, 41);
+        TestTensor inline_(t, {200, 48}), pooled(t, {200, 48});
+        ASSERT_TRUE(oneDnnProduct(p.shape, t, p.a.ref().data, p.b.ref().data,
+                                  inline_.ref().data, 1.0f, 0.0f));
+        const uint64_t jobs = pool.jobsRun();
+        {
+          KernelThreads::Scope scope(&pool);
+          ASSERT_TRUE(oneDnnProduct(p.shape, t, p.a.ref().data, p.b.ref().data,
+                                    pooled.ref().data, 1.0f, 0.0f));
+        }
+        EXPECT_EQ(pool.jobsRun(), jobs + 1) << "the pieces did not run on the pool";
+        EXPECT_EQ(inline_.storage, pooled.storage) << dtypeName(t);
+        EXPECT_GE(withinOneUlp(reference(p.shape, p.a, p.b), pooled), 0.99)
             << dtypeName(t) << " transA " << transA << " transB " << transB;
       }
   }

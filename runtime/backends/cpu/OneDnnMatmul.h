@@ -6,8 +6,8 @@
 // alpha * acc + beta * out is formed in f32 and rounded once to the
 // result type (round to nearest even). The transposes are strides of the
 // memory descriptors, never copies. f32 runs the same way (for the GEMM
-// bench, bench/cpu_gemm.py; the kernels' f32 stays OpenBLAS's, which it
-// measured no slower).
+// bench, bench/cpu_gemm.py; the kernels' f32 stays OpenBLAS's, which
+// oneDNN's did not beat by 5% there: docs/benchmarks.md).
 //
 // A primitive is created once per (rows, shape, dtype, transposes, alpha,
 // beta) and cached process-wide behind a mutex: creating one JITs code

@@ -32,6 +32,9 @@ BUILD_PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   # The runtime's CPU kernels (OpenBLAS, so GEMMs are not 24x slower).
   libopenblas-dev
+  # oneDNN: the CPU kernels' bf16/f16 GEMMs with f32 accumulation (torch's
+  # CPU bf16 matmul library; runtime/backends/cpu/OneDnnMatmul.h).
+  libdnnl-dev
   # Plans: the FlatBuffers schema compiler and headers.
   flatbuffers-compiler libflatbuffers-dev
   # The MPI communicator (multi-process runs under mpirun) and its tests,

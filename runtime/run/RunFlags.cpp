@@ -11,6 +11,7 @@
 
 #include "runtime/run/RunFlags.h"
 
+#include "runtime/backends/cpu/GemmLibrary.h"
 #include "runtime/device/DeviceRegistry.h"
 #include "runtime/embed/EmbeddedStepLoader.h"
 #include "runtime/run/Driver.h"
@@ -286,6 +287,7 @@ std::string runUsage(const FsdpEmbeddedStep *step) {
   std::string text = synopsis() + flagHelp();
   for (const UsageNote &note : kNotes)
     text += std::string(note.title) + ": " + note.text + "\n";
+  text += rt::cpu::gemmLibraries() + "\n"; // this machine's, so not in --help-markdown
   if (!step)
     return text;
   const std::string from = "fsdp-run PLAN";

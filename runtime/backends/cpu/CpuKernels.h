@@ -11,8 +11,10 @@
 // even on store; f32 computes in float (like torch on CPU); f64 in double;
 // integers in their own type (division truncates toward zero). Loops are
 // contiguous where the layout allows so the compiler vectorizes them; f32
-// and f64 matrix products go to OpenBLAS (cblas). Each family has a naive
-// reference in tests/unit/runtime/ that these are checked against.
+// and f64 matrix products go to OpenBLAS (cblas), bf16 and f16 ones to
+// oneDNN with f32 accumulation and one rounding (GemmLibrary.h). Each
+// family has a naive reference in tests/unit/runtime/ that these are
+// checked against.
 //
 // Kernels allocate nothing on the heap unless they say so (`scratch`
 // arguments are planned buffers).
@@ -109,6 +111,9 @@ Status fusedElementwise(const TensorRef *inputs, int numInputs, const int64_t *i
 Status matmul(const TensorRef &a, const TensorRef &b, const TensorRef &out, bool transA = false,
               bool transB = false);
 /// out = alpha * op(a) @ op(b) + beta * c (c optional, broadcast to out).
+/// Both: an FSDP_CPU_GEMM that names no route (GemmLibrary.h) is an error.
+/// The 16-bit routes keep per-thread scratch, grown once per larger
+/// product (oneDNN's scratchpad, or the widened operands).
 Status gemm(const TensorRef &a, const TensorRef &b, const TensorRef *c, float alpha, float beta,
             bool transA, bool transB, const TensorRef &out);
 

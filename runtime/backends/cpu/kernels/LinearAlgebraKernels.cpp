@@ -3,18 +3,23 @@
 // Matrix products for nn.matmul (numpy semantics: batch dimensions
 // broadcast, 1-D operands promoted) and nn.gemm (alpha, beta, transposes and
 // a broadcast bias). Everything funnels into one routine computing
-// `out = alpha * op(a) @ op(b) + beta * out` on one matrix, BLAS-style: f32
-// and f64 call OpenBLAS, other dtypes run a naive loop whose accumulator is
-// float for f16/bf16 and a wrapping 64-bit integer for integers. A batched
-// matmul is a loop of such calls over the broadcast batch index, pointing
-// into the operands without copying; when the right operand is shared by
-// the whole batch and the left one is contiguous, the batch folds into the
-// rows of a single call.
+// `out = alpha * op(a) @ op(b) + beta * out` on one matrix, BLAS-style, in
+// the library GemmLibrary.h names: f32 and f64 call OpenBLAS; bf16 and f16
+// call oneDNN (OneDnnMatmul.h), or where it refuses the type, widen their
+// operands to f32 for OpenBLAS's sgemm, both with f32 accumulation and one
+// rounding; integers (and 16-bit floats under FSDP_CPU_GEMM=naive) run a
+// naive loop whose accumulator is float for f16/bf16 and a wrapping 64-bit
+// integer for integers. A batched matmul is a loop of such calls over the
+// broadcast batch index, pointing into the operands without copying; when
+// the right operand is shared by the whole batch and the left one is
+// contiguous, the batch folds into the rows of a single call.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/MatMulShape.h"
+#include "runtime/backends/cpu/GemmLibrary.h"
+#include "runtime/backends/cpu/OneDnnMatmul.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/math/ProductScalar.h"
 
@@ -23,16 +28,10 @@
 #include <algorithm>
 #include <climits>
 #include <type_traits>
+#include <vector>
 
 namespace fsdp::rt::cpu {
 namespace {
-
-/// One matrix product: op(a) is m x k, op(b) is k x n, out is m x n; all
-/// three row-major and contiguous, a stored k x m when transA (likewise b).
-struct ProductShape {
-  int64_t m = 0, n = 0, k = 0;
-  bool transA = false, transB = false;
-};
 
 /// Columns of out accumulated at once by the naive loop (a stack buffer:
 /// kernels do not allocate).
@@ -67,25 +66,74 @@ bool fitsBlasInt(const ProductShape &s) {
   return s.m <= INT_MAX && s.n <= INT_MAX && s.k <= INT_MAX;
 }
 
-/// out = alpha * op(a) @ op(b) + beta * out. OpenBLAS for f32/f64 (a zero
-/// k or a dimension beyond its int range takes the naive loop, which needs
-/// no leading-dimension special cases).
+/// OpenBLAS's product of f32 or f64 operands (k > 0, dimensions in int).
 template <typename T>
-void product(const ProductShape &s, const T *a, const T *b, T *out, double alpha, double beta) {
+void blasProduct(const ProductShape &s, const T *a, const T *b, T *out, double alpha,
+                 double beta) {
+  const int m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
+  const CBLAS_TRANSPOSE ta = s.transA ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = s.transB ? CblasTrans : CblasNoTrans;
+  const int lda = s.transA ? m : k, ldb = s.transB ? k : n;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, static_cast<float>(alpha), a, lda, b, ldb,
+                static_cast<float>(beta), out, n);
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, out, n);
+}
+
+/// A thread's f32 copies of a widened product's operands and result,
+/// grown to the largest product it has run (allocated once per larger
+/// shape, not per call).
+struct WidenScratch {
+  std::vector<float> a, b, out;
+};
+
+float *widened(std::vector<float> &buffer, int64_t size) {
+  if (static_cast<int64_t>(buffer.size()) < size)
+    buffer.resize(static_cast<size_t>(size));
+  return buffer.data();
+}
+
+/// A 16-bit product through sgemm: the operands widen exactly to f32,
+/// sgemm accumulates in f32 and applies alpha, and beta * out is added in
+/// f32 before the one rounding to T (storeScaledProduct's formula).
+template <typename T>
+void widenedProduct(const ProductShape &s, const T *a, const T *b, T *out, double alpha,
+                    double beta) {
+  static thread_local WidenScratch scratch;
+  const int64_t aSize = s.m * s.k, bSize = s.k * s.n, outSize = s.m * s.n;
+  float *wa = widened(scratch.a, aSize), *wb = widened(scratch.b, bSize);
+  float *wout = widened(scratch.out, outSize);
+  for (int64_t i = 0; i < aSize; ++i)
+    wa[i] = toCompute(a[i]);
+  for (int64_t i = 0; i < bSize; ++i)
+    wb[i] = toCompute(b[i]);
+  blasProduct(s, wa, wb, wout, alpha, 0.0);
+  for (int64_t i = 0; i < outSize; ++i)
+    storeScaledProduct(out + i, wout[i], 1.0, beta);
+}
+
+/// out = alpha * op(a) @ op(b) + beta * out, in GemmLibrary.h's library
+/// for T (a zero k or a dimension beyond int takes the naive loop, which
+/// needs no leading-dimension special cases).
+template <typename T>
+void product(const ProductShape &s, const T *a, const T *b, T *out, double alpha, double beta,
+             HalfGemmRoute route) {
   if (s.m == 0 || s.n == 0)
     return;
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    if (s.k > 0 && fitsBlasInt(s)) {
-      const int m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
-      const CBLAS_TRANSPOSE ta = s.transA ? CblasTrans : CblasNoTrans;
-      const CBLAS_TRANSPOSE tb = s.transB ? CblasTrans : CblasNoTrans;
-      const int lda = s.transA ? m : k, ldb = s.transB ? k : n;
-      if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, static_cast<float>(alpha), a, lda, b, ldb,
-                    static_cast<float>(beta), out, n);
-      else
-        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, out, n);
+  if (s.k > 0 && fitsBlasInt(s)) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      blasProduct(s, a, b, out, alpha, beta);
       return;
+    } else if constexpr (std::is_same_v<T, BF16> || std::is_same_v<T, F16>) {
+      if (route == HalfGemmRoute::OneDnn &&
+          oneDnnProduct(s, dtypeOf<T>(), a, b, out, static_cast<float>(alpha),
+                        static_cast<float>(beta)))
+        return;
+      if (route != HalfGemmRoute::Naive) {
+        widenedProduct(s, a, b, out, alpha, beta);
+        return;
+      }
     }
   }
   naiveProduct(s, a, b, out, alpha, beta);
@@ -101,7 +149,7 @@ Status checkSameDType(const char *op, const TensorRef &a, const TensorRef &b,
 
 template <typename T>
 void batchedMatmul(const TensorRef &a, const TensorRef &b, const TensorRef &out,
-                   const MatMulShape &shape) {
+                   const MatMulShape &shape, HalfGemmRoute route) {
   const StridedLayout<3> layout = matmulBatchLayout(a, b, out, shape);
   ProductShape s;
   s.m = shape.m;
@@ -117,13 +165,13 @@ void batchedMatmul(const TensorRef &a, const TensorRef &b, const TensorRef &out,
   if (foldsIntoRows(layout, shape)) {
     ProductShape folded = s;
     folded.m = s.m * layout.dims[0];
-    product(folded, aData, bData, outData, 1.0, 0.0);
+    product(folded, aData, bData, outData, 1.0, 0.0, route);
     return;
   }
   forEachRow(layout, [&](const int64_t *offsets, int64_t count, const int64_t *steps) {
     for (int64_t i = 0; i < count; ++i)
       product(s, aData + offsets[1] + i * steps[1], bData + offsets[2] + i * steps[2],
-              outData + offsets[0] + i * steps[0], 1.0, 0.0);
+              outData + offsets[0] + i * steps[0], 1.0, 0.0, route);
   });
 }
 
@@ -134,8 +182,12 @@ Status matmul(const TensorRef &a, const TensorRef &b, const TensorRef &out, bool
   FSDP_RETURN_IF_ERROR(checkSameDType("matmul", a, b, out));
   MatMulShape shape;
   FSDP_RETURN_IF_ERROR(matmulShape(a, b, out, transA, transB, shape));
+  HalfGemmRoute route;
+  if (Status s = halfGemmRoute(route); !s)
+    return Status::error("matmul: " + s.message());
   return dispatchNumeric(
-      out.dtype, [&](auto tag) { batchedMatmul<decltype(tag)>(a, b, out, shape); }, "matmul");
+      out.dtype, [&](auto tag) { batchedMatmul<decltype(tag)>(a, b, out, shape, route); },
+      "matmul");
 }
 
 Status gemm(const TensorRef &a, const TensorRef &b, const TensorRef *c, float alpha, float beta,
@@ -145,6 +197,9 @@ Status gemm(const TensorRef &a, const TensorRef &b, const TensorRef *c, float al
     return Status::error("gemm: bias must have the result's element type");
   MatMulShape shape;
   FSDP_RETURN_IF_ERROR(gemmShape(a, b, c, out, transA, transB, shape));
+  HalfGemmRoute route;
+  if (Status status = halfGemmRoute(route); !status)
+    return Status::error("gemm: " + status.message());
   ProductShape s;
   s.transA = transA;
   s.transB = transB;
@@ -169,7 +224,7 @@ Status gemm(const TensorRef &a, const TensorRef &b, const TensorRef *c, float al
               outData[offsets[0] + i * steps[0]] = cData[offsets[1] + i * steps[1]];
           });
         }
-        product(s, a.as<T>(), b.as<T>(), outData, alpha, useBias ? beta : 0.0);
+        product(s, a.as<T>(), b.as<T>(), outData, alpha, useBias ? beta : 0.0, route);
       },
       "gemm");
 }

@@ -1,0 +1,46 @@
+//===- GemmLibrary.cpp - FSDP_CPU_GEMM and the libraries' description -----===//
+//
+// FSDP_CPU_GEMM is read at each matmul/gemm kernel call (one getenv beside
+// a product), so a test can switch routes within one process.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backends/cpu/GemmLibrary.h"
+
+#include "runtime/backends/cpu/OneDnnMatmul.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace fsdp::rt::cpu {
+
+Status halfGemmRoute(HalfGemmRoute &route) {
+  const char *value = std::getenv("FSDP_CPU_GEMM");
+  if (!value || !*value || std::strcmp(value, "onednn") == 0)
+    route = HalfGemmRoute::OneDnn;
+  else if (std::strcmp(value, "widen") == 0)
+    route = HalfGemmRoute::Widen;
+  else if (std::strcmp(value, "naive") == 0)
+    route = HalfGemmRoute::Naive;
+  else
+    return Status::error(cat("FSDP_CPU_GEMM='", value,
+                             "' is not a CPU GEMM route (onednn, widen or naive)"));
+  return Status::ok();
+}
+
+std::string gemmLibraries() {
+  HalfGemmRoute route;
+  if (Status s = halfGemmRoute(route); !s)
+    return s.message();
+  auto half = [&](DType t) -> std::string {
+    if (route == HalfGemmRoute::Naive)
+      return "naive loop";
+    if (route == HalfGemmRoute::OneDnn && oneDnnTakes(t))
+      return "oneDNN";
+    return "OpenBLAS (widened)";
+  };
+  return cat("CPU GEMMs: f32/f64 OpenBLAS, bf16 ", half(DType::BF16), ", f16 ", half(DType::F16),
+             ";\noneDNN's ISA ", oneDnnIsa(), " (FSDP_CPU_GEMM=widen|naive: another 16-bit route)");
+}
+
+} // namespace fsdp::rt::cpu

@@ -88,6 +88,19 @@ PipelineStart pipelineStartOf(mlir::ModuleOp module) {
 
 namespace {
 
+/// fsdp-mixed-precision on @forward under --param-dtype=bf16|f16.
+void addMixedPrecision(mlir::OpPassManager &pm, const CompileOptions &opts) {
+  if (opts.paramDtype == DType::F32)
+    return;
+  MixedPrecisionPassOptions mixed;
+  mixed.paramDtype = opts.paramDtype;
+  mixed.outputDtype = opts.outputDtype ? dtypeText(*opts.outputDtype) : "";
+  mixed.castForwardInputs = opts.castForwardInputs == OnOff::On;
+  mixed.keepF32 = opts.keepF32Regex;
+  mixed.freeze = opts.freezeRegex;
+  pm.addPass(createMixedPrecisionPass(mixed));
+}
+
 /// The train, checkpoint, shard and schedule stages.
 void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
                        const PipelineStart &start) {
@@ -95,15 +108,7 @@ void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
   if (!start.trained) {
     // Mixed precision retypes @forward first, so the loss attached to its
     // outputs and the backward built from it compute in its dtypes.
-    if (opts.paramDtype != DType::F32) {
-      MixedPrecisionPassOptions mixed;
-      mixed.paramDtype = opts.paramDtype;
-      mixed.outputDtype = opts.outputDtype ? dtypeText(*opts.outputDtype) : "";
-      mixed.castForwardInputs = opts.castForwardInputs == OnOff::On;
-      mixed.keepF32 = opts.keepF32Regex;
-      mixed.freeze = opts.freezeRegex;
-      pm.addPass(createMixedPrecisionPass(mixed));
-    }
+    addMixedPrecision(pm, opts);
     AttachLossPassOptions loss;
     loss.xent = opts.loss == LossKind::CrossEntropy ? opts.lossOutput : "";
     loss.labels = opts.lossLabels;
@@ -198,6 +203,10 @@ void buildCompilePipeline(mlir::OpPassManager &pm, const CompileOptions &opts,
                           const PipelineStart &start) {
   if (opts.mode == Mode::Train && lastRequestedStage(opts) >= Stage::Train)
     addTrainingPasses(pm, opts, start);
+  // A forward plan computes in --param-dtype too (no stage: nothing else
+  // runs on it).
+  if (opts.mode == Mode::Forward)
+    addMixedPrecision(pm, opts);
   // Elementwise fusion is a lowering decision made just before a plan is
   // written, not a stage: it changes no value, only how many passes over
   // memory the plan makes, so IR output (--emit=mlir) stays unfused.

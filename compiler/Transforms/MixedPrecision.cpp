@@ -25,7 +25,12 @@
 // ops all read its parameters, as a norm or a head does; the note in
 // docs/training.md says where it is not). Which kernel computes what, in
 // which precision, is the kernels' business (docs/ops.md): each op on bf16
-// operands computes in f32 and rounds its result once.
+// operands computes in f32 and rounds its result once. One rewrite keeps
+// torch's rounding where an export splits an op: F.linear's bias add
+// (MatMul then Add in ONNX) is addmm in torch, the bias added to the f32
+// accumulator and rounded once, so in low precision that pair becomes an
+// nn.gemm with the bias over the rows flattened as torch flattens them
+// (in f32 the pair stays as exported: its plans stay byte-identical).
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,6 +91,7 @@ public:
 private:
   LogicalResult castArguments();
   LogicalResult retype(Operation *op);
+  void fuseLinearBias(nn::AddOp add);
   void castOutputs();
   Value castValue(Value v, Type element, Location loc);
 
@@ -206,12 +212,60 @@ LogicalResult Retyper::retype(Operation *op) {
       continue;
     if (isa<nn::PowOp>(op) && operand.getOperandNumber() == 1 && isRankZero(operand.get()))
       continue;
+    // torch's wrapped number: a Python scalar (an export's weakly typed
+    // rank-0 f32 constant) meeting a bf16/f16 tensor in add, sub, mul or
+    // div is not cast first; the kernel applies torch's rule for it
+    // (dialects/nn/NNElementwiseOps.td).
+    if (isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp>(op) && isRankZero(operand.get()) &&
+        !strong.contains(operand.get()) && element->isF32() && common.getIntOrFloatBitWidth() == 16)
+      continue;
     operand.set(castValue(operand.get(), common, op->getLoc()));
   }
   for (Value r : op->getResults())
     if (std::optional<Type> element = floatElement(r); element && *element == original)
       r.setType(cast<RankedTensorType>(r.getType()).clone(common));
   return success();
+}
+
+void Retyper::fuseLinearBias(nn::AddOp add) {
+  // add(matmul(x [..., K], w [K, N]), bias [N]) with the product read only
+  // here: reshape(gemm(reshape(x, [M, K]), w, bias), [..., N]).
+  auto product = add.getLhs().getDefiningOp<nn::MatMulOp>();
+  Value bias = add.getRhs();
+  if (!product) {
+    product = add.getRhs().getDefiningOp<nn::MatMulOp>();
+    bias = add.getLhs();
+  }
+  if (!product || !product->hasOneUse())
+    return;
+  auto x = cast<RankedTensorType>(product.getLhs().getType());
+  auto w = cast<RankedTensorType>(product.getRhs().getType());
+  auto bt = cast<RankedTensorType>(bias.getType());
+  auto out = cast<RankedTensorType>(add.getType());
+  Type element = out.getElementType();
+  if (x.getRank() < 2 || w.getRank() != 2 || bt.getRank() != 1 ||
+      bt.getDimSize(0) != w.getDimSize(1) || x.getElementType() != element ||
+      w.getElementType() != element || bt.getElementType() != element ||
+      out.getShape().drop_back() != x.getShape().drop_back())
+    return;
+  int64_t rows = 1;
+  for (int64_t d : x.getShape().drop_back())
+    rows *= d;
+  b.setInsertionPoint(add);
+  Location loc = add.getLoc();
+  Value flat = product.getLhs();
+  if (x.getRank() != 2)
+    flat = b.create<nn::ReshapeOp>(loc, RankedTensorType::get({rows, x.getShape().back()}, element),
+                                   flat);
+  Value gemm = b.create<nn::GemmOp>(loc, RankedTensorType::get({rows, w.getDimSize(1)}, element),
+                                    flat, product.getRhs(), bias, b.getF32FloatAttr(1),
+                                    b.getF32FloatAttr(1), b.getBoolAttr(false),
+                                    b.getBoolAttr(false));
+  if (out.getRank() != 2)
+    gemm = b.create<nn::ReshapeOp>(loc, out, gemm);
+  add.getResult().replaceAllUsesWith(gemm);
+  add.erase();
+  product.erase();
 }
 
 void Retyper::castOutputs() {
@@ -261,6 +315,10 @@ LogicalResult Retyper::run() {
     if (failed(retype(op)))
       return failure();
   }
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator()))
+    if (auto add = dyn_cast<nn::AddOp>(op);
+        add && nn::elementTypeOfValue(add.getResult()).getIntOrFloatBitWidth() == 16)
+      fuseLinearBias(add);
   castOutputs();
   return success();
 }

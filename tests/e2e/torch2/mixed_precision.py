@@ -16,9 +16,14 @@ Then evidence that the compute really is in DTYPE and not f32 on rounded
 parameters: the model's step-1 logits from a forward plan
 (`--mode=forward --param-dtype=DTYPE --output-dtype=f32`, the same
 kernels) against torch's logits with the model in DTYPE, and against
-torch in f32 on the parameters rounded to DTYPE. The share of elements
-equal bit for bit must be far larger for the first (at least 50%, and at
-least 5x the second).
+torch in f32 on the parameters rounded to DTYPE. For plain-gpt, whose
+ops torch computes one by one (Linear as addmm, attention written out,
+ReLU), the share of elements equal bit for bit must be at least 90% and
+1.5x the second (measured: 100% against 36% in bf16, 99.9% against 35% in
+f16). For the SDPA and RMSNorm models it is printed, not
+asserted: torch runs SDPA as one fused kernel keeping the scores in f32
+and RMSNorm as one upcast kernel, which an export decomposes into ops
+that each round (fused attention is the next issue's nn.attention).
 
   .venv/bin/python tests/e2e/torch2/mixed_precision.py --fsdp-opt build/bin/fsdp-opt \\
       --fsdp-run build/bin/fsdp-run [--cases nanogpt/bf16/2 ...] [--keep DIR]
@@ -57,7 +62,10 @@ DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 # this suite: see the note of issue 31.
 LOSS_TOLERANCE = {"bf16": 2e-2, "f16": 5e-3}
 PARAM_TOLERANCE = {"bf16": 2e-3, "f16": 1e-3}
-CASES = [f"{m}/{d}/{w}" for m in ("nanogpt", "llama-style") for d in DTYPES for w in (1, 2)]
+CASES = [f"{m}/{d}/{w}" for m in ("plain-gpt", "nanogpt", "llama-style") for d in DTYPES
+         for w in (1, 2)]
+# Models whose logits must equal torch's bit for bit on most elements.
+EXACT_LOGITS = ("plain-gpt",)
 
 
 class Failure(Exception):
@@ -232,7 +240,7 @@ def run_case(args, case, tmp):
         idx, _ = parity.token_windows(tokens, 1, models.BATCH, models.SEQ)
         low, f32 = logits_shares(args, name, dtype, initial, idx, workdir)
         shares = f"  logits == torch {dtype} {low:.1%}, == torch f32 {f32:.1%}"
-        if not (low >= 0.5 and low >= 5 * f32):
+        if name in EXACT_LOGITS and not (low >= 0.9 and low >= 1.5 * f32):
             problems.append(f"logits equal torch {dtype} on {low:.1%}, f32 on {f32:.1%}")
     return loss_rel, param_rel, shares, problems
 

@@ -67,3 +67,4 @@ func.func @forward(%x: tensor<2x4xf32> {nn.input = "x"}, %w: tensor<4x3xf32> {nn
   %2 = nn.matmul %1, %b : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
   return %2 : tensor<2x3xf32>
 }
+

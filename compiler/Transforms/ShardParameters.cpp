@@ -227,13 +227,16 @@ void Sharder::formGroups() {
       std::vector<int64_t> numels;
       for (size_t p : members)
         numels.push_back(cast<RankedTensorType>(trainables[p].arg.getType()).getNumElements());
-      int64_t align = parameterAlignment(element);
+      g.shardType = RankedTensorType::get({1}, element);
+      chooseGatherTypes(g);
+      // Parameters viewed in the compute dtype start at that dtype's
+      // alignment too (the plan's buffers are 64-byte aligned).
+      int64_t align = std::max(parameterAlignment(element), parameterAlignment(g.view));
       bool alignShard = gathersInPlace(g, options) ||
                         (options.alignShards && options.strategy != Strategy::None);
       g.layout = computeFlatLayout(numels, shardRanks, align, alignShard);
       g.shardType = RankedTensorType::get({g.layout.shardNumel}, element);
       g.flatType = RankedTensorType::get({g.layout.paddedNumel}, element);
-      chooseGatherTypes(g);
       groups.push_back(std::move(g));
     }
   }

@@ -127,6 +127,21 @@ template <WrappedScalarOp Op, typename T> FSDP_HD_INLINE float wrappedScalarOf(f
     return rounded / x;
 }
 
+/// Calls run(std::integral_constant<WrappedScalarOp, op>{}) for the run-time
+/// `op`, so each backend instantiates its kernel once per op (host only).
+template <typename Run> auto dispatchWrappedScalarOp(WrappedScalarOp op, const Run &run) {
+  using W = WrappedScalarOp;
+  switch (op) {
+  case W::Add: return run(std::integral_constant<W, W::Add>{});
+  case W::Sub: return run(std::integral_constant<W, W::Sub>{});
+  case W::RSub: return run(std::integral_constant<W, W::RSub>{});
+  case W::Mul: return run(std::integral_constant<W, W::Mul>{});
+  case W::Div: return run(std::integral_constant<W, W::Div>{});
+  case W::RDiv: break;
+  }
+  return run(std::integral_constant<W, W::RDiv>{});
+}
+
 /// Float bases compute in their own compute type (float or double);
 /// integer bases in double and convert back, as the ONNX reference does.
 template <typename T, typename E> FSDP_HD_INLINE ComputeType<T> powOp(ComputeType<T> x, ComputeType<E> y) {

@@ -474,7 +474,13 @@ TEST(CompileOptionsTest, CrossFlagRules) {
        "--offload acts in the shard stage, which this output does not run (it needs "
        "--emit=plan or --emit=report, or --emit=mlir with --stop-after=shard or later)"},
       {{"--offload=cpu"}, ""},
-      {{"--mode=forward", "--param-dtype=bf16"}, "--param-dtype requires --mode=train"},
+      // A forward plan computes in --param-dtype too; only the reduction
+      // is training's.
+      {{"--mode=forward", "--param-dtype=bf16"}, ""},
+      {{"--mode=forward", "--reduce-dtype=bf16"}, "--reduce-dtype requires --mode=train"},
+      {{"--output-dtype=f32"}, "--output-dtype needs --param-dtype=bf16 or f16 (it shapes the "
+                               "low-precision compute; with f32 parameters there is nothing to "
+                               "cast)"},
       // fp16 loss scaling: an f32 or f16 reduce of f16 parameters only.
       {{"--param-dtype=f16"}, ""},
       {{"--param-dtype=f16", "--reduce-dtype=f16", "--loss-scale-growth-interval=4"}, ""},

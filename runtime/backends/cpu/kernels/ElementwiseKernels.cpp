@@ -114,15 +114,7 @@ void wrappedScalarTyped(WrappedScalarOp op, const TensorRef &tensor, const Tenso
     runBinary<T, float>(tensor, scalar, out,
                         [](float x, float s) { return wrappedScalarOf<Op, T>(x, s); });
   };
-  using W = WrappedScalarOp;
-  switch (op) {
-  case W::Add: return run(std::integral_constant<W, W::Add>{});
-  case W::Sub: return run(std::integral_constant<W, W::Sub>{});
-  case W::RSub: return run(std::integral_constant<W, W::RSub>{});
-  case W::Mul: return run(std::integral_constant<W, W::Mul>{});
-  case W::Div: return run(std::integral_constant<W, W::Div>{});
-  case W::RDiv: return run(std::integral_constant<W, W::RDiv>{});
-  }
+  return dispatchWrappedScalarOp(op, run);
 }
 
 template <typename T, typename E>

@@ -157,16 +157,7 @@ Status wrappedScalarTyped(const KernelContext &ctx, const char *name, WrappedSca
                              out.as<T>(), tensor.as<const T>(), scalar.as<const float>(), layout,
                              out.numElements());
   };
-  using W = WrappedScalarOp;
-  switch (op) {
-  case W::Add: return run(std::integral_constant<W, W::Add>{});
-  case W::Sub: return run(std::integral_constant<W, W::Sub>{});
-  case W::RSub: return run(std::integral_constant<W, W::RSub>{});
-  case W::Mul: return run(std::integral_constant<W, W::Mul>{});
-  case W::Div: return run(std::integral_constant<W, W::Div>{});
-  case W::RDiv: return run(std::integral_constant<W, W::RDiv>{});
-  }
-  return Status::ok();
+  return dispatchWrappedScalarOp(op, run);
 }
 
 template <UnaryKind Kind, typename T>

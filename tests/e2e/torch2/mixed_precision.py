@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -130,7 +131,11 @@ def fsdp2_worker(rank, world, name, dtype, initial, idx, targets, port, out):
 def torch_fsdp2(name, dtype, initial, tokens, world, workdir):
     idx, targets = parity.token_windows(tokens, STEPS, models.BATCH * world, models.SEQ)
     out = os.path.join(workdir, "fsdp2.pt")
-    port = 29500 + os.getpid() % 1000
+    # A port no earlier case still holds (a reused one can still be in
+    # TIME_WAIT, and gloo aborts on it).
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     mp.start_processes(fsdp2_worker, args=(world, name, dtype, initial, idx, targets, port, out),
                        nprocs=world, join=True, start_method="spawn")
     result = torch.load(out, weights_only=False)

@@ -175,7 +175,6 @@ LogicalResult TrainStepBuilder::run() {
     // the loss the gradient cast to its own dtype: an f16 loss's seed is
     // the scale rounded to f16 (inf for 65536, so torch's first f16 step
     // overflows and is skipped: GradScaler then halves the scale).
-    builder.setInsertionPoint(ret);
     one = seed.cast(body.getArgument(index), nn::elementTypeOfValue(loss));
   }
   grads[loss] = seed.reshape(one, nn::shapeOfValue(loss));

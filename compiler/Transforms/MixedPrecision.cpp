@@ -34,6 +34,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Transforms/MixedPrecision.h"
+
 #include "compiler/Transforms/Passes.h"
 #include "dialects/nn/NNDialect.h"
 #include "dialects/nn/gradients/GradientBuilder.h"
@@ -47,6 +49,13 @@
 using namespace mlir;
 
 namespace fsdp {
+
+Type lowPrecisionType(MLIRContext *context, DType dtype) {
+  Builder b(context);
+  return dtype == DType::BF16 ? Type(b.getBF16Type())
+         : dtype == DType::F16 ? Type(b.getF16Type())
+                               : Type();
+}
 
 #define GEN_PASS_DEF_MIXEDPRECISIONPASS
 #include "compiler/Transforms/Passes.h.inc"
@@ -73,6 +82,14 @@ Type promoteFloat(Type a, Type b) {
   return wa > wb ? a : b;
 }
 
+/// The dtype --output-dtype's value spells (the flag's own spelling).
+std::optional<DType> parseDType(StringRef text) {
+  for (DType d : {DType::F32, DType::BF16, DType::F16})
+    if (text == dtypeText(d))
+      return d;
+  return std::nullopt;
+}
+
 std::optional<Type> floatElement(Value v) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   if (!type || !isa<FloatType>(type.getElementType()))
@@ -84,8 +101,9 @@ bool isRankZero(Value v) { return cast<RankedTensorType>(v.getType()).getRank() 
 
 class Retyper {
 public:
-  Retyper(func::FuncOp f, Type compute, const MixedPrecisionPassOptions &options)
-      : f(f), compute(compute), options(options), b(f.getContext()) {}
+  /// `output`: the element type the float outputs are cast to, or null.
+  Retyper(func::FuncOp f, Type compute, Type output, const MixedPrecisionPassOptions &options)
+      : f(f), compute(compute), output(output), options(options), b(f.getContext()) {}
   LogicalResult run();
 
 private:
@@ -96,7 +114,7 @@ private:
   Value castValue(Value v, Type element, Location loc);
 
   func::FuncOp f;
-  Type compute;
+  Type compute, output;
   const MixedPrecisionPassOptions &options;
   OpBuilder b;
   llvm::DenseSet<Value> keptParams; // --keep-f32
@@ -157,6 +175,7 @@ LogicalResult Retyper::retype(Operation *op) {
     // one its input now already has is gone.
     if (castOp.getInput().getType() == castOp.getType()) {
       castOp.getResult().replaceAllUsesWith(castOp.getInput());
+      strong.erase(castOp.getResult());
       castOp.erase();
     }
     return success();
@@ -270,19 +289,12 @@ void Retyper::fuseLinearBias(nn::AddOp add) {
 
 void Retyper::castOutputs() {
   auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
-  Type target = compute;
-  if (options.outputDtype == "f32")
-    target = Float32Type::get(f.getContext());
-  else if (options.outputDtype == "f16")
-    target = Float16Type::get(f.getContext());
-  else if (options.outputDtype == "bf16")
-    target = BFloat16Type::get(f.getContext());
   b.setInsertionPoint(ret);
-  if (!options.outputDtype.empty())
+  if (output)
     for (OpOperand &operand : ret->getOpOperands()) {
       std::optional<Type> element = floatElement(operand.get());
-      if (element && *element != target)
-        operand.set(castValue(operand.get(), target, ret.getLoc()));
+      if (element && *element != output)
+        operand.set(castValue(operand.get(), output, ret.getLoc()));
     }
   f.setType(FunctionType::get(f.getContext(), f.getArgumentTypes(), ret.getOperandTypes()));
 }
@@ -332,19 +344,21 @@ struct MixedPrecisionPass : impl::MixedPrecisionPassBase<MixedPrecisionPass> {
       module.emitError("fsdp-mixed-precision needs a @forward function");
       return signalPassFailure();
     }
-    Builder b(module.getContext());
-    Type compute = paramDtype == DType::BF16 ? Type(b.getBF16Type())
-                   : paramDtype == DType::F16 ? Type(b.getF16Type())
-                                              : Type();
+    Type compute = lowPrecisionType(module.getContext(), paramDtype);
     if (!compute) {
       forward.emitError("fsdp-mixed-precision: param-dtype must be bf16 or f16");
       return signalPassFailure();
     }
-    if (!outputDtype.empty() && outputDtype != "f32" && outputDtype != "bf16" &&
-        outputDtype != "f16") {
-      forward.emitError("fsdp-mixed-precision: output-dtype must be f32, bf16 or f16, not '")
-          << outputDtype << "'";
-      return signalPassFailure();
+    Type output;
+    if (!outputDtype.empty()) {
+      std::optional<DType> dtype = parseDType(outputDtype);
+      if (!dtype) {
+        forward.emitError("fsdp-mixed-precision: output-dtype must be f32, bf16 or f16, not '")
+            << outputDtype << "'";
+        return signalPassFailure();
+      }
+      output = *dtype == DType::F32 ? Type(Float32Type::get(module.getContext()))
+                                    : lowPrecisionType(module.getContext(), *dtype);
     }
     for (const std::string *re : {&keepF32.getValue(), &freeze.getValue()}) {
       std::string error;
@@ -355,7 +369,7 @@ struct MixedPrecisionPass : impl::MixedPrecisionPassBase<MixedPrecisionPass> {
     }
     MixedPrecisionPassOptions options{paramDtype, outputDtype, castForwardInputs, keepF32,
                                       freeze};
-    if (failed(Retyper(forward, compute, options).run()))
+    if (failed(Retyper(forward, compute, output, options).run()))
       signalPassFailure();
   }
 };

@@ -35,6 +35,7 @@
 #include "compiler/Analysis/FlatLayout.h"
 #include "compiler/Analysis/TrainableParameters.h"
 #include "compiler/Autodiff/BuildTrainStep.h"
+#include "compiler/Transforms/MixedPrecision.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
@@ -150,14 +151,10 @@ private:
   Value collective(Location loc, StringRef kind, Value input, Type type,
                    ArrayRef<int64_t> groups, int64_t groupSize);
   Value castTo(Location loc, Value v, Type element);
-  void chooseGatherTypes(FlatGroup &g);
+  void chooseGatherTypes(FlatGroup &g, Type master);
   void foldIdentityCasts();
   /// bf16 or f16 for --param-dtype/--reduce-dtype's `dtype`; null for f32.
-  Type lowPrecision(DType dtype) {
-    return dtype == DType::BF16 ? Type(b.getBF16Type())
-           : dtype == DType::F16 ? Type(b.getF16Type())
-                                 : Type();
-  }
+  Type lowPrecision(DType dtype) { return lowPrecisionType(b.getContext(), dtype); }
   Location loc(const FlatGroup &g, StringRef what) {
     return NameLoc::get(b.getStringAttr("fsdp:" + g.name + "." + what.str()));
   }
@@ -227,8 +224,7 @@ void Sharder::formGroups() {
       std::vector<int64_t> numels;
       for (size_t p : members)
         numels.push_back(cast<RankedTensorType>(trainables[p].arg.getType()).getNumElements());
-      g.shardType = RankedTensorType::get({1}, element);
-      chooseGatherTypes(g);
+      chooseGatherTypes(g, element);
       // Parameters viewed in the compute dtype start at that dtype's
       // alignment too (the plan's buffers are 64-byte aligned).
       int64_t align = std::max(parameterAlignment(element), parameterAlignment(g.view));
@@ -314,8 +310,7 @@ void Sharder::findForwardViews() {
   }
 }
 
-void Sharder::chooseGatherTypes(FlatGroup &g) {
-  Type master = g.shardType.getElementType();
+void Sharder::chooseGatherTypes(FlatGroup &g, Type master) {
   g.gather = g.view = master;
   Type low = lowPrecision(options.paramDtype);
   if (!low || step.getArgAttr(trainables[g.members.front()].arg.getArgNumber(), nn::kKeepF32Attr))

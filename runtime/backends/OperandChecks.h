@@ -15,6 +15,7 @@
 #include "runtime/support/TensorRef.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace fsdp::rt {
 
@@ -63,27 +64,37 @@ inline Status requireDType(const char *op, const TensorRef &t, DType expected) {
                            dtypeName(expected), " was expected"));
 }
 
-/// torch's wrapped number in add/sub/mul/div (NNElementwiseOps.td): true
-/// when one operand is a bf16/f16 tensor of the result's type and the other
-/// one f32 element; `op` is then the element rule (ElementwiseOps.h) and
-/// `scalarFirst` says whether the scalar is `a`.
-inline bool wrappedScalarMix(BinaryKind kind, const TensorRef &a, const TensorRef &b,
-                             const TensorRef &out, WrappedScalarOp &op, bool &scalarFirst) {
+/// torch's wrapped number in add/sub/mul/div (NNElementwiseOps.td): one
+/// operand a bf16/f16 tensor of the result's type, the other one f32
+/// element. `op` is the element rule (ElementwiseOps.h), whichever side
+/// the scalar was on.
+struct WrappedScalarMix {
+  WrappedScalarOp op;
+  const TensorRef *tensor, *scalar;
+};
+inline std::optional<WrappedScalarMix> wrappedScalarMix(BinaryKind kind, const TensorRef &a,
+                                                        const TensorRef &b, const TensorRef &out) {
   if (out.dtype != DType::BF16 && out.dtype != DType::F16)
-    return false;
+    return std::nullopt;
   auto scalar = [](const TensorRef &t) { return t.dtype == DType::F32 && t.numElements() == 1; };
+  bool scalarFirst;
   if (a.dtype == out.dtype && scalar(b))
     scalarFirst = false;
   else if (b.dtype == out.dtype && scalar(a))
     scalarFirst = true;
   else
-    return false;
+    return std::nullopt;
+  const TensorRef *tensor = scalarFirst ? &b : &a, *value = scalarFirst ? &a : &b;
   switch (kind) {
-  case BinaryKind::Add: op = WrappedScalarOp::Add; return true;
-  case BinaryKind::Sub: op = scalarFirst ? WrappedScalarOp::RSub : WrappedScalarOp::Sub; return true;
-  case BinaryKind::Mul: op = WrappedScalarOp::Mul; return true;
-  case BinaryKind::Div: op = scalarFirst ? WrappedScalarOp::RDiv : WrappedScalarOp::Div; return true;
-  default: return false;
+  case BinaryKind::Add: return WrappedScalarMix{WrappedScalarOp::Add, tensor, value};
+  case BinaryKind::Sub:
+    return WrappedScalarMix{scalarFirst ? WrappedScalarOp::RSub : WrappedScalarOp::Sub, tensor,
+                            value};
+  case BinaryKind::Mul: return WrappedScalarMix{WrappedScalarOp::Mul, tensor, value};
+  case BinaryKind::Div:
+    return WrappedScalarMix{scalarFirst ? WrappedScalarOp::RDiv : WrappedScalarOp::Div, tensor,
+                            value};
+  default: return std::nullopt;
   }
 }
 

@@ -200,15 +200,13 @@ template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, con
 
 Status binary(BinaryKind kind, const TensorRef &a, const TensorRef &b, const TensorRef &out) {
   const char *op = binaryName(kind);
-  WrappedScalarOp scalarOp;
-  bool scalarFirst = false;
-  if (wrappedScalarMix(kind, a, b, out, scalarOp, scalarFirst)) {
-    const TensorRef &tensor = scalarFirst ? b : a, &scalar = scalarFirst ? a : b;
+  if (std::optional<WrappedScalarMix> mix = wrappedScalarMix(kind, a, b, out)) {
     if (out.numElements() == 0)
       return Status::ok();
     return dispatch<bitOf(DType::F16) | bitOf(DType::BF16)>(
         out.dtype,
-        [&](auto tag) { wrappedScalarTyped<decltype(tag)>(scalarOp, tensor, scalar, out); }, op);
+        [&](auto tag) { wrappedScalarTyped<decltype(tag)>(mix->op, *mix->tensor, *mix->scalar, out); },
+        op);
   }
   FSDP_RETURN_IF_ERROR(requireDType(op, out, a.dtype));
   if (kind != BinaryKind::Pow)

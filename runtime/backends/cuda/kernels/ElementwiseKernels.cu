@@ -196,16 +196,14 @@ Status unaryTyped(const KernelContext &ctx, UnaryKind kind, const TensorRef &in,
 Status binary(const KernelContext &ctx, BinaryKind kind, const TensorRef &a, const TensorRef &b,
               const TensorRef &out) {
   const char *op = binaryName(kind);
-  WrappedScalarOp scalarOp;
-  bool scalarFirst = false;
-  if (wrappedScalarMix(kind, a, b, out, scalarOp, scalarFirst)) {
-    const TensorRef &tensor = scalarFirst ? b : a, &scalar = scalarFirst ? a : b;
+  if (std::optional<WrappedScalarMix> mix = wrappedScalarMix(kind, a, b, out)) {
     if (out.numElements() == 0)
       return Status::ok();
     return dispatch<bitOf(DType::F16) | bitOf(DType::BF16)>(
         out.dtype,
         [&](auto tag) {
-          return wrappedScalarTyped<decltype(tag)>(ctx, op, scalarOp, tensor, scalar, out);
+          return wrappedScalarTyped<decltype(tag)>(ctx, op, mix->op, *mix->tensor, *mix->scalar,
+                                                   out);
         },
         op);
   }

@@ -20,6 +20,7 @@ using namespace fsdp::rt::cpu;
 
 namespace {
 
+using kerneltest::runFused;
 using kerneltest::TestTensor;
 
 constexpr int64_t kN = 1300; // two full blocks of 512 and a partial one
@@ -34,23 +35,6 @@ void expectSameBits(const TestTensor &got, const TestTensor &expected, const cha
   ASSERT_EQ(got.size(), expected.size());
   for (int64_t i = 0; i < got.size(); ++i)
     ASSERT_EQ(got.getBits(i), expected.getBits(i)) << what << " element " << i;
-}
-
-/// Runs `program` (ops as {op, a, b} triples; results by value id).
-Status runFused(const std::vector<const TestTensor *> &inputs,
-                const std::vector<std::array<int64_t, 3>> &ops,
-                const std::vector<int64_t> &results, std::vector<TestTensor> &outputs) {
-  std::vector<int64_t> ints{static_cast<int64_t>(ops.size())};
-  for (const auto &op : ops)
-    ints.insert(ints.end(), op.begin(), op.end());
-  ints.insert(ints.end(), results.begin(), results.end());
-  std::vector<TensorRef> in, out;
-  for (const TestTensor *t : inputs)
-    in.push_back(t->ref());
-  for (TestTensor &t : outputs)
-    out.push_back(t.ref());
-  return fusedElementwise(in.data(), static_cast<int>(in.size()), ints.data(),
-                          static_cast<int>(ints.size()), out.data(), static_cast<int>(out.size()));
 }
 
 TEST(FusedKernels, EveryOpMatchesItsKernelBitForBit) {

@@ -25,6 +25,7 @@ using namespace fsdp::rt::cpu;
 
 namespace {
 
+using kerneltest::runFused;
 using kerneltest::TestTensor;
 
 constexpr int64_t kPatterns = 65536;
@@ -59,22 +60,6 @@ Status unfused(int64_t code, const TestTensor &x, const TestTensor &y, const Tes
   if (code <= FusedSigmoid)
     return unary(unaries[code - FusedNeg], x.ref(), out.ref());
   return activationGrad(grads[code - FusedReluGrad], x.ref(), y.ref(), out.ref());
-}
-
-Status runFused(const std::vector<const TestTensor *> &inputs,
-                const std::vector<std::array<int64_t, 3>> &ops,
-                const std::vector<int64_t> &results, std::vector<TestTensor> &outputs) {
-  std::vector<int64_t> ints{static_cast<int64_t>(ops.size())};
-  for (const auto &op : ops)
-    ints.insert(ints.end(), op.begin(), op.end());
-  ints.insert(ints.end(), results.begin(), results.end());
-  std::vector<TensorRef> in, out;
-  for (const TestTensor *t : inputs)
-    in.push_back(t->ref());
-  for (TestTensor &t : outputs)
-    out.push_back(t.ref());
-  return fusedElementwise(in.data(), static_cast<int>(in.size()), ints.data(),
-                          static_cast<int>(ints.size()), out.data(), static_cast<int>(out.size()));
 }
 
 void expectSameBits(const TestTensor &got, const TestTensor &expected, const std::string &what) {

@@ -15,6 +15,7 @@
 #define FSDP_TESTS_UNIT_RUNTIME_BACKENDS_CPU_KERNELTESTUTIL_H
 
 #include "runtime/backends/OperandChecks.h"
+#include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/support/DType.h"
 #include "runtime/support/TensorRef.h"
@@ -22,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <string>
@@ -136,6 +138,25 @@ inline void expectClose(const std::vector<double> &expected, const TestTensor &g
   for (int64_t i = 0; i < got.size(); ++i)
     ASSERT_NEAR(got.get(i), expected[i], tol * std::max(1.0, std::abs(expected[i])))
         << what << " at " << i;
+}
+
+/// Runs an nn.fused program on the CPU interpreter: `ops` as {op, a, b}
+/// triples over value ids (inputs first, then each op's result), `results`
+/// the value ids written to `outputs`.
+inline Status runFused(const std::vector<const TestTensor *> &inputs,
+                       const std::vector<std::array<int64_t, 3>> &ops,
+                       const std::vector<int64_t> &results, std::vector<TestTensor> &outputs) {
+  std::vector<int64_t> ints{static_cast<int64_t>(ops.size())};
+  for (const auto &op : ops)
+    ints.insert(ints.end(), op.begin(), op.end());
+  ints.insert(ints.end(), results.begin(), results.end());
+  std::vector<TensorRef> in, out;
+  for (const TestTensor *t : inputs)
+    in.push_back(t->ref());
+  for (TestTensor &t : outputs)
+    out.push_back(t.ref());
+  return fusedElementwise(in.data(), static_cast<int>(in.size()), ints.data(),
+                          static_cast<int>(ints.size()), out.data(), static_cast<int>(out.size()));
 }
 
 } // namespace fsdp::rt::cpu::kerneltest

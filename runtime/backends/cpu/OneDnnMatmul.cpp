@@ -17,7 +17,6 @@
 #include "runtime/backends/cpu/KernelThreads.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -27,6 +26,11 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+
+// libgomp's C entry point (the OpenMP runtime oneDNN runs on). Declared
+// here rather than through <omp.h>, which clang builds do not have without
+// LLVM's libomp; the ABI is the OpenMP standard's.
+extern "C" void omp_set_num_threads(int);
 
 namespace fsdp::rt::cpu {
 namespace {

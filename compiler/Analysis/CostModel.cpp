@@ -206,8 +206,10 @@ InstructionCost predictInstruction(const plan::Plan &p, uint32_t index,
   bool half = false;
   if (k == Kernel::MatMul || k == Kernel::Gemm) {
     flops = matmulFlopsOf(p, inst);
-    const plan::Buffer *out = count(inst.outputs()) ? bufferAt(p, inst.outputs()->Get(0)) : nullptr;
-    half = out && (out->dtype() == plan::DType::BF16 || out->dtype() == plan::DType::F16);
+    // The tensor cores' rate is set by the operands' dtype (cuBLAS computes
+    // bf16/f16 products in f32 whatever dtype it writes).
+    const plan::Buffer *a = count(inst.inputs()) ? bufferAt(p, inst.inputs()->Get(0)) : nullptr;
+    half = a && (a->dtype() == plan::DType::BF16 || a->dtype() == plan::DType::F16);
   }
   return computeKernelCost(flops, read + written, half, device);
 }

@@ -11,6 +11,7 @@
 #include "dialects/nn/NNDialect.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 
@@ -51,7 +52,8 @@ InstructionCost opCost(Operation *op, const DeviceProfile &device) {
     auto result = cast<ShapedType>(op->getResult(0).getType());
     flops = matmulFlops(result.getNumElements(),
                         reductionLength(op->getOperand(0).getType(), transposed));
-    half = result.getElementType().isBF16() || result.getElementType().isF16();
+    Type operand = getElementTypeOrSelf(op->getOperand(0).getType());
+    half = operand.isBF16() || operand.isF16();
   }
   return computeKernelCost(flops, bytes, half, device);
 }

@@ -134,6 +134,31 @@ TEST(CostModel, MatmulIsTwoMNKAtItsDtypeRate) {
   EXPECT_DOUBLE_EQ(bf16.seconds, 2.0 * 4096 * 4096 * 4096 / 989e12);
 }
 
+// Mixed precision (issue 31): a product of bf16 or f16 operands runs at
+// the tensor cores' rate whatever dtype it writes; a bf16 elementwise
+// kernel moves half an f32 one's bytes, and the compute cast between the
+// two moves 4 + 2 bytes an element.
+TEST(CostModel, LowPrecisionIsPricedAtItsOwnRateAndBytes) {
+  CostPlan b;
+  const int64_t n = 4096;
+  uint32_t xh = b.buffer(plan::DType::F16, {n, n}), wh = b.buffer(plan::DType::F16, {n, n}),
+           y32 = b.f32({n, n});
+  b.inst(Kernel::MatMul, {xh, wh}, {y32});
+  uint32_t x = b.f32({1 << 22}), u = b.buffer(plan::DType::BF16, {1 << 22}),
+           v = b.buffer(plan::DType::BF16, {1 << 22}), w = b.buffer(plan::DType::BF16, {1 << 22});
+  b.inst(Kernel::Cast, {x}, {u});
+  b.inst(Kernel::Add, {u, v}, {w});
+  const plan::Plan &p = b.build();
+  InstructionCost product = predictInstruction(p, 0, h100());
+  EXPECT_EQ(product.bound, CostBound::Compute);
+  EXPECT_DOUBLE_EQ(product.seconds, 2.0 * n * n * n / 989e12);
+  InstructionCost cast = predictInstruction(p, 1, h100());
+  EXPECT_EQ(cast.bytes, (4u + 2u) << 22);
+  InstructionCost add = predictInstruction(p, 2, h100());
+  EXPECT_EQ(add.bytes, 3u * 2 << 22);
+  EXPECT_DOUBLE_EQ(add.seconds, 3.0 * (2 << 22) / 3.35e12);
+}
+
 // K comes from the operand's contracted dim: with trans_a the first
 // operand is stored [K, M]; batch dims count through the result. A thin
 // matmul (K = 1) moves more bytes than it computes: memory-bound.

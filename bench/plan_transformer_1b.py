@@ -21,8 +21,9 @@
 # Steps: export once (cached under --workdir; torch's own large-model path
 # writes one external file per tensor, about 2 minutes and 9 GB of RAM),
 # delete the weight files, keep the graph; run fsdp-opt --emit=report
-# --report-format=json for full, grad-op, none and full + --ckpt=blocks and
-# time each compile; then export the same architecture at 16, 32, 64 and 128
+# --report-format=json for full, grad-op, none, full + --ckpt=blocks and
+# full + --offload=cpu, in f32 and again computing in bf16
+# (--param-dtype=bf16; --param-dtypes picks), and time each compile; then export the same architecture at 16, 32, 64 and 128
 # blocks (a smaller d_model, --sweep-d, so 128 blocks stays cheap to export;
 # the graph has the same ops and shapes differ only in d) and time
 # --emit=report at each depth.
@@ -250,6 +251,9 @@ def main():
     ap.add_argument("--T", type=int, default=35)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--dropout", type=float, default=0.2)
+    ap.add_argument("--param-dtypes", nargs="+", default=["f32", "bf16"],
+                    choices=["f32", "bf16", "f16"],
+                    help="compute dtypes planned (f32 = no --param-dtype)")
     ap.add_argument("--depths", type=int, nargs="*", default=[16, 32, 64, 128],
                     help="total blocks (encoder + decoder) of the depth sweep; none to skip")
     ap.add_argument("--sweep-d", type=int, default=256, help="d_model of the depth sweep")
@@ -288,9 +292,16 @@ def main():
 
     base = ["--world-size=%d" % N, "--wrap=blocks", "--optimizer=adamw", f"--freeze={BUFFERS}",
             "--emit=report", "--report-format=json"]
-    configs = [("full", ["--shard=full"]), ("grad-op", ["--shard=grad-op"]),
-               ("none", ["--shard=none"]), ("full + ckpt=blocks", ["--shard=full", "--ckpt=blocks"]),
-               ("full + offload=cpu", ["--shard=full", "--offload=cpu"])]
+    strategies = [("full", ["--shard=full"]), ("grad-op", ["--shard=grad-op"]),
+                  ("none", ["--shard=none"]),
+                  ("full + ckpt=blocks", ["--shard=full", "--ckpt=blocks"]),
+                  ("full + offload=cpu", ["--shard=full", "--offload=cpu"])]
+    # f32 rows carry the memory issue's targets; each other --param-dtypes
+    # entry repeats every strategy computing in that dtype (issue 31), so the
+    # table shows what bf16 activations and tensor-core GEMMs change.
+    configs = [(label if dtype == "f32" else f"{label} [{dtype}]",
+                flags + ([] if dtype == "f32" else [f"--param-dtype={dtype}"]))
+               for dtype in args.param_dtypes for label, flags in strategies]
     floor = 16 * P / N
     results = {}
     for label, flags in configs:
@@ -298,7 +309,8 @@ def main():
         rep, times, rss, command, err = run_fsdp_opt(binary, model, flags + base, args.runs)
         results[label] = (rep, times, rss, command, err)
 
-    print(f"planned memory per rank, world size {N}, fp32 AdamW; floor = 16 B x params / {N} = "
+    print(f"planned memory per rank, world size {N}, fp32 AdamW (f32 master parameters and "
+          f"state; [bf16] rows compute in bf16); floor = 16 B x params / {N} = "
           f"{fmt_mib(floor)} MiB (param + grad + 2 moments, all sharded)")
     rows = []
     for label, _ in configs:
@@ -325,7 +337,8 @@ def main():
         rep, times, rss, command, err = results[label]
         if rep is None:
             print(f"  {label}: fsdp-opt failed: {err}")
-    offload = results["full + offload=cpu"][0]
+    missing = (None,)  # a strategy not planned in f32 (--param-dtypes without f32)
+    offload = results.get("full + offload=cpu", missing)[0]
     if offload:
         print(f"  full + offload=cpu: the peak is device memory; host memory holds "
               f"{fmt_mib(offload['host_bytes'])} MiB per rank (shards, gradient shards, AdamW state)")
@@ -361,13 +374,15 @@ def main():
         print(f"  [{'met' if ok else 'NOT met'}] {text}")
 
     for label, tgt in TARGETS_MIB.items():
+        if label not in results:
+            continue
         rep = results[label][0]
         if rep is None:
             verdict(f"{label} <= {tgt:,} MiB: fsdp-opt failed", False)
         else:
             verdict(f"{label} planned peak {fmt_mib(rep['peak_bytes'])} MiB <= {tgt:,} MiB",
                     rep["peak_bytes"] <= tgt * MIB)
-    full, ckpt = results["full"][0], results["full + ckpt=blocks"][0]
+    full, ckpt = results.get("full", missing)[0], results.get("full + ckpt=blocks", missing)[0]
     if full and ckpt:
         a, b = full["activations_bytes"], ckpt["activations_bytes"]
         verdict(f"--ckpt=blocks activations {fmt_mib(b)} MiB <= half of --ckpt=none's "

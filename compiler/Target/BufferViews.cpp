@@ -66,9 +66,12 @@ std::optional<int64_t> contiguousSliceOffset(nn::SliceOp slice) {
   return offset;
 }
 
+/// Every use is a product's factor, which reads it transposed by a flag:
+/// a matmul's operand, or a gemm's a or b (not its addend c).
 bool onlyMatmulOperands(Operation *op) {
   return !op->use_empty() && llvm::all_of(op->getUses(), [](OpOperand &use) {
-    return isa<nn::MatMulOp>(use.getOwner());
+    return isa<nn::MatMulOp>(use.getOwner()) ||
+           (isa<nn::GemmOp>(use.getOwner()) && use.getOperandNumber() < 2);
   });
 }
 

@@ -53,12 +53,16 @@ FailureOr<InstructionDesc> lower(const ScheduledInstruction &scheduled,
     inst.ints = std::move(encoding.ints);
     inst.floats = std::move(encoding.floats);
     inst.name = locationName(op->getLoc());
-    // A folded transpose is read with its matmul's transpose flag.
+    // A folded transpose is read with its product's transpose flag (a
+    // gemm's own flag flips: a transposed operand read transposed again).
     if (auto matmul = dyn_cast<nn::MatMulOp>(op)) {
       bool lhs = placement.isFoldedTranspose(matmul.getLhs());
       bool rhs = placement.isFoldedTranspose(matmul.getRhs());
       if (lhs || rhs)
         inst.ints = {lhs, rhs}; // trans_a, trans_b
+    } else if (auto gemm = dyn_cast<nn::GemmOp>(op)) {
+      inst.ints = {gemm.getTransA() != placement.isFoldedTranspose(gemm.getA()),
+                   gemm.getTransB() != placement.isFoldedTranspose(gemm.getB())};
     }
   }
   inst.stream = scheduled.stream;

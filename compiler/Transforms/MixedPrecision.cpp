@@ -276,15 +276,25 @@ void Retyper::fuseLinearBias(nn::AddOp add) {
   if (x.getRank() != 2)
     flat = b.create<nn::ReshapeOp>(loc, RankedTensorType::get({rows, x.getShape().back()}, element),
                                    flat);
+  // F.linear exports w as transpose(weight): the gemm reads the weight
+  // with trans_b instead, so its gradient comes out in the weight's own
+  // layout (no transpose of the gradient in the backward either).
+  Value factor = product.getRhs();
+  auto transpose = factor.getDefiningOp<nn::TransposeOp>();
+  const bool transB = transpose && llvm::equal(transpose.getPerm(), ArrayRef<int64_t>{1, 0});
+  if (transB)
+    factor = transpose.getInput();
   Value gemm = b.create<nn::GemmOp>(loc, RankedTensorType::get({rows, w.getDimSize(1)}, element),
-                                    flat, product.getRhs(), bias, b.getF32FloatAttr(1),
+                                    flat, factor, bias, b.getF32FloatAttr(1),
                                     b.getF32FloatAttr(1), b.getBoolAttr(false),
-                                    b.getBoolAttr(false));
+                                    b.getBoolAttr(transB));
   if (out.getRank() != 2)
     gemm = b.create<nn::ReshapeOp>(loc, out, gemm);
   add.getResult().replaceAllUsesWith(gemm);
   add.erase();
   product.erase();
+  if (transB && transpose->use_empty())
+    transpose.erase();
 }
 
 void Retyper::castOutputs() {

@@ -68,3 +68,25 @@ func.func @forward(%x: tensor<2x4xf32> {nn.input = "x"}, %w: tensor<4x3xf32> {nn
   return %2 : tensor<2x3xf32>
 }
 
+
+// -----
+
+// F.linear (matmul by transpose(weight), then the bias) becomes one gemm
+// with the bias, as torch's addmm rounds once; it reads the weight with
+// trans_b, so neither the forward nor the weight's gradient transposes.
+// CHECK-LABEL: func.func @forward(
+// CHECK-DAG: %[[W:[0-9]+]] = nn.cast %arg1 : tensor<5x4xf32> to tensor<5x4xbf16>
+// CHECK-DAG: %[[X:[0-9]+]] = nn.cast %arg0 : tensor<2x3x4xf32> to tensor<2x3x4xbf16>
+// CHECK-DAG: %[[B:[0-9]+]] = nn.cast %arg2 : tensor<5xf32> to tensor<5xbf16>
+// CHECK: %[[FLAT:[0-9]+]] = nn.reshape %[[X]] : tensor<2x3x4xbf16> to tensor<6x4xbf16>
+// CHECK: %[[G:[0-9]+]] = nn.gemm %[[FLAT]], %[[W]], %[[B]] {trans_b = true} : (tensor<6x4xbf16>, tensor<5x4xbf16>, tensor<5xbf16>) -> tensor<6x5xbf16>
+// CHECK: nn.reshape %[[G]] : tensor<6x5xbf16> to tensor<2x3x5xbf16>
+// CHECK-NOT: nn.transpose
+// CHECK: return
+func.func @forward(%x: tensor<2x3x4xf32> {nn.input = "x"}, %w: tensor<5x4xf32> {nn.param = "w"},
+                   %bias: tensor<5xf32> {nn.param = "bias"}) -> (tensor<2x3x5xf32> {nn.output = "y"}) {
+  %wt = nn.transpose %w {perm = array<i64: 1, 0>} : tensor<5x4xf32> to tensor<4x5xf32>
+  %0 = nn.matmul %x, %wt : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>
+  %1 = nn.add %0, %bias : (tensor<2x3x5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>
+  return %1 : tensor<2x3x5xf32>
+}

@@ -14,6 +14,7 @@
 # data sheets: H100 SXM / H200 989 TFLOP/s bf16, 67 fp32; H100 PCIe 756 /
 # 51; A100 312 / 19.5. A GPU not in the table has no MFU.
 
+import contextlib
 import json
 import os
 import subprocess
@@ -193,12 +194,13 @@ class MemorySampler:
         return max(self.per_gpu.values()) if self.per_gpu else None
 
 
-def torch_timed_steps(model, batch, steps):
+def torch_timed_steps(model, batch, steps, autocast=None):
     """Trains `model` (on the GPU) for `steps` AdamW steps on `batch` (the
     benchmarks' optimizer: lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay
     0.01) and returns each step's time, measured by CUDA events around
     zero_grad, forward, backward and the optimizer step. The peak memory
-    counter is reset first."""
+    counter is reset first. `autocast` (a torch dtype) runs the forward
+    under torch.autocast("cuda", dtype=autocast)."""
     import torch
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
@@ -209,7 +211,8 @@ def torch_timed_steps(model, batch, steps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         optimizer.zero_grad(set_to_none=True)
-        loss = model(*batch)
+        with (torch.autocast("cuda", dtype=autocast) if autocast else contextlib.nullcontext()):
+            loss = model(*batch)
         loss.backward()
         optimizer.step()
         end.record()

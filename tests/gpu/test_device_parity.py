@@ -6,20 +6,33 @@
 # parameters within 5e-5 relative L2 (TF32 stays off: fsdp-run's default).
 # D is `cuda` (a real GPU: the ctest `gpu-parity`, label gpu) or `cuda-simt`
 # (the CUDA kernels under emulation on the CPU: ctests labelled cuda-simt;
-# on these models the emulation takes seconds). The cases:
+# on these models the emulation takes seconds). Plans computing in bf16 or
+# f16 (--param-dtype) keep those tolerances under cuda-simt, whose CPU
+# reference then sums 16-bit GEMMs as the emulation does (FSDP_CPU_GEMM=
+# naive: the rows are equal bit for bit), and on a real GPU, where cuBLAS
+# sums them in its own order, meet bf16's loss 2e-2 / parameters 2e-3 and
+# f16's 5e-3 / 1e-3 (GPU_LOW_PRECISION says why). The cases:
 #   - forward: forward-only plans (--mode=forward) of the GPT (its loss, and
-#     its logits), the Transformer and the MLP; every output compared;
+#     its logits), the Transformer and the MLP; the GPT's logits computed in
+#     bf16 (cast to f32 outputs: .npy has no bf16) and its loss in f16;
+#     every output compared;
 #   - training: the GPT unsharded, --shard=full at world size 1, with
-#     --offload=cpu, --ckpt=blocks and --param-dtype=bf16; the Transformer
-#     with dropout (the masks come from the shared counter RNG, so they are
-#     the CPU's bit for bit); the MLP with SGD + Nesterov momentum;
+#     --offload=cpu, --ckpt=blocks, --param-dtype=bf16 (alone, and with
+#     --shard=full, --ckpt=blocks and --reduce-dtype=bf16) and
+#     --param-dtype=f16 (loss scaling growing every 3 steps: each step's
+#     loss_scale and skipped the CPU's exactly, steps 1, 5 and 9 skipped);
+#     the Transformer with dropout (the masks come from the shared counter
+#     RNG, so they are the CPU's bit for bit); the MLP with SGD + Nesterov
+#     momentum;
 #   - a real training run (issue 19): the GPT with --clip-grad-norm (2-norm
 #     and inf, clipping every step; grad_norm compared too), with
 #     --grad-accum=2 (each and last), and with validation (--eval-input:
 #     val_loss after steps 5 and 10 compared too);
-#   - a negative control: the device's run against a CPU run with lr x 1.1
+#   - negative controls: the device's run against a CPU run with lr x 1.1
 #     must FAIL the same comparison, so a comparison that cannot fail is
-#     caught;
+#     caught; and its bf16 and f16 runs against CPU runs at lr x 1.25 must
+#     FAIL the GPU's bf16/f16 tolerances on every device, so those bounds
+#     are shown to catch something wherever the suite runs;
 #   - checkpoints: saved after 5 steps on the CPU and resumed on D to step
 #     10, and the reverse, both equal to the uninterrupted CPU run; the two
 #     devices write checkpoints of the same files and tensors;
@@ -88,6 +101,43 @@ import gpu_probe  # noqa: E402  (which GPUs the driver sees)
 LOSS_TOLERANCE = 1e-5   # relative, every step
 PARAM_TOLERANCE = 5e-5  # relative L2 over all parameters, after the last step
 OUTPUT_TOLERANCE = 1e-5  # relative L2 of each forward output
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    loss: float     # relative, every step (and each compared metric)
+    params: float   # relative L2 over all parameters, after the last step
+    outputs: float  # relative L2 of each forward output
+
+
+TIGHT = Tolerance(LOSS_TOLERANCE, PARAM_TOLERANCE, OUTPUT_TOLERANCE)
+# --param-dtype=bf16|f16 on a real GPU. Every kernel but the GEMMs gives the
+# CPU's bits there too; the 16-bit GEMMs are cuBLAS's, accumulating in f32
+# in another order than the CPU's oneDNN, so a product now and then rounds
+# to the other neighbouring 16-bit value and training carries it on. A loss
+# is a value of the compute dtype: bf16 keeps 8 significant bits (an ulp is
+# 2^-7..2^-8 relative, 7.8e-3..3.9e-3), f16 11 (9.8e-4..4.9e-4), so these
+# admit a loss (or forward output) at least 2.5 (bf16) or 5 (f16) ulps off.
+# The parameters stay f32 masters that AdamW moves by about lr a step
+# whatever the gradient's rounding. These are the bounds fsdp-opt's
+# bf16/f16 runs meet against torch's (tests/e2e/torch2/mixed_precision.py),
+# whose rounding differs from ours in more places than a GEMM's order. On
+# the CPU, two orders of the same f32 sums (FSDP_CPU_GEMM=naive against
+# oneDNN) leave the bf16 rows 3.9e-10 apart in parameters and the f16 row
+# 6.4e-5 (attention's key bias, whose gradient is rounding noise), losses
+# and outputs equal; tensor cores may round their sums less kindly, hence
+# the margin. What the bounds still catch: the low-precision negative
+# controls (lr x LOW_PRECISION_LR_FACTOR).
+GPU_LOW_PRECISION = {"bf16": Tolerance(2e-2, 2e-3, 2e-2), "f16": Tolerance(5e-3, 1e-3, 5e-3)}
+# The SIMT emulation's 16-bit GEMMs are a naive loop (a thread per element
+# summing its k terms in increasing order in f32: LinearAlgebraKernels.cu),
+# the arithmetic of the CPU's FSDP_CPU_GEMM=naive route, not of its default
+# (oneDNN, which sums in another order: the f16 training row then ends
+# 6.4e-5 apart in parameters, past TIGHT, through attention's key bias
+# whose gradient is rounding noise; see test_train_parity.py). Under
+# cuda-simt the CPU reference takes that route, so every row compares the
+# same arithmetic; f32 and f64 GEMMs are OpenBLAS's on every route.
+SIMT_REFERENCE_GEMM = "naive"
 STEPS = 10
 RESUME_AT = 5
 REFERENCE = "cpu"
@@ -111,6 +161,17 @@ ADAMW = ["--optimizer=adamw", "--lr=0.001", "--weight-decay=0.01"]
 ADAMW_EPS6 = ADAMW + ["--eps=1e-06"]  # see test_train_parity.py: attention's key bias
 SGD_NESTEROV = ["--optimizer=sgd", "--lr=0.05", "--weight-decay=0.01", "--momentum=0.9",
                 "--nesterov"]
+BF16 = ADAMW + ["--world-size=1", "--param-dtype=bf16"]
+# f16 scales the loss as torch.amp.GradScaler does. Its seed, 65536, is inf
+# in f16, so step 1 skips; growing every 3 good steps brings it back, so
+# steps 1, 5 and 9 skip whatever the device's rounding (a gradient at the
+# backed-off scale 32768 is far from overflowing).
+F16 = ADAMW + ["--world-size=1", "--param-dtype=f16", "--loss-scale-growth-interval=3"]
+# The low-precision negative controls' lr factor: at x 1.1 the CPU's BF16
+# runs at lr 1e-3 and 1.1e-3 end 1.2e-2 apart in losses and 1.98e-3 in
+# parameters (small models), inside GPU_LOW_PRECISION's bf16 bounds; at
+# x 1.25, 2.5e-2 and 4.7e-3 (F16: 1.8e-2 and 3.4e-3), rejected.
+LOW_PRECISION_LR_FACTOR = 1.25
 
 
 class Failure(Exception):
@@ -352,18 +413,33 @@ def relative_l2(ours, reference):
     return float(diff / norm) if norm > 0 else (0.0 if diff == 0 else math.inf)
 
 
-def compare_losses(device, records, ref_records, result, reference=REFERENCE):
+def compute_dtype(flags):
+    """The plan's --param-dtype (f32 without one)."""
+    return next((f.split("=", 1)[1] for f in flags if f.startswith("--param-dtype=")), "f32")
+
+
+def tolerance_for(device, flags):
+    """The tolerance of a plan compiled with `flags` run on `device`: TIGHT
+    but for 16-bit compute on a real GPU (GPU_LOW_PRECISION's why); the
+    SIMT emulation's 16-bit GEMMs are its reference's (SIMT_REFERENCE_GEMM)."""
+    if device == "cuda":
+        return GPU_LOW_PRECISION.get(compute_dtype(flags), TIGHT)
+    return TIGHT
+
+
+def compare_losses(device, records, ref_records, result, reference=REFERENCE,
+                   tolerance=LOSS_TOLERANCE):
     ours = numpy.array([r.get("loss") if r.get("loss") is not None else math.nan
                         for r in records], numpy.float64)
     theirs = numpy.array([r.get("loss") if r.get("loss") is not None else math.nan
                           for r in ref_records], numpy.float64)
     rel = numpy.abs(ours - theirs) / numpy.abs(theirs)
     result.loss_rel = float(numpy.max(rel)) if len(rel) else math.nan
-    if not (numpy.all(numpy.isfinite(ours)) and result.loss_rel <= LOSS_TOLERANCE):
-        lines = [f"losses differ (max rel {result.loss_rel:.2e}, tolerance {LOSS_TOLERANCE:g}):",
+    if not (numpy.all(numpy.isfinite(ours)) and result.loss_rel <= tolerance):
+        lines = [f"losses differ (max rel {result.loss_rel:.2e}, tolerance {tolerance:g}):",
                  f"  {'step':>4} {reference:>16} {device:>16} {'rel':>9}"]
         for r, a, b, d in zip(records, theirs, ours, rel):
-            flag = "  <--" if not d <= LOSS_TOLERANCE else ""
+            flag = "  <--" if not d <= tolerance else ""
             lines.append(f"  {r['step']:>4} {a:>16.9g} {b:>16.9g} {d:>9.2e}{flag}")
         result.problems.append("\n".join(lines))
 
@@ -396,10 +472,12 @@ def compare_params(device, weights, ref_weights, result, tolerance=PARAM_TOLERAN
         result.problems.append("\n".join(lines))
 
 
-def compare_training(device, run, ref_run, reference=REFERENCE):
+def compare_training(device, run, ref_run, reference=REFERENCE, tolerance=TIGHT):
     result = Result()
-    compare_losses(device, run[0], ref_run[0], result, reference=reference)
-    compare_params(device, run[1], ref_run[1], result, reference=reference)
+    compare_losses(device, run[0], ref_run[0], result, reference=reference,
+                   tolerance=tolerance.loss)
+    compare_params(device, run[1], ref_run[1], result, tolerance=tolerance.params,
+                   reference=reference)
     return result
 
 
@@ -419,9 +497,10 @@ def bitwise(label, run, other):
 # Cases
 # --------------------------------------------------------------------------
 
-def forward_case(model):
+def forward_case(model, flags=("--mode=forward",)):
     def case(t, device):
-        ours, ref = t.forward(device, model), t.forward(REFERENCE, model)
+        ours, ref = t.forward(device, model, flags), t.forward(REFERENCE, model, flags)
+        tolerance = tolerance_for(device, flags).outputs
         result = Result()
         if sorted(ours) != sorted(ref):
             result.problems.append(f"outputs {sorted(ours)} vs {REFERENCE}'s {sorted(ref)}")
@@ -435,11 +514,11 @@ def forward_case(model):
                 continue
             rel = relative_l2(ours[name], ref[name])
             worst = max(worst, rel)
-            if not rel <= OUTPUT_TOLERANCE:
+            if not rel <= tolerance:
                 d = numpy.abs(difference(ours[name], ref[name])).ravel()
                 i = int(numpy.argmax(d))
                 result.problems.append(
-                    f"output {name}: rel L2 {rel:.2e} > {OUTPUT_TOLERANCE:g}; max |diff| "
+                    f"output {name}: rel L2 {rel:.2e} > {tolerance:g}; max |diff| "
                     f"{d[i]:.3e} at flat {i} ({REFERENCE} {ref[name].ravel()[i]!r}, "
                     f"{device} {ours[name].ravel()[i]!r})")
         result.loss_rel = worst
@@ -450,20 +529,47 @@ def forward_case(model):
 def train_case(model, flags):
     def case(t, device):
         return compare_training(device, t.train(device, model, flags),
-                                t.train(REFERENCE, model, flags))
+                                t.train(REFERENCE, model, flags),
+                                tolerance=tolerance_for(device, flags))
     return case
 
 
-def compare_metric(device, key, run, ref_run, result):
+def loss_scaling_case(model, flags):
+    """A --param-dtype=f16 training comparison that also requires each
+    step's loss scale and whether it skipped its update to be the CPU's
+    exactly (a power of two and a yes or no: equal, or the runs went
+    apart), and the run to have skipped a step and grown the scale after
+    one, so the device ran found_inf, a skipped update and the growth."""
+    def case(t, device):
+        run, ref_run = t.train(device, model, flags), t.train(REFERENCE, model, flags)
+        result = compare_training(device, run, ref_run, tolerance=tolerance_for(device, flags))
+        ours = [(r.get("loss_scale"), r.get("skipped")) for r in run[0]]
+        theirs = [(r.get("loss_scale"), r.get("skipped")) for r in ref_run[0]]
+        scales = [scale for scale, _ in theirs]
+        skipped = [r["step"] for r in ref_run[0] if r.get("skipped")]
+        if ours != theirs:
+            result.problems.append(f"(loss_scale, skipped) per step differ: {device} {ours}, "
+                                   f"{REFERENCE} {theirs}")
+        elif not skipped or not any(b > a for a, b in zip(scales, scales[1:])):
+            result.problems.append(f"the run needs a skipped step and a grown scale: "
+                                   f"(loss_scale, skipped) per step {theirs}")
+        else:
+            result.notes.append(f"skipped steps {skipped}, loss scales {scales}, as the CPU's")
+        return result
+    return case
+
+
+def compare_metric(device, key, run, ref_run, result, tolerance=LOSS_TOLERANCE):
     """Problems if the runs' `key` values (a metric some steps log, as
-    val_loss or grad_norm) differ beyond the loss tolerance or are missing."""
+    val_loss or grad_norm) differ beyond `tolerance` (relative) or are
+    missing."""
     ours = [r[key] for r in run[0] if r.get(key) is not None]
     theirs = [r[key] for r in ref_run[0] if r.get(key) is not None]
     if not ours or len(ours) != len(theirs):
         result.problems.append(f"{key}: {device} logged {ours}, {REFERENCE} {theirs}")
         return
     worst = max(abs(a - b) / abs(b) for a, b in zip(ours, theirs))
-    if not worst <= LOSS_TOLERANCE:
+    if not worst <= tolerance:
         result.problems.append(f"{key} differs (max rel {worst:.2e}): {device} {ours}, "
                                f"{REFERENCE} {theirs}")
 
@@ -476,8 +582,9 @@ def metric_case(model, flags, key, extra=lambda t, model: []):
         more = tuple(extra(t, model))
         run = t.train(device, model, flags, extra=more)
         ref_run = t.train(REFERENCE, model, flags, extra=more)
-        result = compare_training(device, run, ref_run)
-        compare_metric(device, key, run, ref_run, result)
+        tolerance = tolerance_for(device, flags)
+        result = compare_training(device, run, ref_run, tolerance=tolerance)
+        compare_metric(device, key, run, ref_run, result, tolerance=tolerance.loss)
         return result
     return case
 
@@ -500,7 +607,8 @@ def sharded_case(model, flags, launcher=()):
     `launcher`) against the CPU's in-process run of the same plan file."""
     def case(t, device):
         return compare_training(device, t.train(device, model, flags, launcher=launcher),
-                                t.train(REFERENCE, model, flags))
+                                t.train(REFERENCE, model, flags),
+                                tolerance=tolerance_for(device, flags))
     return case
 
 
@@ -536,14 +644,25 @@ def world_sizes(device):
     return [], f"no world size > 1: --device={device} has no collectives"
 
 
-def negative_case(t, device):
-    """The device's run against a CPU run at lr x 1.1 must fail."""
-    result = compare_training(device, t.train(device, "gpt-train", ADAMW),
-                              t.train(REFERENCE, "gpt-train", ADAMW, extra=("--lr=0.0011",)))
-    verdict = Result(result.loss_rel, result.param_rel)
-    if not result.problems:
-        verdict.problems.append(f"the comparison accepted a {REFERENCE} run with lr x 1.1")
-    return verdict
+def negative_case(flags, factor, tolerance):
+    """The device's run of the GPT plan `flags` compile against a CPU run at
+    lr x `factor` must fail the comparison at `tolerance`, on every device:
+    the low-precision controls check the GPU's looser bounds wherever the
+    suite runs."""
+    lr = float(next(f for f in flags if f.startswith("--lr=")).split("=", 1)[1])
+
+    def case(t, device):
+        result = compare_training(device, t.train(device, "gpt-train", flags),
+                                  t.train(REFERENCE, "gpt-train", flags,
+                                          extra=(f"--lr={lr * factor:.9g}",)),
+                                  tolerance=tolerance)
+        verdict = Result(result.loss_rel, result.param_rel)
+        if not result.problems:
+            verdict.problems.append(f"the comparison (loss {tolerance.loss:g}, parameters "
+                                    f"{tolerance.params:g}) accepted a {REFERENCE} run with "
+                                    f"lr x {factor:g}")
+        return verdict
+    return case
 
 
 def checkpoint_layout(ckpt):
@@ -803,13 +922,22 @@ CASES = [
     Case("forward gpt (logits)", forward_case("gpt-logits")),
     Case("forward transformer", forward_case("transformer-eval")),
     Case("forward mlp", forward_case("mlp-eval")),
+    # .npy has no bf16: the bf16 plan casts its outputs to f32 (exactly).
+    Case("forward gpt (logits) --param-dtype=bf16",
+         forward_case("gpt-logits", ["--mode=forward", "--param-dtype=bf16",
+                                     "--output-dtype=f32"])),
+    Case("forward gpt (loss) --param-dtype=f16",
+         forward_case("gpt-eval", ["--mode=forward", "--param-dtype=f16"])),
     Case("train gpt adamw", train_case("gpt-train", ADAMW)),
     Case("train gpt --shard=full (world size 1)",
          train_case("gpt-train", ADAMW + ["--world-size=1", "--shard=full", "--wrap=blocks"])),
     Case("train gpt --offload=cpu", train_case("gpt-train", ADAMW + ["--offload=cpu"])),
     Case("train gpt --ckpt=blocks", train_case("gpt-train", ADAMW + ["--ckpt=blocks"])),
-    Case("train gpt --param-dtype=bf16",
-         train_case("gpt-train", ADAMW + ["--world-size=1", "--param-dtype=bf16"])),
+    Case("train gpt --param-dtype=bf16", train_case("gpt-train", BF16)),
+    Case("train gpt --param-dtype=bf16 sharded, ckpt",
+         train_case("gpt-train", BF16 + ["--shard=full", "--wrap=blocks", "--ckpt=blocks",
+                                         "--reduce-dtype=bf16"])),
+    Case("train gpt --param-dtype=f16 (loss scaling)", loss_scaling_case("gpt-train", F16)),
     Case("train transformer dropout 0.1",
          train_case("transformer-dropout-train",
                     ADAMW_EPS6 + [f"--freeze={TRANSFORMER_BUFFERS}"])),
@@ -831,7 +959,11 @@ CASES = [
     Case("train gpt with validation (--eval-input)",
          metric_case("gpt-train", ADAMW + ["--world-size=1", "--shard=full"], "val_loss",
                      extra=eval_flags)),
-    Case("negative: vs cpu at lr x1.1 must differ", negative_case),
+    Case("negative: vs cpu at lr x1.1 must differ", negative_case(ADAMW, 1.1, TIGHT)),
+    Case(f"negative: --param-dtype=bf16, cpu lr x{LOW_PRECISION_LR_FACTOR:g}",
+         negative_case(BF16, LOW_PRECISION_LR_FACTOR, GPU_LOW_PRECISION["bf16"])),
+    Case(f"negative: --param-dtype=f16, cpu lr x{LOW_PRECISION_LR_FACTOR:g}",
+         negative_case(F16, LOW_PRECISION_LR_FACTOR, GPU_LOW_PRECISION["f16"])),
     Case("resume cpu->device and device->cpu", resume_case),
     Case("bad token id refused on both", bad_token_case),
     Case("compiled ./step gpt-tiny vs fsdp-run", step_binary_case),
@@ -903,6 +1035,8 @@ def main():
     if not cases:
         sys.exit(f"--only {args.only} matched no case for --device={args.device}")
 
+    if args.device == "cuda-simt":
+        os.environ["FSDP_CPU_GEMM"] = SIMT_REFERENCE_GEMM
     tmp = args.keep or tempfile.mkdtemp(prefix="device-parity-")
     os.makedirs(tmp, exist_ok=True)
     try:
@@ -919,6 +1053,13 @@ def main():
         print(f"--device={args.device} against --device={REFERENCE}, one plan file each, "
               f"{args.size} models, {STEPS} steps; tolerances: loss {LOSS_TOLERANCE:g} rel per "
               f"step, parameters {PARAM_TOLERANCE:g} rel L2, outputs {OUTPUT_TOLERANCE:g} rel L2")
+        if args.device == "cuda-simt":
+            print(f"  the CPU's 16-bit GEMMs: FSDP_CPU_GEMM={SIMT_REFERENCE_GEMM}, the "
+                  f"emulation's arithmetic")
+        if on_gpu:
+            print("  --param-dtype rows (cuBLAS's 16-bit GEMMs): " + "; ".join(
+                f"{d}: loss {t.loss:g}, parameters {t.params:g}, outputs {t.outputs:g}"
+                for d, t in GPU_LOW_PRECISION.items()))
         print(f"{'case':<44} {'max loss rel':>12} {'param rel L2':>12}  result {'s':>6}")
         if sizes_note:
             print(sizes_note)

@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 #include <type_traits>
 
 namespace fsdp::rt::cpu {
@@ -36,8 +37,17 @@ constexpr int64_t kSoftmaxColumns = 1024;
 
 /// f32/f64 outputs hold exp(x - max) between the sum and the division, so
 /// each element is exponentiated once; 16-bit outputs would round it, so
-/// they recompute it instead.
+/// they hold it in a per-thread row of the compute type instead (the same
+/// values, so the same bits as recomputing it, at half the exps).
 template <typename T> inline constexpr bool kOutputHoldsExp = std::is_same_v<T, ComputeType<T>>;
+
+/// The calling thread's scratch row of at least `len` compute values.
+template <typename C> C *scratchRow(int64_t len) {
+  static thread_local std::vector<C> row;
+  if (static_cast<int64_t>(row.size()) < len)
+    row.resize(static_cast<size_t>(len));
+  return row.data();
+}
 
 /// The final value of one element given its row's max and sum of exps.
 template <typename C> C softmaxValue(C x, C max, C sum, bool log) {
@@ -56,17 +66,20 @@ void softmaxContiguous(const T *in, T *out, int64_t rows, int64_t len, bool log)
       T *y = out + r * len;
       const C max = laneFold(
           len, C(-INFINITY), [&](int64_t i) { return load(x + i); }, maximum<C>);
-      if constexpr (kOutputHoldsExp<T>) {
-        if (!log) {
-          // Independent exp calls first, then a vectorized sum and division.
-          for (int64_t i = 0; i < len; ++i)
-            y[i] = expOf(load(x + i) - max);
-          const C sum = laneFold(
-              len, C(0), [&](int64_t i) { return y[i]; }, plus<C>);
-          for (int64_t i = 0; i < len; ++i)
-            y[i] /= sum;
-          return;
-        }
+      if (!log) {
+        // Independent exp calls first, then a vectorized sum and division.
+        C *e = nullptr;
+        if constexpr (kOutputHoldsExp<T>)
+          e = y;
+        else
+          e = scratchRow<C>(len);
+        for (int64_t i = 0; i < len; ++i)
+          e[i] = expOf(load(x + i) - max);
+        const C sum = laneFold(
+            len, C(0), [&](int64_t i) { return e[i]; }, plus<C>);
+        for (int64_t i = 0; i < len; ++i)
+          store(y + i, e[i] / sum);
+        return;
       }
       const C sum = laneFold(
           len, C(0), [&](int64_t i) { return expOf(load(x + i) - max); }, plus<C>);

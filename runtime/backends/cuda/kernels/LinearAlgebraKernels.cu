@@ -11,8 +11,11 @@
 // - integers everywhere, and f16/bf16 in the SIMT build, by a naive kernel
 //   that walks the same description: one thread per result element summing
 //   its k terms in increasing order, in the CPU's accumulator (float for
-//   16-bit floats, wrapping 64-bit for integers), so it gives the CPU's
-//   bits. cuBLAS has no integer GEMM, and the GPU's 16-bit GEMMs are
+//   16-bit floats, wrapping 64-bit for integers), so it gives the bits of
+//   the CPU's naive route (FSDP_CPU_GEMM=naive; the CPU's default 16-bit
+//   GEMMs are oneDNN's, which sums in its own order, so the SIMT parity
+//   tests take that route for their reference). cuBLAS has no integer
+//   GEMM, and the GPU's 16-bit GEMMs are
 //   cuBLAS's (fp32 accumulation in cuBLAS's order: within the numerics
 //   contract, not bitwise).
 // gemm's bias is broadcast into the result first by a copy kernel, and the

@@ -112,6 +112,7 @@ private:
   void fuseLinearBias(nn::AddOp add);
   void castOutputs();
   Value castValue(Value v, Type element, Location loc);
+  Value exactConstant(Value v, Type element);
 
   func::FuncOp f;
   Type compute, output;
@@ -124,6 +125,27 @@ private:
 Value Retyper::castValue(Value v, Type element, Location loc) {
   auto type = cast<RankedTensorType>(v.getType());
   return b.create<nn::CastOp>(loc, type.clone(element), v);
+}
+
+/// `v` as a constant of dtype `element` when it is a splat f32 constant
+/// whose value `element` holds exactly (GELU's 0.5 and 1, a 2 or an 8), or
+/// null. torch's wrapped-number rule computes x * c as f32(x) * c and x + c
+/// as f32(x) + round(c); with c exact in x's dtype both equal the uniform
+/// op's arithmetic, so such a scalar is retyped at no bit's cost, and the
+/// op joins an nn.fused chain, which a mixed-dtype op cannot.
+Value Retyper::exactConstant(Value v, Type element) {
+  auto constant = v.getDefiningOp<nn::ConstantOp>();
+  auto dense = constant ? dyn_cast<DenseFPElementsAttr>(constant.getValue()) : nullptr;
+  auto target = dyn_cast<FloatType>(element);
+  if (!dense || !dense.isSplat() || !target)
+    return {};
+  APFloat value = dense.getSplatValue<APFloat>();
+  bool losesInfo = true;
+  value.convert(target.getFloatSemantics(), APFloat::rmNearestTiesToEven, &losesInfo);
+  if (losesInfo || value.isNaN())
+    return {};
+  auto type = cast<RankedTensorType>(v.getType()).clone(element);
+  return b.create<nn::ConstantOp>(constant.getLoc(), type, DenseElementsAttr::get(type, value));
 }
 
 LogicalResult Retyper::castArguments() {
@@ -236,8 +258,15 @@ LogicalResult Retyper::retype(Operation *op) {
     // div is not cast first; the kernel applies torch's rule for it
     // (dialects/nn/NNElementwiseOps.td).
     if (isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp>(op) && isRankZero(operand.get()) &&
-        !strong.contains(operand.get()) && element->isF32() && common.getIntOrFloatBitWidth() == 16)
+        !strong.contains(operand.get()) && element->isF32() && common.getIntOrFloatBitWidth() == 16) {
+      if (Value exact = exactConstant(operand.get(), common)) {
+        Operation *wide = operand.get().getDefiningOp();
+        operand.set(exact);
+        if (wide->use_empty())
+          wide->erase();
+      }
       continue;
+    }
     operand.set(castValue(operand.get(), common, op->getLoc()));
   }
   for (Value r : op->getResults())

@@ -90,3 +90,33 @@ func.func @forward(%x: tensor<2x3x4xf32> {nn.input = "x"}, %w: tensor<5x4xf32> {
   %1 = nn.add %0, %bias : (tensor<2x3x5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>
   return %1 : tensor<2x3x5xf32>
 }
+
+// -----
+
+// A Python scalar in mul/div/add keeps f32 (torch's wrapped number: the
+// kernel multiplies by it unrounded) unless the compute dtype holds it
+// exactly, as GELU's 0.5 and 1: then it becomes a bf16 constant, which
+// changes no bit and lets the op fuse. 1/sqrt(2) is not exact in bf16.
+// CHECK-LABEL: func.func @forward(
+// CHECK-DAG: %[[X:[0-9]+]] = nn.cast %arg0 : tensor<2x3xf32> to tensor<2x3xbf16>
+// CHECK-DAG: %[[R2:[0-9]+]] = nn.constant dense<1.41421354> : tensor<f32>
+// CHECK: %[[D:[0-9]+]] = nn.div %[[X]], %[[R2]] : (tensor<2x3xbf16>, tensor<f32>) -> tensor<2x3xbf16>
+// CHECK: %[[E:[0-9]+]] = nn.erf %[[D]] : tensor<2x3xbf16>
+// CHECK: %[[ONE:[0-9]+]] = nn.constant dense<1.000000e+00> : tensor<bf16>
+// CHECK: %[[A:[0-9]+]] = nn.add %[[E]], %[[ONE]] : (tensor<2x3xbf16>, tensor<bf16>) -> tensor<2x3xbf16>
+// CHECK: %[[M:[0-9]+]] = nn.mul %[[X]], %[[A]]
+// CHECK: %[[HALF:[0-9]+]] = nn.constant dense<5.000000e-01> : tensor<bf16>
+// CHECK: nn.mul %[[M]], %[[HALF]] : (tensor<2x3xbf16>, tensor<bf16>) -> tensor<2x3xbf16>
+// CHECK-NOT: tensor<f32>
+// CHECK: return
+func.func @forward(%x: tensor<2x3xf32> {nn.input = "x"}) -> (tensor<2x3xf32> {nn.output = "y"}) {
+  %r2 = nn.constant dense<1.41421354> : tensor<f32>
+  %0 = nn.div %x, %r2 : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %1 = nn.erf %0 : tensor<2x3xf32>
+  %one = nn.constant dense<1.0> : tensor<f32>
+  %2 = nn.add %1, %one : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %3 = nn.mul %x, %2 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %half = nn.constant dense<0.5> : tensor<f32>
+  %4 = nn.mul %3, %half : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  return %4 : tensor<2x3xf32>
+}

@@ -25,6 +25,7 @@
 #include "compiler/Target/PlanEmitter.h"
 #include "compiler/Transforms/Passes.h"
 #include "EmitStep.h"
+#include "MlirInputGuard.h"
 #include "frontends/onnx/HostTensorAdapter.h"
 #include "frontends/onnx/Importer.h"
 #include "frontends/onnx/ParameterManifest.h"
@@ -418,12 +419,26 @@ int compileOnnx(const fsdp::CompileOptions &options, DialectRegistry &registry,
   return 0;
 }
 
+/// `buffer`, or null with `error` set where its text is one MLIR 19's
+/// parser crashes on (MlirInputGuard.h).
+std::unique_ptr<llvm::MemoryBuffer> refuseParserCrashes(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                                                        std::string &error) {
+  if (buffer)
+    if (std::optional<size_t> line = fsdp::findIntegerBoolArray(buffer->getBuffer())) {
+      error = "line " + std::to_string(*line) +
+              ": a bool array written with integer literals (array<i1: 0, ...>) is not "
+              "accepted: MLIR 19's parser mishandles it; write true/false";
+      return nullptr;
+    }
+  return buffer;
+}
+
 /// The .mlir input ("-": stdin), opened once and checked on the descriptor:
 /// a regular file only (O_NONBLOCK, so a FIFO is refused rather than waited
 /// on, and /dev/zero is refused rather than read until memory runs out).
 std::unique_ptr<llvm::MemoryBuffer> openMlirInput(const std::string &path, std::string &error) {
   if (path == "-")
-    return openInputFile(path, &error);
+    return refuseParserCrashes(openInputFile(path, &error), error);
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   struct stat st;
   if (fd < 0 || ::fstat(fd, &st) != 0) {
@@ -441,7 +456,7 @@ std::unique_ptr<llvm::MemoryBuffer> openMlirInput(const std::string &path, std::
     error = "cannot read: " + read.getError().message();
   }
   ::close(fd);
-  return buffer;
+  return refuseParserCrashes(std::move(buffer), error);
 }
 
 /// .mlir input compiled like ONNX input (summary, plan, report, trace). A plan's initial

@@ -211,6 +211,17 @@ InstructionCost predictInstruction(const plan::Plan &p, uint32_t index,
     const plan::Buffer *a = count(inst.inputs()) ? bufferAt(p, inst.inputs()->Get(0)) : nullptr;
     half = a && (a->dtype() == plan::DType::BF16 || a->dtype() == plan::DType::F16);
   }
+  if ((k == Kernel::Attention || k == Kernel::AttentionGrad) && count(inst.inputs()) >= 3) {
+    const plan::Buffer *q = bufferAt(p, inst.inputs()->Get(0));
+    const plan::Buffer *v = bufferAt(p, inst.inputs()->Get(2));
+    if (q && v && q->shape() && v->shape()) {
+      llvm::SmallVector<int64_t, 4> qs(q->shape()->begin(), q->shape()->end());
+      llvm::SmallVector<int64_t, 4> vs(v->shape()->begin(), v->shape()->end());
+      const bool causal = count(inst.ints()) >= 1 && inst.ints()->Get(0) != 0;
+      flops = attentionFlops(qs, vs, causal, k == Kernel::AttentionGrad);
+      half = q->dtype() == plan::DType::BF16 || q->dtype() == plan::DType::F16;
+    }
+  }
   return computeKernelCost(flops, read + written, half, device);
 }
 
@@ -229,6 +240,17 @@ double matmulFlops(uint64_t resultElements, int64_t reduction) {
   // dimensions are in the result's element count).
   return 2.0 * static_cast<double>(resultElements) *
          static_cast<double>(std::max<int64_t>(reduction, 0));
+}
+
+double attentionFlops(llvm::ArrayRef<int64_t> query, llvm::ArrayRef<int64_t> value, bool causal,
+                      bool backward) {
+  if (query.size() != 4 || value.size() != 4)
+    return 0;
+  const double scores = static_cast<double>(query[0]) * query[1] * query[2] * value[2] *
+                        (causal ? 0.5 : 1.0);
+  const double qk = 2.0 * scores * query[3], pv = 2.0 * scores * value[3];
+  // Backward: q kᵀ and dp (D and Dv long), dv, dk and dq.
+  return backward ? 2.0 * qk + 2.0 * pv + qk : qk + pv;
 }
 
 InstructionCost computeKernelCost(double flops, uint64_t bytes, bool half,

@@ -20,6 +20,8 @@
 
 #include "compiler/Pipelines/CompileOptions.h"
 
+#include "llvm/ADT/ArrayRef.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -78,6 +80,12 @@ double collectiveSeconds(uint64_t bytes, uint32_t groupSize, bool allReduce,
 /// 2 * M * N * K of a matrix product with `resultElements` = M * N (times
 /// any batch) and reduction length K.
 double matmulFlops(uint64_t resultElements, int64_t reduction);
+/// The products of a flash-style attention over query [B, H, Tq, D] and
+/// value [.., Tk, Dv]: the forward's two (q kᵀ and p v), the backward's
+/// five (q kᵀ recomputed, dv, dp, dk, dq); a causal one computes about
+/// half the score tiles.
+double attentionFlops(llvm::ArrayRef<int64_t> query, llvm::ArrayRef<int64_t> value, bool causal,
+                      bool backward);
 
 /// The roofline of one compute kernel that reads and writes `bytes` and,
 /// for a matmul or gemm, does `flops` (0 otherwise) at the bf16 rate when

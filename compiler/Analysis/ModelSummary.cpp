@@ -10,6 +10,7 @@
 #include "compiler/Analysis/ModelSummary.h"
 
 #include "compiler/Analysis/OpCost.h"
+#include "compiler/Transforms/FuseAttention.h"
 #include "dialects/nn/NNDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -83,6 +84,15 @@ FailureOr<ModelSummary> summarizeModel(ModuleOp module) {
     if (op != func.getOperation() && !isa<func::ReturnOp>(op))
       ++summary.opCounts[op->getName().getStringRef().str()];
   });
+  if (auto fusion = module->getAttrOfType<DictionaryAttr>(kAttentionFusionAttr)) {
+    summary.attentionFusionRan = true;
+    if (auto fused = fusion.getAs<IntegerAttr>("fused"))
+      summary.attentionFused = fused.getInt();
+    if (auto unfused = fusion.getAs<ArrayAttr>("unfused"))
+      for (Attribute why : unfused)
+        if (auto text = dyn_cast<StringAttr>(why))
+          summary.attentionUnfused.push_back(text.str());
+  }
   return summary;
 }
 
@@ -111,6 +121,12 @@ void printModelSummary(const ModelSummary &s, llvm::raw_ostream &os) {
   os << "ops:        " << total << "\n";
   for (const auto &[name, count] : s.opCounts)
     os << "  " << llvm::left_justify(name, 28) << count << "\n";
+  if (s.attentionFusionRan) {
+    os << "attention:  " << s.attentionFused << " fused into nn.attention, "
+       << s.attentionUnfused.size() << " left unfused\n";
+    for (const std::string &why : s.attentionUnfused)
+      os << "  unfused " << why << "\n";
+  }
 }
 
 } // namespace fsdp

@@ -33,6 +33,11 @@ struct ModelSummary {
   std::vector<TensorSummary> parameters, inputs, outputs;
   int64_t parameterElements = 0, parameterBytes = 0;
   std::map<std::string, int64_t> opCounts; // op name -> count
+  /// fsdp-fuse-attention's record, when it ran: how many attentions it
+  /// fused and, for each it left unfused, "LOC: why".
+  bool attentionFusionRan = false;
+  int64_t attentionFused = 0;
+  std::vector<std::string> attentionUnfused;
 };
 
 /// Summarizes `@forward` (or the first function) of `module`; fails with a

@@ -55,6 +55,16 @@ InstructionCost opCost(Operation *op, const DeviceProfile &device) {
     Type operand = getElementTypeOrSelf(op->getOperand(0).getType());
     half = operand.isBF16() || operand.isF16();
   }
+  auto attention = [&](Value query, Value value, bool causal, bool backward) {
+    flops = attentionFlops(cast<ShapedType>(query.getType()).getShape(),
+                           cast<ShapedType>(value.getType()).getShape(), causal, backward);
+    Type operand = getElementTypeOrSelf(query.getType());
+    half = operand.isBF16() || operand.isF16();
+  };
+  if (auto forward = dyn_cast<nn::AttentionOp>(op))
+    attention(forward.getQuery(), forward.getValue(), forward.getIsCausal(), false);
+  if (auto backward = dyn_cast<nn::AttentionGradOp>(op))
+    attention(backward.getQuery(), backward.getValue(), backward.getIsCausal(), true);
   return computeKernelCost(flops, bytes, half, device);
 }
 

@@ -101,11 +101,19 @@ void addMixedPrecision(mlir::OpPassManager &pm, const CompileOptions &opts) {
   pm.addPass(createMixedPrecisionPass(mixed));
 }
 
+/// fsdp-fuse-attention on @forward unless --fuse-attention=off; first, so
+/// mixed precision retypes the fused op and autodiff differentiates it.
+void addAttentionFusion(mlir::OpPassManager &pm, const CompileOptions &opts) {
+  if (opts.fuseAttention == OnOff::On)
+    pm.addPass(createFuseAttentionPass());
+}
+
 /// The train, checkpoint, shard and schedule stages.
 void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &opts,
                        const PipelineStart &start) {
   Stage last = lastRequestedStage(opts);
   if (!start.trained) {
+    addAttentionFusion(pm, opts);
     // Mixed precision retypes @forward first, so the loss attached to its
     // outputs and the backward built from it compute in its dtypes.
     addMixedPrecision(pm, opts);
@@ -205,8 +213,10 @@ void buildCompilePipeline(mlir::OpPassManager &pm, const CompileOptions &opts,
     addTrainingPasses(pm, opts, start);
   // A forward plan computes in --param-dtype too (no stage: nothing else
   // runs on it).
-  if (opts.mode == Mode::Forward)
+  if (opts.mode == Mode::Forward) {
+    addAttentionFusion(pm, opts);
     addMixedPrecision(pm, opts);
+  }
   // Elementwise fusion is a lowering decision made just before a plan is
   // written, not a stage: it changes no value, only how many passes over
   // memory the plan makes, so IR output (--emit=mlir) stays unfused.

@@ -109,6 +109,7 @@ public:
 private:
   LogicalResult castArguments();
   LogicalResult retype(Operation *op);
+  LogicalResult retypeAttention(nn::AttentionOp op, Type common);
   void fuseLinearBias(nn::AddOp add);
   void castOutputs();
   Value castValue(Value v, Type element, Location loc);
@@ -244,6 +245,8 @@ LogicalResult Retyper::retype(Operation *op) {
            << "; torch refuses a matrix product of mixed dtypes (an f32 buffer meets a "
               "low-precision activation: cast it in the model, or train it as a parameter)";
   }
+  if (auto attention = dyn_cast<nn::AttentionOp>(op))
+    return retypeAttention(attention, common);
   // nn.pow's exponent has its own dtype (ONNX Pow); a scalar exponent
   // stays as it is, as torch's pow(tensor, scalar) computes with it.
   b.setInsertionPoint(op);
@@ -272,6 +275,35 @@ LogicalResult Retyper::retype(Operation *op) {
   for (Value r : op->getResults())
     if (std::optional<Type> element = floatElement(r); element && *element == original)
       r.setType(cast<RankedTensorType>(r.getType()).clone(common));
+  return success();
+}
+
+/// torch's scaled_dot_product_attention: query, key and value in one dtype
+/// (torch refuses a mix, as it refuses a mixed matmul), the result in it;
+/// the log-sum-exp stays f32, and a float mask stays f32 or takes the
+/// compute dtype (the kernel adds it to f32 scores either way; torch takes
+/// an f32 mask beside bf16 operands).
+LogicalResult Retyper::retypeAttention(nn::AttentionOp op, Type common) {
+  Value operands[] = {op.getQuery(), op.getKey(), op.getValue()};
+  for (Value v : operands)
+    if (strong.contains(v) && cast<RankedTensorType>(v.getType()).getElementType() != common)
+      return op.emitOpError("has query, key and value of dtypes ")
+             << describe(*floatElement(op.getQuery())) << ", "
+             << describe(*floatElement(op.getKey())) << " and "
+             << describe(*floatElement(op.getValue())) << " under --param-dtype="
+             << describe(compute) << "; torch's scaled_dot_product_attention refuses a mix";
+  b.setInsertionPoint(op);
+  for (OpOperand &operand : op->getOpOperands()) {
+    std::optional<Type> element = floatElement(operand.get());
+    if (!element || *element == common)
+      continue;
+    if (operand.get() == op.getMask() && element->isF32())
+      continue;
+    operand.set(castValue(operand.get(), common, op.getLoc()));
+  }
+  op.getResult().setType(cast<RankedTensorType>(op.getResult().getType()).clone(common));
+  Type lse = common.isF64() ? common : Float32Type::get(op.getContext());
+  op.getLse().setType(cast<RankedTensorType>(op.getLse().getType()).clone(lse));
   return success();
 }
 

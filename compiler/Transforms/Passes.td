@@ -25,6 +25,41 @@ include "mlir/Pass/PassBase.td"
 // Train stage (compiler/Autodiff/)
 //===----------------------------------------------------------------------===//
 
+def FuseAttentionPass : Pass<"fsdp-fuse-attention", "::mlir::ModuleOp"> {
+  let summary = "Rewrite @forward's decomposed attentions into nn.attention (exact or "
+                "not at all)";
+  let description = [{
+    Finds softmax(q kᵀ · scale + mask) v as the exporters write it: a
+    product of queries and transposed keys (nn.transpose of the last two
+    dims, or dynamo's reshape, transpose, reshape), scalar factors on the
+    product or on either operand (dynamo scales q and k by √scale each), an
+    additive float mask or a where(mask, s, -inf), a softmax over the keys
+    and a product with the values, and replaces it with one nn.attention.
+    A constant mask equal to the causal triangle becomes `is_causal`. A
+    chain it cannot prove means the same function (dropout, a softmax over
+    another axis, probabilities read elsewhere, a mask computed from a
+    parameter, shapes that broadcast) stays as it is; the module attribute
+    `fsdp.attention_fusion` records how many were fused and why the others
+    were not. It runs first, before mixed precision and autodiff, so the
+    backward is nn.attention_grad and no score tensor is saved.
+
+    ```mlir
+    // Before
+    %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x2x8x4xf32> to tensor<1x2x4x8xf32>
+    %s = nn.matmul %q, %kt : (tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x8x8xf32>
+    %c = nn.constant dense<5.000000e-01> : tensor<f32>
+    %ss = nn.mul %s, %c : (tensor<1x2x8x8xf32>, tensor<f32>) -> tensor<1x2x8x8xf32>
+    %p = nn.softmax %ss {axis = 3 : i64} : tensor<1x2x8x8xf32>
+    %o = nn.matmul %p, %v : (tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32>
+    // After
+    %o, %lse = nn.attention %q, %k, %v {is_causal = false, scale = 5.000000e-01 : f32}
+        : (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>)
+        -> (tensor<1x2x8x4xf32>, tensor<1x2x8xf32>)
+    ```
+  }];
+  let dependentDialects = ["::fsdp::nn::NNDialect"];
+}
+
 def MixedPrecisionPass : Pass<"fsdp-mixed-precision", "::mlir::ModuleOp"> {
   let summary = "Compute @forward in bf16 or f16 as FSDP2's MixedPrecisionPolicy "
                 "does, following torch's type promotion op by op";

@@ -113,6 +113,27 @@ KernelEncoding LayerNormOp::encodeKernel() {
   return encoding;
 }
 
+// Attention: the mask is the optional operand (kNoBuffer when absent).
+Kernel AttentionOp::getKernel() { return Kernel::Attention; }
+KernelEncoding AttentionOp::encodeKernel() {
+  KernelEncoding encoding;
+  encoding.kernel = getKernel();
+  encoding.operands = {getQuery(), getKey(), getValue(), getMask()};
+  encoding.ints = {getIsCausal() ? 1 : 0};
+  encoding.floats = {getScale().convertToFloat()};
+  return encoding;
+}
+Kernel AttentionGradOp::getKernel() { return Kernel::AttentionGrad; }
+KernelEncoding AttentionGradOp::encodeKernel() {
+  KernelEncoding encoding;
+  encoding.kernel = getKernel();
+  encoding.operands = {getQuery(),         getKey(), getValue(), getMask(),
+                       getForwardResult(), getLse(), getGrad()};
+  encoding.ints = {getIsCausal() ? 1 : 0};
+  encoding.floats = {getScale().convertToFloat()};
+  return encoding;
+}
+
 // Reductions.
 Kernel ReduceSumOp::getKernel() { return Kernel::ReduceSum; }
 KernelEncoding ReduceSumOp::encodeKernel() { return withAxes(*this); }

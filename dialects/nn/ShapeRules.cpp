@@ -362,4 +362,36 @@ FailureOr<Shape> tileShape(ArrayRef<int64_t> input, ArrayRef<int64_t> repeats, E
   return shape;
 }
 
+FailureOr<Shape> attentionShape(ArrayRef<int64_t> query, ArrayRef<int64_t> key,
+                                ArrayRef<int64_t> value, std::optional<ArrayRef<int64_t>> mask,
+                                ErrorFn error) {
+  if (query.size() != 4 || key.size() != 4 || value.size() != 4) {
+    error("query, key and value must have rank 4 ([batch, heads, sequence, head dim]), got " +
+          formatShape(query) + ", " + formatShape(key) + " and " + formatShape(value));
+    return failure();
+  }
+  const int64_t heads = query[1], kvHeads = key[1];
+  if (key[0] != query[0] || value[0] != query[0] || value[1] != kvHeads || value[2] != key[2] ||
+      key[3] != query[3]) {
+    error("key " + formatShape(key) + " and value " + formatShape(value) +
+          " do not match query " + formatShape(query) +
+          " (same batch and head dim, key and value the same heads and length)");
+    return failure();
+  }
+  if (kvHeads <= 0 || heads % kvHeads != 0) {
+    error("query's " + llvm::Twine(heads) + " heads are not a multiple of key's " +
+          llvm::Twine(kvHeads));
+    return failure();
+  }
+  if (mask) {
+    const Shape scores{query[0], heads, query[2], key[2]};
+    if (mask->size() > 4 || !broadcastsTo(*mask, scores)) {
+      error("mask of shape " + formatShape(*mask) + " does not broadcast to the scores' " +
+            formatShape(scores));
+      return failure();
+    }
+  }
+  return Shape{query[0], heads, query[2], value[3]};
+}
+
 } // namespace fsdp::nn

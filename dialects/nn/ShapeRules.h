@@ -103,6 +103,15 @@ mlir::FailureOr<Shape> padShape(llvm::ArrayRef<int64_t> input,
 mlir::FailureOr<Shape> tileShape(llvm::ArrayRef<int64_t> input,
                                  llvm::ArrayRef<int64_t> repeats, ErrorFn error);
 
+/// Scaled dot-product attention: query [B, H, Tq, D], key [B, Hkv, Tk, D],
+/// value [B, Hkv, Tk, Dv] with Hkv dividing H, and an optional mask that
+/// broadcasts (numpy, rank <= 4) to [B, H, Tq, Tk]; the result is
+/// [B, H, Tq, Dv] (the log-sum-exp is its first three dims).
+mlir::FailureOr<Shape> attentionShape(llvm::ArrayRef<int64_t> query, llvm::ArrayRef<int64_t> key,
+                                      llvm::ArrayRef<int64_t> value,
+                                      std::optional<llvm::ArrayRef<int64_t>> mask,
+                                      ErrorFn error);
+
 } // namespace fsdp::nn
 
 #endif // FSDP_DIALECTS_NN_SHAPERULES_H

@@ -301,6 +301,14 @@ int emitTrace(const fsdp::CompileOptions &opts, ModuleOp module) {
 
 /// Prints the summary of `module` to the output file.
 int emitSummary(const fsdp::CompileOptions &opts, ModuleOp module) {
+  // The summary shows the ops a plan would run: attentions fused as the
+  // pipeline fuses them.
+  if (opts.fuseAttention == fsdp::OnOff::On) {
+    mlir::PassManager pm(module.getContext());
+    pm.addPass(fsdp::createFuseAttentionPass());
+    if (failed(pm.run(module)))
+      return 1;
+  }
   FailureOr<fsdp::ModelSummary> summary = fsdp::summarizeModel(module);
   if (failed(summary))
     return 1;

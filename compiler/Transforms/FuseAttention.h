@@ -1,0 +1,38 @@
+//===- FuseAttention.h - the exporters' attention as one nn.attention -----===//
+//
+// fsdp-fuse-attention (Passes.td) rewrites each decomposed attention of
+// @forward (softmax(q kᵀ · scale + mask) v, in the forms torch's
+// exporters and hand-written models produce) into one nn.attention, and
+// leaves every near miss as it is with the reason recorded, so that
+// --emit=summary and the report can say how many attentions were fused
+// and why the others were not. Running it before autodiff means the
+// gradient is nn.attention_grad and no score tensor is ever saved.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_COMPILER_TRANSFORMS_FUSEATTENTION_H
+#define FSDP_COMPILER_TRANSFORMS_FUSEATTENTION_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fsdp {
+
+/// The module attribute the pass leaves: {fused = N, unfused = ["LOC: why"]}.
+inline constexpr const char *kAttentionFusionAttr = "fsdp.attention_fusion";
+
+struct AttentionFusion {
+  int fused = 0;
+  /// A softmax-then-matmul chain left unfused, where it is and why.
+  std::vector<std::pair<mlir::Location, std::string>> unfused;
+};
+
+/// Fuses in `func`.
+AttentionFusion fuseAttention(mlir::func::FuncOp func);
+
+} // namespace fsdp
+
+#endif // FSDP_COMPILER_TRANSFORMS_FUSEATTENTION_H

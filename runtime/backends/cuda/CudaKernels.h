@@ -113,6 +113,16 @@ Status layerNorm(const KernelContext &ctx, const TensorRef &x, const TensorRef &
     TensorRef *bias, int64_t axis, float epsilon, const TensorRef &y, const TensorRef &mean, const
     TensorRef &invStdDev);
 
+// --- Attention (kernels/AttentionKernels.cu): refused until its CUDA twin
+// exists (issue 32); the CPU kernels' contract (cpu/CpuKernels.h).
+Status attention(const KernelContext &ctx, const TensorRef &q, const TensorRef &k, const
+    TensorRef &v, const TensorRef *mask, bool causal, float scale, const TensorRef &out, const
+    TensorRef &lse);
+Status attentionGrad(const KernelContext &ctx, const TensorRef &q, const TensorRef &k, const
+    TensorRef &v, const TensorRef *mask, const TensorRef &out, const TensorRef &lse, const
+    TensorRef &dout, bool causal, float scale, const TensorRef &dq, const TensorRef &dk, const
+    TensorRef &dv);
+
 // --- Reductions (kernels/ReductionKernels.cu)
 Status reduce(const KernelContext &ctx, ReduceKind kind, const TensorRef &in, const int64_t *axes,
     int count, const TensorRef &out);

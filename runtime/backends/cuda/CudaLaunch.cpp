@@ -16,22 +16,6 @@
 
 FSDP_CUDA_NAMESPACE_BEGIN
 
-// nn.attention has no CUDA kernel yet (issue 32: a flash-style kernel in
-// the CPU kernel's order, so that SIMT proves it bit for bit): a plan that
-// uses it is refused on this backend, never run wrongly.
-Status attention(const KernelContext &, const TensorRef &, const TensorRef &, const TensorRef &,
-                 const TensorRef *, bool, float, const TensorRef &, const TensorRef &) {
-  return Status::error("attention: not implemented yet on the CUDA backend (compile with "
-                       "--fuse-attention=off)");
-}
-Status attentionGrad(const KernelContext &, const TensorRef &, const TensorRef &,
-                     const TensorRef &, const TensorRef *, const TensorRef &, const TensorRef &,
-                     const TensorRef &, bool, float, const TensorRef &, const TensorRef &,
-                     const TensorRef &) {
-  return Status::error("attention_grad: not implemented yet on the CUDA backend (compile with "
-                       "--fuse-attention=off)");
-}
-
 Status launchKernel(const Launch &l, const KernelContext &ctx) {
   using namespace decoding;
   using plan::Kernel;

@@ -12,14 +12,18 @@
 // that is not one scalar, a mask the keys do not index last, probabilities
 // read elsewhere, dropout, a mask computed from a parameter) stays unfused,
 // and the pass records why on the module (kAttentionFusionAttr) for
-// --emit=summary and the report. A constant mask equal to the causal
-// (top-left) triangle becomes is_causal, which lets the kernel skip the
-// masked tiles instead of reading a mask.
+// --emit=summary and the report. A mask computed from constants alone
+// (ConstantValues.h: dynamo's where(trilu(ones) == 0, finfo.min, 0), a
+// sliced tril buffer) that equals the causal (top-left) triangle becomes
+// is_causal, which lets the kernel skip the masked tiles instead of
+// reading a mask; scales computed from constants (dynamo's
+// sqrt(1 / sqrt(D)) on each operand) are evaluated the same way.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Transforms/FuseAttention.h"
 
+#include "compiler/Analysis/ConstantValues.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/nn/NNDialect.h"
 #include "dialects/nn/ShapeRules.h"
@@ -30,6 +34,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 
@@ -38,19 +43,34 @@ namespace {
 
 ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 
-/// The value of a constant with one distinct float element (a splat or a
-/// one-element tensor), or nullopt.
-std::optional<double> scalarConstant(Value v) {
+/// The value of a splat constant, or of a one-element expression of
+/// constants (dynamo writes the scale as sqrt(1 / sqrt(D))), or nullopt.
+std::optional<double> scalarConstant(Value v, ConstantValues &values) {
   auto constant = v.getDefiningOp<nn::ConstantOp>();
   auto dense = constant ? dyn_cast<DenseFPElementsAttr>(constant.getValue()) : nullptr;
-  if (!dense || !dense.isSplat())
+  if (dense && dense.isSplat())
+    return dense.getSplatValue<APFloat>().convertToDouble();
+  if (!isa<FloatType>(cast<ShapedType>(v.getType()).getElementType()))
     return std::nullopt;
-  return dense.getSplatValue<APFloat>().convertToDouble();
+  return values.scalar(v);
 }
 
-bool isNegativeInfinity(Value v) {
-  std::optional<double> c = scalarConstant(v);
-  return c && std::isinf(*c) && *c < 0;
+/// How a where's fill masks a score: -inf always removes the key; the
+/// dtype's lowest finite value (transformers' and dynamo's finfo.min)
+/// removes it only from rows that keep another key, which the pass proves
+/// by proving the mask causal.
+enum class Fill { None, NegativeInfinity, Lowest };
+
+Fill fillOf(Value v, ConstantValues &values) {
+  std::optional<double> c = scalarConstant(v, values);
+  if (!c)
+    return Fill::None;
+  if (std::isinf(*c) && *c < 0)
+    return Fill::NegativeInfinity;
+  auto element = cast<FloatType>(cast<ShapedType>(v.getType()).getElementType());
+  if (*c == APFloat::getLargest(element.getFloatSemantics(), /*Negative=*/true).convertToDouble())
+    return Fill::Lowest;
+  return Fill::None;
 }
 
 /// Whether a float block argument (a parameter, or a float model input)
@@ -74,22 +94,22 @@ bool dependsOnFloatArgument(Value v) {
 
 /// Multiplies `scale` by every scalar-constant factor (x * c, c * x, x / c)
 /// in front of `v` and returns what they scale.
-Value peelScale(Value v, double &scale) {
+Value peelScale(Value v, double &scale, ConstantValues &values) {
   while (Operation *op = v.getDefiningOp()) {
     if (auto mul = dyn_cast<nn::MulOp>(op)) {
-      if (std::optional<double> c = scalarConstant(mul.getRhs()); c && shapeOf(mul.getLhs()) == shapeOf(v)) {
+      if (std::optional<double> c = scalarConstant(mul.getRhs(), values); c && shapeOf(mul.getLhs()) == shapeOf(v)) {
         scale *= *c;
         v = mul.getLhs();
         continue;
       }
-      if (std::optional<double> c = scalarConstant(mul.getLhs()); c && shapeOf(mul.getRhs()) == shapeOf(v)) {
+      if (std::optional<double> c = scalarConstant(mul.getLhs(), values); c && shapeOf(mul.getRhs()) == shapeOf(v)) {
         scale *= *c;
         v = mul.getRhs();
         continue;
       }
     }
     if (auto div = dyn_cast<nn::DivOp>(op))
-      if (std::optional<double> c = scalarConstant(div.getRhs());
+      if (std::optional<double> c = scalarConstant(div.getRhs(), values);
           c && *c != 0 && shapeOf(div.getLhs()) == shapeOf(v)) {
         scale /= *c;
         v = div.getLhs();
@@ -111,79 +131,138 @@ bool swapsLastTwo(ArrayRef<int64_t> perm) {
          perm[rank - 1] == static_cast<int64_t>(rank - 2);
 }
 
-/// The keys K ([B, H, Tk, D]) of which `kt` ([B, H, D, Tk]) is the
-/// transpose: nn.transpose swapping the last two dims, or (dynamo's
-/// decomposition) a reshape merging the leading dims, that swap and a
-/// reshape back; scalar factors on either side are multiplied into
-/// `scale`. Null when `kt` is not such a transpose.
-Value peelKeyTranspose(Value kt, double &scale) {
-  kt = peelScale(kt, scale);
+bool isIdentity(ArrayRef<int64_t> perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i))
+      return false;
+  return true;
+}
+
+/// `x` itself when it has `heads` ([B, H, T, D]); or the keys (values) y
+/// [B, Hkv, T, D] when `x` is transformers' repeat_kv of them: y reshaped
+/// to [B, Hkv, 1, T, D], expanded to [B, Hkv, H / Hkv, T, D] and, but for
+/// the reshape that merges the expanded dims, read as [B, H, T, D]. That
+/// puts query head h on kv head h / (H / Hkv), nn.attention's grouping;
+/// the unit dim inserted anywhere else (a tile, not an interleave) is not
+/// this. Null otherwise.
+Value unrepeatHeads(Value x, ArrayRef<int64_t> heads) {
+  Value expanded = x;
+  if (auto merge = x.getDefiningOp<nn::ReshapeOp>(); merge && shapeOf(merge.getInput()).size() == 5)
+    expanded = merge.getInput();
+  auto expand = expanded.getDefiningOp<nn::ExpandOp>();
+  auto unsqueeze = expand ? expand.getInput().getDefiningOp<nn::ReshapeOp>() : nullptr;
+  if (unsqueeze && heads.size() == 4) {
+    ArrayRef<int64_t> y = shapeOf(unsqueeze.getInput()), u = shapeOf(unsqueeze.getResult()),
+                      e = shapeOf(expanded);
+    const int64_t want[5] = {heads[0], y.size() == 4 ? y[1] : -1, 1, heads[2], heads[3]};
+    if (y.size() == 4 && u == ArrayRef<int64_t>(want) && e.size() == 5 && e[0] == u[0] &&
+        e[1] == u[1] && e.take_back(2) == u.take_back(2) && y[1] * e[2] == heads[1])
+      return unsqueeze.getInput();
+  }
+  return shapeOf(x) == heads ? x : Value();
+}
+
+/// Where the keys [B, Hkv, Tk, D] come from: `source`, transposed by
+/// `perm` when it is not empty (a transpose the pass builds, since the
+/// graph only holds the transposed keys).
+struct Keys {
+  Value source;
+  llvm::SmallVector<int64_t, 4> perm;
+};
+
+/// The keys of which `kt` ([B, H, D, Tk]) is the transpose, with scalar
+/// factors on either side multiplied into `scale`: a transpose of some
+/// layout of the keys (nn.transpose [0,1,3,2] of [B, H, Tk, D], or the
+/// legacy exporter's [0,2,3,1] of [B, Tk, H, D]), or dynamo's reshape
+/// merging the leading dims, the swap of the last two and a reshape back,
+/// of keys that may be repeated for grouped-query attention. Empty when
+/// `kt` is neither.
+std::optional<Keys> peelKeyTranspose(Value kt, double &scale, ConstantValues &values) {
+  kt = peelScale(kt, scale, values);
   ArrayRef<int64_t> wanted = shapeOf(kt);
-  if (auto t = kt.getDefiningOp<nn::TransposeOp>(); t && swapsLastTwo(t.getPerm()))
-    return peelScale(t.getInput(), scale);
+  if (wanted.size() != 4)
+    return std::nullopt;
+  const int64_t keys[4] = {wanted[0], wanted[1], wanted[3], wanted[2]};
+  if (auto t = kt.getDefiningOp<nn::TransposeOp>()) {
+    // kt = transpose(x, perm), so the keys are transpose(x, perm with its
+    // last two entries swapped).
+    llvm::SmallVector<int64_t, 4> perm(t.getPerm());
+    std::swap(perm[2], perm[3]);
+    Value source = peelScale(t.getInput(), scale, values);
+    if (!isIdentity(perm))
+      return Keys{source, perm};
+    if (Value k = unrepeatHeads(source, keys))
+      return Keys{k, {}};
+    return std::nullopt;
+  }
   auto outer = kt.getDefiningOp<nn::ReshapeOp>();
   auto t = outer ? outer.getInput().getDefiningOp<nn::TransposeOp>() : nullptr;
   auto inner = t ? t.getInput().getDefiningOp<nn::ReshapeOp>() : nullptr;
   if (!inner || !swapsLastTwo(t.getPerm()))
-    return Value();
-  Value k = inner.getInput();
-  ArrayRef<int64_t> keys = shapeOf(k), merged = shapeOf(inner.getResult());
-  if (keys.size() != 4 || merged.size() < 2 ||
-      keys.take_back(2) != merged.take_back(2) || wanted.size() != 4 ||
-      wanted.take_front(2) != keys.take_front(2) || wanted[2] != keys[3] || wanted[3] != keys[2])
-    return Value();
-  return peelScale(k, scale);
+    return std::nullopt;
+  // The inner reshape keeps [Tk, D] last, so what it reads, row-major, is
+  // the keys [B, H, Tk, D].
+  Value x = inner.getInput();
+  ArrayRef<int64_t> merged = shapeOf(inner.getResult());
+  if (merged.size() < 2 || shapeOf(x).size() < 2 || shapeOf(x).take_back(2) != merged.take_back(2) ||
+      merged.take_back(2) != ArrayRef<int64_t>(keys).take_back(2))
+    return std::nullopt;
+  if (Value k = unrepeatHeads(peelScale(x, scale, values), keys))
+    return Keys{peelScale(k, scale, values), {}};
+  return std::nullopt;
 }
 
-/// Whether the constant `mask` (float: 0 where attended, -inf where not;
-/// bool: true where attended, or the reverse when `negated`) is exactly
-/// the causal triangle over its last two dims (key j attended iff j <= i)
-/// and the same for every leading index.
-bool isCausalConstant(Value mask, bool negated) {
-  auto constant = mask.getDefiningOp<nn::ConstantOp>();
-  auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
-  ArrayRef<int64_t> shape = shapeOf(mask);
-  if (!dense || shape.size() < 2)
+/// Masks larger than this are not proven causal (reading each element of
+/// an 8192 x 8192 mask costs about a second); they stay masks.
+constexpr int64_t kMaxCausalCheck = int64_t(1) << 24;
+
+/// Whether `mask`, computed from constants (float: 0 where attended, -inf
+/// or the dtype's lowest where not; bool: true where attended, or the
+/// reverse when `negated`), is exactly the causal triangle over its last
+/// two dims (key j attended iff j <= i), the same for every leading index.
+bool isCausalConstant(Value mask, bool negated, ConstantValues &values) {
+  auto type = cast<RankedTensorType>(mask.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  if (shape.size() < 2 || !values.isConstant(mask) || type.getNumElements() > kMaxCausalCheck)
     return false;
   const int64_t rows = shape[shape.size() - 2], cols = shape.back();
   if (rows <= 1 && cols <= 1)
     return false;
-  auto attended = [&](auto values) {
-    int64_t index = 0;
-    for (auto it = values.begin(); it != values.end(); ++it, ++index) {
-      const int64_t i = index / cols % rows, j = index % cols;
-      if ((*it) != (j <= i))
-        return false;
+  Type element = type.getElementType();
+  double lowest = -std::numeric_limits<double>::infinity();
+  if (auto fp = dyn_cast<FloatType>(element))
+    lowest = APFloat::getLargest(fp.getFloatSemantics(), /*Negative=*/true).convertToDouble();
+  else if (!element.isInteger(1))
+    return false;
+  llvm::SmallVector<int64_t> index(shape.size(), 0);
+  for (int64_t n = 0, total = type.getNumElements(); n < total; ++n) {
+    // Walk the indices in row-major order.
+    for (size_t d = shape.size(); n > 0 && d-- > 0;) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
     }
-    return true;
-  };
-  if (dense.getElementType().isInteger(1)) {
-    auto values = dense.getValues<bool>();
-    if (!negated)
-      return attended(values);
-    llvm::SmallVector<bool> flipped;
-    for (bool b : values)
-      flipped.push_back(!b);
-    return attended(flipped);
+    const int64_t i = index[shape.size() - 2], j = index.back();
+    const double x = values.at(mask, index);
+    bool attended;
+    if (element.isInteger(1))
+      attended = (x != 0) != negated;
+    else if (x == 0)
+      attended = true;
+    else if (x <= lowest)
+      attended = false;
+    else
+      return false;
+    if (attended != (j <= i))
+      return false;
   }
-  if (auto fp = dyn_cast<DenseFPElementsAttr>(dense)) {
-    llvm::SmallVector<bool> open;
-    for (const APFloat &x : fp.getValues<APFloat>()) {
-      if (x.isZero())
-        open.push_back(true);
-      else if (x.isInfinity() && x.isNegative())
-        open.push_back(false);
-      else
-        return false;
-    }
-    return attended(open);
-  }
-  return false;
+  return true;
 }
 
 /// One recognized attention, ready to build.
 struct Recognized {
-  Value query, key, value, mask;
+  Value query, value, mask;
+  Keys key;
   bool maskNegated = false; // a bool mask whose true marks what is masked
   bool causal = false;
   double scale = 1.0;
@@ -191,7 +270,7 @@ struct Recognized {
 
 class Recognizer {
 public:
-  explicit Recognizer(nn::MatMulOp pv) : pv(pv) {}
+  Recognizer(nn::MatMulOp pv, ConstantValues &values) : pv(pv), values(values) {}
 
   /// Recognizes the chain ending at `pv`; false with `why` set when it is a
   /// near miss, false with `why` empty when `pv` is no attention at all.
@@ -203,6 +282,7 @@ private:
     return false;
   }
   nn::MatMulOp pv;
+  ConstantValues &values;
 };
 
 bool Recognizer::run(Recognized &out, std::string &why) {
@@ -210,6 +290,18 @@ bool Recognizer::run(Recognized &out, std::string &why) {
   Value probs = pv.getLhs();
   if (probs.getDefiningOp<nn::DropoutOp>())
     return fail(why, "dropout on the probabilities (nn.attention has no dropout yet)");
+  // SDPA's math decomposition guards rows whose every key is masked:
+  // where(isnan(p), 0, p), the zeros nn.attention gives such rows.
+  nn::WhereOp guard = probs.getDefiningOp<nn::WhereOp>();
+  if (guard) {
+    auto isNaN = guard.getCondition().getDefiningOp<nn::IsNaNOp>();
+    std::optional<double> zero = scalarConstant(guard.getX(), values);
+    if (isNaN && isNaN.getInput() == guard.getY() && zero && *zero == 0 &&
+        shapeOf(guard.getResult()) == shapeOf(guard.getY()))
+      probs = guard.getY();
+    else
+      guard = nullptr;
+  }
   auto softmax = probs.getDefiningOp<nn::SoftmaxOp>();
   if (!softmax)
     return false;
@@ -218,16 +310,21 @@ bool Recognizer::run(Recognized &out, std::string &why) {
     return fail(why, "scores of rank " + llvm::Twine(scores.size()) + ", not 4");
   if (softmax.getAxis() != 3)
     return fail(why, "softmax over axis " + llvm::Twine(softmax.getAxis()) + ", not the keys");
-  if (!softmax.getResult().hasOneUse())
-    return fail(why, "the probabilities are read elsewhere too");
+  for (Operation *user : softmax.getResult().getUsers())
+    if (guard ? user != guard && user != guard.getCondition().getDefiningOp()
+              : user != pv.getOperation())
+      return fail(why, "the probabilities are read elsewhere too");
+  if (guard && !guard.getCondition().hasOneUse())
+    return fail(why, "the probabilities' NaN test is read elsewhere too");
 
-  // The mask: an additive float tensor, or where(mask, s, -inf).
+  // The mask: an additive float tensor, or where(mask, s, fill).
   Value s = softmax.getInput();
+  bool fillLowest = false;
   if (auto add = s.getDefiningOp<nn::AddOp>()) {
     // The scores are the operand of the scores' shape that a product makes.
     auto isScores = [&](Value v) {
       double ignored = 1.0;
-      return shapeOf(v) == scores && peelScale(v, ignored).getDefiningOp<nn::MatMulOp>();
+      return shapeOf(v) == scores && peelScale(v, ignored, values).getDefiningOp<nn::MatMulOp>();
     };
     if (isScores(add.getLhs())) {
       out.mask = add.getRhs();
@@ -239,15 +336,18 @@ bool Recognizer::run(Recognized &out, std::string &why) {
       return fail(why, "neither operand of the mask's add is a scaled product of queries and keys");
     }
   } else if (auto where = s.getDefiningOp<nn::WhereOp>()) {
-    if (isNegativeInfinity(where.getY())) {
+    const Fill yFill = fillOf(where.getY(), values), xFill = fillOf(where.getX(), values);
+    if (yFill != Fill::None) {
       out.mask = where.getCondition();
       s = where.getX();
-    } else if (isNegativeInfinity(where.getX())) {
+      fillLowest = yFill == Fill::Lowest;
+    } else if (xFill != Fill::None) {
       out.mask = where.getCondition();
       out.maskNegated = true;
       s = where.getY();
+      fillLowest = xFill == Fill::Lowest;
     } else {
-      return fail(why, "a where whose fill is not -inf");
+      return fail(why, "a where whose fill is neither -inf nor the dtype's lowest value");
     }
     if (shapeOf(s) != scores)
       return fail(why, "the masked scores are broadcast by the where");
@@ -263,17 +363,18 @@ bool Recognizer::run(Recognized &out, std::string &why) {
   }
 
   // The scale and the product of queries and transposed keys.
-  s = peelScale(s, out.scale);
+  s = peelScale(s, out.scale, values);
   auto qk = s.getDefiningOp<nn::MatMulOp>();
   if (!qk)
     return fail(why, "the scores are not a product of queries and keys");
-  out.query = peelScale(qk.getLhs(), out.scale);
-  out.key = peelKeyTranspose(qk.getRhs(), out.scale);
-  out.value = pv.getRhs();
-  if (!out.key)
+  out.query = peelScale(qk.getLhs(), out.scale, values);
+  std::optional<Keys> keys = peelKeyTranspose(qk.getRhs(), out.scale, values);
+  if (!keys)
     return fail(why, "the product's right operand is not the keys transposed");
+  out.key = *keys;
+  out.value = unrepeatHeads(pv.getRhs(), shapeOf(pv.getRhs()));
   Type element = cast<ShapedType>(out.query.getType()).getElementType();
-  if (cast<ShapedType>(out.key.getType()).getElementType() != element ||
+  if (cast<ShapedType>(out.key.source.getType()).getElementType() != element ||
       cast<ShapedType>(out.value.getType()).getElementType() != element)
     return fail(why, "queries, keys and values of different dtypes");
   std::optional<ArrayRef<int64_t>> maskShape;
@@ -281,17 +382,23 @@ bool Recognizer::run(Recognized &out, std::string &why) {
     maskShape = shapeOf(out.mask);
   std::string shapeError;
   auto error = [&](const llvm::Twine &message) { shapeError = message.str(); };
-  FailureOr<nn::Shape> result = nn::attentionShape(shapeOf(out.query), shapeOf(out.key),
+  llvm::SmallVector<int64_t, 4> keyShape(shapeOf(out.key.source));
+  for (size_t d = 0; d < out.key.perm.size(); ++d)
+    keyShape[d] = shapeOf(out.key.source)[out.key.perm[d]];
+  FailureOr<nn::Shape> result = nn::attentionShape(shapeOf(out.query), keyShape,
                                                    shapeOf(out.value), maskShape, error);
   if (failed(result))
     return fail(why, shapeError);
   if (ArrayRef<int64_t>(*result) != shapeOf(pv.getResult()))
     return fail(why, "the product with the values broadcasts");
-  if (out.mask && isCausalConstant(out.mask, out.maskNegated) &&
-      shapeOf(out.mask).take_back(2) == scores.take_back(2)) {
+  if (out.mask && shapeOf(out.mask).take_back(2) == scores.take_back(2) &&
+      isCausalConstant(out.mask, out.maskNegated, values)) {
     out.causal = true;
     out.mask = Value();
   }
+  if (fillLowest && !out.causal)
+    return fail(why, "a where filling with the dtype's lowest value under a mask not proven "
+                     "causal (a fully masked row would differ from nn.attention's)");
   return true;
 }
 
@@ -319,10 +426,19 @@ Value buildAttention(nn::MatMulOp pv, const Recognized &r) {
   Value mask = r.mask;
   if (mask && r.maskNegated)
     mask = b.create<nn::NotOp>(loc, mask.getType(), mask);
+  Value key = r.key.source;
+  if (!r.key.perm.empty()) {
+    auto sourceType = cast<RankedTensorType>(key.getType());
+    llvm::SmallVector<int64_t, 4> shape;
+    for (int64_t d : r.key.perm)
+      shape.push_back(sourceType.getDimSize(d));
+    key = b.create<nn::TransposeOp>(loc, RankedTensorType::get(shape, sourceType.getElementType()),
+                                    key, b.getDenseI64ArrayAttr(r.key.perm));
+  }
   auto queryType = cast<RankedTensorType>(r.query.getType());
   Type lseElement = queryType.getElementType().isF64() ? Type(b.getF64Type()) : b.getF32Type();
   auto lseType = RankedTensorType::get(queryType.getShape().take_front(3), lseElement);
-  auto op = b.create<nn::AttentionOp>(loc, pv.getResult().getType(), lseType, r.query, r.key,
+  auto op = b.create<nn::AttentionOp>(loc, pv.getResult().getType(), lseType, r.query, key,
                                       r.value, mask, b.getBoolAttr(r.causal),
                                       b.getF32FloatAttr(static_cast<float>(r.scale)));
   return op.getResult();
@@ -332,12 +448,13 @@ Value buildAttention(nn::MatMulOp pv, const Recognized &r) {
 
 AttentionFusion fuseAttention(func::FuncOp func) {
   AttentionFusion result;
+  ConstantValues values;
   llvm::SmallVector<nn::MatMulOp> products;
   func.walk([&](nn::MatMulOp op) { products.push_back(op); });
   for (nn::MatMulOp pv : products) {
     Recognized r;
     std::string why;
-    if (!Recognizer(pv).run(r, why)) {
+    if (!Recognizer(pv, values).run(r, why)) {
       if (!why.empty())
         result.unfused.push_back({pv.getLoc(), why});
       continue;

@@ -80,3 +80,156 @@ func.func @forward(%q: tensor<1x1x4x4xf32>, %k: tensor<1x1x4x4xf32>, %v: tensor<
   return %o : tensor<1x1x4x4xf32>
 }
 }
+
+// -----
+
+// Dynamo's SDPA decomposition as transformers exports it: the scale computed
+// as sqrt(1 / sqrt(D)), the causal mask built as where(trilu(ones) == 0,
+// finfo.min, 0), and the isnan guard between softmax and P·V. The mask is
+// proven causal, so the fill of finfo.min (not -inf) is exact here.
+// CHECK: fused = 1 : i64
+// CHECK: func.func @forward
+// CHECK-NEXT: %[[O:.+]], %{{.+}} = nn.attention %arg0, %arg1, %arg2 {is_causal = true, scale = 0.707106{{[0-9]*}} : f32}
+// CHECK-NEXT: return %[[O]]
+module {
+func.func @forward(%q: tensor<1x2x3x2xf32>, %k: tensor<1x2x3x2xf32>, %v: tensor<1x2x3x2xf32>) -> tensor<1x2x3x2xf32> {
+  %d = nn.constant dense<2.0> : tensor<f32>
+  %one = nn.constant dense<1.0> : tensor<f32>
+  %sd = nn.sqrt %d : tensor<f32>
+  %inv = nn.div %one, %sd : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %c = nn.sqrt %inv : tensor<f32>
+  %ones = nn.constant dense<1.0> : tensor<3x3xf32>
+  %tri = nn.trilu %ones {upper = false} : tensor<3x3xf32>
+  %zero = nn.constant dense<0.0> : tensor<f32>
+  %above = nn.compare "eq" %tri, %zero : (tensor<3x3xf32>, tensor<f32>) -> tensor<3x3xi1>
+  %lowest = nn.constant dense<0xFF7FFFFF> : tensor<f32>
+  %mask = nn.where %above, %lowest, %zero : (tensor<3x3xi1>, tensor<f32>, tensor<f32>) -> tensor<3x3xf32>
+  %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x2x3x2xf32> to tensor<1x2x2x3xf32>
+  %qs = nn.mul %q, %c : (tensor<1x2x3x2xf32>, tensor<f32>) -> tensor<1x2x3x2xf32>
+  %ks = nn.mul %kt, %c : (tensor<1x2x2x3xf32>, tensor<f32>) -> tensor<1x2x2x3xf32>
+  %s = nn.matmul %qs, %ks : (tensor<1x2x3x2xf32>, tensor<1x2x2x3xf32>) -> tensor<1x2x3x3xf32>
+  %sm = nn.add %s, %mask : (tensor<1x2x3x3xf32>, tensor<3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = nn.softmax %sm {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %nan = nn.is_nan %p : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xi1>
+  %g = nn.where %nan, %zero, %p : (tensor<1x2x3x3xi1>, tensor<f32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o = nn.matmul %g, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x2xf32>) -> tensor<1x2x3x2xf32>
+  return %o : tensor<1x2x3x2xf32>
+}
+}
+
+// -----
+
+// The legacy exporter's kᵀ: one transpose [0, 2, 3, 1] of keys laid out
+// [B, T, H, D]. The fused op reads keys as [B, H, T, D], so the pass puts
+// the remaining transpose [0, 2, 1, 3] in front of it.
+// CHECK: fused = 1 : i64
+// CHECK: func.func @forward
+// CHECK-NEXT: %[[K:.+]] = nn.transpose %arg1 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x3x2x4xf32> to tensor<1x2x3x4xf32>
+// CHECK-NEXT: %[[O:.+]], %{{.+}} = nn.attention %arg0, %[[K]], %arg2 {is_causal = false, scale = 5.000000e-01 : f32}
+module {
+func.func @forward(%q: tensor<1x2x3x4xf32>, %k: tensor<1x3x2x4xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %c = nn.constant dense<2.0> : tensor<f32>
+  %kt = nn.transpose %k {perm = array<i64: 0, 2, 3, 1>} : tensor<1x3x2x4xf32> to tensor<1x2x4x3xf32>
+  %s = nn.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %d = nn.div %s, %c : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %p = nn.softmax %d {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %o = nn.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+}
+
+// -----
+
+// transformers' repeat_kv for grouped-query attention: keys and values of
+// two heads, each repeated for two query heads ([B, Hkv, 1, T, D] expanded
+// to [B, Hkv, 2, T, D] and merged), so query head h reads key head h / 2.
+// The fused op reads the two key heads directly.
+// CHECK: fused = 1 : i64
+// CHECK: func.func @forward
+// CHECK-NEXT: %[[O:.+]], %{{.+}} = nn.attention %arg0, %arg1, %arg2 {is_causal = false, scale = 0.707106{{[0-9]*}} : f32}
+// CHECK-SAME: (tensor<1x4x3x2xf32>, tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>)
+module {
+func.func @forward(%q: tensor<1x4x3x2xf32>, %k: tensor<1x2x3x2xf32>, %v: tensor<1x2x3x2xf32>) -> tensor<1x4x3x2xf32> {
+  %c = nn.constant dense<0.707106769> : tensor<f32>
+  %k5 = nn.reshape %k : tensor<1x2x3x2xf32> to tensor<1x2x1x3x2xf32>
+  %ke = nn.expand %k5 : tensor<1x2x1x3x2xf32> to tensor<1x2x2x3x2xf32>
+  %kr = nn.reshape %ke : tensor<1x2x2x3x2xf32> to tensor<1x4x3x2xf32>
+  %v5 = nn.reshape %v : tensor<1x2x3x2xf32> to tensor<1x2x1x3x2xf32>
+  %ve = nn.expand %v5 : tensor<1x2x1x3x2xf32> to tensor<1x2x2x3x2xf32>
+  %vr = nn.reshape %ve : tensor<1x2x2x3x2xf32> to tensor<1x4x3x2xf32>
+  %kt = nn.transpose %kr {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x3x2xf32> to tensor<1x4x2x3xf32>
+  %s = nn.matmul %q, %kt : (tensor<1x4x3x2xf32>, tensor<1x4x2x3xf32>) -> tensor<1x4x3x3xf32>
+  %m = nn.mul %s, %c : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %p = nn.softmax %m {axis = 3 : i64} : tensor<1x4x3x3xf32>
+  %o = nn.matmul %p, %vr : (tensor<1x4x3x3xf32>, tensor<1x4x3x2xf32>) -> tensor<1x4x3x2xf32>
+  return %o : tensor<1x4x3x2xf32>
+}
+}
+
+// -----
+
+// Near miss: heads repeated as a tile ([B, 1, Hkv, T, D] expanded to
+// [B, 2, Hkv, T, D]), so query head h reads key head h % 2, not h / 2. That
+// is not grouped-query attention's layout: the repeated keys stay, and the
+// fused op reads all four heads of them.
+// CHECK: fused = 1 : i64
+// CHECK: func.func @forward
+// CHECK: %[[KR:.+]] = nn.reshape %{{.+}} : tensor<1x2x2x3x2xf32> to tensor<1x4x3x2xf32>
+// CHECK: nn.attention %arg0, %[[KR]], %{{.+}} {is_causal = false
+// CHECK-SAME: (tensor<1x4x3x2xf32>, tensor<1x4x3x2xf32>, tensor<1x4x3x2xf32>)
+module {
+func.func @forward(%q: tensor<1x4x3x2xf32>, %k: tensor<1x2x3x2xf32>, %v: tensor<1x2x3x2xf32>) -> tensor<1x4x3x2xf32> {
+  %c = nn.constant dense<0.707106769> : tensor<f32>
+  %k5 = nn.reshape %k : tensor<1x2x3x2xf32> to tensor<1x1x2x3x2xf32>
+  %ke = nn.expand %k5 : tensor<1x1x2x3x2xf32> to tensor<1x2x2x3x2xf32>
+  %kr = nn.reshape %ke : tensor<1x2x2x3x2xf32> to tensor<1x4x3x2xf32>
+  %v5 = nn.reshape %v : tensor<1x2x3x2xf32> to tensor<1x1x2x3x2xf32>
+  %ve = nn.expand %v5 : tensor<1x1x2x3x2xf32> to tensor<1x2x2x3x2xf32>
+  %vr = nn.reshape %ve : tensor<1x2x2x3x2xf32> to tensor<1x4x3x2xf32>
+  %kt = nn.transpose %kr {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x3x2xf32> to tensor<1x4x2x3xf32>
+  %s = nn.matmul %q, %kt : (tensor<1x4x3x2xf32>, tensor<1x4x2x3xf32>) -> tensor<1x4x3x3xf32>
+  %m = nn.mul %s, %c : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %p = nn.softmax %m {axis = 3 : i64} : tensor<1x4x3x3xf32>
+  %o = nn.matmul %p, %vr : (tensor<1x4x3x3xf32>, tensor<1x4x3x2xf32>) -> tensor<1x4x3x2xf32>
+  return %o : tensor<1x4x3x2xf32>
+}
+}
+
+// -----
+
+// Near miss: a fill of finfo.min under a mask that is not proven causal. A
+// row whose every key is masked then averages all values in torch, where the
+// fused op's -inf semantics would give something else: unfused.
+// CHECK: unfused = ["{{.*}}filling with the dtype's lowest value under a mask not proven causal{{.*}}"]
+// CHECK-NOT: nn.attention
+module {
+func.func @forward(%q: tensor<1x1x4x4xf32>, %k: tensor<1x1x4x4xf32>, %v: tensor<1x1x4x4xf32>, %keep: tensor<1x1x1x4xi1>) -> tensor<1x1x4x4xf32> {
+  %lowest = nn.constant dense<0xFF7FFFFF> : tensor<f32>
+  %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x1x4x4xf32> to tensor<1x1x4x4xf32>
+  %s = nn.matmul %q, %kt : (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  %w = nn.where %keep, %s, %lowest : (tensor<1x1x1x4xi1>, tensor<1x1x4x4xf32>, tensor<f32>) -> tensor<1x1x4x4xf32>
+  %p = nn.softmax %w {axis = 3 : i64} : tensor<1x1x4x4xf32>
+  %o = nn.matmul %p, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  return %o : tensor<1x1x4x4xf32>
+}
+}
+
+// -----
+
+// A constant mask that is not causal (here the keys after each query, the
+// transpose of causal) stays a mask operand: is_causal is only claimed for a
+// mask proven equal to torch's top-left causal mask.
+// CHECK: fused = 1 : i64
+// CHECK: %[[M:.+]] = nn.constant
+// CHECK: nn.attention %arg0, %arg1, %arg2 mask %[[M]] {is_causal = false
+module {
+func.func @forward(%q: tensor<1x1x3x2xf32>, %k: tensor<1x1x3x2xf32>, %v: tensor<1x1x3x2xf32>) -> tensor<1x1x3x2xf32> {
+  %mask = nn.constant dense<[[0.0, 0.0, 0.0], [0xFF800000, 0.0, 0.0], [0xFF800000, 0xFF800000, 0.0]]> : tensor<3x3xf32>
+  %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x1x3x2xf32> to tensor<1x1x2x3xf32>
+  %s = nn.matmul %q, %kt : (tensor<1x1x3x2xf32>, tensor<1x1x2x3xf32>) -> tensor<1x1x3x3xf32>
+  %sm = nn.add %s, %mask : (tensor<1x1x3x3xf32>, tensor<3x3xf32>) -> tensor<1x1x3x3xf32>
+  %p = nn.softmax %sm {axis = 3 : i64} : tensor<1x1x3x3xf32>
+  %o = nn.matmul %p, %v : (tensor<1x1x3x3xf32>, tensor<1x1x3x2xf32>) -> tensor<1x1x3x2xf32>
+  return %o : tensor<1x1x3x2xf32>
+}
+}

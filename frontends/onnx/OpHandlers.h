@@ -95,6 +95,8 @@ mlir::LogicalResult importTile(ImportContext &ctx);
 mlir::LogicalResult importCumSum(ImportContext &ctx);
 // ops/RmsNormalization.cpp
 mlir::LogicalResult importRMSNormalization(ImportContext &ctx);
+// ops/Attention.cpp
+mlir::LogicalResult importAttention(ImportContext &ctx);
 
 // ops/Comparison.cpp
 mlir::LogicalResult importEqual(ImportContext &ctx);

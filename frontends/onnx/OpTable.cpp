@@ -105,6 +105,11 @@ const OpEntry kOpTable[] = {
     {{"", "CumSum", 11, 28, "axis constant; exclusive, reverse"}, importCumSum},
     {{"", "RMSNormalization", 23, 28, "stash_type float; imported as its function body"},
      importRMSNormalization},
+    // Attention-25 adds sliding windows; 23 and 24 map to nn.attention.
+    {{"", "Attention", 23, 24,
+      "as nn.attention; 3-D with head counts, GQA, bool/float mask, is_causal, past_key; "
+      "no softcap, qk_matmul_output or nonpad_kv_seqlen"},
+     importAttention},
     // Comparisons, logic, float classes, max and min (torch 2.x masks and
     // SDPA's NaN guard): constant operands fold. Equal-19 adds strings
     // (refused as an element type); Max/Min-6 lacked broadcasting.

@@ -32,9 +32,16 @@
 //    nn.attention (torch's "safe" softmax): the same.
 //  - The softmax runs in f32 (f64 for f64), what nn.attention computes;
 //    softmax_precision may say so or name the operands' own type.
-// Refused as not implemented yet: softcap (a tanh on the scores nn.attention
-// does not apply), the qk_matmul_output output (nn.attention never forms
-// the scores) and nonpad_kv_seqlen (a per-batch key count read at run time).
+//  - nonpad_kv_seqlen (opset 24, a per-batch key count read at run time)
+//    becomes a bool mask computed in the graph: key j of batch b attends iff
+//    j < n[b], and under is_causal iff j <= i + n[b] - Tq (ONNX's per-batch
+//    bottom-right frontier); the reference refuses it with a past, so do we.
+// What nn.attention cannot express, softcap (a tanh on the scores) and the
+// qk_matmul_output output (the scores themselves, in any of the four
+// modes), imports as ONNX's function body instead: the scaled matmul,
+// softcap, bias, softmax, fully-masked-row guard and matmul, op by op in
+// the reference's order. Those scores are then materialized, as the user
+// asked for them; everything else stays fused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +52,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 using namespace mlir;
 using namespace fsdp::onnx::detail;
@@ -73,8 +81,9 @@ FailureOr<Value> splitHeads(ImportContext &ctx, const InputInfo &x, int64_t head
                                          split, b.getDenseI64ArrayAttr({0, 2, 1, 3})));
 }
 
-/// The operands' scale: sqrt(scale) rounded to their type, squared.
-FailureOr<float> scaleFactor(ImportContext &ctx, Type element, int64_t headDim) {
+/// sqrt(scale) rounded to the operands' type, the factor ONNX multiplies
+/// q and k by; nn.attention's scale is its square.
+FailureOr<double> scaleRoot(ImportContext &ctx, Type element, int64_t headDim) {
   double scale = ctx.attribute("scale") ? ctx.floatAttr("scale", 0.0f)
                                         : 1.0 / std::sqrt(static_cast<double>(headDim));
   if (ctx.failed())
@@ -89,8 +98,7 @@ FailureOr<float> scaleFactor(ImportContext &ctx, Type element, int64_t headDim) 
   root.convert(cast<FloatType>(element).getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
                &lost);
   root.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
-  double r = root.convertToDouble();
-  return static_cast<float>(r * r);
+  return root.convertToDouble();
 }
 
 /// ONNX's softmax_precision, accepted where it names what nn.attention
@@ -171,6 +179,161 @@ FailureOr<Value> addShiftedCausal(ImportContext &ctx, Value mask, Type element, 
   return Value(b.create<nn::AddOp>(ctx.loc(), result, mask, causal));
 }
 
+/// A float scalar of `element`.
+Value floatScalar(ImportContext &ctx, Type element, double value) {
+  auto type = RankedTensorType::get({}, element);
+  return ctx.builder().create<nn::ConstantOp>(
+      ctx.loc(), type, DenseElementsAttr::get(type, ctx.builder().getFloatAttr(element, value)));
+}
+
+/// The type of `a` broadcast against `b`, with `element`.
+FailureOr<RankedTensorType> broadcastType(ImportContext &ctx, Value a, Value b, Type element) {
+  FailureOr<nn::Shape> shape =
+      nn::broadcastShapes({cast<RankedTensorType>(a.getType()).getShape(),
+                           cast<RankedTensorType>(b.getType()).getShape()},
+                          ctx.errorFn());
+  if (failed(shape))
+    return failure();
+  return ctx.tensorType(*shape, element);
+}
+
+/// nonpad_kv_seqlen as a run-time bool mask over [B, 1, Tq or 1, Tk]: key j
+/// of batch b attends iff j < n[b], and with `causal` iff j <= i + n[b] - Tq,
+/// which is j - i + Tq <= n[b] (and implies j < n[b] for every i < Tq).
+FailureOr<Value> nonpadKeep(ImportContext &ctx, int64_t batch, int64_t tq, int64_t tk,
+                            bool causal) {
+  FailureOr<InputInfo> n = getInput(ctx, kNonpadKvSeqlen);
+  if (failed(n))
+    return failure();
+  if (!n->element().isInteger(64) || n->rank() != 1 || n->shape()[0] != batch)
+    return ctx.error("nonpad_kv_seqlen must be an int64 vector of the batch size " + Twine(batch) +
+                     ", got " + nn::formatShape(n->shape()));
+  OpBuilder &b = ctx.builder();
+  Type i64 = b.getI64Type();
+  Value lengths = b.create<nn::ReshapeOp>(ctx.loc(), ctx.tensorType({batch, 1, 1, 1}, i64),
+                                          n->value);
+  int64_t rows = causal ? tq : 1;
+  SmallVector<int64_t> positions;
+  positions.reserve(rows * tk);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < tk; ++j)
+      positions.push_back(causal ? j - i + tq : j);
+  auto type = RankedTensorType::get({1, 1, rows, tk}, i64);
+  Value position = b.create<nn::ConstantOp>(
+      ctx.loc(), type, DenseElementsAttr::get(type, ArrayRef<int64_t>(positions)));
+  return Value(b.create<nn::CompareOp>(ctx.loc(), ctx.tensorType({batch, 1, rows, tk},
+                                                                 b.getI1Type()),
+                                       b.getStringAttr(causal ? "le" : "lt"), position, lengths));
+}
+
+/// `mask` (bool, float bias or none) narrowed to where `keep` holds: bool
+/// masks intersected, a float bias set to -inf where `keep` is false.
+FailureOr<Value> restrictMask(ImportContext &ctx, Value mask, Value keep, Type element) {
+  if (!mask)
+    return keep;
+  OpBuilder &b = ctx.builder();
+  Type maskElement = cast<RankedTensorType>(mask.getType()).getElementType();
+  FailureOr<RankedTensorType> type = broadcastType(ctx, mask, keep, maskElement);
+  if (failed(type))
+    return failure();
+  if (maskElement.isInteger(1))
+    return Value(b.create<nn::LogicalOp>(ctx.loc(), *type, b.getStringAttr("and"), mask, keep));
+  return Value(b.create<nn::WhereOp>(ctx.loc(), *type, keep, mask,
+                                     floatScalar(ctx, element, -INFINITY)));
+}
+
+/// `x` [B, Hkv, T, D] with each head repeated `reps` times in place
+/// ([h0, h0, h1, h1, ...]), the reference's np.repeat along the heads.
+Value repeatHeads(ImportContext &ctx, Value x, int64_t reps) {
+  if (reps == 1)
+    return x;
+  auto type = cast<RankedTensorType>(x.getType());
+  ArrayRef<int64_t> s = type.getShape();
+  Type element = type.getElementType();
+  OpBuilder &b = ctx.builder();
+  Value split = b.create<nn::ReshapeOp>(ctx.loc(), ctx.tensorType({s[0], s[1], 1, s[2], s[3]},
+                                                                  element), x);
+  Value repeated = b.create<nn::ExpandOp>(
+      ctx.loc(), ctx.tensorType({s[0], s[1], reps, s[2], s[3]}, element), split);
+  return b.create<nn::ReshapeOp>(ctx.loc(), ctx.tensorType({s[0], s[1] * reps, s[2], s[3]},
+                                                           element), repeated);
+}
+
+/// The operands of ONNX's function body, in [B, H, T, D] with the key cache
+/// already in front; `bias` is the whole additive mask (causal included) or
+/// null.
+struct BodyOperands {
+  Value query, key, value, bias;
+  Type element;
+  float scaleRoot;
+  float softcap;
+  int64_t qkMode;
+};
+
+/// ONNX Attention's function body (onnx/reference/ops/op_attention.py),
+/// op by op: (q·√s)(kᵀ·√s), softcap, + bias, softmax, rows whose bias is all
+/// -inf zeroed, · v. Returns the output and the requested qk_matmul_output.
+std::pair<Value, Value> buildBody(ImportContext &ctx, const BodyOperands &in) {
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  Type element = in.element;
+  auto typeOf = [](Value v) { return cast<RankedTensorType>(v.getType()); };
+  ArrayRef<int64_t> q = typeOf(in.query).getShape(), k = typeOf(in.key).getShape();
+  int64_t reps = q[1] / k[1];
+  Value key = repeatHeads(ctx, in.key, reps), value = repeatHeads(ctx, in.value, reps);
+  Value root = floatScalar(ctx, element, in.scaleRoot);
+  Value qs = b.create<nn::MulOp>(loc, typeOf(in.query), in.query, root);
+  Value kt = b.create<nn::TransposeOp>(loc, ctx.tensorType({q[0], q[1], k[3], k[2]}, element), key,
+                                       b.getDenseI64ArrayAttr({0, 1, 3, 2}));
+  Value ks = b.create<nn::MulOp>(loc, typeOf(kt), kt, root);
+  auto scoresType = ctx.tensorType({q[0], q[1], q[2], k[2]}, element);
+  Value scores = b.create<nn::MatMulOp>(loc, scoresType, qs, ks);
+  if (in.softcap > 0) {
+    Value cap = floatScalar(ctx, element, in.softcap);
+    Value ratio = b.create<nn::DivOp>(loc, scoresType, scores, cap);
+    Value squashed = b.create<nn::TanhOp>(loc, scoresType, ratio);
+    scores = b.create<nn::MulOp>(loc, scoresType, squashed, cap);
+  }
+  // Modes 0 and 1 both read the scores after the softcap, as the reference
+  // computes them (its mode 0 is not the raw product when a softcap is set).
+  Value qkOutput = scores;
+  Value biased = scores;
+  if (in.bias)
+    biased = b.create<nn::AddOp>(loc, scoresType, scores, in.bias);
+  if (in.qkMode == 2)
+    qkOutput = biased;
+  Value probs = b.create<nn::SoftmaxOp>(loc, scoresType, biased, b.getI64IntegerAttr(3));
+  if (in.bias) {
+    // The guard decides on the bias, not on the (possibly NaN) scores.
+    ArrayRef<int64_t> m = typeOf(in.bias).getShape();
+    SmallVector<int64_t> rowShape(m);
+    rowShape.back() = 1;
+    Value rowMax = b.create<nn::ReduceMaxOp>(loc, ctx.tensorType(rowShape, element), in.bias,
+                                             b.getDenseI64ArrayAttr({int64_t(m.size()) - 1}),
+                                             b.getBoolAttr(true));
+    Value allMasked = b.create<nn::IsInfOp>(loc, ctx.tensorType(rowShape, b.getI1Type()), rowMax,
+                                            true, false);
+    probs = b.create<nn::WhereOp>(loc, scoresType, allMasked, floatScalar(ctx, element, 0.0),
+                                  probs);
+  }
+  if (in.qkMode == 3)
+    qkOutput = probs;
+  ArrayRef<int64_t> vs = typeOf(value).getShape();
+  Value output = b.create<nn::MatMulOp>(loc, ctx.tensorType({q[0], q[1], q[2], vs[3]}, element),
+                                        probs, value);
+  return {output, qkOutput};
+}
+
+/// A bool mask as the body's additive bias: 0 where it attends, -inf not.
+Value biasOf(ImportContext &ctx, Value mask, Type element) {
+  auto type = cast<RankedTensorType>(mask.getType());
+  if (!type.getElementType().isInteger(1))
+    return mask;
+  return ctx.builder().create<nn::WhereOp>(ctx.loc(), ctx.tensorType(type.getShape(), element),
+                                           mask, floatScalar(ctx, element, 0.0),
+                                           floatScalar(ctx, element, -INFINITY));
+}
+
 } // namespace
 
 LogicalResult importAttention(ImportContext &ctx) {
@@ -187,17 +350,15 @@ LogicalResult importAttention(ImportContext &ctx) {
     return ctx.error("is_causal must be 0 or 1, got " + Twine(causal));
   if (qkMode < 0 || qkMode > 3)
     return ctx.error("qk_matmul_output_mode must be 0 to 3, got " + Twine(qkMode));
-  if (softcap != 0.0f)
-    return ctx.error("softcap is not implemented yet (nn.attention applies no tanh to the "
-                     "scores)");
-  if (ctx.hasOutput(kQkMatmulOutput))
-    return ctx.error("the qk_matmul_output output is not implemented yet (nn.attention never "
-                     "forms the scores)");
-  if (ctx.hasInput(kNonpadKvSeqlen))
-    return ctx.error("nonpad_kv_seqlen is not implemented yet (a per-batch key count read at "
-                     "run time)");
+  if (!(softcap >= 0.0f))
+    return ctx.error("softcap must be 0 (none) or positive");
   if (ctx.hasInput(kPastKey) != ctx.hasInput(kPastValue))
     return ctx.error("past_key and past_value must be given together");
+  bool nonpad = ctx.hasInput(kNonpadKvSeqlen);
+  if (nonpad && ctx.hasInput(kPastKey))
+    return ctx.error("nonpad_kv_seqlen cannot be combined with past_key and past_value");
+  // What the fused op cannot express takes ONNX's function body.
+  bool body = softcap > 0.0f || ctx.hasOutput(kQkMatmulOutput);
 
   FailureOr<InputInfo> q = getInput(ctx, kQuery), k = getInput(ctx, kKey),
                        v = getInput(ctx, kValue);
@@ -275,10 +436,20 @@ LogicalResult importAttention(ImportContext &ctx) {
       return failure();
     mask = *m;
   }
-  // With a past the frontier is shifted off nn.attention's top-left one.
-  bool topLeftCausal = causal && past == 0;
-  if (causal && past > 0) {
+  // With a past the frontier is shifted off nn.attention's top-left one;
+  // nonpad_kv_seqlen shifts it per batch at run time; the function body
+  // takes the frontier as part of its bias.
+  bool topLeftCausal = causal && past == 0 && !nonpad && !body;
+  if (causal && !nonpad && !topLeftCausal) {
     FailureOr<Value> m = addShiftedCausal(ctx, mask, element, qs[2], tk, past);
+    if (failed(m))
+      return failure();
+    mask = *m;
+  }
+  if (nonpad) {
+    FailureOr<Value> keep = nonpadKeep(ctx, qs[0], qs[2], tk, causal);
+    FailureOr<Value> m = failed(keep) ? FailureOr<Value>(failure())
+                                      : restrictMask(ctx, mask, *keep, element);
     if (failed(m))
       return failure();
     mask = *m;
@@ -290,16 +461,23 @@ LogicalResult importAttention(ImportContext &ctx) {
       nn::attentionShape(qs, cast<RankedTensorType>(key.getType()).getShape(),
                          cast<RankedTensorType>(value.getType()).getShape(), maskShape,
                          ctx.errorFn());
-  FailureOr<float> scale = scaleFactor(ctx, element, qs[3]);
-  if (failed(shape) || failed(scale))
+  FailureOr<double> root = scaleRoot(ctx, element, qs[3]);
+  if (failed(shape) || failed(root))
     return failure();
 
-  Type lseElement = element.isF64() ? Type(b.getF64Type()) : b.getF32Type();
-  auto op = b.create<nn::AttentionOp>(ctx.loc(), ctx.tensorType(*shape, element),
-                                      ctx.tensorType(qs.take_front(3), lseElement), query, key,
-                                      value, mask, b.getBoolAttr(topLeftCausal),
-                                      b.getF32FloatAttr(*scale));
-  Value output = op.getResult();
+  Value output, qkOutput;
+  if (body) {
+    BodyOperands operands{query, key, value, mask ? biasOf(ctx, mask, element) : Value(),
+                          element, static_cast<float>(*root), softcap, qkMode};
+    std::tie(output, qkOutput) = buildBody(ctx, operands);
+  } else {
+    Type lseElement = element.isF64() ? Type(b.getF64Type()) : b.getF32Type();
+    output = b.create<nn::AttentionOp>(ctx.loc(), ctx.tensorType(*shape, element),
+                                       ctx.tensorType(qs.take_front(3), lseElement), query, key,
+                                       value, mask, b.getBoolAttr(topLeftCausal),
+                                       b.getF32FloatAttr(static_cast<float>(*root * *root)))
+                 .getResult();
+  }
   if (packed) {
     // [B, H, Tq, Dv] back to [B, Tq, H * Dv].
     const nn::Shape &o = *shape;
@@ -309,7 +487,8 @@ LogicalResult importAttention(ImportContext &ctx) {
     output = b.create<nn::ReshapeOp>(ctx.loc(), ctx.tensorType({o[0], o[2], o[1] * o[3]}, element),
                                      heads);
   }
-  if (failed(ctx.setOutput(kOutput, output)) || failed(ctx.setOutput(kPresentKey, key)))
+  if (failed(ctx.setOutput(kOutput, output)) || failed(ctx.setOutput(kPresentKey, key)) ||
+      (ctx.hasOutput(kQkMatmulOutput) && failed(ctx.setOutput(kQkMatmulOutput, qkOutput))))
     return failure();
   return ctx.setOutput(kPresentValue, value);
 }

@@ -94,19 +94,42 @@ def case_bf16_precision(out):
                      dtypes={"q": BF16, "k": BF16, "v": BF16}, softmax_precision=1)
 
 
+def case_softcap(out):
+    """softcap 2.0 with a float mask: ONNX's function body, op by op."""
+    return attention(["q", "k", "v", "m"], ["y"], shapes=dict(Q4, m=[5, 5]), softcap=2.0)
+
+
+def case_qk_output(out):
+    """The probabilities as qk_matmul_output (mode 3), is_causal: the body,
+    with the causal frontier as an explicit bias."""
+    return attention(["q", "k", "v"], ["y", "", "", "qk"], shapes=Q4, is_causal=1,
+                     qk_matmul_output_mode=3)
+
+
+def case_nonpad_causal(out):
+    """nonpad_kv_seqlen with is_causal (opset 24): a bool mask computed at
+    run time, still one nn.attention."""
+    shapes = dict(Q4, n=[2])
+    return attention(["q", "k", "v", "", "", "", "n"], ["y"], opset=24, shapes=shapes,
+                     dtypes={"n": I64}, is_causal=1)
+
+
 # --- refused ----------------------------------------------------------------
 
 
-def case_err_softcap(out):
-    return attention(["q", "k", "v"], ["y"], shapes=Q4, softcap=2.0)
+def case_err_softcap_negative(out):
+    return attention(["q", "k", "v"], ["y"], shapes=Q4, softcap=-1.0)
 
 
-def case_err_qk_output(out):
-    return attention(["q", "k", "v"], ["y", "", "", "qk"], shapes=Q4, qk_matmul_output_mode=3)
+def case_err_nonpad_past(out):
+    """nonpad_kv_seqlen with a key cache: the reference refuses the pair."""
+    shapes = dict(Q4, pk=[2, 2, 3, 8], pv=[2, 2, 3, 6], n=[2])
+    return attention(["q", "k", "v", "", "pk", "pv", "n"], ["y"], opset=24, shapes=shapes,
+                     dtypes={"n": I64})
 
 
-def case_err_nonpad(out):
-    shapes = dict(Q4, n=[2])
+def case_err_nonpad_shape(out):
+    shapes = dict(Q4, n=[3])
     return attention(["q", "k", "v", "", "", "", "n"], ["y"], opset=24, shapes=shapes,
                      dtypes={"n": I64})
 

@@ -11,6 +11,7 @@
 
 #include "compiler/Analysis/OpCost.h"
 #include "compiler/Transforms/FuseAttention.h"
+#include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -84,7 +85,7 @@ FailureOr<ModelSummary> summarizeModel(ModuleOp module) {
     if (op != func.getOperation() && !isa<func::ReturnOp>(op))
       ++summary.opCounts[op->getName().getStringRef().str()];
   });
-  if (auto fusion = module->getAttrOfType<DictionaryAttr>(kAttentionFusionAttr)) {
+  if (auto fusion = module->getAttrOfType<DictionaryAttr>(dist::kAttentionFusionAttr)) {
     summary.attentionFusionRan = true;
     if (auto fused = fusion.getAs<IntegerAttr>("fused"))
       summary.attentionFused = fused.getInt();

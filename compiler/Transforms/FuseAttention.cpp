@@ -11,7 +11,7 @@
 // or nothing: a chain that differs (a softmax over another axis, a scale
 // that is not one scalar, a mask the keys do not index last, probabilities
 // read elsewhere, dropout, a mask computed from a parameter) stays unfused,
-// and the pass records why on the module (kAttentionFusionAttr) for
+// and the pass records why on the module (dist::kAttentionFusionAttr) for
 // --emit=summary and the report. A mask computed from constants alone
 // (ConstantValues.h: dynamo's where(trilu(ones) == 0, finfo.min, 0), a
 // sliced tril buffer) that equals the causal (top-left) triangle becomes
@@ -25,6 +25,7 @@
 
 #include "compiler/Analysis/ConstantValues.h"
 #include "compiler/Transforms/Passes.h"
+#include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
 #include "dialects/nn/ShapeRules.h"
 
@@ -499,7 +500,7 @@ struct FuseAttentionPass : impl::FuseAttentionPassBase<FuseAttentionPass> {
     llvm::SmallVector<Attribute> unfused;
     for (const auto &[loc, why] : fusion.unfused)
       unfused.push_back(b.getStringAttr(locationText(loc) + ": " + why));
-    module->setAttr(kAttentionFusionAttr,
+    module->setAttr(dist::kAttentionFusionAttr,
                     b.getDictionaryAttr({b.getNamedAttr("fused", b.getI64IntegerAttr(fusion.fused)),
                                          b.getNamedAttr("unfused", b.getArrayAttr(unfused))}));
   }

@@ -21,9 +21,6 @@
 
 namespace fsdp {
 
-/// The module attribute the pass leaves: {fused = N, unfused = ["LOC: why"]}.
-inline constexpr const char *kAttentionFusionAttr = "fsdp.attention_fusion";
-
 struct AttentionFusion {
   int fused = 0;
   /// A softmax-then-matmul chain left unfused, where it is and why.

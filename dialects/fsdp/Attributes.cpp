@@ -37,7 +37,7 @@ struct Known {
 std::optional<Known> lookup(StringRef name) {
   return llvm::StringSwitch<std::optional<Known>>(name)
       .Cases(kWorldSizeAttr, kCheckpointChoiceAttr, kGradAccumAttr, kAccumulationAttr,
-             kAccumulationChoiceAttr, Known{Place::Operation, "the module"})
+             kAccumulationChoiceAttr, kAttentionFusionAttr, Known{Place::Operation, "the module"})
       .Case(kMicroBatchAttr, Known{Place::Operation, "an fsdp.all_gather"})
       .Case(kStreamAttr,
             Known{Place::Operation, "an fsdp collective, offload copy or optimizer update"})
@@ -60,7 +60,7 @@ LogicalResult verifyPlace(Operation *op, NamedAttribute attr, Place found) {
                 fsdp::nn::SgdOp>(op);
   else if (right && (name == kWorldSizeAttr || name == kCheckpointChoiceAttr ||
                      name == kGradAccumAttr || name == kAccumulationAttr ||
-                     name == kAccumulationChoiceAttr))
+                     name == kAccumulationChoiceAttr || name == kAttentionFusionAttr))
     right = isa<ModuleOp>(op);
   else if (right && name == kMicroBatchAttr)
     right = isa<AllGatherOp>(op);
@@ -236,6 +236,20 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op, NamedAttribut
                                 << ", not " << value;
     if (stream.getInt() == kHostStream)
       return verifyOnHost(op);
+  } else if (name == kAttentionFusionAttr) {
+    auto fusion = dyn_cast<DictionaryAttr>(value);
+    auto error = [&] { return op->emitError(); };
+    const std::string what = "'" + name.str() + "'";
+    if (!fusion)
+      return error() << what << " must be a dictionary, not " << value;
+    if (failed(verifyKeys(error, what, fusion, {"fused", "unfused"})))
+      return failure();
+    IntegerAttr fused = getI64(fusion.get("fused"));
+    auto unfused = dyn_cast<ArrayAttr>(fusion.get("unfused"));
+    if (!fused || fused.getInt() < 0)
+      return error() << what << " fused must be an i64 >= 0";
+    if (!unfused || llvm::any_of(unfused, [](Attribute a) { return !getName(a); }))
+      return error() << what << " unfused must be an array of non-empty strings";
   } else if (name == kEvalLossAttr) {
     if (!isa<UnitAttr>(value))
       return op->emitError("'") << name << "' must be a unit attribute, not " << value;

@@ -73,6 +73,10 @@ inline constexpr llvm::StringLiteral kGradAccumAttr = "fsdp.grad_accum";
 inline constexpr llvm::StringLiteral kAccumulationAttr = "fsdp.accumulation";
 inline constexpr llvm::StringLiteral kAccumulationChoiceAttr = "fsdp.accumulation_choice";
 inline constexpr llvm::StringLiteral kMicroBatchAttr = "fsdp.micro_batch";
+/// On the module: what fsdp-fuse-attention did (compiler/Transforms/
+/// FuseAttention.h), {fused = N (an i64 >= 0), unfused = ["LOC: why", ...]},
+/// which --emit=summary and the report print.
+inline constexpr llvm::StringLiteral kAttentionFusionAttr = "fsdp.attention_fusion";
 
 /// Whether `v` lives in host memory: a function argument marked kHostAttr
 /// or the result of an fsdp.to_host (what the host stream may touch).

@@ -107,8 +107,8 @@ const OpEntry kOpTable[] = {
      importRMSNormalization},
     // Attention-25 adds sliding windows; 23 and 24 map to nn.attention.
     {{"", "Attention", 23, 24,
-      "as nn.attention; 3-D with head counts, GQA, bool/float mask, is_causal, past_key; "
-      "no softcap, qk_matmul_output or nonpad_kv_seqlen"},
+      "as nn.attention; 3-D with head counts, GQA, bool/float mask, is_causal, past_key, "
+      "nonpad_kv_seqlen; softcap and qk_matmul_output through the function body"},
      importAttention},
     // Comparisons, logic, float classes, max and min (torch 2.x masks and
     // SDPA's NaN guard): constant operands fold. Equal-19 adds strings

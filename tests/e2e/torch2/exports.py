@@ -2,7 +2,10 @@
 """The ways a torch 2.x user exports a model, and what each does to it.
 
 `dynamo`: the default call, torch.onnx.export(model, args, f) (the dynamo
-exporter, optimize=True). `noopt`: the same with optimize=False. `helper`:
+exporter, optimize=True). `noopt`: the same with optimize=False. `opset23`:
+the dynamo exporter at opset 23 with optimize=False, which writes ONNX
+Attention for F.scaled_dot_product_attention (the optimizer's folding is
+what `dynamo` already covers). `helper`:
 fsdp_opt.export, which also writes the parameter manifest. `legacy` (only
 measured, not trained): the TorchScript exporter at opset 17 with its
 default constant folding. graph_stats() says what survived of torch's
@@ -25,7 +28,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
 import fsdp_opt  # noqa: E402
 from fsdp_opt.export import ExportError, build_manifest, graph_initializers, parameter_groups  # noqa: E402
 
-MODES = ("dynamo", "noopt", "helper")
+MODES = ("dynamo", "noopt", "opset23", "helper")
 FLOAT = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
          onnx.TensorProto.DOUBLE)
 
@@ -60,6 +63,8 @@ def export(model, inputs, mode, path):
             torch.onnx.export(model, inputs, path)
         elif mode == "noopt":
             torch.onnx.export(model, inputs, path, optimize=False)
+        elif mode == "opset23":
+            torch.onnx.export(model, inputs, path, opset_version=23, optimize=False)
         elif mode == "helper":
             fsdp_opt.export(model, inputs, path)
         elif mode == "legacy":

@@ -18,11 +18,16 @@ them, and still compile. A negative row compares the first passing trained case 
 trained at lr x 1.1 and must fail, so a comparison that cannot fail is
 caught.
 
+With --fuse-attention=on every case is compiled with it, and fsdp-opt's
+summary must show at least one attention fused and none left unfused: the
+fused kernels then train as torch does, on every export path.
+
 Prints one PASS/FAIL row per case with its numbers and first problem (for a
 refused import, fsdp-opt's first error line); exits 1 if any case failed.
 
   .venv/bin/python tests/e2e/torch2/parity.py --fsdp-opt build/bin/fsdp-opt \\
       --fsdp-run build/bin/fsdp-run [--cases nanogpt/helper/1 ...] [--keep DIR]
+      [--fuse-attention=on]
 """
 
 import argparse
@@ -125,10 +130,28 @@ def compile_flags(world):
 
 
 def fsdp_compile(args, onnx_path, plan, world):
-    result = run([args.fsdp_opt, onnx_path, "-o", plan] + compile_flags(world))
+    flags = compile_flags(world) + [f"--fuse-attention={args.fuse_attention}"]
+    result = run([args.fsdp_opt, onnx_path, "-o", plan] + flags)
     if result.returncode != 0:
         raise Failure(first_error(result))
+    if args.fuse_attention == "on":
+        check_fused(args, onnx_path)
     return result
+
+
+def check_fused(args, onnx_path):
+    """fsdp-opt's summary of the export: every attention fused, at least one."""
+    result = run([args.fsdp_opt, onnx_path, "--fuse-attention=on", "--emit=summary"])
+    match = re.search(r"attention:\s+(\d+) fused into nn.attention, (\d+) left unfused",
+                      result.stdout)
+    if result.returncode != 0 or not match:
+        raise Failure(f"--emit=summary: {first_error(result)}")
+    # An opset 23 export imports ONNX Attention as nn.attention directly; the
+    # summary's op counts show those.
+    ops = re.search(r"^\s+nn\.attention\s+(\d+)$", result.stdout, re.M)
+    total = int(ops.group(1)) if ops else 0
+    if int(match.group(2)) != 0 or total == 0:
+        raise Failure(f"attention not fused: {match.group(0)}, {total} nn.attention ops")
 
 
 def fsdp_train(args, plan, workdir, tokens_file, world):
@@ -261,7 +284,8 @@ class Suite:
         if expect == "warn":
             # The warning, and a plan all the same (the user decides): an
             # import that fails on an op is this row's failure, not a pass.
-            result = run([self.args.fsdp_opt, path, "-o", plan] + compile_flags(world))
+            result = run([self.args.fsdp_opt, path, "-o", plan] + compile_flags(world)
+                         + [f"--fuse-attention={self.args.fuse_attention}"])
             lines = warned(result, names)
             problems = [] if lines else [
                 f"expected a {WARNING_WORD} naming a merged/folded initializer"
@@ -324,6 +348,9 @@ def parser():
     p.add_argument("--fsdp-opt", required=True)
     p.add_argument("--fsdp-run", required=True)
     p.add_argument("--keep", metavar="DIR", help="work in DIR and keep it")
+    p.add_argument("--fuse-attention", choices=("on", "off"), default="off",
+                   help="compile with fsdp-opt's --fuse-attention and require every "
+                        "attention fused")
     return p
 
 

@@ -82,6 +82,25 @@ module attributes {fsdp.checkpoint_choice = 1} {
 
 // -----
 
+// fsdp-fuse-attention's record: a count and the reasons, one string each.
+// expected-error @+1 {{'fsdp.attention_fusion' has no 'unfused'}}
+module attributes {fsdp.attention_fusion = {fused = 1}} {
+}
+
+// -----
+
+// expected-error @+1 {{'fsdp.attention_fusion' unfused must be an array of non-empty strings}}
+module attributes {fsdp.attention_fusion = {fused = 0, unfused = [3]}} {
+}
+
+// -----
+
+// expected-error @+1 {{'fsdp.attention_fusion' fused must be an i64 >= 0}}
+module attributes {fsdp.attention_fusion = {fused = -1, unfused = []}} {
+}
+
+// -----
+
 // Only collectives, offload copies and optimizer updates run on a stream
 // of their own.
 func.func @stream_on_compute(%x: tensor<4xf32>) -> tensor<4xf32> {

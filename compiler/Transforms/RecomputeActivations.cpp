@@ -51,8 +51,13 @@ struct RegionPlan {
 };
 
 /// Ops whose outputs selective checkpointing keeps: the expensive ones
-/// (matmuls; attention scores are matmuls) and the attention probabilities.
-bool isSavedBySelective(Operation *op) { return isa<nn::MatMulOp, nn::GemmOp, nn::SoftmaxOp>(op); }
+/// (matmuls; attention scores are matmuls), the attention probabilities of
+/// an unfused attention, and a fused nn.attention's output and log-sum-exp
+/// (B·H·Tq·(Dv + 1) values for the op that costs most to recompute, as
+/// torch's selective policies keep SDPA's outputs).
+bool isSavedBySelective(Operation *op) {
+  return isa<nn::MatMulOp, nn::GemmOp, nn::SoftmaxOp, nn::AttentionOp>(op);
+}
 
 class Recomputer {
 public:

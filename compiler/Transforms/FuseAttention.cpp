@@ -17,7 +17,10 @@
 // sliced tril buffer) that equals the causal (top-left) triangle becomes
 // is_causal, which lets the kernel skip the masked tiles instead of
 // reading a mask; scales computed from constants (dynamo's
-// sqrt(1 / sqrt(D)) on each operand) are evaluated the same way.
+// sqrt(1 / sqrt(D)) on each operand) are evaluated the same way. Keys
+// repeated by transformers' repeat_kv are read unrepeated (grouped-query
+// attention); single-head attention over rank-3 [N, T, D] operands is the
+// op on [N, 1, T, D] views.
 //
 //===----------------------------------------------------------------------===//
 
@@ -171,7 +174,8 @@ struct Keys {
   llvm::SmallVector<int64_t, 4> perm;
 };
 
-/// The keys of which `kt` ([B, H, D, Tk]) is the transpose, with scalar
+/// The keys of which `kt` ([B, H, D, Tk], or [N, D, Tk] for single-head
+/// attention) is the transpose, with scalar
 /// factors on either side multiplied into `scale`: a transpose of some
 /// layout of the keys (nn.transpose [0,1,3,2] of [B, H, Tk, D], or the
 /// legacy exporter's [0,2,3,1] of [B, Tk, H, D]), or dynamo's reshape
@@ -181,14 +185,16 @@ struct Keys {
 std::optional<Keys> peelKeyTranspose(Value kt, double &scale, ConstantValues &values) {
   kt = peelScale(kt, scale, values);
   ArrayRef<int64_t> wanted = shapeOf(kt);
-  if (wanted.size() != 4)
+  const size_t rank = wanted.size();
+  if (rank != 3 && rank != 4)
     return std::nullopt;
-  const int64_t keys[4] = {wanted[0], wanted[1], wanted[3], wanted[2]};
+  llvm::SmallVector<int64_t, 4> keys(wanted);
+  std::swap(keys[rank - 2], keys[rank - 1]);
   if (auto t = kt.getDefiningOp<nn::TransposeOp>()) {
     // kt = transpose(x, perm), so the keys are transpose(x, perm with its
     // last two entries swapped).
     llvm::SmallVector<int64_t, 4> perm(t.getPerm());
-    std::swap(perm[2], perm[3]);
+    std::swap(perm[rank - 2], perm[rank - 1]);
     Value source = peelScale(t.getInput(), scale, values);
     if (!isIdentity(perm))
       return Keys{source, perm};
@@ -266,8 +272,21 @@ struct Recognized {
   Keys key;
   bool maskNegated = false; // a bool mask whose true marks what is masked
   bool causal = false;
+  /// Rank-3 attention ([N, T, D], one head): the operands are viewed as
+  /// [N, 1, T, D] around the fused op, and its output back.
+  bool lift = false;
   double scale = 1.0;
 };
+
+/// A rank-3 attention operand's shape [N, T, D] as nn.attention's
+/// [N, 1, T, D]; other shapes (4-D operands, masks of rank <= 2, which
+/// broadcast from the right either way) as they are.
+llvm::SmallVector<int64_t, 4> lifted(ArrayRef<int64_t> shape, bool lift) {
+  llvm::SmallVector<int64_t, 4> result(shape);
+  if (lift && shape.size() == 3)
+    result.insert(result.begin() + 1, 1);
+  return result;
+}
 
 class Recognizer {
 public:
@@ -307,9 +326,11 @@ bool Recognizer::run(Recognized &out, std::string &why) {
   if (!softmax)
     return false;
   ArrayRef<int64_t> scores = shapeOf(softmax.getResult());
-  if (scores.size() != 4)
-    return fail(why, "scores of rank " + llvm::Twine(scores.size()) + ", not 4");
-  if (softmax.getAxis() != 3)
+  const int64_t rank = static_cast<int64_t>(scores.size());
+  if (rank != 3 && rank != 4)
+    return fail(why, "scores of rank " + llvm::Twine(rank) + ", not 3 or 4");
+  out.lift = rank == 3;
+  if (softmax.getAxis() != rank - 1)
     return fail(why, "softmax over axis " + llvm::Twine(softmax.getAxis()) + ", not the keys");
   for (Operation *user : softmax.getResult().getUsers())
     if (guard ? user != guard && user != guard.getCondition().getDefiningOp()
@@ -355,7 +376,7 @@ bool Recognizer::run(Recognized &out, std::string &why) {
   }
   if (out.mask) {
     ArrayRef<int64_t> mask = shapeOf(out.mask);
-    if (mask.size() > 4 || !nn::broadcastsTo(mask, scores))
+    if (mask.size() > static_cast<size_t>(rank) || !nn::broadcastsTo(mask, scores))
       return fail(why, "a mask of shape " + nn::formatShape(mask) +
                            " that does not broadcast to the scores " + nn::formatShape(scores));
     if (dependsOnFloatArgument(out.mask))
@@ -378,19 +399,23 @@ bool Recognizer::run(Recognized &out, std::string &why) {
   if (cast<ShapedType>(out.key.source.getType()).getElementType() != element ||
       cast<ShapedType>(out.value.getType()).getElementType() != element)
     return fail(why, "queries, keys and values of different dtypes");
+  llvm::SmallVector<int64_t, 4> maskLifted;
   std::optional<ArrayRef<int64_t>> maskShape;
-  if (out.mask)
-    maskShape = shapeOf(out.mask);
+  if (out.mask) {
+    maskLifted = lifted(shapeOf(out.mask), out.lift);
+    maskShape = ArrayRef<int64_t>(maskLifted);
+  }
   std::string shapeError;
   auto error = [&](const llvm::Twine &message) { shapeError = message.str(); };
   llvm::SmallVector<int64_t, 4> keyShape(shapeOf(out.key.source));
   for (size_t d = 0; d < out.key.perm.size(); ++d)
     keyShape[d] = shapeOf(out.key.source)[out.key.perm[d]];
-  FailureOr<nn::Shape> result = nn::attentionShape(shapeOf(out.query), keyShape,
-                                                   shapeOf(out.value), maskShape, error);
+  FailureOr<nn::Shape> result =
+      nn::attentionShape(lifted(shapeOf(out.query), out.lift), lifted(keyShape, out.lift),
+                         lifted(shapeOf(out.value), out.lift), maskShape, error);
   if (failed(result))
     return fail(why, shapeError);
-  if (ArrayRef<int64_t>(*result) != shapeOf(pv.getResult()))
+  if (ArrayRef<int64_t>(*result) != ArrayRef<int64_t>(lifted(shapeOf(pv.getResult()), out.lift)))
     return fail(why, "the product with the values broadcasts");
   if (out.mask && shapeOf(out.mask).take_back(2) == scores.take_back(2) &&
       isCausalConstant(out.mask, out.maskNegated, values)) {
@@ -436,13 +461,31 @@ Value buildAttention(nn::MatMulOp pv, const Recognized &r) {
     key = b.create<nn::TransposeOp>(loc, RankedTensorType::get(shape, sourceType.getElementType()),
                                     key, b.getDenseI64ArrayAttr(r.key.perm));
   }
-  auto queryType = cast<RankedTensorType>(r.query.getType());
+  // Single-head rank-3 operands viewed as [N, 1, T, D].
+  auto lift = [&](Value v) -> Value {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (!r.lift || type.getRank() != 3)
+      return v;
+    return b.create<nn::ReshapeOp>(
+        loc, RankedTensorType::get(lifted(type.getShape(), true), type.getElementType()), v);
+  };
+  // One statement each, so the reshapes come in operand order.
+  Value query = lift(r.query);
+  Value liftedKey = lift(key);
+  Value value = lift(r.value);
+  if (mask)
+    mask = lift(mask);
+  auto queryType = cast<RankedTensorType>(query.getType());
+  auto outType = cast<RankedTensorType>(pv.getResult().getType());
   Type lseElement = queryType.getElementType().isF64() ? Type(b.getF64Type()) : b.getF32Type();
   auto lseType = RankedTensorType::get(queryType.getShape().take_front(3), lseElement);
-  auto op = b.create<nn::AttentionOp>(loc, pv.getResult().getType(), lseType, r.query, key,
-                                      r.value, mask, b.getBoolAttr(r.causal),
-                                      b.getF32FloatAttr(static_cast<float>(r.scale)));
-  return op.getResult();
+  auto op = b.create<nn::AttentionOp>(
+      loc, RankedTensorType::get(lifted(outType.getShape(), r.lift), outType.getElementType()),
+      lseType, query, liftedKey, value, mask, b.getBoolAttr(r.causal),
+      b.getF32FloatAttr(static_cast<float>(r.scale)));
+  if (!r.lift)
+    return op.getResult();
+  return b.create<nn::ReshapeOp>(loc, outType, op.getResult());
 }
 
 } // namespace

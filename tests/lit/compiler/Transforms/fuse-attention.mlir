@@ -233,3 +233,46 @@ func.func @forward(%q: tensor<1x1x3x2xf32>, %k: tensor<1x1x3x2xf32>, %v: tensor<
   return %o : tensor<1x1x3x2xf32>
 }
 }
+
+// -----
+
+// Single-head attention over rank-3 operands [N, T, D] (torch.bmm or @ on
+// 3-D tensors): viewed as [N, 1, T, D] around nn.attention, a rank-3 mask
+// as [N, 1, Tq, Tk], and the output back.
+// CHECK: fused = 1 : i64
+// CHECK: func.func @forward
+// CHECK-NEXT: %[[Q:.+]] = nn.reshape %arg0 : tensor<2x3x4xf32> to tensor<2x1x3x4xf32>
+// CHECK-NEXT: %[[K:.+]] = nn.reshape %arg1 : tensor<2x5x4xf32> to tensor<2x1x5x4xf32>
+// CHECK-NEXT: %[[V:.+]] = nn.reshape %arg2 : tensor<2x5x4xf32> to tensor<2x1x5x4xf32>
+// CHECK-NEXT: %[[M:.+]] = nn.reshape %arg3 : tensor<2x3x5xi1> to tensor<2x1x3x5xi1>
+// CHECK-NEXT: %[[O:.+]], %{{.+}} = nn.attention %[[Q]], %[[K]], %[[V]] mask %[[M]] {is_causal = false, scale = 5.000000e-01 : f32}
+// CHECK-NEXT: %[[R:.+]] = nn.reshape %[[O]] : tensor<2x1x3x4xf32> to tensor<2x3x4xf32>
+// CHECK-NEXT: return %[[R]]
+module {
+func.func @forward(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<2x5x4xf32>, %m: tensor<2x3x5xi1>) -> tensor<2x3x4xf32> {
+  %c = nn.constant dense<2.0> : tensor<f32>
+  %ninf = nn.constant dense<0xFF800000> : tensor<f32>
+  %kt = nn.transpose %k {perm = array<i64: 0, 2, 1>} : tensor<2x5x4xf32> to tensor<2x4x5xf32>
+  %s = nn.matmul %q, %kt : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+  %d = nn.div %s, %c : (tensor<2x3x5xf32>, tensor<f32>) -> tensor<2x3x5xf32>
+  %w = nn.where %m, %d, %ninf : (tensor<2x3x5xi1>, tensor<2x3x5xf32>, tensor<f32>) -> tensor<2x3x5xf32>
+  %p = nn.softmax %w {axis = 2 : i64} : tensor<2x3x5xf32>
+  %o = nn.matmul %p, %v : (tensor<2x3x5xf32>, tensor<2x5x4xf32>) -> tensor<2x3x4xf32>
+  return %o : tensor<2x3x4xf32>
+}
+}
+
+// -----
+
+// Near miss: rank-2 scores (no batch at all) are not recognized.
+// CHECK: unfused = ["{{.*}}scores of rank 2, not 3 or 4"]
+// CHECK-NOT: nn.attention
+module {
+func.func @forward(%q: tensor<3x4xf32>, %k: tensor<5x4xf32>, %v: tensor<5x4xf32>) -> tensor<3x4xf32> {
+  %kt = nn.transpose %k {perm = array<i64: 1, 0>} : tensor<5x4xf32> to tensor<4x5xf32>
+  %s = nn.matmul %q, %kt : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
+  %p = nn.softmax %s {axis = 1 : i64} : tensor<3x5xf32>
+  %o = nn.matmul %p, %v : (tensor<3x5xf32>, tensor<5x4xf32>) -> tensor<3x4xf32>
+  return %o : tensor<3x4xf32>
+}
+}

@@ -2,9 +2,9 @@
 //
 // nn.attention's kernels (Kernels.def's Attention and AttentionGrad rows):
 // softmax(q kᵀ · scale + mask) v without the B·H·Tq·Tk scores. The forward
-// walks each query row's keys in tiles of kKeyTile with an online softmax
-// (running max and sum, the accumulated output rescaled when the max
-// grows) and saves only the output and the row's log-sum-exp; the
+// walks each query row's keys in tiles of kAttentionKeyTile with an online
+// softmax (running max and sum, the accumulated output rescaled when the
+// max grows) and saves only the output and the row's log-sum-exp; the
 // backward recomputes each probability from the log-sum-exp, in one pass
 // over key rows for dk and dv and one over query rows for dq, so every
 // result element is written by one task in a fixed order: no atomics, and
@@ -15,275 +15,429 @@
 // as torch >= 2.5 (its "safe" softmax; checked with torch 2.15: math and
 // flash backends both give 0).
 //
-// This first version is correctness-first: plain loops, threaded over
-// (batch, head) rows. Vectorizing the dot products across a tile's keys
-// and a CUDA twin in the same order are issue 32's next steps.
+// Each element's arithmetic is the plain loops' (a dot product summed from
+// +0 in increasing feature order, then scaled and masked; accumulations in
+// increasing key, or head then query, order; AttentionShape.h's formulas),
+// which the CUDA twin (cuda/kernels/AttentionKernels.cu) runs one thread
+// per row. Speed comes from doing many independent elements at once, never
+// from reordering one: a task owns a tile of 64 query rows (forward, dq) or
+// keys (dk, dv) and packs the other side's tile widened to C, transposed
+// for the dot products so that 64 of them advance together along the
+// features (vectorized across keys or queries), and row-major for the
+// accumulations (vectorized along the features, four rows a pass). The
+// loops run compiled for AVX2 where the CPU has it (runWide); the file is
+// built with -ffp-contract=off, so no product is fused into a sum on any
+// target and the bits are the CUDA build's (-fmad=false).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
 
+#include "runtime/backends/AttentionShape.h"
 #include "runtime/backends/cpu/KernelThreads.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/math/FastMath.h"
 
+#include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 namespace fsdp::rt::cpu {
 namespace {
 
-/// Keys per online-softmax step: the tile boundaries set where the running
-/// output is rescaled, so they are part of the result's bits.
-constexpr int64_t kKeyTile = 64;
+/// Columns of a transposed pack, and rows of a task: the forward's key
+/// tile (part of the bits) and, elsewhere, a size for speed only.
+constexpr int64_t kTile = kAttentionKeyTile;
 
-struct Dims {
-  int64_t batch, heads, kvHeads, tq, tk, d, dv;
-};
-
-/// The mask read through broadcast strides over [B, H, Tq, Tk].
-struct MaskView {
-  const void *data = nullptr;
-  DType dtype = DType::Bool;
-  int64_t stride[4] = {};
-};
-
-Status checkOperands(const char *name, const TensorRef &q, const TensorRef &k, const TensorRef &v,
-                     const TensorRef *mask, const TensorRef &lse, Dims &dims, MaskView &view) {
-  if (q.rank != 4 || k.rank != 4 || v.rank != 4)
-    return Status::error(cat(name, ": query, key and value must have rank 4"));
-  if (k.dtype != q.dtype || v.dtype != q.dtype)
-    return Status::error(cat(name, ": query, key and value must share one element type"));
-  dims = {q.dims[0], q.dims[1], k.dims[1], q.dims[2], k.dims[2], q.dims[3], v.dims[3]};
-  if (k.dims[0] != dims.batch || v.dims[0] != dims.batch || v.dims[1] != dims.kvHeads ||
-      v.dims[2] != dims.tk || k.dims[3] != dims.d)
-    return Status::error(cat(name, ": key and value shapes do not match the query's"));
-  if (dims.kvHeads <= 0 || dims.heads % dims.kvHeads != 0)
-    return Status::error(cat(name, ": query heads must be a multiple of key heads"));
-  const DType lseType = q.dtype == DType::F64 ? DType::F64 : DType::F32;
-  if (lse.dtype != lseType || lse.rank != 3 || lse.dims[0] != dims.batch ||
-      lse.dims[1] != dims.heads || lse.dims[2] != dims.tq)
-    return Status::error(cat(name, ": lse must be [B, H, Tq] in ", dtypeName(lseType)));
-  if (!mask)
-    return Status::ok();
-  if (mask->dtype != DType::Bool && mask->dtype != q.dtype && mask->dtype != DType::F32)
-    return Status::error(cat(name, ": mask must be bool, f32 or the operands' type"));
-  const int64_t scores[4] = {dims.batch, dims.heads, dims.tq, dims.tk};
-  if (mask->rank > 4)
-    return Status::error(cat(name, ": mask has rank above 4"));
-  int64_t stride = 1;
-  for (int i = mask->rank - 1; i >= 0; --i) {
-    const int axis = 4 - mask->rank + i;
-    if (mask->dims[i] != 1 && mask->dims[i] != scores[axis])
-      return Status::error(cat(name, ": mask does not broadcast to the scores"));
-    view.stride[axis] = mask->dims[i] == 1 ? 0 : stride;
-    stride *= mask->dims[i];
+/// out[u] = Σ_x a[x] · bt[x · kTile + u] for every u < kTile, each sum from
+/// +0 in increasing x: kTile dot products in the scalar loop's order, the
+/// accumulators of a block of columns kept in registers across x.
+template <typename C> FSDP_HD_INLINE void dotsAcross(const C *a, const C *bt, int64_t d, C *out) {
+  constexpr int kBlock = 256 / sizeof(C); // eight AVX2 registers
+  for (int u0 = 0; u0 < kTile; u0 += kBlock) {
+    C acc[kBlock] = {};
+    for (int64_t x = 0; x < d; ++x) {
+      const C ax = a[x];
+      const C *row = bt + x * kTile + u0;
+      for (int u = 0; u < kBlock; ++u)
+        acc[u] += ax * row[u];
+    }
+    for (int u = 0; u < kBlock; ++u)
+      out[u0 + u] = acc[u];
   }
-  view.data = mask->data;
-  view.dtype = mask->dtype;
-  return Status::ok();
 }
 
-/// One (batch, head) pair's view of the operands.
-template <typename T> struct Head {
-  const T *q, *k, *v;
-  int64_t b, h;
-};
+/// acc[x] += w[c] · rows[c][x] for c = 0, 1, ... in order, for every
+/// x < n: the sequential accumulation, four rows per pass over acc.
+template <typename C>
+FSDP_HD_INLINE void accumulateRows(C *acc, int64_t n, const C *w, const C *const *rows,
+                                   int64_t count) {
+  int64_t c = 0;
+  for (; c + 4 <= count; c += 4) {
+    const C w0 = w[c], w1 = w[c + 1], w2 = w[c + 2], w3 = w[c + 3];
+    const C *r0 = rows[c], *r1 = rows[c + 1], *r2 = rows[c + 2], *r3 = rows[c + 3];
+    for (int64_t x = 0; x < n; ++x) {
+      C a = acc[x];
+      a += w0 * r0[x];
+      a += w1 * r1[x];
+      a += w2 * r2[x];
+      a += w3 * r3[x];
+      acc[x] = a;
+    }
+  }
+  for (; c < count; ++c)
+    for (int64_t x = 0; x < n; ++x)
+      acc[x] += w[c] * rows[c][x];
+}
 
-/// The masked, scaled score of query i and key j (C -inf where masked).
+/// Widens rows [first, first + count) of a [*, width] tensor into C:
+/// row-major into `rows` (width per row) and, when `columns` is set,
+/// transposed into columns[x · kTile + r], zero past `count`.
 template <typename T, typename C>
-C score(const T *qi, const T *kj, int64_t d, C scale, const MaskView &mask, int64_t maskOffset) {
-  C acc = 0;
-  for (int64_t x = 0; x < d; ++x)
-    acc += load(qi + x) * load(kj + x);
-  C s = acc * scale;
-  if (!mask.data)
-    return s;
-  switch (mask.dtype) {
-  case DType::Bool:
-    return static_cast<const uint8_t *>(mask.data)[maskOffset] ? s
-                                                               : -std::numeric_limits<C>::infinity();
-  case DType::F32: return s + static_cast<C>(static_cast<const float *>(mask.data)[maskOffset]);
-  default: return s + load(static_cast<const T *>(mask.data) + maskOffset);
+FSDP_HD_INLINE void packRows(const T *src, int64_t first, int64_t count, int64_t width, C *rows,
+                             C *columns) {
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t x = 0; x < width; ++x)
+      rows[r * width + x] = load(src + (first + r) * width + x);
+  if (!columns)
+    return;
+  for (int64_t x = 0; x < width; ++x) {
+    for (int64_t r = 0; r < count; ++r)
+      columns[x * kTile + r] = rows[r * width + x];
+    for (int64_t r = count; r < kTile; ++r)
+      columns[x * kTile + r] = C(0);
   }
 }
 
-/// The probability as the P·V product uses it: rounded to T for 16-bit T.
-template <typename T, typename C> C rounded(C p) {
-  const T r = fromCompute<T>(p);
-  return load(&r);
+/// Query rows whose sequential chains (running maximum, sum) advance
+/// together in the forward.
+constexpr int kGroup = 4;
+
+/// step(e, u) for u < count[e], for each e < kGroup, in increasing u for
+/// each e, the kGroup sequences interleaved (step e's u-th after every
+/// sequence's (u-1)-th) so the CPU overlaps their latencies.
+template <typename Step> FSDP_HD_INLINE void interleaved(const int64_t *count, Step step) {
+  int64_t common = 0;
+  for (int e = 0; e < kGroup; ++e)
+    if (count[e] > 0)
+      common = common == 0 ? count[e] : std::min(common, count[e]);
+  int64_t u = 0;
+  for (; u < common; ++u)
+    for (int e = 0; e < kGroup; ++e)
+      if (count[e] > 0)
+        step(e, u);
+  for (int e = 0; e < kGroup; ++e)
+    for (int64_t v = u; v < count[e]; ++v)
+      step(e, v);
 }
 
+/// A task's widened tiles and per-row values, allocated once per chunk of
+/// tasks: its own rows (A, B), the other side's tile row-major and
+/// transposed, its accumulators, and per-column lists.
+template <typename C> struct Scratch {
+  std::vector<C> ownA, ownB, rowsA, rowsB, colsA, colsB, accA, accB;
+  std::vector<C> s, dp, wA, wB, m, l;
+  std::vector<const C *> listA, listB;
+
+  explicit Scratch(const AttentionShape &n) {
+    const size_t tile = kTile * static_cast<size_t>(std::max<int64_t>({n.d, n.dv, 1}));
+    for (std::vector<C> *b : {&ownA, &ownB, &rowsA, &rowsB, &colsA, &colsB, &accA, &accB})
+      b->resize(tile);
+    for (std::vector<C> *b : {&s, &dp, &wA, &wB, &m, &l})
+      b->resize(kTile * kGroup);
+    listA.resize(kTile);
+    listB.resize(kTile);
+  }
+};
+
+/// The tasks' bodies are FSDP_HD_INLINE (always inline) so that they are
+/// compiled into runWide's AVX2 copy, not called from it.
 template <typename T> struct Kernel {
   using C = ComputeType<T>;
-  Dims n;
-  MaskView mask;
+  AttentionShape n;
   C scale;
-  bool causal;
+  const T *q, *k, *v;
 
-  int64_t keyEnd(int64_t i) const { return causal ? std::min(n.tk, i + 1) : n.tk; }
-  int64_t maskOffset(int64_t b, int64_t h, int64_t i, int64_t j) const {
-    return b * mask.stride[0] + h * mask.stride[1] + i * mask.stride[2] + j * mask.stride[3];
-  }
-  const T *qRow(const T *q, int64_t b, int64_t h, int64_t i) const {
-    return q + ((b * n.heads + h) * n.tq + i) * n.d;
-  }
-  const T *kRow(const T *k, int64_t b, int64_t g, int64_t j) const {
-    return k + ((b * n.kvHeads + g) * n.tk + j) * n.d;
-  }
-  const T *vRow(const T *v, int64_t b, int64_t g, int64_t j) const {
-    return v + ((b * n.kvHeads + g) * n.tk + j) * n.dv;
-  }
+  /// The first row of (b, h)'s queries and of (b, g)'s keys.
+  int64_t qBase(int64_t b, int64_t h) const { return (b * n.heads + h) * n.tq; }
+  int64_t kBase(int64_t b, int64_t g) const { return (b * n.kvHeads + g) * n.tk; }
 
-  /// One query row: out row and lse.
-  void forwardRow(const T *q, const T *k, const T *v, int64_t b, int64_t h, int64_t i, T *out,
-                  C *lse, std::vector<C> &acc, std::vector<C> &s) const {
-    const int64_t g = h / (n.heads / n.kvHeads);
-    const T *qi = qRow(q, b, h, i);
-    C m = -std::numeric_limits<C>::infinity(), l = 0;
-    std::fill(acc.begin(), acc.end(), C(0));
-    const int64_t end = keyEnd(i);
-    for (int64_t t0 = 0; t0 < end; t0 += kKeyTile) {
-      const int64_t t1 = std::min(end, t0 + kKeyTile);
-      C tm = -std::numeric_limits<C>::infinity();
-      for (int64_t j = t0; j < t1; ++j) {
-        s[j - t0] = score(qi, kRow(k, b, g, j), n.d, scale, mask, maskOffset(b, h, i, j));
-        tm = std::max(tm, s[j - t0]);
-      }
-      const C mNew = std::max(m, tm);
-      if (mNew == -std::numeric_limits<C>::infinity())
-        continue;
-      const C corr = expOf(m - mNew);
-      C sum = 0;
-      for (int64_t x = 0; x < n.dv; ++x)
-        acc[x] *= corr;
-      for (int64_t j = t0; j < t1; ++j) {
-        const C p = expOf(s[j - t0] - mNew);
-        sum += p;
-        const C pr = rounded<T>(p);
-        const T *vj = vRow(v, b, g, j);
-        for (int64_t x = 0; x < n.dv; ++x)
-          acc[x] += pr * load(vj + x);
-      }
-      l = l * corr + sum;
-      m = mNew;
+  /// s[u] for u < count: the scores from their dot products, scaled and
+  /// masked (the mask at offset + u · step); a loop without the mask's
+  /// branches when there is none.
+  FSDP_HD_INLINE void scoresFromDots(C *s, int64_t count, int64_t offset, int64_t step) const {
+    if (!n.mask.data) {
+      for (int64_t u = 0; u < count; ++u)
+        s[u] = maskedScore<T>(s[u], scale, n.mask, 0);
+      return;
     }
-    T *o = out + ((b * n.heads + h) * n.tq + i) * n.dv;
-    for (int64_t x = 0; x < n.dv; ++x)
-      store(o + x, l > 0 ? acc[x] / l : C(0));
-    lse[(b * n.heads + h) * n.tq + i] = l > 0 ? m + std::log(l) : -std::numeric_limits<C>::infinity();
+    for (int64_t u = 0; u < count; ++u)
+      s[u] = maskedScore<T>(s[u], scale, n.mask, offset + u * step);
   }
 
-  /// p_ij recomputed from the row's lse (0 where masked or the row is).
-  C probability(const T *qi, const T *kj, C rowLse, int64_t b, int64_t h, int64_t i,
-                int64_t j) const {
-    if (rowLse == -std::numeric_limits<C>::infinity())
-      return 0;
-    const C s = score(qi, kj, n.d, scale, mask, maskOffset(b, h, i, j));
-    return s == -std::numeric_limits<C>::infinity() ? C(0) : expOf(s - rowLse);
+  /// For u < count, from the masked scores s, dp = dot(dout_i, v_j), and
+  /// the query rows' lse and delta: the probability p (recomputed), the
+  /// rounded one dv multiplies, and ds = p · (dp - delta). Where p is 0
+  /// the others are unused (the accumulations skip the pair).
+  template <typename LseOf, typename DeltaOf>
+  FSDP_HD_INLINE void gradTerms(const C *s, const C *dp, LseOf lseOf, DeltaOf deltaOf,
+                                int64_t count, C *p, C *pr, C *ds) const {
+    for (int64_t u = 0; u < count; ++u) {
+      p[u] = recomputedProbability(s[u], lseOf(u));
+      pr[u] = roundedProbability<T>(p[u]);
+      ds[u] = p[u] * (dp[u] - deltaOf(u));
+    }
+  }
+
+  /// Query rows [i0, i0 + kTile) of (b, h): their out rows and lse. Rows
+  /// go kGroup at a time so that their sequential running maxima and sums
+  /// (each row's own order) are independent chains that overlap.
+  FSDP_HD_INLINE void forwardTile(int64_t b, int64_t h, int64_t i0, T *out, C *lse,
+                                  Scratch<C> &w) const {
+    const int64_t g = n.kvHead(h), rows = std::min(kTile, n.tq - i0);
+    C *qw = w.ownA.data(), *kCols = w.colsA.data(), *vw = w.rowsB.data(), *acc = w.accA.data();
+    C *m = w.m.data(), *l = w.l.data();
+    packRows(q + qBase(b, h) * n.d, i0, rows, n.d, qw, static_cast<C *>(nullptr));
+    std::fill(acc, acc + rows * n.dv, C(0));
+    std::fill(m, m + rows, negativeInfinity<C>());
+    std::fill(l, l + rows, C(0));
+    for (int64_t jj = 0; jj < kTile; ++jj)
+      w.listA[jj] = vw + jj * n.dv;
+    // keyEnd grows with i: the tile's last row sees the most keys.
+    const int64_t tileEnd = n.keyEnd(i0 + rows - 1);
+    for (int64_t t0 = 0; t0 < tileEnd; t0 += kTile) {
+      const int64_t keys = std::min(n.tk, t0 + kTile) - t0;
+      packRows(k + kBase(b, g) * n.d, t0, keys, n.d, w.rowsA.data(), kCols);
+      packRows(v + kBase(b, g) * n.dv, t0, keys, n.dv, vw, static_cast<C *>(nullptr));
+      for (int64_t r0 = 0; r0 < rows; r0 += kGroup) {
+        // count[e]: the keys of this tile row r0 + e sees (0: none).
+        int64_t count[kGroup];
+        C *s[kGroup], *p[kGroup];
+        for (int e = 0; e < kGroup; ++e) {
+          const int64_t r = r0 + e, i = i0 + r;
+          s[e] = w.s.data() + e * kTile;
+          p[e] = w.wA.data() + e * kTile;
+          count[e] = r < rows && t0 < n.keyEnd(i) ? std::min(n.keyEnd(i), t0 + kTile) - t0 : 0;
+          if (count[e] == 0)
+            continue;
+          dotsAcross(qw + r * n.d, kCols, n.d, s[e]);
+          scoresFromDots(s[e], count[e], n.mask.offset(b, h, i, t0), n.mask.stride[3]);
+        }
+        C tm[kGroup], sum[kGroup];
+        for (int e = 0; e < kGroup; ++e)
+          tm[e] = negativeInfinity<C>();
+        interleaved(count, [&](int e, int64_t jj) { tm[e] = maxOf(tm[e], s[e][jj]); });
+        C mNew[kGroup], corr[kGroup];
+        for (int e = 0; e < kGroup; ++e) {
+          if (count[e] == 0)
+            continue;
+          const int64_t r = r0 + e;
+          mNew[e] = maxOf(m[r], tm[e]);
+          if (mNew[e] == negativeInfinity<C>()) {
+            count[e] = 0; // every key so far masked: nothing changes
+            continue;
+          }
+          corr[e] = expOf(m[r] - mNew[e]);
+          C *accRow = acc + r * n.dv;
+          for (int64_t x = 0; x < n.dv; ++x)
+            accRow[x] *= corr[e];
+          for (int64_t jj = 0; jj < count[e]; ++jj)
+            p[e][jj] = expOf(s[e][jj] - mNew[e]);
+          sum[e] = 0;
+        }
+        interleaved(count, [&](int e, int64_t jj) { sum[e] += p[e][jj]; });
+        for (int e = 0; e < kGroup; ++e) {
+          if (count[e] == 0)
+            continue;
+          const int64_t r = r0 + e;
+          for (int64_t jj = 0; jj < count[e]; ++jj)
+            p[e][jj] = roundedProbability<T>(p[e][jj]);
+          accumulateRows(acc + r * n.dv, n.dv, p[e], w.listA.data(), count[e]);
+          l[r] = l[r] * corr[e] + sum[e];
+          m[r] = mNew[e];
+        }
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      T *o = out + (qBase(b, h) + i0 + r) * n.dv;
+      for (int64_t x = 0; x < n.dv; ++x)
+        store(o + x, l[r] > 0 ? acc[r * n.dv + x] / l[r] : C(0));
+      lse[qBase(b, h) + i0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : negativeInfinity<C>();
+    }
+  }
+
+  /// What the backward reads besides q, k, v: dout, the forward's lse and
+  /// delta_i = dot(dout_i, out_i) per query row.
+  struct Grad {
+    const T *dout;
+    const C *lse, *delta;
+  };
+
+  /// Keys [j0, j0 + kTile) of (b, g): their dk and dv rows, each summing
+  /// over the group's heads, then query rows, in order.
+  FSDP_HD_INLINE void keyTileGrad(int64_t b, int64_t g, int64_t j0, const Grad &gr, T *dk, T *dv,
+                   Scratch<C> &w) const {
+    const int64_t keys = std::min(kTile, n.tk - j0), group = n.heads / n.kvHeads;
+    C *kw = w.ownA.data(), *vw = w.ownB.data();
+    C *qw = w.rowsA.data(), *qCols = w.colsA.data(), *dow = w.rowsB.data(),
+      *doCols = w.colsB.data();
+    C *dK = w.accA.data(), *dV = w.accB.data(), *s = w.s.data(), *dp = w.dp.data();
+    C *pr = w.wA.data(), *ds = w.wB.data(), *p = w.m.data(), *rowLse = w.l.data();
+    C *rowDelta = w.l.data() + kTile;
+    packRows(k + kBase(b, g) * n.d, j0, keys, n.d, kw, static_cast<C *>(nullptr));
+    packRows(v + kBase(b, g) * n.dv, j0, keys, n.dv, vw, static_cast<C *>(nullptr));
+    std::fill(dK, dK + keys * n.d, C(0));
+    std::fill(dV, dV + keys * n.dv, C(0));
+    for (int64_t h = g * group; h < (g + 1) * group; ++h) {
+      const int64_t base = qBase(b, h);
+      for (int64_t i0 = n.firstQuery(j0) / kTile * kTile; i0 < n.tq; i0 += kTile) {
+        const int64_t rows = std::min(kTile, n.tq - i0);
+        packRows(q + base * n.d, i0, rows, n.d, qw, qCols);
+        packRows(gr.dout + base * n.dv, i0, rows, n.dv, dow, doCols);
+        for (int64_t ii = 0; ii < rows; ++ii) {
+          rowLse[ii] = gr.lse[base + i0 + ii];
+          rowDelta[ii] = gr.delta[base + i0 + ii];
+        }
+        for (int64_t jj = 0; jj < keys; ++jj) {
+          const int64_t j = j0 + jj, first = std::max<int64_t>(0, n.firstQuery(j) - i0);
+          dotsAcross(kw + jj * n.d, qCols, n.d, s);
+          dotsAcross(vw + jj * n.dv, doCols, n.dv, dp);
+          scoresFromDots(s + first, rows - first, n.mask.offset(b, h, i0 + first, j),
+                         n.mask.stride[2]);
+          gradTerms(
+              s + first, dp + first, [&](int64_t u) { return rowLse[first + u]; },
+              [&](int64_t u) { return rowDelta[first + u]; }, rows - first, p, pr, ds);
+          int64_t count = 0;
+          for (int64_t ii = first; ii < rows; ++ii) {
+            if (p[ii - first] == 0)
+              continue;
+            pr[count] = pr[ii - first];
+            ds[count] = ds[ii - first];
+            w.listA[count] = dow + ii * n.dv;
+            w.listB[count] = qw + ii * n.d;
+            ++count;
+          }
+          accumulateRows(dV + jj * n.dv, n.dv, pr, w.listA.data(), count);
+          accumulateRows(dK + jj * n.d, n.d, ds, w.listB.data(), count);
+        }
+      }
+    }
+    for (int64_t jj = 0; jj < keys; ++jj) {
+      T *dkj = dk + (kBase(b, g) + j0 + jj) * n.d, *dvj = dv + (kBase(b, g) + j0 + jj) * n.dv;
+      for (int64_t x = 0; x < n.d; ++x)
+        store(dkj + x, dK[jj * n.d + x] * scale);
+      for (int64_t x = 0; x < n.dv; ++x)
+        store(dvj + x, dV[jj * n.dv + x]);
+    }
+  }
+
+  /// Query rows [i0, i0 + kTile) of (b, h): their dq rows, keys in order.
+  FSDP_HD_INLINE void queryTileGrad(int64_t b, int64_t h, int64_t i0, const Grad &gr, T *dq,
+                     Scratch<C> &w) const {
+    const int64_t g = n.kvHead(h), rows = std::min(kTile, n.tq - i0), base = qBase(b, h);
+    C *qw = w.ownA.data(), *dow = w.ownB.data();
+    C *kw = w.rowsA.data(), *kCols = w.colsA.data(), *vCols = w.colsB.data();
+    C *dQ = w.accA.data(), *s = w.s.data(), *dp = w.dp.data(), *ds = w.wA.data();
+    C *pr = w.wB.data(), *p = w.m.data();
+    packRows(q + base * n.d, i0, rows, n.d, qw, static_cast<C *>(nullptr));
+    packRows(gr.dout + base * n.dv, i0, rows, n.dv, dow, static_cast<C *>(nullptr));
+    std::fill(dQ, dQ + rows * n.d, C(0));
+    const int64_t tileEnd = n.keyEnd(i0 + rows - 1);
+    for (int64_t t0 = 0; t0 < tileEnd; t0 += kTile) {
+      const int64_t keys = std::min(n.tk, t0 + kTile) - t0;
+      packRows(k + kBase(b, g) * n.d, t0, keys, n.d, kw, kCols);
+      packRows(v + kBase(b, g) * n.dv, t0, keys, n.dv, w.rowsB.data(), vCols);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = i0 + r, end = n.keyEnd(i);
+        const C lseI = gr.lse[base + i], deltaI = gr.delta[base + i];
+        if (t0 >= end || lseI == negativeInfinity<C>())
+          continue;
+        const int64_t count = std::min(end, t0 + kTile) - t0;
+        dotsAcross(qw + r * n.d, kCols, n.d, s);
+        dotsAcross(dow + r * n.dv, vCols, n.dv, dp);
+        scoresFromDots(s, count, n.mask.offset(b, h, i, t0), n.mask.stride[3]);
+        gradTerms(
+            s, dp, [&](int64_t) { return lseI; }, [&](int64_t) { return deltaI; }, count, p, pr,
+            ds);
+        int64_t used = 0;
+        for (int64_t jj = 0; jj < count; ++jj) {
+          if (p[jj] == 0)
+            continue;
+          ds[used] = ds[jj];
+          w.listA[used] = kw + jj * n.d;
+          ++used;
+        }
+        accumulateRows(dQ + r * n.d, n.d, ds, w.listA.data(), used);
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      T *dqi = dq + (base + i0 + r) * n.d;
+      for (int64_t x = 0; x < n.d; ++x)
+        store(dqi + x, dQ[r * n.d + x] * scale);
+    }
   }
 };
 
+/// Tiles of kTile covering `len` rows.
+inline int64_t tilesOf(int64_t len) { return (len + kTile - 1) / kTile; }
+
 template <typename T>
-Status runForward(const Kernel<T> &kern, const TensorRef &q, const TensorRef &k,
-                  const TensorRef &v, const TensorRef &out, const TensorRef &lse) {
+Status runForward(const Kernel<T> &kern, const TensorRef &out, const TensorRef &lse) {
   using C = ComputeType<T>;
-  const Dims &n = kern.n;
-  return parallelFor(0, n.batch * n.heads, 1, [&](int64_t begin, int64_t end) -> Status {
-    std::vector<C> acc(static_cast<size_t>(n.dv)), s(kKeyTile);
-    for (int64_t bh = begin; bh < end; ++bh)
-      for (int64_t i = 0; i < n.tq; ++i)
-        kern.forwardRow(q.as<T>(), k.as<T>(), v.as<T>(), bh / n.heads, bh % n.heads, i,
-                        out.as<T>(), lse.as<C>(), acc, s);
-    return Status::ok();
+  const AttentionShape &n = kern.n;
+  const int64_t tiles = tilesOf(n.tq);
+  return parallelFor(0, n.batch * n.heads * tiles, 1, [&](int64_t begin, int64_t end) {
+    Scratch<C> w(n);
+    runWide([&]() __attribute__((always_inline)) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t bh = task / tiles;
+        kern.forwardTile(bh / n.heads, bh % n.heads, task % tiles * kTile, out.as<T>(),
+                         lse.as<C>(), w);
+      }
+    });
   });
 }
 
 template <typename T>
-Status runBackward(const Kernel<T> &kern, const TensorRef &q, const TensorRef &k,
-                   const TensorRef &v, const TensorRef &out, const TensorRef &lse,
+Status runBackward(const Kernel<T> &kern, const TensorRef &out, const TensorRef &lse,
                    const TensorRef &dout, const TensorRef &dq, const TensorRef &dk,
                    const TensorRef &dv) {
   using C = ComputeType<T>;
-  const Dims &n = kern.n;
-  const int64_t group = n.heads / n.kvHeads;
-  const T *Q = q.as<T>(), *K = k.as<T>(), *V = v.as<T>(), *O = out.as<T>(), *dO = dout.as<T>();
-  const C *L = lse.as<C>();
-  // Dlt_i = dot(dout_i, out_i), once per query row.
+  const AttentionShape &n = kern.n;
+  const T *O = out.as<T>(), *dO = dout.as<T>();
+  // delta_i = dot(dout_i, out_i), once per query row, in feature order.
   std::vector<C> delta(static_cast<size_t>(n.batch * n.heads * n.tq));
-  for (int64_t r = 0; r < n.batch * n.heads * n.tq; ++r) {
-    C acc = 0;
-    for (int64_t x = 0; x < n.dv; ++x)
-      acc += load(dO + r * n.dv + x) * load(O + r * n.dv + x);
-    delta[r] = acc;
-  }
-  auto ds = [&](int64_t b, int64_t h, int64_t i, int64_t g, int64_t j, C &p) {
-    const int64_t row = (b * n.heads + h) * n.tq + i;
-    p = kern.probability(kern.qRow(Q, b, h, i), kern.kRow(K, b, g, j), L[row], b, h, i, j);
-    if (p == 0)
-      return C(0);
-    C dp = 0;
-    const T *vj = kern.vRow(V, b, g, j);
-    for (int64_t x = 0; x < n.dv; ++x)
-      dp += load(dO + row * n.dv + x) * load(vj + x);
-    return p * (dp - delta[row]);
-  };
-  // dk and dv: one task per (batch, kv head), keys in order, each summing
-  // over its group's heads, then query rows, in order.
-  FSDP_RETURN_IF_ERROR(parallelFor(0, n.batch * n.kvHeads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<C> dkAcc(static_cast<size_t>(n.d)), dvAcc(static_cast<size_t>(n.dv));
-    for (int64_t bg = begin; bg < end; ++bg) {
-      const int64_t b = bg / n.kvHeads, g = bg % n.kvHeads;
-      for (int64_t j = 0; j < n.tk; ++j) {
-        std::fill(dkAcc.begin(), dkAcc.end(), C(0));
-        std::fill(dvAcc.begin(), dvAcc.end(), C(0));
-        for (int64_t h = g * group; h < (g + 1) * group; ++h)
-          for (int64_t i = kern.causal ? std::min(j, n.tq) : 0; i < n.tq; ++i) {
-            C p;
-            const C dsij = ds(b, h, i, g, j, p);
-            if (p == 0)
-              continue;
-            const C pr = rounded<T>(p);
-            const T *doi = dO + ((b * n.heads + h) * n.tq + i) * n.dv;
-            for (int64_t x = 0; x < n.dv; ++x)
-              dvAcc[x] += pr * load(doi + x);
-            const T *qi = kern.qRow(Q, b, h, i);
-            for (int64_t x = 0; x < n.d; ++x)
-              dkAcc[x] += dsij * load(qi + x);
+  FSDP_RETURN_IF_ERROR(parallelFor(0, n.batch * n.heads * n.tq, rowGrain(n.dv),
+                                   [&](int64_t begin, int64_t end) {
+                                     for (int64_t r = begin; r < end; ++r) {
+                                       C acc = 0;
+                                       for (int64_t x = 0; x < n.dv; ++x)
+                                         acc += load(dO + r * n.dv + x) * load(O + r * n.dv + x);
+                                       delta[r] = acc;
+                                     }
+                                   }));
+  const typename Kernel<T>::Grad grad{dO, lse.as<C>(), delta.data()};
+  const int64_t keyTiles = tilesOf(n.tk), queryTiles = tilesOf(n.tq);
+  FSDP_RETURN_IF_ERROR(
+      parallelFor(0, n.batch * n.kvHeads * keyTiles, 1, [&](int64_t begin, int64_t end) {
+        Scratch<C> w(n);
+        runWide([&]() __attribute__((always_inline)) {
+          for (int64_t task = begin; task < end; ++task) {
+            const int64_t bg = task / keyTiles;
+            kern.keyTileGrad(bg / n.kvHeads, bg % n.kvHeads, task % keyTiles * kTile, grad,
+                             dk.as<T>(), dv.as<T>(), w);
           }
-        T *dkj = dk.as<T>() + ((b * n.kvHeads + g) * n.tk + j) * n.d;
-        T *dvj = dv.as<T>() + ((b * n.kvHeads + g) * n.tk + j) * n.dv;
-        for (int64_t x = 0; x < n.d; ++x)
-          store(dkj + x, dkAcc[x] * kern.scale);
-        for (int64_t x = 0; x < n.dv; ++x)
-          store(dvj + x, dvAcc[x]);
+        });
+      }));
+  return parallelFor(0, n.batch * n.heads * queryTiles, 1, [&](int64_t begin, int64_t end) {
+    Scratch<C> w(n);
+    runWide([&]() __attribute__((always_inline)) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t bh = task / queryTiles;
+        kern.queryTileGrad(bh / n.heads, bh % n.heads, task % queryTiles * kTile, grad,
+                           dq.as<T>(), w);
       }
-    }
-    return Status::ok();
-  }));
-  // dq: one task per (batch, head), keys in order.
-  return parallelFor(0, n.batch * n.heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<C> dqAcc(static_cast<size_t>(n.d));
-    for (int64_t bh = begin; bh < end; ++bh) {
-      const int64_t b = bh / n.heads, h = bh % n.heads, g = h / group;
-      for (int64_t i = 0; i < n.tq; ++i) {
-        std::fill(dqAcc.begin(), dqAcc.end(), C(0));
-        for (int64_t j = 0; j < kern.keyEnd(i); ++j) {
-          C p;
-          const C dsij = ds(b, h, i, g, j, p);
-          if (p == 0)
-            continue;
-          const T *kj = kern.kRow(K, b, g, j);
-          for (int64_t x = 0; x < n.d; ++x)
-            dqAcc[x] += dsij * load(kj + x);
-        }
-        T *dqi = dq.as<T>() + ((b * n.heads + h) * n.tq + i) * n.d;
-        for (int64_t x = 0; x < n.d; ++x)
-          store(dqi + x, dqAcc[x] * kern.scale);
-      }
-    }
-    return Status::ok();
+    });
   });
 }
 
@@ -291,19 +445,16 @@ Status runBackward(const Kernel<T> &kern, const TensorRef &q, const TensorRef &k
 
 Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v, const TensorRef *mask,
                  bool causal, float scale, const TensorRef &out, const TensorRef &lse) {
-  Dims dims;
-  MaskView view;
-  FSDP_RETURN_IF_ERROR(checkOperands("attention", q, k, v, mask, lse, dims, view));
-  if (out.dtype != q.dtype || out.rank != 4 || out.dims[0] != dims.batch ||
-      out.dims[1] != dims.heads || out.dims[2] != dims.tq || out.dims[3] != dims.dv)
-    return Status::error("attention: result must be [B, H, Tq, Dv] in the operands' type");
+  AttentionShape shape;
+  FSDP_RETURN_IF_ERROR(attentionShape(q, k, v, mask, causal, out, lse, shape));
   Status status = Status::ok();
   FSDP_RETURN_IF_ERROR(dispatchFloat(
       q.dtype,
       [&](auto tag) {
         using T = decltype(tag);
-        Kernel<T> kern{dims, view, static_cast<ComputeType<T>>(scale), causal};
-        status = runForward(kern, q, k, v, out, lse);
+        const Kernel<T> kern{shape, static_cast<ComputeType<T>>(scale), q.as<T>(), k.as<T>(),
+                             v.as<T>()};
+        status = runForward(kern, out, lse);
       },
       "attention"));
   return status;
@@ -313,20 +464,17 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                      const TensorRef *mask, const TensorRef &out, const TensorRef &lse,
                      const TensorRef &dout, bool causal, float scale, const TensorRef &dq,
                      const TensorRef &dk, const TensorRef &dv) {
-  Dims dims;
-  MaskView view;
-  FSDP_RETURN_IF_ERROR(checkOperands("attention_grad", q, k, v, mask, lse, dims, view));
-  if (out.dtype != q.dtype || !sameType(out, dout) || !sameType(dq, q) || !sameType(dk, k) ||
-      !sameType(dv, v) || out.rank != 4 || out.dims[3] != dims.dv || out.dims[2] != dims.tq)
-    return Status::error("attention_grad: result, its gradient and the operands' gradients must "
-                         "be shaped and typed as the forward's");
+  AttentionShape shape;
+  FSDP_RETURN_IF_ERROR(
+      attentionGradShape(q, k, v, mask, out, lse, dout, causal, dq, dk, dv, shape));
   Status status = Status::ok();
   FSDP_RETURN_IF_ERROR(dispatchFloat(
       q.dtype,
       [&](auto tag) {
         using T = decltype(tag);
-        Kernel<T> kern{dims, view, static_cast<ComputeType<T>>(scale), causal};
-        status = runBackward(kern, q, k, v, out, lse, dout, dq, dk, dv);
+        const Kernel<T> kern{shape, static_cast<ComputeType<T>>(scale), q.as<T>(), k.as<T>(),
+                             v.as<T>()};
+        status = runBackward(kern, out, lse, dout, dq, dk, dv);
       },
       "attention_grad"));
   return status;

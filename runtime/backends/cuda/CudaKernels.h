@@ -113,8 +113,8 @@ Status layerNorm(const KernelContext &ctx, const TensorRef &x, const TensorRef &
     TensorRef *bias, int64_t axis, float epsilon, const TensorRef &y, const TensorRef &mean, const
     TensorRef &invStdDev);
 
-// --- Attention (kernels/AttentionKernels.cu): refused until its CUDA twin
-// exists (issue 32); the CPU kernels' contract (cpu/CpuKernels.h).
+// --- Attention (kernels/AttentionKernels.cu): the CPU kernels' twin in their
+// per-element order (cpu/CpuKernels.h's contract); head dims up to 256.
 Status attention(const KernelContext &ctx, const TensorRef &q, const TensorRef &k, const
     TensorRef &v, const TensorRef *mask, bool causal, float scale, const TensorRef &out, const
     TensorRef &lse);

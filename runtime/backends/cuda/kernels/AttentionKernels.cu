@@ -1,29 +1,229 @@
-//===- AttentionKernels.cu - nn.attention on the CUDA backend: refused ---===//
+//===- AttentionKernels.cu - flash-style attention on the GPU --------------===//
 //
-// nn.attention's CPU kernels (cpu/kernels/AttentionKernels.cpp) have no CUDA
-// twin yet. Issue 32 asks for a flash-style kernel in the CPU kernel's
-// per-element order, so that the SIMT emulation proves it bit for bit; until
-// it exists, a plan that uses attention is refused on this backend with a
-// clear error, never run wrongly. fsdp-opt only emits these kernels under
-// --fuse-attention=on.
+// nn.attention's CUDA kernels, the twin of cpu/kernels/AttentionKernels.cpp
+// in the CPU kernel's per-element order, so that under the SIMT emulation
+// the results are the CPU's bits (the tests require it): one thread per
+// (batch, head, query row) for the forward, walking the row's keys in the
+// shared tiles of kAttentionKeyTile (AttentionShape.h) with the same online
+// softmax (tile maximum, rescale, sum, probabilities rounded to the
+// operand type before they multiply v); one thread per (batch, kv head,
+// key row) for dk and dv, summing over the group's heads, then query rows,
+// in order; one thread per query row for dq, keys in order. Every dot
+// product is summed from +0 in feature order with the CPU pass's operand
+// order, no atomics, and the build has no contraction (-fmad=false), so
+// nothing depends on the launch geometry. The CUDA backend has no scratch
+// memory, so each dk/dv thread recomputes delta_i = dot(dout_i, out_i) where
+// it needs it (the CPU's sum, the same bits). Accumulators live in each
+// thread's local memory, so head dims are capped at kMaxHeadDim here. This
+// is the correctness-first twin, proven under SIMT, not yet run or tuned
+// on a real GPU; on one, std::log in the lse is the device library's
+// (within an ulp of glibc's, as log-softmax's).
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/backends/AttentionShape.h"
 #include "runtime/backends/cuda/kernels/KernelSupport.cuh"
+#include "runtime/math/FastMath.h"
+
+#include <cmath>
 
 FSDP_CUDA_NAMESPACE_BEGIN
+namespace {
 
-Status attention(const KernelContext &, const TensorRef &, const TensorRef &, const TensorRef &,
-                 const TensorRef *, bool, float, const TensorRef &, const TensorRef &) {
-  return Status::error("attention: not implemented yet on the CUDA backend (compile with "
-                       "--fuse-attention=off)");
+/// The largest D and Dv a thread's local accumulators hold.
+constexpr int64_t kMaxHeadDim = 256;
+
+template <typename T> struct AttentionArgs {
+  AttentionShape n;
+  ComputeType<T> scale;
+  const T *q, *k, *v;
+};
+
+template <typename T> __device__ inline const T *rowOf(const T *base, int64_t row, int64_t width) {
+  return base + row * width;
 }
-Status attentionGrad(const KernelContext &, const TensorRef &, const TensorRef &,
-                     const TensorRef &, const TensorRef *, const TensorRef &, const TensorRef &,
-                     const TensorRef &, bool, float, const TensorRef &, const TensorRef &,
-                     const TensorRef &) {
-  return Status::error("attention_grad: not implemented yet on the CUDA backend (compile with "
-                       "--fuse-attention=off)");
+
+/// Σ_x a[x] · b[x] from +0 in increasing x.
+template <typename T> __device__ inline ComputeType<T> dot(const T *a, const T *b, int64_t len) {
+  ComputeType<T> acc = 0;
+  for (int64_t x = 0; x < len; ++x)
+    acc += load(a + x) * load(b + x);
+  return acc;
+}
+
+template <typename T>
+__global__ void attentionForwardKernel(AttentionArgs<T> a, T *out, ComputeType<T> *lse) {
+  using C = ComputeType<T>;
+  const AttentionShape &n = a.n;
+  FSDP_GRID_STRIDE(row, n.batch * n.heads * n.tq) {
+    const int64_t i = row % n.tq, bh = row / n.tq, b = bh / n.heads, h = bh % n.heads;
+    const int64_t kRow0 = (b * n.kvHeads + n.kvHead(h)) * n.tk;
+    const T *qi = rowOf(a.q, row, n.d);
+    C acc[kMaxHeadDim], s[kAttentionKeyTile];
+    for (int64_t x = 0; x < n.dv; ++x)
+      acc[x] = 0;
+    C m = negativeInfinity<C>(), l = 0;
+    const int64_t end = n.keyEnd(i);
+    for (int64_t t0 = 0; t0 < end; t0 += kAttentionKeyTile) {
+      const int64_t count = (end < t0 + kAttentionKeyTile ? end : t0 + kAttentionKeyTile) - t0;
+      C tm = negativeInfinity<C>();
+      for (int64_t jj = 0; jj < count; ++jj) {
+        s[jj] = maskedScore<T>(dot(qi, rowOf(a.k, kRow0 + t0 + jj, n.d), n.d), a.scale, n.mask,
+                               n.mask.offset(b, h, i, t0 + jj));
+        tm = maxOf(tm, s[jj]);
+      }
+      const C mNew = maxOf(m, tm);
+      if (mNew == negativeInfinity<C>())
+        continue;
+      const C corr = expOf(m - mNew);
+      for (int64_t x = 0; x < n.dv; ++x)
+        acc[x] *= corr;
+      C sum = 0;
+      for (int64_t jj = 0; jj < count; ++jj) {
+        const C p = expOf(s[jj] - mNew);
+        sum += p;
+        const C pr = roundedProbability<T>(p);
+        const T *vj = rowOf(a.v, kRow0 + t0 + jj, n.dv);
+        for (int64_t x = 0; x < n.dv; ++x)
+          acc[x] += pr * load(vj + x);
+      }
+      l = l * corr + sum;
+      m = mNew;
+    }
+    T *o = out + row * n.dv;
+    for (int64_t x = 0; x < n.dv; ++x)
+      store(o + x, l > 0 ? acc[x] / l : C(0));
+    lse[row] = l > 0 ? m + std::log(l) : negativeInfinity<C>();
+  }
+}
+
+/// What the backward reads besides q, k, v.
+template <typename T> struct GradArgs {
+  const T *out, *dout;
+  const ComputeType<T> *lse;
+};
+
+/// dk and dv of key row (b, g, j): over the group's heads, then query
+/// rows from the first that sees j, in order (the CPU's dk/dv pass: its
+/// products are k·q and v·dout).
+template <typename T>
+__global__ void attentionKeyGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *dk, T *dv) {
+  using C = ComputeType<T>;
+  const AttentionShape &n = a.n;
+  const int64_t group = n.heads / n.kvHeads;
+  FSDP_GRID_STRIDE(row, n.batch * n.kvHeads * n.tk) {
+    const int64_t j = row % n.tk, bg = row / n.tk, b = bg / n.kvHeads, kvh = bg % n.kvHeads;
+    const T *kj = rowOf(a.k, row, n.d), *vj = rowOf(a.v, row, n.dv);
+    C dkAcc[kMaxHeadDim], dvAcc[kMaxHeadDim];
+    for (int64_t x = 0; x < n.d; ++x)
+      dkAcc[x] = 0;
+    for (int64_t x = 0; x < n.dv; ++x)
+      dvAcc[x] = 0;
+    for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
+      for (int64_t i = n.firstQuery(j); i < n.tq; ++i) {
+        const int64_t qRow = (b * n.heads + h) * n.tq + i;
+        const T *qi = rowOf(a.q, qRow, n.d), *doi = rowOf(g.dout, qRow, n.dv);
+        const C p = recomputedProbability(
+            maskedScore<T>(dot(kj, qi, n.d), a.scale, n.mask, n.mask.offset(b, h, i, j)),
+            g.lse[qRow]);
+        if (p == 0)
+          continue;
+        const C delta = dot(doi, rowOf(g.out, qRow, n.dv), n.dv);
+        const C ds = p * (dot(vj, doi, n.dv) - delta);
+        const C pr = roundedProbability<T>(p);
+        for (int64_t x = 0; x < n.dv; ++x)
+          dvAcc[x] += pr * load(doi + x);
+        for (int64_t x = 0; x < n.d; ++x)
+          dkAcc[x] += ds * load(qi + x);
+      }
+    for (int64_t x = 0; x < n.d; ++x)
+      store(dk + row * n.d + x, dkAcc[x] * a.scale);
+    for (int64_t x = 0; x < n.dv; ++x)
+      store(dv + row * n.dv + x, dvAcc[x]);
+  }
+}
+
+/// dq of query row (b, h, i): its keys in order (the CPU's dq pass: its
+/// products are q·k and dout·v).
+template <typename T>
+__global__ void attentionQueryGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *dq) {
+  using C = ComputeType<T>;
+  const AttentionShape &n = a.n;
+  FSDP_GRID_STRIDE(row, n.batch * n.heads * n.tq) {
+    const int64_t i = row % n.tq, bh = row / n.tq, b = bh / n.heads, h = bh % n.heads;
+    const int64_t kRow0 = (b * n.kvHeads + n.kvHead(h)) * n.tk;
+    const T *qi = rowOf(a.q, row, n.d), *doi = rowOf(g.dout, row, n.dv);
+    const C delta = dot(doi, rowOf(g.out, row, n.dv), n.dv), rowLse = g.lse[row];
+    C dqAcc[kMaxHeadDim];
+    for (int64_t x = 0; x < n.d; ++x)
+      dqAcc[x] = 0;
+    for (int64_t j = 0; j < n.keyEnd(i); ++j) {
+      const T *kj = rowOf(a.k, kRow0 + j, n.d);
+      const C p = recomputedProbability(
+          maskedScore<T>(dot(qi, kj, n.d), a.scale, n.mask, n.mask.offset(b, h, i, j)), rowLse);
+      if (p == 0)
+        continue;
+      const C ds = p * (dot(doi, rowOf(a.v, kRow0 + j, n.dv), n.dv) - delta);
+      for (int64_t x = 0; x < n.d; ++x)
+        dqAcc[x] += ds * load(kj + x);
+    }
+    for (int64_t x = 0; x < n.d; ++x)
+      store(dq + row * n.d + x, dqAcc[x] * a.scale);
+  }
+}
+
+Status checkHeadDims(const char *op, const AttentionShape &n) {
+  if (n.d > kMaxHeadDim || n.dv > kMaxHeadDim)
+    return Status::error(cat(op, ": head dims above ", kMaxHeadDim,
+                             " are not supported on the CUDA backend"));
+  return Status::ok();
+}
+
+} // namespace
+
+Status attention(const KernelContext &ctx, const TensorRef &q, const TensorRef &k,
+                 const TensorRef &v, const TensorRef *mask, bool causal, float scale,
+                 const TensorRef &out, const TensorRef &lse) {
+  AttentionShape shape;
+  FSDP_RETURN_IF_ERROR(attentionShape(q, k, v, mask, causal, out, lse, shape));
+  FSDP_RETURN_IF_ERROR(checkHeadDims("attention", shape));
+  return dispatchFloat(
+      q.dtype,
+      [&](auto tag) {
+        using T = decltype(tag);
+        using C = ComputeType<T>;
+        const AttentionArgs<T> args{shape, static_cast<C>(scale), q.as<const T>(),
+                                    k.as<const T>(), v.as<const T>()};
+        return launchElementwise(ctx, "attention", shape.batch * shape.heads * shape.tq,
+                                 attentionForwardKernel<T>, args, out.as<T>(), lse.as<C>());
+      },
+      "attention");
+}
+
+Status attentionGrad(const KernelContext &ctx, const TensorRef &q, const TensorRef &k,
+                     const TensorRef &v, const TensorRef *mask, const TensorRef &out,
+                     const TensorRef &lse, const TensorRef &dout, bool causal, float scale,
+                     const TensorRef &dq, const TensorRef &dk, const TensorRef &dv) {
+  AttentionShape shape;
+  FSDP_RETURN_IF_ERROR(
+      attentionGradShape(q, k, v, mask, out, lse, dout, causal, dq, dk, dv, shape));
+  FSDP_RETURN_IF_ERROR(checkHeadDims("attention_grad", shape));
+  return dispatchFloat(
+      q.dtype,
+      [&](auto tag) {
+        using T = decltype(tag);
+        using C = ComputeType<T>;
+        const AttentionArgs<T> args{shape, static_cast<C>(scale), q.as<const T>(),
+                                    k.as<const T>(), v.as<const T>()};
+        const GradArgs<T> grad{out.as<const T>(), dout.as<const T>(), lse.as<const C>()};
+        FSDP_RETURN_IF_ERROR(launchElementwise(ctx, "attention_grad",
+                                               shape.batch * shape.kvHeads * shape.tk,
+                                               attentionKeyGradKernel<T>, args, grad, dk.as<T>(),
+                                               dv.as<T>()));
+        return launchElementwise(ctx, "attention_grad", shape.batch * shape.heads * shape.tq,
+                                 attentionQueryGradKernel<T>, args, grad, dq.as<T>());
+      },
+      "attention_grad");
 }
 
 FSDP_CUDA_NAMESPACE_END

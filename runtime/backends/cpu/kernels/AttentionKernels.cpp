@@ -24,7 +24,7 @@
 // keys (dk, dv) and packs the other side's tile widened to C, transposed
 // for the dot products so that 64 of them advance together along the
 // features (vectorized across keys or queries), and row-major for the
-// accumulations (vectorized along the features, four rows a pass). The
+// accumulations (vectorized along the features, eight rows a pass). The
 // loops run compiled for AVX2 where the CPU has it (runWide); the file is
 // built with -ffp-contract=off, so no product is fused into a sum on any
 // target and the bits are the CUDA build's (-fmad=false).
@@ -68,11 +68,32 @@ template <typename C> FSDP_HD_INLINE void dotsAcross(const C *a, const C *bt, in
 }
 
 /// acc[x] += w[c] · rows[c][x] for c = 0, 1, ... in order, for every
-/// x < n: the sequential accumulation, four rows per pass over acc.
+/// x < n: the sequential accumulation, eight (then four) rows per pass
+/// over acc.
 template <typename C>
 FSDP_HD_INLINE void accumulateRows(C *acc, int64_t n, const C *w, const C *const *rows,
                                    int64_t count) {
   int64_t c = 0;
+  for (; c + 8 <= count; c += 8) {
+    const C *r[8];
+    C wc[8];
+    for (int e = 0; e < 8; ++e) {
+      r[e] = rows[c + e];
+      wc[e] = w[c + e];
+    }
+    for (int64_t x = 0; x < n; ++x) {
+      C a = acc[x];
+      a += wc[0] * r[0][x];
+      a += wc[1] * r[1][x];
+      a += wc[2] * r[2][x];
+      a += wc[3] * r[3][x];
+      a += wc[4] * r[4][x];
+      a += wc[5] * r[5][x];
+      a += wc[6] * r[6][x];
+      a += wc[7] * r[7][x];
+      acc[x] = a;
+    }
+  }
   for (; c + 4 <= count; c += 4) {
     const C w0 = w[c], w1 = w[c + 1], w2 = w[c + 2], w3 = w[c + 3];
     const C *r0 = rows[c], *r1 = rows[c + 1], *r2 = rows[c + 2], *r3 = rows[c + 3];

@@ -249,11 +249,19 @@ LogicalResult Accumulator::run() {
       // A dropout mask is a function of its seed, the step and the element:
       // each micro-batch draws its own (its recomputed copies, cloned with
       // it, the same one).
-      if (auto dropout = dyn_cast<nn::DropoutOp>(clone)) {
-        uint64_t seed = static_cast<uint64_t>(dropout.getSeed().value_or(0));
+      // A fused attention's dropout (and its gradient's, which draws the
+      // same bits again) likewise.
+      auto reseed = [&](std::optional<int64_t> old) {
+        uint64_t seed = static_cast<uint64_t>(old.value_or(0));
         seed ^= static_cast<uint64_t>(m) * 0x9E3779B97F4A7C15ull;
-        dropout.setSeedAttr(b.getI64IntegerAttr(static_cast<int64_t>(seed >> 1)));
-      }
+        return b.getI64IntegerAttr(static_cast<int64_t>(seed >> 1));
+      };
+      if (auto dropout = dyn_cast<nn::DropoutOp>(clone))
+        dropout.setSeedAttr(reseed(dropout.getSeed()));
+      if (auto attention = dyn_cast<nn::AttentionOp>(clone); attention && !attention.getDropoutP().isZero())
+        attention.setSeedAttr(reseed(attention.getSeed()));
+      if (auto grad = dyn_cast<nn::AttentionGradOp>(clone); grad && !grad.getDropoutP().isZero())
+        grad.setSeedAttr(reseed(grad.getSeed()));
       for (auto [old, now] : llvm::zip(op->getResults(), clone->getResults())) {
         auto it = sum.find(old);
         if (it == sum.end())

@@ -10,7 +10,7 @@
 // nn.attention, whose kernel never stores the scores. Recognition is exact
 // or nothing: a chain that differs (a softmax over another axis, a scale
 // that is not one scalar, a mask the keys do not index last, probabilities
-// read elsewhere, dropout, a mask computed from a parameter) stays unfused,
+// read elsewhere, a mask computed from a parameter) stays unfused,
 // and the pass records why on the module (dist::kAttentionFusionAttr) for
 // --emit=summary and the report. A mask computed from constants alone
 // (ConstantValues.h: dynamo's where(trilu(ones) == 0, finfo.min, 0), a
@@ -272,6 +272,9 @@ struct Recognized {
   Keys key;
   bool maskNegated = false; // a bool mask whose true marks what is masked
   bool causal = false;
+  /// nn.dropout's ratio and seed where one drops the probabilities.
+  float dropoutP = 0.0f;
+  std::optional<int64_t> seed;
   /// Rank-3 attention ([N, T, D], one head): the operands are viewed as
   /// [N, 1, T, D] around the fused op, and its output back.
   bool lift = false;
@@ -308,8 +311,21 @@ private:
 bool Recognizer::run(Recognized &out, std::string &why) {
   why.clear();
   Value probs = pv.getLhs();
-  if (probs.getDefiningOp<nn::DropoutOp>())
-    return fail(why, "dropout on the probabilities (nn.attention has no dropout yet)");
+  // Dropout on the probabilities: nn.attention draws the same keep bits
+  // (seed, step, index in the probabilities) without storing a mask.
+  Operation *consumer = pv.getOperation();
+  if (auto dropout = probs.getDefiningOp<nn::DropoutOp>()) {
+    if (!dropout.getMask().use_empty())
+      return fail(why, "the dropout's mask is read elsewhere");
+    if (!dropout.getResult().hasOneUse())
+      return fail(why, "the dropped probabilities are read elsewhere too");
+    if (dropout.getTraining() && !dropout.getRatio().isZero()) {
+      out.dropoutP = dropout.getRatio().convertToFloat();
+      out.seed = dropout.getSeed();
+    }
+    consumer = dropout.getOperation();
+    probs = dropout.getInput();
+  }
   // SDPA's math decomposition guards rows whose every key is masked:
   // where(isnan(p), 0, p), the zeros nn.attention gives such rows.
   nn::WhereOp guard = probs.getDefiningOp<nn::WhereOp>();
@@ -334,7 +350,7 @@ bool Recognizer::run(Recognized &out, std::string &why) {
     return fail(why, "softmax over axis " + llvm::Twine(softmax.getAxis()) + ", not the keys");
   for (Operation *user : softmax.getResult().getUsers())
     if (guard ? user != guard && user != guard.getCondition().getDefiningOp()
-              : user != pv.getOperation())
+              : user != consumer)
       return fail(why, "the probabilities are read elsewhere too");
   if (guard && !guard.getCondition().hasOneUse())
     return fail(why, "the probabilities' NaN test is read elsewhere too");
@@ -482,7 +498,8 @@ Value buildAttention(nn::MatMulOp pv, const Recognized &r) {
   auto op = b.create<nn::AttentionOp>(
       loc, RankedTensorType::get(lifted(outType.getShape(), r.lift), outType.getElementType()),
       lseType, query, liftedKey, value, mask, b.getBoolAttr(r.causal),
-      b.getF32FloatAttr(static_cast<float>(r.scale)));
+      b.getF32FloatAttr(static_cast<float>(r.scale)), b.getF32FloatAttr(r.dropoutP),
+      r.seed ? b.getI64IntegerAttr(*r.seed) : IntegerAttr());
   if (!r.lift)
     return op.getResult();
   return b.create<nn::ReshapeOp>(loc, outType, op.getResult());

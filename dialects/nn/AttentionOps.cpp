@@ -3,8 +3,9 @@
 // Both ops check the shapes through the one rule the importer also uses
 // (attentionShape), the operands' one float type, the mask's type (bool,
 // that float type or f32, as torch's scaled_dot_product_attention takes)
-// and the log-sum-exp's shape and type; the gradient also checks that its
-// results are shaped as the operands they differentiate.
+// and the log-sum-exp's shape and type, and that dropout_p is in [0, 1);
+// the gradient also checks that its results are shaped as the operands
+// they differentiate.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,14 +50,26 @@ LogicalResult verifyAttentionOperands(Operation *op, Value query, Value key, Val
   return success();
 }
 
+/// dropout_p is a probability that leaves something to keep.
+LogicalResult verifyDropout(Operation *op, APFloat p) {
+  const double value = p.convertToDouble();
+  if (!(value >= 0.0 && value < 1.0))
+    return op->emitOpError("dropout_p must be in [0, 1), got ") << value;
+  return success();
+}
+
 } // namespace
 
 LogicalResult AttentionOp::verify() {
+  if (failed(verifyDropout(*this, getDropoutP())))
+    return failure();
   return verifyAttentionOperands(*this, getQuery(), getKey(), getValue(), getMask(), getResult(),
                                  getLse());
 }
 
 LogicalResult AttentionGradOp::verify() {
+  if (failed(verifyDropout(*this, getDropoutP())))
+    return failure();
   if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(), getMask(),
                                      getForwardResult(), getLse())))
     return failure();

@@ -119,8 +119,8 @@ KernelEncoding AttentionOp::encodeKernel() {
   KernelEncoding encoding;
   encoding.kernel = getKernel();
   encoding.operands = {getQuery(), getKey(), getValue(), getMask()};
-  encoding.ints = {getIsCausal() ? 1 : 0};
-  encoding.floats = {getScale().convertToFloat()};
+  encoding.ints = {getIsCausal() ? 1 : 0, static_cast<int64_t>(getSeed().value_or(0))};
+  encoding.floats = {getScale().convertToFloat(), getDropoutP().convertToFloat()};
   return encoding;
 }
 Kernel AttentionGradOp::getKernel() { return Kernel::AttentionGrad; }
@@ -129,8 +129,8 @@ KernelEncoding AttentionGradOp::encodeKernel() {
   encoding.kernel = getKernel();
   encoding.operands = {getQuery(),         getKey(), getValue(), getMask(),
                        getForwardResult(), getLse(), getGrad()};
-  encoding.ints = {getIsCausal() ? 1 : 0};
-  encoding.floats = {getScale().convertToFloat()};
+  encoding.ints = {getIsCausal() ? 1 : 0, static_cast<int64_t>(getSeed().value_or(0))};
+  encoding.floats = {getScale().convertToFloat(), getDropoutP().convertToFloat()};
   return encoding;
 }
 

@@ -32,9 +32,18 @@ def NN_AttentionOp : NN_Op<"attention", [NN_Differentiable, NN_EncodedKernel]> {
     softmax). `lse` `[B, H, Tq]` is each row's log-sum-exp of the scores
     (-inf for a fully masked row), f32 (f64 for f64 operands): what the
     gradient needs instead of the probabilities.
+
+    `dropout_p` (in [0, 1)) drops each probability as nn.dropout with that
+    ratio, `training` true and `seed` would drop it on the [B, H, Tq, Tk]
+    probability tensor: the keep bit of element (b, h, i, j) is the same
+    counter-based draw (seed, step, its row-major index), kept ones scaled
+    by 1 / (1 - dropout_p). No mask is stored; the gradient draws the same
+    bits again. `lse` is that of the probabilities before dropout.
   }];
   let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key, NN_FloatTensor:$value,
-                       Optional<NN_AnyTensor>:$mask, BoolAttr:$is_causal, F32Attr:$scale);
+                       Optional<NN_AnyTensor>:$mask, BoolAttr:$is_causal, F32Attr:$scale,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$dropout_p,
+                       OptionalAttr<I64Attr>:$seed);
   let results = (outs NN_FloatTensor:$result, NN_FloatTensor:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? attr-dict `:` functional-type(operands, results)
@@ -49,12 +58,14 @@ def NN_AttentionGradOp : NN_Op<"attention_grad", [NN_EncodedKernel]> {
     gradient: the gradients of query, key and value (shaped as they are).
     The probabilities are recomputed from `lse`, never stored. The mask gets
     no gradient (nn.attention's mask is data: fsdp-fuse-attention fuses no
-    mask computed from a parameter).
+    mask computed from a parameter). `dropout_p` and `seed` are the
+    forward's, so the same probabilities are dropped.
   }];
   let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key, NN_FloatTensor:$value,
                        Optional<NN_AnyTensor>:$mask, NN_FloatTensor:$forward_result,
                        NN_FloatTensor:$lse, NN_FloatTensor:$grad, BoolAttr:$is_causal,
-                       F32Attr:$scale);
+                       F32Attr:$scale, DefaultValuedAttr<F32Attr, "0.0f">:$dropout_p,
+                       OptionalAttr<I64Attr>:$seed);
   let results = (outs NN_FloatTensor:$query_grad, NN_FloatTensor:$key_grad,
                       NN_FloatTensor:$value_grad);
   let assemblyFormat = [{

@@ -5,7 +5,7 @@
 // once, so both refuse the same operands with the same words. The scalar
 // formulas every element goes through (the masked score, the probability
 // recomputed from the log-sum-exp, the rounding of a probability to the
-// operand type, the running maximum) and the key tile that sets where the
+// operand type, the running maximum, dropout's keep bit and factor) and the key tile that sets where the
 // online softmax rescales are FSDP_HD, so the CPU kernel's vectorized loops
 // and the CUDA kernel's per-thread loops perform the same operations on
 // every element in the same order: the SIMT tests require equal bits.
@@ -15,6 +15,8 @@
 #ifndef FSDP_RUNTIME_BACKENDS_ATTENTIONSHAPE_H
 #define FSDP_RUNTIME_BACKENDS_ATTENTIONSHAPE_H
 
+#include "runtime/backends/KernelKinds.h"
+#include "runtime/math/DropoutRng.h"
 #include "runtime/math/ElementTypes.h"
 #include "runtime/math/FastMath.h"
 #include "runtime/math/HostDevice.h"
@@ -45,12 +47,19 @@ struct AttentionMask {
   }
 };
 
-/// q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk, Dv], the mask, and
-/// whether keys after the query's own position (top-left causal) are cut.
+/// q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk, Dv], the mask,
+/// whether keys after the query's own position (top-left causal) are cut,
+/// and the dropout on the probabilities.
 struct AttentionShape {
   int64_t batch = 0, heads = 0, kvHeads = 0, tq = 0, tk = 0, d = 0, dv = 0;
   AttentionMask mask;
   bool causal = false;
+  /// Dropout (dropout_p > 0): element (b, h, i, j) of the probabilities is
+  /// kept as nn.dropout keeps element ((b·H + h)·Tq + i)·Tk + j of that
+  /// [B, H, Tq, Tk] tensor, from the stream dropKey = (seed, step).
+  bool dropout = false;
+  float dropRatio = 0.0f;
+  uint64_t dropSeed = 0, dropKey = 0, dropThreshold = 0;
 
   /// The keys query row i sees: [0, keyEnd(i)).
   FSDP_HD_INLINE int64_t keyEnd(int64_t i) const {
@@ -60,6 +69,11 @@ struct AttentionShape {
   FSDP_HD_INLINE int64_t firstQuery(int64_t j) const { return causal ? (j < tq ? j : tq) : 0; }
   /// The key head query head h reads (grouped-query attention).
   FSDP_HD_INLINE int64_t kvHead(int64_t h) const { return h / (heads / kvHeads); }
+  /// Whether dropout keeps probability (b, h, i, j).
+  FSDP_HD_INLINE bool keeps(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    const int64_t index = ((b * heads + h) * tq + i) * tk + j;
+    return dropoutKeeps(dropKey, static_cast<uint64_t>(index), dropThreshold);
+  }
 };
 
 /// The checks the forward and the gradient share: q, k, v, the optional
@@ -105,6 +119,20 @@ inline Status attentionOperands(const char *op, const TensorRef &q, const Tensor
   }
   s.mask.data = mask->data;
   s.mask.dtype = mask->dtype;
+  return Status::ok();
+}
+
+/// dropout_p in [0, 1) and, above 0, the stream's seed and threshold (the
+/// key is set by the kernel from the step).
+inline Status attentionDropout(const char *op, const AttentionDropout &dropout,
+                               AttentionShape &s) {
+  if (!(dropout.p >= 0.0f && dropout.p < 1.0f))
+    return Status::error(cat(op, ": dropout_p ", dropout.p, " is outside [0, 1)"));
+  s.dropout = dropout.p > 0.0f;
+  s.dropRatio = dropout.p;
+  s.dropSeed = dropout.seed;
+  s.dropThreshold = dropoutThreshold(dropout.p);
+  s.dropKey = dropoutStreamKey(dropout.seed, dropout.step);
   return Status::ok();
 }
 
@@ -167,6 +195,19 @@ template <typename C> FSDP_HD_INLINE C recomputedProbability(C score, C rowLse) 
   // A select, not a branch, so that the CPU's loops over it vectorize.
   const C p = expOf(score - rowLse);
   return rowLse == negativeInfinity<C>() || score == negativeInfinity<C>() ? C(0) : p;
+}
+
+/// nn.dropout's scale of a kept element, 1 / (1 - ratio), computed as it
+/// computes it.
+template <typename C> FSDP_HD_INLINE C dropoutKeepScale(float ratio) {
+  return C(1) / (C(1) - static_cast<C>(ratio));
+}
+
+/// What dropout multiplies probability (b, h, i, j) by: keepScale or 0.
+template <typename C>
+FSDP_HD_INLINE C dropoutFactor(const AttentionShape &n, C keepScale, int64_t b, int64_t h,
+                               int64_t i, int64_t j) {
+  return n.keeps(b, h, i, j) ? keepScale : C(0);
 }
 
 /// The probability as the products with v (forward) and dout (dv) use it:

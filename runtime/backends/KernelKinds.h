@@ -44,6 +44,13 @@ struct SgdConfig {
   bool nesterov;
 };
 
+/// nn.attention's dropout_p and seed as the plan gives them, and (CPU) the
+/// step; the CUDA kernels read the step from device memory, as dropout's.
+struct AttentionDropout {
+  float p = 0.0f;
+  uint64_t seed = 0, step = 0;
+};
+
 } // namespace fsdp::rt
 
 #endif // FSDP_RUNTIME_BACKENDS_KERNELKINDS_H

@@ -22,7 +22,7 @@ LogicalResult AttentionOp::buildGradients(OpBuilder &builder, ArrayRef<Value> gr
   auto op = builder.create<AttentionGradOp>(
       getLoc(), getQuery().getType(), getKey().getType(), getValue().getType(), getQuery(),
       getKey(), getValue(), getMask(), getResult(), getLse(), grad, getIsCausalAttr(),
-      getScaleAttr());
+      getScaleAttr(), getDropoutPAttr(), getSeedAttr());
   out.push_back(op.getQueryGrad());
   out.push_back(op.getKeyGrad());
   out.push_back(op.getValueGrad());

@@ -475,7 +475,8 @@ LogicalResult importAttention(ImportContext &ctx) {
     output = b.create<nn::AttentionOp>(ctx.loc(), ctx.tensorType(*shape, element),
                                        ctx.tensorType(qs.take_front(3), lseElement), query, key,
                                        value, mask, b.getBoolAttr(topLeftCausal),
-                                       b.getF32FloatAttr(static_cast<float>(*root * *root)))
+                                       b.getF32FloatAttr(static_cast<float>(*root * *root)),
+                                       b.getF32FloatAttr(0.0f), IntegerAttr())
                  .getResult();
   }
   if (packed) {

@@ -123,14 +123,18 @@ Status softmax(const TensorRef &in, int64_t axis, bool log, const TensorRef &out
 /// Scaled dot-product attention, flash-style (AttentionKernels.cpp):
 /// q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk, Dv], an optional
 /// bool or additive mask broadcasting to [B, H, Tq, Tk]; out
-/// [B, H, Tq, Dv] and the rows' log-sum-exp lse [B, H, Tq] (f32, f64 for f64).
+/// [B, H, Tq, Dv] and the rows' log-sum-exp lse [B, H, Tq] (f32, f64 for f64);
+/// dropout on the probabilities as nn.dropout draws it (AttentionShape.h).
 Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v, const TensorRef *mask,
-                 bool causal, float scale, const TensorRef &out, const TensorRef &lse);
-/// Its gradient from the forward's out and lse: dq, dk, dv.
+                 bool causal, float scale, const AttentionDropout &dropout, const TensorRef &out,
+                 const TensorRef &lse);
+/// Its gradient from the forward's out and lse (and the same dropout): dq,
+/// dk, dv.
 Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                      const TensorRef *mask, const TensorRef &out, const TensorRef &lse,
-                     const TensorRef &dout, bool causal, float scale, const TensorRef &dq,
-                     const TensorRef &dk, const TensorRef &dv);
+                     const TensorRef &dout, bool causal, float scale,
+                     const AttentionDropout &dropout, const TensorRef &dq, const TensorRef &dk,
+                     const TensorRef &dv);
 
 /// LayerNormalization over dims [axis, rank): y, mean and inverse std-dev
 /// (shaped like x with the normalized dims set to 1). Biased variance.

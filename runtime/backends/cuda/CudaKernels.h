@@ -116,12 +116,12 @@ Status layerNorm(const KernelContext &ctx, const TensorRef &x, const TensorRef &
 // --- Attention (kernels/AttentionKernels.cu): the CPU kernels' twin in their
 // per-element order (cpu/CpuKernels.h's contract); head dims up to 256.
 Status attention(const KernelContext &ctx, const TensorRef &q, const TensorRef &k, const
-    TensorRef &v, const TensorRef *mask, bool causal, float scale, const TensorRef &out, const
-    TensorRef &lse);
+    TensorRef &v, const TensorRef *mask, bool causal, float scale, const AttentionDropout &dropout,
+    const TensorRef &out, const TensorRef &lse);
 Status attentionGrad(const KernelContext &ctx, const TensorRef &q, const TensorRef &k, const
     TensorRef &v, const TensorRef *mask, const TensorRef &out, const TensorRef &lse, const
-    TensorRef &dout, bool causal, float scale, const TensorRef &dq, const TensorRef &dk, const
-    TensorRef &dv);
+    TensorRef &dout, bool causal, float scale, const AttentionDropout &dropout, const TensorRef &dq,
+    const TensorRef &dk, const TensorRef &dv);
 
 // --- Reductions (kernels/ReductionKernels.cu)
 Status reduce(const KernelContext &ctx, ReduceKind kind, const TensorRef &in, const int64_t *axes,

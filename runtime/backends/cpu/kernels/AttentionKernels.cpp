@@ -11,7 +11,8 @@
 // the bits do not depend on the thread count. Compute is in f32 (f64 for
 // f64), 16-bit operands widened exactly; as torch's CPU flash kernel does,
 // the probabilities that multiply the values are rounded to the operand
-// dtype first. A row whose every key is masked gives zeros and lse -inf,
+// dtype first; dropout (dropout_p) multiplies those by nn.dropout's keep
+// factor, drawn again in the backward. A row whose every key is masked gives zeros and lse -inf,
 // as torch >= 2.5 (its "safe" softmax; checked with torch 2.15: math and
 // flash backends both give 0).
 //
@@ -178,6 +179,8 @@ template <typename T> struct Kernel {
   AttentionShape n;
   C scale;
   const T *q, *k, *v;
+  /// nn.dropout's scale of a kept probability (used under n.dropout).
+  C keepScale;
 
   /// The first row of (b, h)'s queries and of (b, g)'s keys.
   int64_t qBase(int64_t b, int64_t h) const { return (b * n.heads + h) * n.tq; }
@@ -199,14 +202,26 @@ template <typename T> struct Kernel {
   /// For u < count, from the masked scores s, dp = dot(dout_i, v_j), and
   /// the query rows' lse and delta: the probability p (recomputed), the
   /// rounded one dv multiplies, and ds = p · (dp - delta). Where p is 0
-  /// the others are unused (the accumulations skip the pair).
-  template <typename LseOf, typename DeltaOf>
+  /// the others are unused (the accumulations skip the pair). Under
+  /// dropout, with f = dropFactor(u) (keepScale or 0), dv's weight is the
+  /// rounded p · f and ds = p · (dp · f - delta): delta = dot(dout, out)
+  /// is still Σ_j p_j f_j dp_j, since out was formed from the dropped p.
+  template <typename LseOf, typename DeltaOf, typename DropOf>
   FSDP_HD_INLINE void gradTerms(const C *s, const C *dp, LseOf lseOf, DeltaOf deltaOf,
-                                int64_t count, C *p, C *pr, C *ds) const {
+                                DropOf dropFactor, int64_t count, C *p, C *pr, C *ds) const {
+    if (!n.dropout) {
+      for (int64_t u = 0; u < count; ++u) {
+        p[u] = recomputedProbability(s[u], lseOf(u));
+        pr[u] = roundedProbability<T>(p[u]);
+        ds[u] = p[u] * (dp[u] - deltaOf(u));
+      }
+      return;
+    }
     for (int64_t u = 0; u < count; ++u) {
+      const C f = dropFactor(u);
       p[u] = recomputedProbability(s[u], lseOf(u));
-      pr[u] = roundedProbability<T>(p[u]);
-      ds[u] = p[u] * (dp[u] - deltaOf(u));
+      pr[u] = roundedProbability<T>(p[u]) * f;
+      ds[u] = p[u] * (dp[u] * f - deltaOf(u));
     }
   }
 
@@ -273,6 +288,9 @@ template <typename T> struct Kernel {
           const int64_t r = r0 + e;
           for (int64_t jj = 0; jj < count[e]; ++jj)
             p[e][jj] = roundedProbability<T>(p[e][jj]);
+          if (n.dropout)
+            for (int64_t jj = 0; jj < count[e]; ++jj)
+              p[e][jj] *= dropoutFactor(n, keepScale, b, h, i0 + r, t0 + jj);
           accumulateRows(acc + r * n.dv, n.dv, p[e], w.listA.data(), count[e]);
           l[r] = l[r] * corr[e] + sum[e];
           m[r] = mNew[e];
@@ -327,7 +345,9 @@ template <typename T> struct Kernel {
                          n.mask.stride[2]);
           gradTerms(
               s + first, dp + first, [&](int64_t u) { return rowLse[first + u]; },
-              [&](int64_t u) { return rowDelta[first + u]; }, rows - first, p, pr, ds);
+              [&](int64_t u) { return rowDelta[first + u]; },
+              [&](int64_t u) { return dropoutFactor(n, keepScale, b, h, i0 + first + u, j); },
+              rows - first, p, pr, ds);
           int64_t count = 0;
           for (int64_t ii = first; ii < rows; ++ii) {
             if (p[ii - first] == 0)
@@ -378,8 +398,9 @@ template <typename T> struct Kernel {
         dotsAcross(dow + r * n.dv, vCols, n.dv, dp);
         scoresFromDots(s, count, n.mask.offset(b, h, i, t0), n.mask.stride[3]);
         gradTerms(
-            s, dp, [&](int64_t) { return lseI; }, [&](int64_t) { return deltaI; }, count, p, pr,
-            ds);
+            s, dp, [&](int64_t) { return lseI; }, [&](int64_t) { return deltaI; },
+            [&](int64_t u) { return dropoutFactor(n, keepScale, b, h, i, t0 + u); }, count, p,
+            pr, ds);
         int64_t used = 0;
         for (int64_t jj = 0; jj < count; ++jj) {
           if (p[jj] == 0)
@@ -465,16 +486,19 @@ Status runBackward(const Kernel<T> &kern, const TensorRef &out, const TensorRef 
 } // namespace
 
 Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v, const TensorRef *mask,
-                 bool causal, float scale, const TensorRef &out, const TensorRef &lse) {
+                 bool causal, float scale, const AttentionDropout &dropout, const TensorRef &out,
+                 const TensorRef &lse) {
   AttentionShape shape;
   FSDP_RETURN_IF_ERROR(attentionShape(q, k, v, mask, causal, out, lse, shape));
+  FSDP_RETURN_IF_ERROR(attentionDropout("attention", dropout, shape));
   Status status = Status::ok();
   FSDP_RETURN_IF_ERROR(dispatchFloat(
       q.dtype,
       [&](auto tag) {
         using T = decltype(tag);
-        const Kernel<T> kern{shape, static_cast<ComputeType<T>>(scale), q.as<T>(), k.as<T>(),
-                             v.as<T>()};
+        using C = ComputeType<T>;
+        const Kernel<T> kern{shape, static_cast<C>(scale), q.as<T>(), k.as<T>(), v.as<T>(),
+                             dropoutKeepScale<C>(dropout.p)};
         status = runForward(kern, out, lse);
       },
       "attention"));
@@ -483,18 +507,21 @@ Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v, con
 
 Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                      const TensorRef *mask, const TensorRef &out, const TensorRef &lse,
-                     const TensorRef &dout, bool causal, float scale, const TensorRef &dq,
-                     const TensorRef &dk, const TensorRef &dv) {
+                     const TensorRef &dout, bool causal, float scale,
+                     const AttentionDropout &dropout, const TensorRef &dq, const TensorRef &dk,
+                     const TensorRef &dv) {
   AttentionShape shape;
   FSDP_RETURN_IF_ERROR(
       attentionGradShape(q, k, v, mask, out, lse, dout, causal, dq, dk, dv, shape));
+  FSDP_RETURN_IF_ERROR(attentionDropout("attention_grad", dropout, shape));
   Status status = Status::ok();
   FSDP_RETURN_IF_ERROR(dispatchFloat(
       q.dtype,
       [&](auto tag) {
         using T = decltype(tag);
-        const Kernel<T> kern{shape, static_cast<ComputeType<T>>(scale), q.as<T>(), k.as<T>(),
-                             v.as<T>()};
+        using C = ComputeType<T>;
+        const Kernel<T> kern{shape, static_cast<C>(scale), q.as<T>(), k.as<T>(), v.as<T>(),
+                             dropoutKeepScale<C>(dropout.p)};
         status = runBackward(kern, out, lse, dout, dq, dk, dv);
       },
       "attention_grad"));

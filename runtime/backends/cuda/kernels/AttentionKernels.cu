@@ -17,7 +17,10 @@
 // thread's local memory, so head dims are capped at kMaxHeadDim here. This
 // is the correctness-first twin, proven under SIMT, not yet run or tuned
 // on a real GPU; on one, std::log in the lse is the device library's
-// (within an ulp of glibc's, as log-softmax's).
+// (within an ulp of glibc's, as log-softmax's). Dropout draws each
+// probability's keep bit from (seed, the device's step word, its index),
+// as the dropout kernel does, in the forward and again in both backward
+// kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,7 +40,19 @@ template <typename T> struct AttentionArgs {
   AttentionShape n;
   ComputeType<T> scale;
   const T *q, *k, *v;
+  /// Dropout's keep scale, and the device's step word (read only under
+  /// dropout: the stream is (seed, step), as dropout's kernel draws it).
+  ComputeType<T> keepScale;
+  const uint64_t *step;
 };
+
+/// The problem with the dropout stream of this step.
+template <typename T> __device__ inline AttentionShape withStep(const AttentionArgs<T> &a) {
+  AttentionShape n = a.n;
+  if (n.dropout)
+    n.dropKey = dropoutStreamKey(n.dropSeed, *a.step);
+  return n;
+}
 
 template <typename T> __device__ inline const T *rowOf(const T *base, int64_t row, int64_t width) {
   return base + row * width;
@@ -54,7 +69,7 @@ template <typename T> __device__ inline ComputeType<T> dot(const T *a, const T *
 template <typename T>
 __global__ void attentionForwardKernel(AttentionArgs<T> a, T *out, ComputeType<T> *lse) {
   using C = ComputeType<T>;
-  const AttentionShape &n = a.n;
+  const AttentionShape n = withStep(a);
   FSDP_GRID_STRIDE(row, n.batch * n.heads * n.tq) {
     const int64_t i = row % n.tq, bh = row / n.tq, b = bh / n.heads, h = bh % n.heads;
     const int64_t kRow0 = (b * n.kvHeads + n.kvHead(h)) * n.tk;
@@ -82,7 +97,9 @@ __global__ void attentionForwardKernel(AttentionArgs<T> a, T *out, ComputeType<T
       for (int64_t jj = 0; jj < count; ++jj) {
         const C p = expOf(s[jj] - mNew);
         sum += p;
-        const C pr = roundedProbability<T>(p);
+        C pr = roundedProbability<T>(p);
+        if (n.dropout)
+          pr *= dropoutFactor(n, a.keepScale, b, h, i, t0 + jj);
         const T *vj = rowOf(a.v, kRow0 + t0 + jj, n.dv);
         for (int64_t x = 0; x < n.dv; ++x)
           acc[x] += pr * load(vj + x);
@@ -109,7 +126,7 @@ template <typename T> struct GradArgs {
 template <typename T>
 __global__ void attentionKeyGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *dk, T *dv) {
   using C = ComputeType<T>;
-  const AttentionShape &n = a.n;
+  const AttentionShape n = withStep(a);
   const int64_t group = n.heads / n.kvHeads;
   FSDP_GRID_STRIDE(row, n.batch * n.kvHeads * n.tk) {
     const int64_t j = row % n.tk, bg = row / n.tk, b = bg / n.kvHeads, kvh = bg % n.kvHeads;
@@ -129,8 +146,12 @@ __global__ void attentionKeyGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *dk,
         if (p == 0)
           continue;
         const C delta = dot(doi, rowOf(g.out, qRow, n.dv), n.dv);
-        const C ds = p * (dot(vj, doi, n.dv) - delta);
-        const C pr = roundedProbability<T>(p);
+        // Dropout: dv's weight is the rounded p times its factor f, and
+        // ds = p · (dp · f - delta) (the CPU's gradTerms).
+        const C f = n.dropout ? dropoutFactor(n, a.keepScale, b, h, i, j) : C(1);
+        const C dpv = dot(vj, doi, n.dv);
+        const C ds = n.dropout ? p * (dpv * f - delta) : p * (dpv - delta);
+        const C pr = n.dropout ? roundedProbability<T>(p) * f : roundedProbability<T>(p);
         for (int64_t x = 0; x < n.dv; ++x)
           dvAcc[x] += pr * load(doi + x);
         for (int64_t x = 0; x < n.d; ++x)
@@ -148,7 +169,7 @@ __global__ void attentionKeyGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *dk,
 template <typename T>
 __global__ void attentionQueryGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *dq) {
   using C = ComputeType<T>;
-  const AttentionShape &n = a.n;
+  const AttentionShape n = withStep(a);
   FSDP_GRID_STRIDE(row, n.batch * n.heads * n.tq) {
     const int64_t i = row % n.tq, bh = row / n.tq, b = bh / n.heads, h = bh % n.heads;
     const int64_t kRow0 = (b * n.kvHeads + n.kvHead(h)) * n.tk;
@@ -163,7 +184,9 @@ __global__ void attentionQueryGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *d
           maskedScore<T>(dot(qi, kj, n.d), a.scale, n.mask, n.mask.offset(b, h, i, j)), rowLse);
       if (p == 0)
         continue;
-      const C ds = p * (dot(doi, rowOf(a.v, kRow0 + j, n.dv), n.dv) - delta);
+      const C dpv = dot(doi, rowOf(a.v, kRow0 + j, n.dv), n.dv);
+      const C ds = n.dropout ? p * (dpv * dropoutFactor(n, a.keepScale, b, h, i, j) - delta)
+                             : p * (dpv - delta);
       for (int64_t x = 0; x < n.d; ++x)
         dqAcc[x] += ds * load(kj + x);
     }
@@ -181,19 +204,31 @@ Status checkHeadDims(const char *op, const AttentionShape &n) {
 
 } // namespace
 
+/// The dropout's checks, and the step word it needs.
+Status checkDropout(const KernelContext &ctx, const char *op, const AttentionDropout &dropout,
+                    AttentionShape &shape) {
+  FSDP_RETURN_IF_ERROR(attentionDropout(op, dropout, shape));
+  if (shape.dropout && !ctx.step)
+    return Status::error(cat(op, ": the device provides no step word for dropout"));
+  return Status::ok();
+}
+
 Status attention(const KernelContext &ctx, const TensorRef &q, const TensorRef &k,
                  const TensorRef &v, const TensorRef *mask, bool causal, float scale,
-                 const TensorRef &out, const TensorRef &lse) {
+                 const AttentionDropout &dropout, const TensorRef &out, const TensorRef &lse) {
   AttentionShape shape;
   FSDP_RETURN_IF_ERROR(attentionShape(q, k, v, mask, causal, out, lse, shape));
+  FSDP_RETURN_IF_ERROR(checkDropout(ctx, "attention", dropout, shape));
   FSDP_RETURN_IF_ERROR(checkHeadDims("attention", shape));
   return dispatchFloat(
       q.dtype,
       [&](auto tag) {
         using T = decltype(tag);
         using C = ComputeType<T>;
-        const AttentionArgs<T> args{shape, static_cast<C>(scale), q.as<const T>(),
-                                    k.as<const T>(), v.as<const T>()};
+        const AttentionArgs<T> args{shape,           static_cast<C>(scale),
+                                    q.as<const T>(), k.as<const T>(),
+                                    v.as<const T>(), dropoutKeepScale<C>(dropout.p),
+                                    ctx.step};
         return launchElementwise(ctx, "attention", shape.batch * shape.heads * shape.tq,
                                  attentionForwardKernel<T>, args, out.as<T>(), lse.as<C>());
       },
@@ -203,18 +238,22 @@ Status attention(const KernelContext &ctx, const TensorRef &q, const TensorRef &
 Status attentionGrad(const KernelContext &ctx, const TensorRef &q, const TensorRef &k,
                      const TensorRef &v, const TensorRef *mask, const TensorRef &out,
                      const TensorRef &lse, const TensorRef &dout, bool causal, float scale,
-                     const TensorRef &dq, const TensorRef &dk, const TensorRef &dv) {
+                     const AttentionDropout &dropout, const TensorRef &dq, const TensorRef &dk,
+                     const TensorRef &dv) {
   AttentionShape shape;
   FSDP_RETURN_IF_ERROR(
       attentionGradShape(q, k, v, mask, out, lse, dout, causal, dq, dk, dv, shape));
+  FSDP_RETURN_IF_ERROR(checkDropout(ctx, "attention_grad", dropout, shape));
   FSDP_RETURN_IF_ERROR(checkHeadDims("attention_grad", shape));
   return dispatchFloat(
       q.dtype,
       [&](auto tag) {
         using T = decltype(tag);
         using C = ComputeType<T>;
-        const AttentionArgs<T> args{shape, static_cast<C>(scale), q.as<const T>(),
-                                    k.as<const T>(), v.as<const T>()};
+        const AttentionArgs<T> args{shape,           static_cast<C>(scale),
+                                    q.as<const T>(), k.as<const T>(),
+                                    v.as<const T>(), dropoutKeepScale<C>(dropout.p),
+                                    ctx.step};
         const GradArgs<T> grad{out.as<const T>(), dout.as<const T>(), lse.as<const C>()};
         FSDP_RETURN_IF_ERROR(launchElementwise(ctx, "attention_grad",
                                                shape.batch * shape.kvHeads * shape.tk,

@@ -276,3 +276,42 @@ func.func @forward(%q: tensor<3x4xf32>, %k: tensor<5x4xf32>, %v: tensor<5x4xf32>
   return %o : tensor<3x4xf32>
 }
 }
+
+// -----
+
+// Dropout on the probabilities (nn.dropout in training, its mask unused)
+// becomes the fused op's dropout_p and seed: the kernel draws the same keep
+// bits at the same indices of the [B, H, Tq, Tk] probabilities.
+// CHECK: fused = 1 : i64
+// CHECK: func.func @forward
+// CHECK-NEXT: %[[O:.+]], %{{.+}} = nn.attention %arg0, %arg1, %arg2 {dropout_p = 1.000000e-01 : f32, is_causal = false, scale = 5.000000e-01 : f32, seed = 5 : i64}
+// CHECK-NEXT: return %[[O]]
+module {
+func.func @forward(%q: tensor<1x2x4x4xf32>, %k: tensor<1x2x4x4xf32>, %v: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %c = nn.constant dense<2.0> : tensor<f32>
+  %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x2x4x4xf32> to tensor<1x2x4x4xf32>
+  %s = nn.matmul %q, %kt : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %d = nn.div %s, %c : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p = nn.softmax %d {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %pd, %mask = nn.dropout %p {ratio = 0.1 : f32, training = true, seed = 5} : (tensor<1x2x4x4xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xi1>)
+  %o = nn.matmul %pd, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  return %o : tensor<1x2x4x4xf32>
+}
+}
+
+// -----
+
+// Near miss: the dropout's mask is also returned, and the fused op stores
+// none.
+// CHECK: unfused = ["{{.*}}the dropout's mask is read elsewhere"]
+// CHECK-NOT: nn.attention
+module {
+func.func @forward(%q: tensor<1x2x4x4xf32>, %k: tensor<1x2x4x4xf32>, %v: tensor<1x2x4x4xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xi1>) {
+  %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x2x4x4xf32> to tensor<1x2x4x4xf32>
+  %s = nn.matmul %q, %kt : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = nn.softmax %s {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %pd, %mask = nn.dropout %p {ratio = 0.1 : f32, training = true} : (tensor<1x2x4x4xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xi1>)
+  %o = nn.matmul %pd, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  return %o, %mask : tensor<1x2x4x4xf32>, tensor<1x2x4x4xi1>
+}
+}

@@ -109,10 +109,10 @@ Results runKernels(DType dtype, const Case &c, const TestTensor &q, const TestTe
         TestTensor(dtype, q.dims), TestTensor(dtype, k.dims), TestTensor(dtype, v.dims)};
   const TensorRef maskRef = mask ? mask->ref() : TensorRef();
   const TensorRef *m = mask ? &maskRef : nullptr;
-  Status s = attention(q.ref(), k.ref(), v.ref(), m, c.causal, scale, r.out.ref(), r.lse.ref());
+  Status s = attention(q.ref(), k.ref(), v.ref(), m, c.causal, scale, {}, r.out.ref(), r.lse.ref());
   EXPECT_TRUE(s.isOk()) << s.message();
   s = attentionGrad(q.ref(), k.ref(), v.ref(), m, r.out.ref(), r.lse.ref(), dout.ref(), c.causal,
-                    scale, r.dq.ref(), r.dk.ref(), r.dv.ref());
+                    scale, {}, r.dq.ref(), r.dk.ref(), r.dv.ref());
   EXPECT_TRUE(s.isOk()) << s.message();
   return r;
 }
@@ -211,13 +211,13 @@ TEST(CpuAttention, BadOperandsAreErrors) {
   TestTensor q(DType::F32, {1, 3, 4, 4}), k(DType::F32, {1, 2, 4, 4}), v(DType::F32, {1, 2, 4, 4}),
       out(DType::F32, {1, 3, 4, 4}), lse(DType::F32, {1, 3, 4}), rank3(DType::F32, {3, 4, 4}),
       half(DType::F16, {1, 2, 4, 4}), mask(DType::Bool, {5, 4});
-  EXPECT_FALSE(attention(q.ref(), k.ref(), v.ref(), nullptr, false, 1, out.ref(), lse.ref()).isOk());
-  EXPECT_FALSE(attention(rank3.ref(), k.ref(), v.ref(), nullptr, false, 1, out.ref(), lse.ref()).isOk());
+  EXPECT_FALSE(attention(q.ref(), k.ref(), v.ref(), nullptr, false, 1, {}, out.ref(), lse.ref()).isOk());
+  EXPECT_FALSE(attention(rank3.ref(), k.ref(), v.ref(), nullptr, false, 1, {}, out.ref(), lse.ref()).isOk());
   TestTensor q2(DType::F32, {1, 2, 4, 4}), out2(DType::F32, {1, 2, 4, 4}), lse2(DType::F32, {1, 2, 4});
-  EXPECT_FALSE(attention(q2.ref(), half.ref(), v.ref(), nullptr, false, 1, out2.ref(), lse2.ref()).isOk());
+  EXPECT_FALSE(attention(q2.ref(), half.ref(), v.ref(), nullptr, false, 1, {}, out2.ref(), lse2.ref()).isOk());
   const TensorRef m = mask.ref();
-  EXPECT_FALSE(attention(q2.ref(), k.ref(), v.ref(), &m, false, 1, out2.ref(), lse2.ref()).isOk());
-  EXPECT_TRUE(attention(q2.ref(), k.ref(), v.ref(), nullptr, false, 1, out2.ref(), lse2.ref()).isOk());
+  EXPECT_FALSE(attention(q2.ref(), k.ref(), v.ref(), &m, false, 1, {}, out2.ref(), lse2.ref()).isOk());
+  EXPECT_TRUE(attention(q2.ref(), k.ref(), v.ref(), nullptr, false, 1, {}, out2.ref(), lse2.ref()).isOk());
 }
 
 } // namespace

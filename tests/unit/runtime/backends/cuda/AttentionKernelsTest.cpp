@@ -32,7 +32,11 @@ struct Case {
   // 0 none, 1 bool [Tq, Tk] (row 1 fully masked), 2 f32 [B, 1, 1, Tk],
   // 3 the operands' type [B, H, Tq, Tk], 4 bool [Tq, Tk] all false.
   int mask;
+  // dropout_p (seed kSeed at the harness's step).
+  float drop = 0.0f;
 };
+
+constexpr int64_t kSeed = 7;
 
 std::optional<TestTensor> maskFor(DType t, const Case &c) {
   switch (c.mask) {
@@ -59,7 +63,8 @@ std::optional<TestTensor> maskFor(DType t, const Case &c) {
 void checkCase(DType t, const Case &c) {
   SCOPED_TRACE(testing::Message() << dtypeName(t) << " B" << c.b << " H" << c.h << "/" << c.hkv
                                   << " Tq" << c.tq << " Tk" << c.tk << " D" << c.d << "/" << c.dv
-                                  << " causal " << c.causal << " mask " << c.mask);
+                                  << " causal " << c.causal << " mask " << c.mask << " dropout "
+                                  << c.drop);
   const Dims qd{c.b, c.h, c.tq, c.d}, kd{c.b, c.hkv, c.tk, c.d}, vd{c.b, c.hkv, c.tk, c.dv},
       od{c.b, c.h, c.tq, c.dv}, ld{c.b, c.h, c.tq};
   const DType lseType = t == DType::F64 ? DType::F64 : DType::F32;
@@ -72,23 +77,24 @@ void checkCase(DType t, const Case &c) {
   forward.in(q).in(k).in(v);
   mask ? (void)forward.in(*mask) : (void)forward.absent();
   forward.out(t, od).out(lseType, ld);
-  forward.ints = {c.causal};
-  forward.floats = {scale};
+  forward.ints = {c.causal, kSeed};
+  forward.floats = {scale, c.drop};
   expectSameAsCpu(forward, Match::Bits);
 
   // The gradient reads the forward's results: the CPU's.
   TestTensor out(t, od), lse(lseType, ld);
   const TensorRef maskRef = mask ? mask->ref() : TensorRef();
+  const AttentionDropout dropout{c.drop, kSeed, forward.step};
   ASSERT_TRUE(cpu::attention(q.ref(), k.ref(), v.ref(), mask ? &maskRef : nullptr, c.causal, scale,
-                             out.ref(), lse.ref())
+                             dropout, out.ref(), lse.ref())
                   .isOk());
   KernelCase backward(Kernel::AttentionGrad);
   backward.in(q).in(k).in(v);
   mask ? (void)backward.in(*mask) : (void)backward.absent();
   backward.in(out).in(lse).in(dout);
   backward.out(t, qd).out(t, kd).out(t, vd);
-  backward.ints = {c.causal};
-  backward.floats = {scale};
+  backward.ints = {c.causal, kSeed};
+  backward.floats = {scale, c.drop};
   expectSameAsCpu(backward, Match::Bits);
 }
 
@@ -101,6 +107,17 @@ TEST(CudaAttention, ForwardAndGradientAreTheCpuBits) {
       {1, 1, 1, 1, 1, 1, 1, false, 0},      {1, 2, 2, 65, 64, 16, 16, false, 3},
   };
   for (DType t : {DType::F32, DType::F64, DType::BF16, DType::F16})
+    for (const Case &c : cases)
+      checkCase(t, c);
+}
+
+TEST(CudaAttention, DropoutIsTheCpuBits) {
+  const Case cases[] = {
+      {2, 2, 1, 9, 9, 8, 8, true, 0, 0.25f},
+      {1, 2, 2, 70, 131, 8, 8, false, 2, 0.5f},
+      {1, 4, 2, 67, 67, 4, 6, true, 1, 0.1f},
+  };
+  for (DType t : {DType::F32, DType::BF16})
     for (const Case &c : cases)
       checkCase(t, c);
 }
@@ -126,8 +143,8 @@ TEST(CudaAttention, BadOperandsAreRefusedByBoth) {
       .in(uniform(t, {1, 2, 4, 4}, 2))
       .in(uniform(t, {1, 2, 4, 4}, 3));
   heads.absent().out(t, {1, 3, 4, 4}).out(t, {1, 3, 4});
-  heads.ints = {0};
-  heads.floats = {1};
+  heads.ints = {0, 0};
+  heads.floats = {1, 0};
   expectRefusedByBoth(heads);
   // A mask that does not broadcast, and mixed operand types.
   KernelCase badMask(Kernel::Attention);
@@ -135,14 +152,14 @@ TEST(CudaAttention, BadOperandsAreRefusedByBoth) {
       .in(uniform(t, {1, 2, 4, 4}, 2))
       .in(uniform(t, {1, 2, 4, 4}, 3));
   badMask.in(TestTensor(DType::Bool, {5, 4})).out(t, {1, 2, 4, 4}).out(t, {1, 2, 4});
-  badMask.ints = {0};
-  badMask.floats = {1};
+  badMask.ints = {0, 0};
+  badMask.floats = {1, 0};
   expectRefusedByBoth(badMask);
   KernelCase mixed(Kernel::Attention);
   mixed.in(uniform(t, {1, 2, 4, 4}, 1)).in(uniform(DType::F16, {1, 2, 4, 4}, 2));
   mixed.in(uniform(t, {1, 2, 4, 4}, 3)).absent().out(t, {1, 2, 4, 4}).out(t, {1, 2, 4});
-  mixed.ints = {0};
-  mixed.floats = {1};
+  mixed.ints = {0, 0};
+  mixed.floats = {1, 0};
   expectRefusedByBoth(mixed);
 }
 

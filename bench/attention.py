@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e", "torch2"))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import models  # noqa: E402
 import fsdp_opt  # noqa: E402
+import cpu_gemm  # noqa: E402  (the CPU model and ISA flags line)
 
 WARMUP = 1
 LR = 0.1
@@ -128,19 +129,6 @@ def fsdp_side(args, onnx_path, tmp, T, fuse):
             planned, max(r["peak_bytes"] for r in records))
 
 
-def cpu_description():
-    model, flags = "unknown", set()
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                model = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
-    wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
-    return model, " ".join(f for f in wanted if f in flags)
-
-
 def main():
     args = parser().parse_args()
     if args.torch_worker:
@@ -187,8 +175,7 @@ def main():
                   f"{mib(theirs['rss']):>13} {mib(theirs['rss_growth']):>10} "
                   f"{rel(fused[1], unfused[1]):>11.1e} "
                   f"{rel(fused[1], theirs['losses']):>13.1e}")
-    model, flags = cpu_description()
-    print(f"CPU: {model}; ISA: {flags}; torch {torch.__version__}")
+    print(f"CPU: {cpu_gemm.cpu_description()}; torch {torch.__version__}")
 
 
 if __name__ == "__main__":

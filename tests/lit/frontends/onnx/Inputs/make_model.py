@@ -749,22 +749,29 @@ CASES.update({name[len("hostile_"):]: fn for name, fn in globals().items()
               if name.startswith("hostile_")})
 
 
-def main(argv):
+def run_case(argv, cases, usage):
+    """The case scripts' command line: `SCRIPT CASE OUT.onnx` writes case
+    CASE (a function of OUT returning the model, or None when it wrote OUT
+    itself); `SCRIPT --list` names the cases. Shared by every make_*.py."""
     if len(argv) == 2 and argv[1] == "--list":
-        print("\n".join(sorted(CASES)))
+        print("\n".join(sorted(cases)))
         return 0
-    if len(argv) != 3 or argv[1] not in CASES:
-        sys.stderr.write(__doc__)
+    if len(argv) != 3 or argv[1] not in cases:
+        sys.stderr.write(usage)
         if len(argv) == 3:
             sys.stderr.write("unknown case '%s'\n" % argv[1])
         return 2
     out = argv[2]
-    result = CASES[argv[1]](out)
+    result = cases[argv[1]](out)
     if result is not None:
         # Save without onnx.save's external-data conversion (it would
         # rewrite our hand-made external_data entries).
         write_bytes(out, result.SerializeToString())
     return 0
+
+
+def main(argv):
+    return run_case(argv, CASES, __doc__)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import numpy as np
 from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_model import F, I64, const, init, model, vi  # noqa: E402
+from make_model import F, I64, const, init, model, run_case, vi  # noqa: E402
 
 B = TensorProto.BOOL
 
@@ -554,17 +554,7 @@ CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.start
 
 
 def main(argv):
-    if len(argv) == 2 and argv[1] == "--list":
-        print("\n".join(sorted(CASES)))
-        return 0
-    if len(argv) != 3 or argv[1] not in CASES:
-        sys.stderr.write(__doc__)
-        if len(argv) == 3:
-            sys.stderr.write("unknown case '%s'\n" % argv[1])
-        return 2
-    with open(argv[2], "wb") as f:
-        f.write(CASES[argv[1]](argv[2]).SerializeToString())
-    return 0
+    return run_case(argv, CASES, __doc__)
 
 
 if __name__ == "__main__":

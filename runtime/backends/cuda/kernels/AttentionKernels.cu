@@ -46,6 +46,15 @@ template <typename T> struct AttentionArgs {
   const uint64_t *step;
 };
 
+/// Dropout's factor of probability (b, h, i, j), 1 without dropout: a
+/// product with it is then exact, so the one expression gives the CPU's
+/// bits with and without dropout.
+template <typename C>
+__device__ inline C factorOf(const AttentionShape &n, C keepScale, int64_t b, int64_t h,
+                             int64_t i, int64_t j) {
+  return n.dropout ? dropoutFactor(n, keepScale, b, h, i, j) : C(1);
+}
+
 /// The problem with the dropout stream of this step.
 template <typename T> __device__ inline AttentionShape withStep(const AttentionArgs<T> &a) {
   AttentionShape n = a.n;
@@ -97,9 +106,7 @@ __global__ void attentionForwardKernel(AttentionArgs<T> a, T *out, ComputeType<T
       for (int64_t jj = 0; jj < count; ++jj) {
         const C p = expOf(s[jj] - mNew);
         sum += p;
-        C pr = roundedProbability<T>(p);
-        if (n.dropout)
-          pr *= dropoutFactor(n, a.keepScale, b, h, i, t0 + jj);
+        const C pr = roundedProbability<T>(p) * factorOf(n, a.keepScale, b, h, i, t0 + jj);
         const T *vj = rowOf(a.v, kRow0 + t0 + jj, n.dv);
         for (int64_t x = 0; x < n.dv; ++x)
           acc[x] += pr * load(vj + x);
@@ -148,10 +155,9 @@ __global__ void attentionKeyGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *dk,
         const C delta = dot(doi, rowOf(g.out, qRow, n.dv), n.dv);
         // Dropout: dv's weight is the rounded p times its factor f, and
         // ds = p · (dp · f - delta) (the CPU's gradTerms).
-        const C f = n.dropout ? dropoutFactor(n, a.keepScale, b, h, i, j) : C(1);
-        const C dpv = dot(vj, doi, n.dv);
-        const C ds = n.dropout ? p * (dpv * f - delta) : p * (dpv - delta);
-        const C pr = n.dropout ? roundedProbability<T>(p) * f : roundedProbability<T>(p);
+        const C f = factorOf(n, a.keepScale, b, h, i, j);
+        const C ds = p * (dot(vj, doi, n.dv) * f - delta);
+        const C pr = roundedProbability<T>(p) * f;
         for (int64_t x = 0; x < n.dv; ++x)
           dvAcc[x] += pr * load(doi + x);
         for (int64_t x = 0; x < n.d; ++x)
@@ -184,9 +190,9 @@ __global__ void attentionQueryGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *d
           maskedScore<T>(dot(qi, kj, n.d), a.scale, n.mask, n.mask.offset(b, h, i, j)), rowLse);
       if (p == 0)
         continue;
-      const C dpv = dot(doi, rowOf(a.v, kRow0 + j, n.dv), n.dv);
-      const C ds = n.dropout ? p * (dpv * dropoutFactor(n, a.keepScale, b, h, i, j) - delta)
-                             : p * (dpv - delta);
+      const C ds = p * (dot(doi, rowOf(a.v, kRow0 + j, n.dv), n.dv) *
+                            factorOf(n, a.keepScale, b, h, i, j) -
+                        delta);
       for (int64_t x = 0; x < n.d; ++x)
         dqAcc[x] += ds * load(kj + x);
     }
@@ -203,6 +209,16 @@ Status checkHeadDims(const char *op, const AttentionShape &n) {
 }
 
 } // namespace
+
+/// The kernels' arguments for operands of type T.
+template <typename T>
+AttentionArgs<T> argsOf(const KernelContext &ctx, const AttentionShape &shape, float scale,
+                        const AttentionDropout &dropout, const TensorRef &q, const TensorRef &k,
+                        const TensorRef &v) {
+  using C = ComputeType<T>;
+  return {shape,           static_cast<C>(scale), q.as<const T>(), k.as<const T>(),
+          v.as<const T>(), dropoutKeepScale<C>(dropout.p), ctx.step};
+}
 
 /// The dropout's checks, and the step word it needs.
 Status checkDropout(const KernelContext &ctx, const char *op, const AttentionDropout &dropout,
@@ -225,10 +241,7 @@ Status attention(const KernelContext &ctx, const TensorRef &q, const TensorRef &
       [&](auto tag) {
         using T = decltype(tag);
         using C = ComputeType<T>;
-        const AttentionArgs<T> args{shape,           static_cast<C>(scale),
-                                    q.as<const T>(), k.as<const T>(),
-                                    v.as<const T>(), dropoutKeepScale<C>(dropout.p),
-                                    ctx.step};
+        const AttentionArgs<T> args = argsOf<T>(ctx, shape, scale, dropout, q, k, v);
         return launchElementwise(ctx, "attention", shape.batch * shape.heads * shape.tq,
                                  attentionForwardKernel<T>, args, out.as<T>(), lse.as<C>());
       },
@@ -250,10 +263,7 @@ Status attentionGrad(const KernelContext &ctx, const TensorRef &q, const TensorR
       [&](auto tag) {
         using T = decltype(tag);
         using C = ComputeType<T>;
-        const AttentionArgs<T> args{shape,           static_cast<C>(scale),
-                                    q.as<const T>(), k.as<const T>(),
-                                    v.as<const T>(), dropoutKeepScale<C>(dropout.p),
-                                    ctx.step};
+        const AttentionArgs<T> args = argsOf<T>(ctx, shape, scale, dropout, q, k, v);
         const GradArgs<T> grad{out.as<const T>(), dout.as<const T>(), lse.as<const C>()};
         FSDP_RETURN_IF_ERROR(launchElementwise(ctx, "attention_grad",
                                                shape.batch * shape.kvHeads * shape.tk,

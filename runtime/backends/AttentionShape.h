@@ -5,8 +5,9 @@
 // once, so both refuse the same operands with the same words. The scalar
 // formulas every element goes through (the masked score, the probability
 // recomputed from the log-sum-exp, the rounding of a probability to the
-// operand type, the running maximum, dropout's keep bit and factor) and the key tile that sets where the
-// online softmax rescales are FSDP_HD, so the CPU kernel's vectorized loops
+// operand type, the running maximum, dropout's keep bit and factor, the
+// fused multiply-add of every sum of products) and the key tile that sets
+// where the online softmax rescales are FSDP_HD, so the CPU kernel's vectorized loops
 // and the CUDA kernel's per-thread loops perform the same operations on
 // every element in the same order: the SIMT tests require equal bits.
 //
@@ -163,6 +164,12 @@ inline Status attentionGradShape(const TensorRef &q, const TensorRef &k, const T
                          "be shaped and typed as the forward's");
   return Status::ok();
 }
+
+/// acc + a · b rounded once: every product that is summed (the dot
+/// products, the accumulations over keys or queries, delta) is an explicit
+/// fused multiply-add, so both backends run their FMA units and round
+/// alike (the builds contract nothing else: -ffp-contract=off, -fmad=false).
+template <typename C> FSDP_HD_INLINE C multiplyAdd(C a, C b, C acc) { return std::fma(a, b, acc); }
 
 /// -inf in C (a masked score, an empty row's lse).
 template <typename C> FSDP_HD_INLINE C negativeInfinity() { return -static_cast<C>(INFINITY); }

@@ -6,9 +6,11 @@
 // softmax (running max and sum, the accumulated output rescaled when the
 // max grows) and saves only the output and the row's log-sum-exp; the
 // backward recomputes each probability from the log-sum-exp, in one pass
-// over key rows for dk and dv and one over query rows for dq, so every
-// result element is written by one task in a fixed order: no atomics, and
-// the bits do not depend on the thread count. Compute is in f32 (f64 for
+// over key rows for dk and dv and one over query rows for dq, or, when
+// there are enough (batch, kv head) tasks for the threads, in one pass that
+// adds each pair's dq term on the way in the dq pass's order; every result
+// element is written by one task in a fixed order: no atomics, and the
+// bits do not depend on the thread count or on which way ran. Compute is in f32 (f64 for
 // f64), 16-bit operands widened exactly; as torch's CPU flash kernel does,
 // the probabilities that multiply the values are rounded to the operand
 // dtype first; dropout (dropout_p) multiplies those by nn.dropout's keep
@@ -26,9 +28,10 @@
 // for the dot products so that 64 of them advance together along the
 // features (vectorized across keys or queries), and row-major for the
 // accumulations (vectorized along the features, eight rows a pass). The
-// loops run compiled for AVX2 where the CPU has it (runWide); the file is
-// built with -ffp-contract=off, so no product is fused into a sum on any
-// target and the bits are the CUDA build's (-fmad=false).
+// loops run compiled for AVX2 and FMA where the CPU has them (runWideFma);
+// every sum of products is an explicit fused multiply-add (multiplyAdd)
+// and the file is built with -ffp-contract=off, so nothing else is fused
+// on any target and the bits are the CUDA build's (-fmad=false).
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,7 +64,7 @@ template <typename C> FSDP_HD_INLINE void dotsAcross(const C *a, const C *bt, in
       const C ax = a[x];
       const C *row = bt + x * kTile + u0;
       for (int u = 0; u < kBlock; ++u)
-        acc[u] += ax * row[u];
+        acc[u] = multiplyAdd(ax, row[u], acc[u]);
     }
     for (int u = 0; u < kBlock; ++u)
       out[u0 + u] = acc[u];
@@ -84,14 +87,14 @@ FSDP_HD_INLINE void accumulateRows(C *acc, int64_t n, const C *w, const C *const
     }
     for (int64_t x = 0; x < n; ++x) {
       C a = acc[x];
-      a += wc[0] * r[0][x];
-      a += wc[1] * r[1][x];
-      a += wc[2] * r[2][x];
-      a += wc[3] * r[3][x];
-      a += wc[4] * r[4][x];
-      a += wc[5] * r[5][x];
-      a += wc[6] * r[6][x];
-      a += wc[7] * r[7][x];
+      a = multiplyAdd(wc[0], r[0][x], a);
+      a = multiplyAdd(wc[1], r[1][x], a);
+      a = multiplyAdd(wc[2], r[2][x], a);
+      a = multiplyAdd(wc[3], r[3][x], a);
+      a = multiplyAdd(wc[4], r[4][x], a);
+      a = multiplyAdd(wc[5], r[5][x], a);
+      a = multiplyAdd(wc[6], r[6][x], a);
+      a = multiplyAdd(wc[7], r[7][x], a);
       acc[x] = a;
     }
   }
@@ -100,16 +103,16 @@ FSDP_HD_INLINE void accumulateRows(C *acc, int64_t n, const C *w, const C *const
     const C *r0 = rows[c], *r1 = rows[c + 1], *r2 = rows[c + 2], *r3 = rows[c + 3];
     for (int64_t x = 0; x < n; ++x) {
       C a = acc[x];
-      a += w0 * r0[x];
-      a += w1 * r1[x];
-      a += w2 * r2[x];
-      a += w3 * r3[x];
+      a = multiplyAdd(w0, r0[x], a);
+      a = multiplyAdd(w1, r1[x], a);
+      a = multiplyAdd(w2, r2[x], a);
+      a = multiplyAdd(w3, r3[x], a);
       acc[x] = a;
     }
   }
   for (; c < count; ++c)
     for (int64_t x = 0; x < n; ++x)
-      acc[x] += w[c] * rows[c][x];
+      acc[x] = multiplyAdd(w[c], rows[c][x], acc[x]);
 }
 
 /// Widens rows [first, first + count) of a [*, width] tensor into C:
@@ -160,6 +163,10 @@ template <typename C> struct Scratch {
   std::vector<C> ownA, ownB, rowsA, rowsB, colsA, colsB, accA, accB;
   std::vector<C> s, dp, wA, wB, m, l;
   std::vector<const C *> listA, listB;
+  /// The single-pass backward's ds of a query tile × key tile, query-major,
+  /// and whether each pair contributes (p != 0).
+  std::vector<C> dsT;
+  std::vector<uint8_t> keptT;
 
   explicit Scratch(const AttentionShape &n) {
     const size_t tile = kTile * static_cast<size_t>(std::max<int64_t>({n.d, n.dv, 1}));
@@ -169,11 +176,13 @@ template <typename C> struct Scratch {
       b->resize(kTile * kGroup);
     listA.resize(kTile);
     listB.resize(kTile);
+    dsT.resize(kTile * kTile);
+    keptT.resize(kTile * kTile);
   }
 };
 
 /// The tasks' bodies are FSDP_HD_INLINE (always inline) so that they are
-/// compiled into runWide's AVX2 copy, not called from it.
+/// compiled into runWideFma's AVX2 copy, not called from it.
 template <typename T> struct Kernel {
   using C = ComputeType<T>;
   AttentionShape n;
@@ -313,9 +322,14 @@ template <typename T> struct Kernel {
   };
 
   /// Keys [j0, j0 + kTile) of (b, g): their dk and dv rows, each summing
-  /// over the group's heads, then query rows, in order.
+  /// over the group's heads, then query rows, in order. With `dQ` (the
+  /// single pass), also these keys' terms of the group's dq rows, added to
+  /// dQ[((h - g · group) · Tq + i) · D] key by key in increasing order:
+  /// called for (b, g)'s key tiles in increasing order, that is
+  /// queryTileGrad's order, so dq gets its bits while each pair's two dot
+  /// products are computed once instead of twice.
   FSDP_HD_INLINE void keyTileGrad(int64_t b, int64_t g, int64_t j0, const Grad &gr, T *dk, T *dv,
-                   Scratch<C> &w) const {
+                                  C *dQ, Scratch<C> &w) const {
     const int64_t keys = std::min(kTile, n.tk - j0), group = n.heads / n.kvHeads;
     C *kw = w.ownA.data(), *vw = w.ownB.data();
     C *qw = w.rowsA.data(), *qCols = w.colsA.data(), *dow = w.rowsB.data(),
@@ -348,6 +362,12 @@ template <typename T> struct Kernel {
               [&](int64_t u) { return rowDelta[first + u]; },
               [&](int64_t u) { return dropoutFactor(n, keepScale, b, h, i0 + first + u, j); },
               rows - first, p, pr, ds);
+          if (dQ)
+            for (int64_t ii = 0; ii < rows; ++ii) {
+              const bool kept = ii >= first && p[ii - first] != 0;
+              w.keptT[ii * kTile + jj] = kept;
+              w.dsT[ii * kTile + jj] = kept ? ds[ii - first] : C(0);
+            }
           int64_t count = 0;
           for (int64_t ii = first; ii < rows; ++ii) {
             if (p[ii - first] == 0)
@@ -361,6 +381,19 @@ template <typename T> struct Kernel {
           accumulateRows(dV + jj * n.dv, n.dv, pr, w.listA.data(), count);
           accumulateRows(dK + jj * n.d, n.d, ds, w.listB.data(), count);
         }
+        if (dQ)
+          for (int64_t ii = 0; ii < rows; ++ii) {
+            int64_t used = 0;
+            for (int64_t jj = 0; jj < keys; ++jj) {
+              if (!w.keptT[ii * kTile + jj])
+                continue;
+              ds[used] = w.dsT[ii * kTile + jj];
+              w.listA[used] = kw + jj * n.d;
+              ++used;
+            }
+            accumulateRows(dQ + ((h - g * group) * n.tq + i0 + ii) * n.d, n.d, ds,
+                           w.listA.data(), used);
+          }
       }
     }
     for (int64_t jj = 0; jj < keys; ++jj) {
@@ -430,7 +463,7 @@ Status runForward(const Kernel<T> &kern, const TensorRef &out, const TensorRef &
   const int64_t tiles = tilesOf(n.tq);
   return parallelFor(0, n.batch * n.heads * tiles, 1, [&](int64_t begin, int64_t end) {
     Scratch<C> w(n);
-    runWide([&]() __attribute__((always_inline)) {
+    runWideFma([&]() __attribute__((always_inline)) {
       for (int64_t task = begin; task < end; ++task) {
         const int64_t bh = task / tiles;
         kern.forwardTile(bh / n.heads, bh % n.heads, task % tiles * kTile, out.as<T>(),
@@ -438,6 +471,18 @@ Status runForward(const Kernel<T> &kern, const TensorRef &out, const TensorRef &
       }
     });
   });
+}
+
+/// Whether the backward runs as one pass over (b, g) tasks instead of a
+/// pass over key tiles and one over query tiles. Both give the same bits
+/// (the single pass adds dq's terms in queryTileGrad's order); the single
+/// pass computes each pair's two dot products once instead of twice but
+/// has only B · Hkv tasks, so it is taken when those keep the rank's
+/// threads evenly busy.
+inline bool singlePass(int64_t groups) {
+  const KernelThreads *pool = KernelThreads::current();
+  const int64_t threads = pool ? pool->size() : 1;
+  return groups % threads == 0 || groups >= 4 * threads;
 }
 
 template <typename T>
@@ -449,31 +494,51 @@ Status runBackward(const Kernel<T> &kern, const TensorRef &out, const TensorRef 
   const T *O = out.as<T>(), *dO = dout.as<T>();
   // delta_i = dot(dout_i, out_i), once per query row, in feature order.
   std::vector<C> delta(static_cast<size_t>(n.batch * n.heads * n.tq));
-  FSDP_RETURN_IF_ERROR(parallelFor(0, n.batch * n.heads * n.tq, rowGrain(n.dv),
-                                   [&](int64_t begin, int64_t end) {
-                                     for (int64_t r = begin; r < end; ++r) {
-                                       C acc = 0;
-                                       for (int64_t x = 0; x < n.dv; ++x)
-                                         acc += load(dO + r * n.dv + x) * load(O + r * n.dv + x);
-                                       delta[r] = acc;
-                                     }
-                                   }));
-  const typename Kernel<T>::Grad grad{dO, lse.as<C>(), delta.data()};
-  const int64_t keyTiles = tilesOf(n.tk), queryTiles = tilesOf(n.tq);
   FSDP_RETURN_IF_ERROR(
-      parallelFor(0, n.batch * n.kvHeads * keyTiles, 1, [&](int64_t begin, int64_t end) {
-        Scratch<C> w(n);
-        runWide([&]() __attribute__((always_inline)) {
-          for (int64_t task = begin; task < end; ++task) {
-            const int64_t bg = task / keyTiles;
-            kern.keyTileGrad(bg / n.kvHeads, bg % n.kvHeads, task % keyTiles * kTile, grad,
-                             dk.as<T>(), dv.as<T>(), w);
+      parallelFor(0, n.batch * n.heads * n.tq, rowGrain(n.dv), [&](int64_t begin, int64_t end) {
+        runWideFma([&] {
+          for (int64_t r = begin; r < end; ++r) {
+            C acc = 0;
+            for (int64_t x = 0; x < n.dv; ++x)
+              acc = multiplyAdd(load(dO + r * n.dv + x), load(O + r * n.dv + x), acc);
+            delta[r] = acc;
           }
         });
       }));
+  const typename Kernel<T>::Grad grad{dO, lse.as<C>(), delta.data()};
+  const int64_t keyTiles = tilesOf(n.tk), queryTiles = tilesOf(n.tq);
+  const int64_t groups = n.batch * n.kvHeads, group = n.heads / n.kvHeads;
+  if (singlePass(groups)) {
+    // One task per (b, g): its key tiles in order, dq accumulated on the way.
+    return parallelFor(0, groups, 1, [&](int64_t begin, int64_t end) {
+      Scratch<C> w(n);
+      std::vector<C> dQ(static_cast<size_t>(group * n.tq * n.d));
+      runWideFma([&]() __attribute__((always_inline)) {
+        for (int64_t bg = begin; bg < end; ++bg) {
+          const int64_t b = bg / n.kvHeads, g = bg % n.kvHeads;
+          std::fill(dQ.begin(), dQ.end(), C(0));
+          for (int64_t t = 0; t < keyTiles; ++t)
+            kern.keyTileGrad(b, g, t * kTile, grad, dk.as<T>(), dv.as<T>(), dQ.data(), w);
+          T *dqGroup = dq.as<T>() + kern.qBase(b, g * group) * n.d;
+          for (size_t e = 0; e < dQ.size(); ++e)
+            store(dqGroup + e, dQ[e] * kern.scale);
+        }
+      });
+    });
+  }
+  FSDP_RETURN_IF_ERROR(parallelFor(0, groups * keyTiles, 1, [&](int64_t begin, int64_t end) {
+    Scratch<C> w(n);
+    runWideFma([&]() __attribute__((always_inline)) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t bg = task / keyTiles;
+        kern.keyTileGrad(bg / n.kvHeads, bg % n.kvHeads, task % keyTiles * kTile, grad,
+                         dk.as<T>(), dv.as<T>(), static_cast<C *>(nullptr), w);
+      }
+    });
+  }));
   return parallelFor(0, n.batch * n.heads * queryTiles, 1, [&](int64_t begin, int64_t end) {
     Scratch<C> w(n);
-    runWide([&]() __attribute__((always_inline)) {
+    runWideFma([&]() __attribute__((always_inline)) {
       for (int64_t task = begin; task < end; ++task) {
         const int64_t bh = task / queryTiles;
         kern.queryTileGrad(bh / n.heads, bh % n.heads, task % queryTiles * kTile, grad,

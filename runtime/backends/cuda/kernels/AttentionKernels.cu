@@ -10,8 +10,9 @@
 // key row) for dk and dv, summing over the group's heads, then query rows,
 // in order; one thread per query row for dq, keys in order. Every dot
 // product is summed from +0 in feature order with the CPU pass's operand
-// order, no atomics, and the build has no contraction (-fmad=false), so
-// nothing depends on the launch geometry. The CUDA backend has no scratch
+// order, every sum of products is an explicit fused multiply-add as the
+// CPU's (multiplyAdd), no atomics, and the build contracts nothing else
+// (-fmad=false), so nothing depends on the launch geometry. The CUDA backend has no scratch
 // memory, so each dk/dv thread recomputes delta_i = dot(dout_i, out_i) where
 // it needs it (the CPU's sum, the same bits). Accumulators live in each
 // thread's local memory, so head dims are capped at kMaxHeadDim here. This
@@ -67,11 +68,11 @@ template <typename T> __device__ inline const T *rowOf(const T *base, int64_t ro
   return base + row * width;
 }
 
-/// Σ_x a[x] · b[x] from +0 in increasing x.
+/// Σ_x a[x] · b[x] from +0 in increasing x, one fused multiply-add a term.
 template <typename T> __device__ inline ComputeType<T> dot(const T *a, const T *b, int64_t len) {
   ComputeType<T> acc = 0;
   for (int64_t x = 0; x < len; ++x)
-    acc += load(a + x) * load(b + x);
+    acc = multiplyAdd(load(a + x), load(b + x), acc);
   return acc;
 }
 
@@ -109,7 +110,7 @@ __global__ void attentionForwardKernel(AttentionArgs<T> a, T *out, ComputeType<T
         const C pr = roundedProbability<T>(p) * factorOf(n, a.keepScale, b, h, i, t0 + jj);
         const T *vj = rowOf(a.v, kRow0 + t0 + jj, n.dv);
         for (int64_t x = 0; x < n.dv; ++x)
-          acc[x] += pr * load(vj + x);
+          acc[x] = multiplyAdd(pr, load(vj + x), acc[x]);
       }
       l = l * corr + sum;
       m = mNew;
@@ -159,9 +160,9 @@ __global__ void attentionKeyGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *dk,
         const C ds = p * (dot(vj, doi, n.dv) * f - delta);
         const C pr = roundedProbability<T>(p) * f;
         for (int64_t x = 0; x < n.dv; ++x)
-          dvAcc[x] += pr * load(doi + x);
+          dvAcc[x] = multiplyAdd(pr, load(doi + x), dvAcc[x]);
         for (int64_t x = 0; x < n.d; ++x)
-          dkAcc[x] += ds * load(qi + x);
+          dkAcc[x] = multiplyAdd(ds, load(qi + x), dkAcc[x]);
       }
     for (int64_t x = 0; x < n.d; ++x)
       store(dk + row * n.d + x, dkAcc[x] * a.scale);
@@ -194,7 +195,7 @@ __global__ void attentionQueryGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *d
                             factorOf(n, a.keepScale, b, h, i, j) -
                         delta);
       for (int64_t x = 0; x < n.d; ++x)
-        dqAcc[x] += ds * load(kj + x);
+        dqAcc[x] = multiplyAdd(ds, load(kj + x), dqAcc[x]);
     }
     for (int64_t x = 0; x < n.d; ++x)
       store(dq + row * n.d + x, dqAcc[x] * a.scale);

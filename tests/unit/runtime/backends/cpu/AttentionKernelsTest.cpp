@@ -188,6 +188,9 @@ TEST(CpuAttention, FullyMaskedRowsAreZero) {
   EXPECT_TRUE(std::isinf(r.lse.get(1)) && r.lse.get(1) < 0);
 }
 
+// B · Hkv = 4 tasks: one thread runs the single-pass backward, three the
+// two passes (4 is not a multiple of 3 and under 4 · 3), so this also
+// checks that both ways give the same bits.
 TEST(CpuAttention, BitsDoNotDependOnTheThreadCount) {
   const Case c{2, 4, 2, 67, 67, 8, 8, true, 0};
   TestTensor q(DType::BF16, {2, 4, 67, 8}), k(DType::BF16, {2, 2, 67, 8}),

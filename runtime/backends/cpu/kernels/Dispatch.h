@@ -22,7 +22,10 @@
 #include "runtime/support/TensorRef.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -85,24 +88,64 @@ template <typename C> C maximum(C a, C b) { return std::max(a, b); }
 
 // --- Wide loops ----------------------------------------------------------------------
 
-/// Runs `loop()` compiled for AVX2 when the CPU has it: 8 float lanes instead
-/// of the baseline's (x86-64-v2) 4, for compute-bound loops (exp, erf). AVX2
-/// alone adds no fused multiply-add, so the compiler performs exactly the
-/// same IEEE operations either way and results are bitwise the same on
-/// every x86-64 CPU. The loop body must be inlinable (a lambda).
+/// Runs `loop()` compiled for AVX-512 (16 float lanes) or AVX2 (8) when the
+/// CPU has it, instead of the baseline's (x86-64-v2) 4, for compute-bound
+/// loops (exp, erf). The backend builds with -ffp-contract=off, so the
+/// wider copies perform exactly the same IEEE operations as the baseline
+/// (no product is fused into an add it was not written as) and results are
+/// bitwise the same on every x86-64 CPU; without -ffast-math no reduction
+/// is reordered either. The loop body must be inlinable (a lambda):
+/// `flatten` inlines it whatever its size, since a call out of the wide
+/// copy would run the baseline's 4-lane code.
 #if defined(__GNUC__) && defined(__x86_64__)
-template <typename Loop> __attribute__((target("avx2"))) void runWithAvx2(const Loop &loop) {
+#define FSDP_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq"
+template <typename Loop>
+__attribute__((target(FSDP_AVX512_TARGET), flatten)) void runWithAvx512(const Loop &loop) {
   loop();
 }
-inline bool cpuHasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
+template <typename Loop> __attribute__((target("avx2"), flatten)) void runWithAvx2(const Loop &loop) {
+  loop();
 }
 #endif
+
+/// Which copy runWide runs: the widest this CPU has, capped by
+/// FSDP_CPU_WIDE=baseline|avx2|avx512 in the environment (read once) and
+/// by setWideTierCap, so tests can show every copy computes the same bits.
+enum class WideTier { Baseline, Avx2, Avx512 };
+
+inline std::atomic<int> &wideTierCap() {
+  static std::atomic<int> cap = [] {
+    const char *env = std::getenv("FSDP_CPU_WIDE");
+    std::string_view v = env ? env : "";
+    return static_cast<int>(v == "baseline" ? WideTier::Baseline
+                            : v == "avx2"   ? WideTier::Avx2
+                                            : WideTier::Avx512);
+  }();
+  return cap;
+}
+inline void setWideTierCap(WideTier tier) { wideTierCap() = static_cast<int>(tier); }
+
+inline WideTier cpuWideTier() {
+#if defined(__GNUC__) && defined(__x86_64__)
+  static const WideTier has =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")
+          ? WideTier::Avx512
+      : __builtin_cpu_supports("avx2") ? WideTier::Avx2
+                                       : WideTier::Baseline;
+#else
+  static const WideTier has = WideTier::Baseline;
+#endif
+  return static_cast<WideTier>(std::min(static_cast<int>(has), wideTierCap().load()));
+}
+
 template <typename Loop> void runWide(const Loop &loop) {
 #if defined(__GNUC__) && defined(__x86_64__)
-  if (cpuHasAvx2())
-    return runWithAvx2(loop);
+  switch (cpuWideTier()) {
+  case WideTier::Avx512: return runWithAvx512(loop);
+  case WideTier::Avx2: return runWithAvx2(loop);
+  case WideTier::Baseline: break;
+  }
 #endif
   loop();
 }
@@ -132,24 +175,30 @@ template <typename T, typename Fn> void mapUnary(const TensorRef &in, const Tens
   });
 }
 
-/// Like runWide, but the AVX2 copy may also use FMA instructions: for loops
-/// whose only fused multiply-adds are explicit std::fma calls (a libm call
-/// per element on the baseline), which round exactly the same either way,
-/// in files built with -ffp-contract=off so nothing else gets fused.
+/// Like runWide, but the wide copies may also use FMA instructions: for
+/// loops whose only fused multiply-adds are explicit std::fma calls (a libm
+/// call per element on the baseline), which round exactly the same either
+/// way (-ffp-contract=off fuses nothing else).
 #if defined(__GNUC__) && defined(__x86_64__)
 template <typename Loop>
-__attribute__((target("avx2,fma"))) void runWithAvx2Fma(const Loop &loop) {
+__attribute__((target("avx2,fma"), flatten)) void runWithAvx2Fma(const Loop &loop) {
   loop();
 }
-inline bool cpuHasAvx2Fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+inline bool cpuHasFma() {
+  static const bool has = __builtin_cpu_supports("fma");
   return has;
 }
 #endif
 template <typename Loop> void runWideFma(const Loop &loop) {
 #if defined(__GNUC__) && defined(__x86_64__)
-  if (cpuHasAvx2Fma())
-    return runWithAvx2Fma(loop);
+  switch (cpuWideTier()) {
+  case WideTier::Avx512: return runWithAvx512(loop); // AVX-512F includes FMA
+  case WideTier::Avx2:
+    if (cpuHasFma())
+      return runWithAvx2Fma(loop);
+    break;
+  case WideTier::Baseline: break;
+  }
 #endif
   loop();
 }

@@ -196,6 +196,15 @@ template <typename T> Status unaryTyped(UnaryKind kind, const TensorRef &in, con
   return unsupportedDType(unaryName(kind), in.dtype);
 }
 
+/// f32 to or from bf16/f16: the casts a mixed-precision step runs on
+/// every weight and weight gradient.
+template <typename From, typename To> constexpr bool isMixedPrecisionPair() {
+  constexpr bool fromWide = std::is_same_v<From, float>, toWide = std::is_same_v<To, float>;
+  constexpr bool fromNarrow = std::is_same_v<From, BF16> || std::is_same_v<From, F16>;
+  constexpr bool toNarrow = std::is_same_v<To, BF16> || std::is_same_v<To, F16>;
+  return (fromWide && toNarrow) || (fromNarrow && toWide);
+}
+
 } // namespace
 
 Status binary(BinaryKind kind, const TensorRef &a, const TensorRef &b, const TensorRef &out) {
@@ -281,8 +290,20 @@ Status cast(const TensorRef &in, const TensorRef &out) {
               using To = decltype(to);
               const From *x = in.as<const From>();
               To *o = out.as<To>();
-              for (int64_t i = 0; i < n; ++i)
-                o[i] = convert<To>(x[i]);
+              // Mixed precision's casts (every gathered weight, every
+              // weight gradient, each step) split across the rank's
+              // threads in wide loops; the rest stay one plain loop.
+              if constexpr (isMixedPrecisionPair<From, To>()) {
+                (void)parallelFor(0, n, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+                  runWide([&] {
+                    for (int64_t i = begin; i < end; ++i)
+                      o[i] = convert<To>(x[i]);
+                  });
+                });
+              } else {
+                for (int64_t i = 0; i < n; ++i)
+                  o[i] = convert<To>(x[i]);
+              }
             },
             "cast");
       },

@@ -88,7 +88,8 @@ PipelineStart pipelineStartOf(mlir::ModuleOp module) {
 
 namespace {
 
-/// fsdp-mixed-precision on @forward under --param-dtype=bf16|f16.
+/// fsdp-fuse-gelu and fsdp-mixed-precision on @forward under
+/// --param-dtype=bf16|f16.
 void addMixedPrecision(mlir::OpPassManager &pm, const CompileOptions &opts) {
   if (opts.paramDtype == DType::F32)
     return;
@@ -98,6 +99,8 @@ void addMixedPrecision(mlir::OpPassManager &pm, const CompileOptions &opts) {
   mixed.castForwardInputs = opts.castForwardInputs == OnOff::On;
   mixed.keepF32 = opts.keepF32Regex;
   mixed.freeze = opts.freezeRegex;
+  // torch's 16-bit GELU rounds once; the exported formula would round per op.
+  pm.addPass(createFuseGeluPass());
   pm.addPass(createMixedPrecisionPass(mixed));
 }
 

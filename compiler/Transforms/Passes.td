@@ -60,6 +60,36 @@ def FuseAttentionPass : Pass<"fsdp-fuse-attention", "::mlir::ModuleOp"> {
   let dependentDialects = ["::fsdp::nn::NNDialect"];
 }
 
+def FuseGeluPass : Pass<"fsdp-fuse-gelu", "::mlir::ModuleOp"> {
+  let summary = "Rewrite @forward's exported GELU formulas into nn.gelu (exact or not at all)";
+  let description = [{
+    Finds F.gelu as torch's exporters write it below opset 20: x · (erf(x /
+    √2) + 1) · 0.5 and 0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³))),
+    in TorchScript's and dynamo's operand orders (x³ as a Pow or two
+    products), every constant equal to torch's in f32 and every link read
+    once, and replaces it with one nn.gelu of that approximation. Under a
+    16-bit --param-dtype the pipeline runs it before mixed precision, so
+    GELU is rounded once to the compute dtype as torch's kernel rounds it,
+    not after each of the formula's ops, and its gradient is one
+    nn.gelu_grad. f32 plans keep the exported chain.
+
+    ```mlir
+    // Before
+    %c = nn.constant dense<1.41421354> : tensor<f32>
+    %d = nn.div %x, %c : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    %e = nn.erf %d : tensor<4x8xf32>
+    %one = nn.constant dense<1.000000e+00> : tensor<f32>
+    %a = nn.add %e, %one : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    %m = nn.mul %x, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %half = nn.constant dense<5.000000e-01> : tensor<f32>
+    %y = nn.mul %m, %half : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    // After
+    %y = nn.gelu %x : tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::fsdp::nn::NNDialect"];
+}
+
 def MixedPrecisionPass : Pass<"fsdp-mixed-precision", "::mlir::ModuleOp"> {
   let summary = "Compute @forward in bf16 or f16 as FSDP2's MixedPrecisionPolicy "
                 "does, following torch's type promotion op by op";

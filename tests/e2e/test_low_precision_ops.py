@@ -53,6 +53,11 @@ CLAIMS = {"exact": (1.0, 0), "math": (0.998, 1), "reduce": (None, 1), "measure":
 KNOWN = {
     ("gelu[none]", "bf16"): (0.98, "torch's vectorized erf (A&S 7.1.26 for all |x|, Sleef exp) "
                              "differs from FastMath.h's erf where 1 + erf cancels (x < -3)"),
+    # f16 matched at 99.8% on an AMD EPYC; on an Intel Xeon (AVX512, AMX)
+    # torch 2.15 is 96.5% bitwise to round(f64 gelu) itself and 97.0% to
+    # ours, every miss at x < -2.5, where 1 + erf cancels.
+    ("gelu[none]", "f16"): (0.96, "as for bf16; f16 keeps more of the cancelled bits"),
+    ("gelu_grad[none]", "f16"): (0.99, "gelu's erf difference (above)"),
     ("gelu[tanh]", "bf16"): (0.998, "Sleef's tanh against FastMath.h's where 1 + tanh cancels"),
     ("gelu[tanh]", "f16"): (0.998, "as for bf16"),
     ("gelu_grad[none]", "bf16"): (0.99, "gelu's erf difference (above)"),

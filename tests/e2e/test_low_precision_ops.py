@@ -68,10 +68,6 @@ KNOWN = {
     ("log_softmax[axis=1]", "f16"): (0.90, "as for bf16"),
     ("softmax[axis=0]", "bf16"): (0.98, "torch's strided softmax differs from its f32 result too"),
     ("softmax[axis=0]", "f16"): (0.98, "as for bf16"),
-    ("layer_norm_grad", "bf16"): (0.25, "torch's backward uses dx = a dy g + b x + c with its "
-                                  "bf16-rounded mean/rstd; ours the centred form (equal only "
-                                  "for exact statistics)"),
-    ("layer_norm_grad", "f16"): (0.25, "as for bf16"),
     ("erf_grad", "bf16"): (0.55, "torch's erf backward is a composite of bf16 ops, each rounded"),
     ("erf_grad", "f16"): (0.55, "as for bf16"),
     ("softmax_cross_entropy", "bf16"): (0.0, "its log_prob is log_softmax's (above); the loss, "

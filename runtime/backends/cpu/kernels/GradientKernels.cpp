@@ -12,7 +12,9 @@
 // the innermost, sums go down columns in chunks held on the stack (kernels
 // do not allocate). Adjoints that scatter (gather, slice) zero their result
 // first and then add or write in index order, so repeated indices add up
-// deterministically.
+// deterministically. Layer norm's 16-bit dscale and dbias are the one
+// exception to double sums: torch sums them in the input's dtype
+// (LayerNormParamGrad.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +23,7 @@
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/backends/ReductionSpace.h"
 #include "runtime/math/Activations.h"
+#include "runtime/math/LayerNormParamGrad.h"
 
 #include <algorithm>
 #include <cmath>
@@ -155,27 +158,26 @@ void layerNormGradImpl(const TensorRef &x, const TensorRef &scale, const TensorR
         store(out + i, inv * (g(i) - meanG - xhat(i) * meanGX));
     }
   });
-  // dscale = sum over rows of dy * xhat, dbias = sum of dy: column chunks,
-  // rows in order; the columns split across the rank's threads.
+  // dscale = sum over rows of dy * xhat, dbias = sum of dy
+  // (LayerNormParamGrad.h): column chunks, rows in order; the columns split
+  // across the rank's threads.
   (void)parallelFor(0, size, rowGrain(rows), [&](int64_t firstColumn, int64_t endColumn) {
-    double sumScale[kColumns], sumBias[kColumns];
+    LayerNormParamGrad<T> sums[kColumns];
     for (int64_t c0 = firstColumn; c0 < endColumn; c0 += kColumns) {
       const int64_t width = std::min(kColumns, endColumn - c0);
-      std::fill(sumScale, sumScale + width, 0.0);
-      std::fill(sumBias, sumBias + width, 0.0);
+      std::fill(sums, sums + width, LayerNormParamGrad<T>{});
       for (int64_t r = 0; r < rows; ++r) {
         C mu, inv;
         stats(r, mu, inv);
         const T *xr = xData + r * size + c0, *gr = dyData + r * size + c0;
-        for (int64_t j = 0; j < width; ++j) {
-          const C g = load(gr + j);
-          sumScale[j] += static_cast<double>(g * ((load(xr + j) - mu) * inv));
-          sumBias[j] += static_cast<double>(g);
-        }
+        runWide([&] {
+          for (int64_t j = 0; j < width; ++j)
+            sums[j].add(load(xr + j), load(gr + j), mu, inv);
+        });
       }
       for (int64_t j = 0; j < width; ++j) {
-        store(dscale.as<T>() + c0 + j, static_cast<C>(sumScale[j]));
-        store(dbias.as<T>() + c0 + j, static_cast<C>(sumBias[j]));
+        store(dscale.as<T>() + c0 + j, sums[j].scaleGrad());
+        store(dbias.as<T>() + c0 + j, sums[j].biasGrad());
       }
     }
   });

@@ -8,8 +8,9 @@
 //   shared scalar code (runtime/math/Activations.h);
 // - softmax and layer norm: row sums in double folded by a 16-thread
 //   segment in the CPU's 16-lane order (LaneFold.cuh); sums down columns
-//   (a middle softmax axis; layer norm's dscale and dbias over rows) by one
-//   thread per column in row order, as the CPU adds them;
+//   (a middle softmax axis; layer norm's dscale and dbias over rows,
+//   LayerNormParamGrad.h) by one thread per column in row order, as the
+//   CPU adds them;
 // - gather's adjoint: the result is zeroed, then one thread per (outer,
 //   inner) column walks the indices in order and adds dy's slices into the
 //   rows they name: each element receives its terms in the CPU's order and
@@ -26,6 +27,7 @@
 #include "runtime/backends/OperandChecks.h"
 #include "runtime/backends/ReductionSpace.h"
 #include "runtime/math/Activations.h"
+#include "runtime/math/LayerNormParamGrad.h"
 
 FSDP_CUDA_NAMESPACE_BEGIN
 namespace {
@@ -132,15 +134,13 @@ __global__ void layerNormGradColumnsKernel(const T *x, const U *mean, const U *i
                                            int64_t size) {
   using C = ComputeType<T>;
   FSDP_GRID_STRIDE(j, size) {
-    double sumScale = 0, sumBias = 0;
+    LayerNormParamGrad<T> sums;
     for (int64_t r = 0; r < rows; ++r) {
       const C mu = static_cast<C>(load(mean + r)), inv = static_cast<C>(load(invStdDev + r));
-      const C g = load(dy + r * size + j);
-      sumScale += static_cast<double>(g * ((load(x + r * size + j) - mu) * inv));
-      sumBias += static_cast<double>(g);
+      sums.add(load(x + r * size + j), load(dy + r * size + j), mu, inv);
     }
-    store(dscale + j, static_cast<C>(sumScale));
-    store(dbias + j, static_cast<C>(sumBias));
+    store(dscale + j, sums.scaleGrad());
+    store(dbias + j, sums.biasGrad());
   }
 }
 

@@ -88,8 +88,8 @@ PipelineStart pipelineStartOf(mlir::ModuleOp module) {
 
 namespace {
 
-/// fsdp-fuse-gelu and fsdp-mixed-precision on @forward under
-/// --param-dtype=bf16|f16.
+/// fsdp-fuse-gelu, fsdp-mixed-precision and fsdp-upcast-rms-norm on
+/// @forward under --param-dtype=bf16|f16.
 void addMixedPrecision(mlir::OpPassManager &pm, const CompileOptions &opts) {
   if (opts.paramDtype == DType::F32)
     return;
@@ -102,6 +102,8 @@ void addMixedPrecision(mlir::OpPassManager &pm, const CompileOptions &opts) {
   // torch's 16-bit GELU rounds once; the exported formula would round per op.
   pm.addPass(createFuseGeluPass());
   pm.addPass(createMixedPrecisionPass(mixed));
+  // Every RMSNorm torch users train computes in f32; the export lost the casts.
+  pm.addPass(createUpcastRmsNormPass());
 }
 
 /// fsdp-fuse-attention on @forward unless --fuse-attention=off; first, so

@@ -1,0 +1,192 @@
+//===- UpcastRmsNorm.cpp - RMSNorm computed in f32 under 16-bit compute ---===//
+//
+// Every RMSNorm torch users train upcasts: torch's F.rms_norm (nn.RMSNorm)
+// widens x to f32, computes x · rsqrt(mean(x²) + eps) · weight and rounds
+// once (type_as); transformers' Llama, Qwen2 and Mistral norms compute
+// x.float() · rsqrt(...) in f32, round to x's dtype and then multiply by the
+// weight; Gemma multiplies by (1 + weight.float()) in f32 before rounding.
+// An export from an f32 model has lost those casts (they were no-ops), so
+// after mixed precision retypes @forward each of the chain's six or seven
+// ops would round to bf16 or f16: 63% of nn.RMSNorm's bf16 outputs equal
+// torch's, against 100% when the chain runs in f32. This pass finds
+// x · reciprocal(sqrt(reduce_mean(x², trailing axes) + eps)) on a 16-bit x
+// (x² as a Pow by 2 or x · x; every link read once) and recomputes it in
+// f32 from a widened x, rounding once at its end. The weight joins the f32
+// computation when the normalized value is the left operand of the next
+// product (`normed * weight`, torch's decomposition and Gemma's
+// `output * (1 + weight)` write it so); when the weight is the left one
+// (`weight * normed.to(dtype)`, transformers' LlamaRMSNorm), the
+// normalized value is rounded first and the product stays in the compute
+// dtype, as there. The pipeline runs it after mixed precision under a
+// 16-bit --param-dtype, before autodiff, so the backward differentiates the
+// f32 chain as torch's autograd does; f32 plans never see it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/UpcastRmsNorm.h"
+
+#include "compiler/Analysis/ConstantValues.h"
+#include "compiler/Transforms/Passes.h"
+#include "dialects/nn/NNDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+
+namespace fsdp {
+namespace {
+
+bool isSixteenBit(Type t) {
+  auto type = dyn_cast<RankedTensorType>(t);
+  return type && (type.getElementType().isBF16() || type.getElementType().isF16());
+}
+
+/// The single user of `v`, or null.
+Operation *onlyUser(Value v) {
+  return v.hasOneUse() ? *v.getUsers().begin() : nullptr;
+}
+
+/// The operand of binary `op` other than `v` (null when both are `v`).
+Value otherOperand(Operation *op, Value v) {
+  if (op->getNumOperands() != 2)
+    return nullptr;
+  if (op->getOperand(0) == v)
+    return op->getOperand(1) == v ? nullptr : op->getOperand(1);
+  return op->getOperand(1) == v ? op->getOperand(0) : nullptr;
+}
+
+struct Chain {
+  Value x;
+  /// The chain's ops in order, ending at the product x · rsqrt (or at the
+  /// weight's product when it joins).
+  llvm::SmallVector<Operation *> ops;
+};
+
+class Matcher {
+public:
+  explicit Matcher(ConstantValues &values) : values(values) {}
+
+  bool isScalar(Value v, std::optional<double> expected = std::nullopt) {
+    if (cast<RankedTensorType>(v.getType()).getNumElements() != 1 || !values.isConstant(v))
+      return false;
+    std::optional<double> got = values.scalar(v);
+    return got && (!expected || *got == *expected);
+  }
+
+  /// The chain whose mean is `mean`, or nullopt.
+  std::optional<Chain> match(nn::ReduceMeanOp mean) {
+    Chain c;
+    Value squared = mean.getInput();
+    Operation *square = squared.getDefiningOp();
+    if (!square || !squared.hasOneUse())
+      return std::nullopt;
+    if (auto pow = dyn_cast<nn::PowOp>(square); pow && isScalar(pow.getExponent(), 2.0))
+      c.x = pow.getBase();
+    else if (auto mul = dyn_cast<nn::MulOp>(square); mul && mul.getLhs() == mul.getRhs())
+      c.x = mul.getLhs();
+    if (!c.x || !isSixteenBit(c.x.getType()) || !mean.getKeepdims())
+      return std::nullopt;
+    // The mean over trailing axes, so it broadcasts back onto x.
+    auto type = cast<RankedTensorType>(c.x.getType());
+    ArrayRef<int64_t> axes = mean.getAxes();
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (axes[axes.size() - 1 - i] != type.getRank() - 1 - static_cast<int64_t>(i))
+        return std::nullopt;
+    c.ops = {square, mean};
+    // + eps, sqrt, reciprocal: each the only reader of the one before.
+    Operation *add = onlyUser(mean.getResult());
+    Value eps = isa_and_nonnull<nn::AddOp>(add) ? otherOperand(add, mean.getResult()) : Value();
+    if (!eps || !isScalar(eps))
+      return std::nullopt;
+    Operation *sqrt = onlyUser(add->getResult(0));
+    if (!isa_and_nonnull<nn::SqrtOp>(sqrt))
+      return std::nullopt;
+    Operation *reciprocal = onlyUser(sqrt->getResult(0));
+    if (!isa_and_nonnull<nn::ReciprocalOp>(reciprocal))
+      return std::nullopt;
+    Operation *product = onlyUser(reciprocal->getResult(0));
+    if (!isa_and_nonnull<nn::MulOp>(product) ||
+        otherOperand(product, reciprocal->getResult(0)) != c.x ||
+        product->getResult(0).getType() != c.x.getType())
+      return std::nullopt;
+    c.ops.append({add, sqrt, reciprocal, product});
+    // `normed * weight`: the weight's product joins (see the file comment).
+    Value normed = product->getResult(0);
+    if (auto scaled = dyn_cast_or_null<nn::MulOp>(onlyUser(normed));
+        scaled && scaled.getLhs() == normed && scaled.getRhs() != normed &&
+        scaled.getResult().getType() == c.x.getType())
+      c.ops.push_back(scaled);
+    return c;
+  }
+
+private:
+  ConstantValues &values;
+};
+
+/// f32 of a 16-bit tensor type, or the type unchanged.
+Type widened(Type t, Builder &b) {
+  auto type = cast<RankedTensorType>(t);
+  return isSixteenBit(type) ? Type(type.clone(b.getF32Type())) : t;
+}
+
+/// Rebuilds `c` in f32 before its last op and replaces its result.
+void upcast(const Chain &c) {
+  Operation *last = c.ops.back();
+  OpBuilder b(last);
+  IRMapping map;
+  auto widen = [&](Value v) {
+    if (map.contains(v) || !isSixteenBit(v.getType()))
+      return;
+    map.map(v, b.create<nn::CastOp>(last->getLoc(), widened(v.getType(), b), v).getResult());
+  };
+  for (Operation *op : c.ops) {
+    for (Value operand : op->getOperands())
+      widen(operand);
+    Operation *wide = b.clone(*op, map);
+    for (Value r : wide->getResults())
+      r.setType(widened(r.getType(), b));
+  }
+  Value result = map.lookup(last->getResult(0));
+  Value narrow = b.create<nn::CastOp>(last->getLoc(), last->getResult(0).getType(), result);
+  last->getResult(0).replaceAllUsesWith(narrow);
+  for (auto it = c.ops.rbegin(); it != c.ops.rend(); ++it)
+    (*it)->erase();
+}
+
+} // namespace
+
+int upcastRmsNorms(func::FuncOp func) {
+  ConstantValues values;
+  Matcher matcher(values);
+  llvm::SmallVector<nn::ReduceMeanOp> means;
+  func.walk([&](nn::ReduceMeanOp op) { means.push_back(op); });
+  int upcasts = 0;
+  for (nn::ReduceMeanOp mean : means)
+    if (std::optional<Chain> chain = matcher.match(mean)) {
+      upcast(*chain);
+      ++upcasts;
+    }
+  return upcasts;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass (compiler/Transforms/Passes.td)
+//===----------------------------------------------------------------------===//
+
+#define GEN_PASS_DEF_UPCASTRMSNORMPASS
+#include "compiler/Transforms/Passes.h.inc"
+
+namespace {
+
+struct UpcastRmsNormPass : impl::UpcastRmsNormPassBase<UpcastRmsNormPass> {
+  using Base::Base;
+  void runOnOperation() final {
+    if (auto forward = getOperation().lookupSymbol<func::FuncOp>("forward"))
+      upcastRmsNorms(forward);
+  }
+};
+
+} // namespace
+
+} // namespace fsdp

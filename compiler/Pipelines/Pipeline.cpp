@@ -88,7 +88,7 @@ PipelineStart pipelineStartOf(mlir::ModuleOp module) {
 
 namespace {
 
-/// fsdp-fuse-gelu, fsdp-mixed-precision and fsdp-upcast-rms-norm on
+/// fsdp-fuse-gelu, fsdp-mixed-precision and fsdp-upcast-composites on
 /// @forward under --param-dtype=bf16|f16.
 void addMixedPrecision(mlir::OpPassManager &pm, const CompileOptions &opts) {
   if (opts.paramDtype == DType::F32)
@@ -102,8 +102,8 @@ void addMixedPrecision(mlir::OpPassManager &pm, const CompileOptions &opts) {
   // torch's 16-bit GELU rounds once; the exported formula would round per op.
   pm.addPass(createFuseGeluPass());
   pm.addPass(createMixedPrecisionPass(mixed));
-  // Every RMSNorm torch users train computes in f32; the export lost the casts.
-  pm.addPass(createUpcastRmsNormPass());
+  // torch computes RMSNorm and SiLU in f32; their exported formulas would round per op.
+  pm.addPass(createUpcastCompositesPass());
 }
 
 /// fsdp-fuse-attention on @forward unless --fuse-attention=off; first, so

@@ -134,29 +134,30 @@ def MixedPrecisionPass : Pass<"fsdp-mixed-precision", "::mlir::ModuleOp"> {
   ];
 }
 
-def UpcastRmsNormPass : Pass<"fsdp-upcast-rms-norm", "::mlir::ModuleOp"> {
-  let summary = "Recompute @forward's 16-bit RMSNorms in f32, rounding once";
+def UpcastCompositesPass : Pass<"fsdp-upcast-composites", "::mlir::ModuleOp"> {
+  let summary = "Recompute @forward's 16-bit RMSNorms and SiLUs in f32, rounding once";
   let description = [{
-    Finds x · reciprocal(sqrt(reduce_mean(x², trailing axes) + eps)) on a
-    bf16 or f16 x (x² as a Pow by 2 or x · x, eps a scalar, every link read
-    once) and recomputes it in f32 from a widened x, with one rounding back
-    at its end, as torch's F.rms_norm and transformers' norms compute it
-    (the f32 export lost their casts). The weight's product joins the f32
-    chain when the normalized value is its left operand (`normed * weight`:
-    torch's decomposition, Gemma); when the weight is the left one (`weight
-    * normed.to(dtype)`: transformers' Llama) the normalized value is
-    rounded first. Runs after fsdp-mixed-precision, before autodiff.
+    torch computes F.rms_norm, transformers' RMSNorms and F.silu in f32
+    even on bf16/f16 tensors and rounds once; their exports write the
+    formula, whose ops would each round after mixed precision. This finds
+    x · reciprocal(sqrt(reduce_mean(x², trailing axes) + eps)) and
+    x · sigmoid(x) on a 16-bit x (x² as a Pow by 2 or x · x, eps a scalar,
+    every link read once) and recomputes them in f32 from a widened x,
+    rounding back once at the end. An RMSNorm's weight product joins the
+    f32 chain when the normalized value is its left operand (`normed *
+    weight`: torch's decomposition, Gemma); when the weight is the left one
+    (`weight * normed.to(dtype)`: transformers' Llama) the normalized value
+    is rounded first. Runs after fsdp-mixed-precision, before autodiff.
 
     ```mlir
     // Before
-    %p = nn.pow %x, %two : (tensor<2x8xbf16>, tensor<f32>) -> tensor<2x8xbf16>
-    %m = nn.reduce_mean %p {axes = array<i64: 1>} : (tensor<2x8xbf16>) -> tensor<2x1xbf16>
-    %a = nn.add %m, %eps : (tensor<2x1xbf16>, tensor<f32>) -> tensor<2x1xbf16>
-    %s = nn.sqrt %a : tensor<2x1xbf16>
-    %r = nn.reciprocal %s : tensor<2x1xbf16>
-    %n = nn.mul %x, %r : (tensor<2x8xbf16>, tensor<2x1xbf16>) -> tensor<2x8xbf16>
-    // After: the same chain on %x32 = nn.cast %x to f32, then
-    %n = nn.cast %n32 : tensor<2x8xf32> to tensor<2x8xbf16>
+    %s = nn.sigmoid %x : tensor<2x8xbf16>
+    %y = nn.mul %x, %s : (tensor<2x8xbf16>, tensor<2x8xbf16>) -> tensor<2x8xbf16>
+    // After
+    %w = nn.cast %x : tensor<2x8xbf16> to tensor<2x8xf32>
+    %s = nn.sigmoid %w : tensor<2x8xf32>
+    %m = nn.mul %w, %s : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+    %y = nn.cast %m : tensor<2x8xf32> to tensor<2x8xbf16>
     ```
   }];
   let dependentDialects = ["::fsdp::nn::NNDialect"];

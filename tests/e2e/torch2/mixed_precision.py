@@ -23,9 +23,10 @@ ReLU), the share of elements equal bit for bit must be at least 90% and
 f16). For the SDPA models it is printed, not asserted: torch runs SDPA
 as one fused kernel keeping the scores in f32, which an export
 decomposes into ops that each round unless --fuse-attention=on makes it
-one nn.attention (measured there: nanogpt 74% against 36%). RMSNorm,
-which torch also computes in f32, is recomputed in f32 by
-fsdp-upcast-rms-norm (llama-style: 26.5% -> 43.7%, torch f32 38.1%).
+one nn.attention (measured there: nanogpt 74% against 36%). RMSNorm and
+SiLU, which torch also computes in f32, are recomputed in f32 by
+fsdp-upcast-composites (llama-style bf16: 26.5% -> 46.5%, torch f32
+37.2%).
 
   .venv/bin/python tests/e2e/torch2/mixed_precision.py --fsdp-opt build/bin/fsdp-opt \\
       --fsdp-run build/bin/fsdp-run [--cases nanogpt/bf16/2 ...] [--keep DIR]

@@ -1,7 +1,8 @@
-// RUN: fsdp-opt %s --split-input-file --pass-pipeline='builtin.module(fsdp-upcast-rms-norm)' | FileCheck %s
+// RUN: fsdp-opt %s --split-input-file --pass-pipeline='builtin.module(fsdp-upcast-composites)' | FileCheck %s
 
-// RMSNorm upcast (compiler/Transforms/UpcastRmsNorm.cpp): a 16-bit
-// x * rsqrt(mean(x^2) + eps) [* weight] runs in f32 and rounds once.
+// Composite upcast (compiler/Transforms/UpcastComposites.cpp): a 16-bit
+// x * rsqrt(mean(x^2) + eps) [* weight] or x * sigmoid(x) runs in f32 and
+// rounds once.
 
 // torch's decomposition, `normed * weight`: the weight joins the f32 chain.
 // CHECK-LABEL: func.func @forward
@@ -83,5 +84,38 @@ func.func @forward(%x: tensor<2x8xf32>, %y: tensor<2x8xbf16>, %z: tensor<2x8xbf1
   %r3 = nn.reciprocal %s3 : tensor<2x1xbf16>
   %n3 = nn.mul %z, %r3 : (tensor<2x8xbf16>, tensor<2x1xbf16>) -> tensor<2x8xbf16>
   return %n, %n2, %n3, %m3 : tensor<2x8xf32>, tensor<2x8xbf16>, tensor<2x8xbf16>, tensor<2x1xbf16>
+}
+}
+
+// -----
+
+// F.silu's export, sigmoid(x) * x: in f32 from a widened x, one rounding.
+// CHECK-LABEL: func.func @forward
+// CHECK-NEXT: %[[X:.+]] = nn.cast %arg0 : tensor<4x8xbf16> to tensor<4x8xf32>
+// CHECK-NEXT: %[[S:.+]] = nn.sigmoid %[[X]] : tensor<4x8xf32>
+// CHECK-NEXT: %[[M:.+]] = nn.mul %[[S]], %[[X]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[Y:.+]] = nn.cast %[[M]] : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK-NEXT: return %[[Y]]
+module {
+func.func @forward(%x: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+  %s = nn.sigmoid %x : tensor<4x8xbf16>
+  %y = nn.mul %s, %x : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  return %y : tensor<4x8xbf16>
+}
+}
+
+// -----
+
+// A sigmoid read twice, or times another tensor, stays.
+// CHECK-LABEL: func.func @forward
+// CHECK-NOT: nn.cast
+// CHECK: return
+module {
+func.func @forward(%x: tensor<4x8xbf16>, %z: tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>) {
+  %s = nn.sigmoid %x : tensor<4x8xbf16>
+  %y = nn.mul %x, %s : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  %s2 = nn.sigmoid %x : tensor<4x8xbf16>
+  %y2 = nn.mul %z, %s2 : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  return %y, %s, %y2 : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>
 }
 }

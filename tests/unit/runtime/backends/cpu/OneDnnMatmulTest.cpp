@@ -137,6 +137,17 @@ TEST(OneDnnMatmul, NamesItsIsaAndLibraries) {
   }
 }
 
+TEST(OneDnnMatmul, TakesBf16OnlyWithBf16Instructions) {
+  // Elsewhere oneDNN emulates bf16 three times slower than widening to
+  // sgemm; ctest also runs this under ONEDNN_MAX_CPU_ISA=AVX512_CORE
+  // (OneDnnMatmul.NoBf16Instructions), so a CPU with them checks both.
+  const std::string isa = oneDnnIsa();
+  const bool native = isa == "avx512_core_bf16" || isa == "avx512_core_amx";
+  EXPECT_EQ(oneDnnTakes(DType::BF16), native) << isa;
+  if (!native)
+    EXPECT_NE(gemmLibraries().find("bf16 OpenBLAS (widened)"), std::string::npos) << gemmLibraries();
+}
+
 TEST(OneDnnMatmul, EveryTransposeWithinOneUlp) {
   for (DType t : {DType::BF16, DType::F16}) {
     if (!oneDnnTakes(t))

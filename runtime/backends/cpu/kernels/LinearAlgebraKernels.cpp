@@ -104,13 +104,18 @@ void widenedProduct(const ProductShape &s, const T *a, const T *b, T *out, doubl
   const int64_t aSize = s.m * s.k, bSize = s.k * s.n, outSize = s.m * s.n;
   float *wa = widened(scratch.a, aSize), *wb = widened(scratch.b, bSize);
   float *wout = widened(scratch.out, outSize);
-  for (int64_t i = 0; i < aSize; ++i)
-    wa[i] = toCompute(a[i]);
-  for (int64_t i = 0; i < bSize; ++i)
-    wb[i] = toCompute(b[i]);
+  // The conversions in wide loops: f16's are branchy software ones.
+  runWide([&] {
+    for (int64_t i = 0; i < aSize; ++i)
+      wa[i] = toCompute(a[i]);
+    for (int64_t i = 0; i < bSize; ++i)
+      wb[i] = toCompute(b[i]);
+  });
   blasProduct(s, wa, wb, wout, alpha, 0.0);
-  for (int64_t i = 0; i < outSize; ++i)
-    storeScaledProduct(out + i, wout[i], 1.0, beta);
+  runWide([&] {
+    for (int64_t i = 0; i < outSize; ++i)
+      storeScaledProduct(out + i, wout[i], 1.0, beta);
+  });
 }
 
 /// out = alpha * op(a) @ op(b) + beta * out, in GemmLibrary.h's library

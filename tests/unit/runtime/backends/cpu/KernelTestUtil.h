@@ -140,6 +140,13 @@ inline void expectClose(const std::vector<double> &expected, const TestTensor &g
         << what << " at " << i;
 }
 
+/// A tensor of `dtype` and `dims` holding fillUniform(seed, lo, hi).
+inline TestTensor uniformTensor(DType dtype, Dims dims, uint32_t seed, double lo, double hi) {
+  TestTensor t(dtype, std::move(dims));
+  t.fillUniform(seed, lo, hi);
+  return t;
+}
+
 /// Runs an nn.fused program on the CPU interpreter: `ops` as {op, a, b}
 /// triples over value ids (inputs first, then each op's result), `results`
 /// the value ids written to `outputs`.

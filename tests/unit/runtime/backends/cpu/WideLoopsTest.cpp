@@ -75,9 +75,7 @@ void expectTierIndependent(const std::string &what, const Run &run) {
 }
 
 TestTensor random(DType dtype, Dims dims, uint32_t seed, double lo = -4.0, double hi = 4.0) {
-  TestTensor t(dtype, std::move(dims));
-  t.fillUniform(seed, lo, hi);
-  return t;
+  return kerneltest::uniformTensor(dtype, std::move(dims), seed, lo, hi);
 }
 
 void ok(const Status &s) { ASSERT_TRUE(s.isOk()) << s.message(); }

@@ -256,14 +256,22 @@ Status gemm(const TensorRef &a, const TensorRef &b, const TensorRef *c, float al
         using T = decltype(tag);
         T *outData = out.as<T>();
         if (useBias && c->data != out.data) {
-          // Broadcast c into out; the product then adds onto it with beta.
+          // Broadcast c into out, rows across the rank's threads (a copy:
+          // no bit depends on the split); the product then adds onto it
+          // with beta.
           const TensorRef *ins[1] = {c};
           StridedLayout<2> layout = broadcastLayout<2>(out, ins);
           const T *cData = c->as<T>();
-          forEachRow(layout, [&](const int64_t *offsets, int64_t count, const int64_t *steps) {
-            for (int64_t i = 0; i < count; ++i)
-              outData[offsets[0] + i * steps[0]] = cData[offsets[1] + i * steps[1]];
-          });
+          forEachRowParallel(layout, kElementwiseGrain,
+                             [&](const int64_t *offsets, int64_t count, const int64_t *steps) {
+                               T *o = outData + offsets[0];
+                               const T *in = cData + offsets[1];
+                               if (steps[0] == 1 && steps[1] == 1)
+                                 std::copy(in, in + count, o);
+                               else
+                                 for (int64_t i = 0; i < count; ++i)
+                                   o[i * steps[0]] = in[i * steps[1]];
+                             });
         }
         product(s, a.as<T>(), b.as<T>(), outData, alpha, useBias ? beta : 0.0, route);
       },

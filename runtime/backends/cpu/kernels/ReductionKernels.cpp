@@ -114,16 +114,20 @@ void reduceColumns(const T *in, T *out, const StridedLayout<1> &kept,
         }
       };
       int64_t terms = 0; // in the current block
-      forEachRow(reduced, [&](const int64_t *offset, int64_t n, const int64_t *step) {
-        for (int64_t r = 0; r < n; ++r) {
-          const T *p = base + offset[0] + r * step[0];
-          for (int64_t c = 0; c < width; ++c)
-            partial[c] = R::combine(partial[c], R::read(p + c));
-          if (++terms == kBlockRows) {
-            flush();
-            terms = 0;
+      // Wide: each column's sum stays its own sequence, so every copy
+      // gives the same bits.
+      runWide([&] {
+        forEachRow(reduced, [&](const int64_t *offset, int64_t n, const int64_t *step) {
+          for (int64_t r = 0; r < n; ++r) {
+            const T *p = base + offset[0] + r * step[0];
+            for (int64_t c = 0; c < width; ++c)
+              partial[c] = R::combine(partial[c], R::read(p + c));
+            if (++terms == kBlockRows) {
+              flush();
+              terms = 0;
+            }
           }
-        }
+        });
       });
       flush();
       for (int64_t c = 0; c < width; ++c)

@@ -6,9 +6,9 @@
 // copies with FMA instructions fuse only the multiply-adds a kernel writes:
 // this runs the kernel families that use the wide loops (unary math, GELU
 // and its gradients, the activation gradients, softmax and its gradient,
-// layer norm and its gradient, the mixed-precision casts, attention and its
-// gradient, AdamW) in f32, bf16 and f16 under every tier this CPU has, and
-// requires the bits of the baseline each time. Tiers the CPU lacks are
+// layer norm and its gradient, column reductions, the mixed-precision
+// casts, attention and its gradient, AdamW) in f32, bf16 and f16 under
+// every tier this CPU has, and requires the baseline's bits each time. Tiers the CPU lacks are
 // skipped (and said so), so a CPU with AVX-512 checks all three.
 //
 //===----------------------------------------------------------------------===//
@@ -137,6 +137,19 @@ TEST(WideLoops, SoftmaxAndLayerNorm) {
                      dscale.ref(), dbias.ref()));
     for (TestTensor *r : {&y, &mean, &inv, &dx, &dscale, &dbias})
       out.push_back(std::move(*r));
+    return out;
+  });
+}
+
+TEST(WideLoops, ColumnReductions) {
+  expectTierIndependent("column sums", [](DType t) {
+    const TestTensor x = random(t, {kRows, kCols}, 17);
+    std::vector<TestTensor> out;
+    const int64_t first[] = {0};
+    for (ReduceKind kind : {ReduceKind::Sum, ReduceKind::Mean, ReduceKind::Max}) {
+      out.emplace_back(t, Dims{1, kCols});
+      ok(reduce(kind, x.ref(), first, 1, out.back().ref()));
+    }
     return out;
   });
 }

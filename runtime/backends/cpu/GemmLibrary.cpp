@@ -1,13 +1,15 @@
 //===- GemmLibrary.cpp - FSDP_CPU_GEMM and the libraries' description -----===//
 //
 // FSDP_CPU_GEMM is read at each matmul/gemm kernel call (one getenv beside
-// a product), so a test can switch routes within one process.
+// a product), so a test can switch routes within one process. The
+// description also names the wide loops' copy (kernels/Dispatch.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/GemmLibrary.h"
 
 #include "runtime/backends/cpu/OneDnnMatmul.h"
+#include "runtime/backends/cpu/kernels/Dispatch.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -39,8 +41,12 @@ std::string gemmLibraries() {
       return "oneDNN";
     return "OpenBLAS (widened)";
   };
+  const char *wide = cpuWideTier() == WideTier::Avx512 ? "AVX-512"
+                     : cpuWideTier() == WideTier::Avx2 ? "AVX2"
+                                                        : "x86-64-v2";
   return cat("CPU GEMMs: f32/f64 OpenBLAS, bf16 ", half(DType::BF16), ", f16 ", half(DType::F16),
-             ";\noneDNN's ISA ", oneDnnIsa(), " (FSDP_CPU_GEMM=widen|naive: another 16-bit route)");
+             ";\noneDNN's ISA ", oneDnnIsa(), " (FSDP_CPU_GEMM=widen|naive: another 16-bit route)",
+             ";\nkernels' wide loops: ", wide, " (FSDP_CPU_WIDE=avx2|baseline: the same bits)");
 }
 
 } // namespace fsdp::rt::cpu

@@ -44,9 +44,11 @@ enum class HalfGemmRoute {
 Status halfGemmRoute(HalfGemmRoute &route);
 
 /// The library per dtype, oneDNN's ISA on this machine and the variable
-/// that changes the 16-bit route, in two lines of at most 80 columns for
+/// that changes the 16-bit route, then the wide loops' copy
+/// (kernels/Dispatch.h), in three lines of at most 80 columns for
 /// fsdp-run --help, e.g. "CPU GEMMs: f32/f64 OpenBLAS, bf16 oneDNN, f16
-/// OpenBLAS (widened);\noneDNN's ISA avx512_core_bf16 (...)".
+/// OpenBLAS (widened);\noneDNN's ISA avx512_core_bf16 (...);\nkernels' wide
+/// loops: AVX-512 (...)".
 std::string gemmLibraries();
 
 } // namespace fsdp::rt::cpu

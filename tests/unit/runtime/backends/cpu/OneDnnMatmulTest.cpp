@@ -127,6 +127,7 @@ TEST(OneDnnMatmul, NamesItsIsaAndLibraries) {
   const std::string libraries = gemmLibraries();
   EXPECT_NE(libraries.find("bf16 "), std::string::npos) << libraries;
   EXPECT_NE(libraries.find(oneDnnIsa()), std::string::npos) << libraries;
+  EXPECT_NE(libraries.find("kernels' wide loops: "), std::string::npos) << libraries;
   // A JIT implementation, never oneDNN's reference loop, when it takes bf16.
   if (oneDnnTakes(DType::BF16)) {
     ProductShape s;

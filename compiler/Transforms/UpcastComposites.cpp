@@ -12,7 +12,8 @@
 //   computes x · rsqrt(mean(x²) + eps) · weight and rounds once;
 //   transformers' Llama, Qwen2 and Mistral norms compute x.float() ·
 //   rsqrt(...) in f32, round to x's dtype and then multiply by the weight;
-//   Gemma multiplies by (1 + weight.float()) in f32 before rounding. The
+//   Gemma multiplies by (1 + weight.float()), the sum in f32 too, before
+//   rounding. The
 //   f32 export lost those casts (they were no-ops). The weight's product
 //   joins the f32 computation when the normalized value is its left
 //   operand (`normed * weight`, as torch's decomposition and Gemma write
@@ -121,8 +122,15 @@ public:
     Value normed = product->getResult(0);
     if (auto scaled = dyn_cast_or_null<nn::MulOp>(onlyUser(normed));
         scaled && scaled.getLhs() == normed && scaled.getRhs() != normed &&
-        scaled.getResult().getType() == c.x.getType())
+        scaled.getResult().getType() == c.x.getType()) {
+      // Gemma's weight is (1 + w), formed in f32 too (weight.float()).
+      Value weight = scaled.getRhs();
+      if (auto shifted = weight.getDefiningOp<nn::AddOp>();
+          shifted && weight.hasOneUse() &&
+          (isScalar(shifted.getLhs()) || isScalar(shifted.getRhs())))
+        c.ops.push_back(shifted);
       c.ops.push_back(scaled);
+    }
     return c;
   }
 

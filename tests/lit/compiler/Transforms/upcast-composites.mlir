@@ -32,6 +32,33 @@ func.func @forward(%x: tensor<2x8xbf16>, %w: tensor<8xbf16>) -> tensor<2x8xbf16>
 
 // -----
 
+// Gemma's `output * (1 + w)`: the weight's sum joins the f32 chain too.
+// CHECK-LABEL: func.func @forward
+// CHECK: %[[N:.+]] = nn.mul %{{.+}}, %{{.+}} : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+// CHECK: %[[ONE:.+]] = nn.cast %{{.+}} : tensor<bf16> to tensor<f32>
+// CHECK: %[[W:.+]] = nn.cast %arg1 : tensor<8xbf16> to tensor<8xf32>
+// CHECK: %[[S:.+]] = nn.add %[[ONE]], %[[W]] : (tensor<f32>, tensor<8xf32>) -> tensor<8xf32>
+// CHECK: %[[Y:.+]] = nn.mul %[[N]], %[[S]] : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+// CHECK: nn.cast %[[Y]] : tensor<2x8xf32> to tensor<2x8xbf16>
+module {
+func.func @forward(%x: tensor<2x8xbf16>, %w: tensor<8xbf16>) -> tensor<2x8xbf16> {
+  %two = nn.constant dense<2.000000e+00> : tensor<f32>
+  %eps = nn.constant dense<9.99999997E-7> : tensor<f32>
+  %one = nn.constant dense<1.000000e+00> : tensor<bf16>
+  %p = nn.pow %x, %two : (tensor<2x8xbf16>, tensor<f32>) -> tensor<2x8xbf16>
+  %m = nn.reduce_mean %p {axes = array<i64: 1>} : (tensor<2x8xbf16>) -> tensor<2x1xbf16>
+  %a = nn.add %m, %eps : (tensor<2x1xbf16>, tensor<f32>) -> tensor<2x1xbf16>
+  %s = nn.sqrt %a : tensor<2x1xbf16>
+  %r = nn.reciprocal %s : tensor<2x1xbf16>
+  %n = nn.mul %x, %r : (tensor<2x8xbf16>, tensor<2x1xbf16>) -> tensor<2x8xbf16>
+  %g = nn.add %one, %w : (tensor<bf16>, tensor<8xbf16>) -> tensor<8xbf16>
+  %y = nn.mul %n, %g : (tensor<2x8xbf16>, tensor<8xbf16>) -> tensor<2x8xbf16>
+  return %y : tensor<2x8xbf16>
+}
+}
+
+// -----
+
 // transformers' Llama, `weight * normed.to(dtype)`, x^2 as x * x: the
 // normalized value rounds first and the weight's product stays in f16.
 // CHECK-LABEL: func.func @forward

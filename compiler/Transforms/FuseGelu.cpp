@@ -27,7 +27,9 @@
 
 #include "mlir/IR/Builders.h"
 
-#include <cmath>
+#include <array>
+#include <type_traits>
+#include <utility>
 
 using namespace mlir;
 
@@ -60,7 +62,7 @@ public:
       return nullptr;
     if (isScalar(op.getRhs(), c))
       return op.getLhs();
-    if (std::is_same_v<Op, nn::DivOp>)
+    if constexpr (std::is_same_v<Op, nn::DivOp>)
       return nullptr; // c / x is not x / c
     return isScalar(op.getLhs(), c) ? op.getRhs() : nullptr;
   }

@@ -39,6 +39,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <optional>
+
 using namespace mlir;
 
 namespace fsdp {

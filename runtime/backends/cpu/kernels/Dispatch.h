@@ -109,8 +109,9 @@ template <typename Loop> __attribute__((target("avx2"), flatten)) void runWithAv
 #endif
 
 /// Which copy runWide runs: the widest this CPU has, capped by
-/// FSDP_CPU_WIDE=baseline|avx2|avx512 in the environment (read once) and
-/// by setWideTierCap, so tests can show every copy computes the same bits.
+/// FSDP_CPU_WIDE=baseline|avx2 in the environment (read once; any other
+/// value caps nothing, and fsdp-run --help names the copy in use) and by
+/// setWideTierCap, so tests can show every copy computes the same bits.
 enum class WideTier { Baseline, Avx2, Avx512 };
 
 inline std::atomic<int> &wideTierCap() {

@@ -42,7 +42,7 @@ const char *tierName(WideTier tier) {
   return "?";
 }
 
-/// Restores the cap the environment set when a test ends.
+/// Lifts the cap when a test ends, so later tests run the widest copy.
 struct TierCap {
   ~TierCap() { setWideTierCap(WideTier::Avx512); }
 };

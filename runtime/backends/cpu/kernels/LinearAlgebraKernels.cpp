@@ -178,36 +178,25 @@ void batchedMatmul(const TensorRef &a, const TensorRef &b, const TensorRef &out,
   // entry each; a product's row pieces depend on the thread count alone
   // (OneDnnMatmul.h) and run inline on the entry's thread, so the bits are
   // those of the entries run one after another.
-  constexpr int64_t kMaxParallelEntries = 1024;
-  int64_t offsetsOf[kMaxParallelEntries][3];
-  int64_t n = 0;
-  bool listed = true;
-  forEachRow(layout, [&](const int64_t *offsets, int64_t count, const int64_t *steps) {
-    for (int64_t i = 0; i < count; ++i) {
-      if (n == kMaxParallelEntries) {
-        listed = false;
-        return;
-      }
-      for (int d = 0; d < 3; ++d)
-        offsetsOf[n][d] = offsets[d] + i * steps[d];
-      ++n;
+  if constexpr (std::is_same_v<T, BF16> || std::is_same_v<T, F16>) {
+    constexpr int64_t kMaxSpreadEntries = 1024; // offsets listed on the stack
+    const int64_t entries = layout.numElements();
+    if (entries > 1 && entries <= kMaxSpreadEntries && rankKernelThreads() > 1 &&
+        route == HalfGemmRoute::OneDnn && oneDnnTakes(dtypeOf<T>())) {
+      int64_t offsetsOf[kMaxSpreadEntries][3];
+      int64_t n = 0;
+      forEachRow(layout, [&](const int64_t *offsets, int64_t count, const int64_t *steps) {
+        for (int64_t i = 0; i < count; ++i, ++n)
+          for (int d = 0; d < 3; ++d)
+            offsetsOf[n][d] = offsets[d] + i * steps[d];
+      });
+      (void)parallelFor(0, n, 1, [&](int64_t first, int64_t end) {
+        for (int64_t e = first; e < end; ++e)
+          product(s, aData + offsetsOf[e][1], bData + offsetsOf[e][2], outData + offsetsOf[e][0],
+                  1.0, 0.0, route);
+      });
+      return;
     }
-  });
-  const bool spread = listed && n > 1 && rankKernelThreads() > 1 &&
-                      route == HalfGemmRoute::OneDnn && !std::is_same_v<T, float> &&
-                      !std::is_same_v<T, double> && oneDnnTakes(dtypeOf<T>());
-  auto run = [&](int64_t first, int64_t end) {
-    for (int64_t e = first; e < end; ++e)
-      product(s, aData + offsetsOf[e][1], bData + offsetsOf[e][2], outData + offsetsOf[e][0], 1.0,
-              0.0, route);
-  };
-  if (spread) {
-    (void)parallelFor(0, n, 1, run);
-    return;
-  }
-  if (listed) {
-    run(0, n);
-    return;
   }
   forEachRow(layout, [&](const int64_t *offsets, int64_t count, const int64_t *steps) {
     for (int64_t i = 0; i < count; ++i)

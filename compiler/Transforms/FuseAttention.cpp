@@ -27,6 +27,7 @@
 #include "compiler/Transforms/FuseAttention.h"
 
 #include "compiler/Analysis/ConstantValues.h"
+#include "compiler/Transforms/EraseDeadChain.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/fsdp/FSDPDialect.h"
 #include "dialects/nn/NNDialect.h"
@@ -442,24 +443,6 @@ bool Recognizer::run(Recognized &out, std::string &why) {
     return fail(why, "a where filling with the dtype's lowest value under a mask not proven "
                      "causal (a fully masked row would differ from nn.attention's)");
   return true;
-}
-
-/// Erases `op` and then every producer left without a use.
-void eraseDeadChain(Operation *op) {
-  llvm::SmallVector<Operation *> work{op};
-  while (!work.empty()) {
-    Operation *cur = work.pop_back_val();
-    if (!cur->use_empty())
-      continue;
-    llvm::SmallVector<Operation *> producers;
-    for (Value v : cur->getOperands())
-      if (Operation *def = v.getDefiningOp())
-        producers.push_back(def);
-    cur->erase();
-    for (Operation *def : producers)
-      if (llvm::find(work, def) == work.end())
-        work.push_back(def);
-  }
 }
 
 Value buildAttention(nn::MatMulOp pv, const Recognized &r) {

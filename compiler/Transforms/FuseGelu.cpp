@@ -22,6 +22,7 @@
 #include "compiler/Transforms/FuseGelu.h"
 
 #include "compiler/Analysis/ConstantValues.h"
+#include "compiler/Transforms/EraseDeadChain.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/nn/NNDialect.h"
 
@@ -166,19 +167,6 @@ public:
 private:
   ConstantValues &values;
 };
-
-/// Erases `op` and then every operand-defining op left without uses.
-void eraseDeadChain(Operation *op) {
-  llvm::SmallVector<Operation *> work = {op};
-  while (!work.empty()) {
-    Operation *dead = work.pop_back_val();
-    llvm::SmallVector<Value> operands(dead->getOperands());
-    dead->erase();
-    for (Value v : operands)
-      if (Operation *def = v.getDefiningOp(); def && def->use_empty())
-        work.push_back(def);
-  }
-}
 
 } // namespace
 

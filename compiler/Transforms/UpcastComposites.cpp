@@ -65,12 +65,10 @@ Value otherOperand(Operation *op, Value v) {
   return op->getOperand(1) == v ? op->getOperand(0) : nullptr;
 }
 
-struct Chain {
-  Value x;
-  /// The chain's ops in order, ending at the product x · rsqrt (or at the
-  /// weight's product when it joins).
-  llvm::SmallVector<Operation *> ops;
-};
+/// A composite's ops in order, the last one's result what the rest of the
+/// graph reads (x · rsqrt, the weight's product when it joins, x ·
+/// sigmoid(x)).
+using Chain = llvm::SmallVector<Operation *, 8>;
 
 class Matcher {
 public:
@@ -85,24 +83,23 @@ public:
 
   /// The RMSNorm whose mean is `mean`, or nullopt.
   std::optional<Chain> matchRmsNorm(nn::ReduceMeanOp mean) {
-    Chain c;
-    Value squared = mean.getInput();
+    Value x, squared = mean.getInput();
     Operation *square = squared.getDefiningOp();
     if (!square || !squared.hasOneUse())
       return std::nullopt;
     if (auto pow = dyn_cast<nn::PowOp>(square); pow && isScalar(pow.getExponent(), 2.0))
-      c.x = pow.getBase();
+      x = pow.getBase();
     else if (auto mul = dyn_cast<nn::MulOp>(square); mul && mul.getLhs() == mul.getRhs())
-      c.x = mul.getLhs();
-    if (!c.x || !isSixteenBit(c.x.getType()) || !mean.getKeepdims())
+      x = mul.getLhs();
+    ArrayRef<int64_t> axes = mean.getAxes();
+    if (!x || !isSixteenBit(x.getType()) || !mean.getKeepdims() || axes.empty())
       return std::nullopt;
     // The mean over trailing axes, so it broadcasts back onto x.
-    auto type = cast<RankedTensorType>(c.x.getType());
-    ArrayRef<int64_t> axes = mean.getAxes();
+    auto type = cast<RankedTensorType>(x.getType());
     for (size_t i = 0; i < axes.size(); ++i)
       if (axes[axes.size() - 1 - i] != type.getRank() - 1 - static_cast<int64_t>(i))
         return std::nullopt;
-    c.ops = {square, mean};
+    Chain c = {square, mean};
     // + eps, sqrt, reciprocal: each the only reader of the one before.
     Operation *add = onlyUser(mean.getResult());
     Value eps = isa_and_nonnull<nn::AddOp>(add) ? otherOperand(add, mean.getResult()) : Value();
@@ -116,22 +113,22 @@ public:
       return std::nullopt;
     Operation *product = onlyUser(reciprocal->getResult(0));
     if (!isa_and_nonnull<nn::MulOp>(product) ||
-        otherOperand(product, reciprocal->getResult(0)) != c.x ||
-        product->getResult(0).getType() != c.x.getType())
+        otherOperand(product, reciprocal->getResult(0)) != x ||
+        product->getResult(0).getType() != x.getType())
       return std::nullopt;
-    c.ops.append({add, sqrt, reciprocal, product});
+    c.append({add, sqrt, reciprocal, product});
     // `normed * weight`: the weight's product joins (see the file comment).
     Value normed = product->getResult(0);
     if (auto scaled = dyn_cast_or_null<nn::MulOp>(onlyUser(normed));
         scaled && scaled.getLhs() == normed && scaled.getRhs() != normed &&
-        scaled.getResult().getType() == c.x.getType()) {
+        scaled.getResult().getType() == x.getType()) {
       // Gemma's weight is (1 + w), formed in f32 too (weight.float()).
       Value weight = scaled.getRhs();
       if (auto shifted = weight.getDefiningOp<nn::AddOp>();
           shifted && weight.hasOneUse() &&
           (isScalar(shifted.getLhs()) || isScalar(shifted.getRhs())))
-        c.ops.push_back(shifted);
-      c.ops.push_back(scaled);
+        c.push_back(shifted);
+      c.push_back(scaled);
     }
     return c;
   }
@@ -144,7 +141,7 @@ public:
         otherOperand(product, sigmoid.getResult()) != x ||
         product->getResult(0).getType() != x.getType())
       return std::nullopt;
-    return Chain{x, {sigmoid, product}};
+    return Chain{sigmoid, product};
   }
 
 private:
@@ -159,7 +156,7 @@ Type widened(Type t, Builder &b) {
 
 /// Rebuilds `c` in f32 before its last op and replaces its result.
 void upcast(const Chain &c) {
-  Operation *last = c.ops.back();
+  Operation *last = c.back();
   OpBuilder b(last);
   IRMapping map;
   auto widen = [&](Value v) {
@@ -167,7 +164,7 @@ void upcast(const Chain &c) {
       return;
     map.map(v, b.create<nn::CastOp>(last->getLoc(), widened(v.getType(), b), v).getResult());
   };
-  for (Operation *op : c.ops) {
+  for (Operation *op : c) {
     for (Value operand : op->getOperands())
       widen(operand);
     Operation *wide = b.clone(*op, map);
@@ -177,7 +174,7 @@ void upcast(const Chain &c) {
   Value result = map.lookup(last->getResult(0));
   Value narrow = b.create<nn::CastOp>(last->getLoc(), last->getResult(0).getType(), result);
   last->getResult(0).replaceAllUsesWith(narrow);
-  for (auto it = c.ops.rbegin(); it != c.ops.rend(); ++it)
+  for (auto it = c.rbegin(); it != c.rend(); ++it)
     (*it)->erase();
 }
 

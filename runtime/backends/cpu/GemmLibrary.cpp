@@ -41,12 +41,9 @@ std::string gemmLibraries() {
       return "oneDNN";
     return "OpenBLAS (widened)";
   };
-  const char *wide = cpuWideTier() == WideTier::Avx512 ? "AVX-512"
-                     : cpuWideTier() == WideTier::Avx2 ? "AVX2"
-                                                        : "x86-64-v2";
   return cat("CPU GEMMs: f32/f64 OpenBLAS, bf16 ", half(DType::BF16), ", f16 ", half(DType::F16),
              ";\noneDNN's ISA ", oneDnnIsa(), " (FSDP_CPU_GEMM=widen|naive: another 16-bit route)",
-             ";\nkernels' wide loops: ", wide, " (FSDP_CPU_WIDE=avx2|baseline: the same bits)");
+             ";\nkernels' wide loops: ", wideTierName(cpuWideTier()), " (FSDP_CPU_WIDE=avx2|baseline: the same bits)");
 }
 
 } // namespace fsdp::rt::cpu

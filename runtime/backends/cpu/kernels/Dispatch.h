@@ -126,6 +126,16 @@ inline std::atomic<int> &wideTierCap() {
 }
 inline void setWideTierCap(WideTier tier) { wideTierCap() = static_cast<int>(tier); }
 
+/// The copy's name in fsdp-run --help and in tests.
+inline const char *wideTierName(WideTier tier) {
+  switch (tier) {
+  case WideTier::Avx512: return "AVX-512";
+  case WideTier::Avx2: return "AVX2";
+  case WideTier::Baseline: break;
+  }
+  return "x86-64-v2";
+}
+
 inline WideTier cpuWideTier() {
 #if defined(__GNUC__) && defined(__x86_64__)
   static const WideTier has =

@@ -145,8 +145,9 @@ TEST(OneDnnMatmul, TakesBf16OnlyWithBf16Instructions) {
   const std::string isa = oneDnnIsa();
   const bool native = isa == "avx512_core_bf16" || isa == "avx512_core_amx";
   EXPECT_EQ(oneDnnTakes(DType::BF16), native) << isa;
-  if (!native)
+  if (!native) {
     EXPECT_NE(gemmLibraries().find("bf16 OpenBLAS (widened)"), std::string::npos) << gemmLibraries();
+  }
 }
 
 TEST(OneDnnMatmul, EveryTransposeWithinOneUlp) {

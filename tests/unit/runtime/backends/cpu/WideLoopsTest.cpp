@@ -33,15 +33,6 @@ using kerneltest::TestTensor;
 
 using Run = std::function<std::vector<TestTensor>(DType)>;
 
-const char *tierName(WideTier tier) {
-  switch (tier) {
-  case WideTier::Avx512: return "AVX-512";
-  case WideTier::Avx2: return "AVX2";
-  case WideTier::Baseline: return "baseline";
-  }
-  return "?";
-}
-
 /// Lifts the cap when a test ends, so later tests run the widest copy.
 struct TierCap {
   ~TierCap() { setWideTierCap(WideTier::Avx512); }
@@ -58,7 +49,7 @@ void expectTierIndependent(const std::string &what, const Run &run) {
     for (WideTier tier : {WideTier::Avx2, WideTier::Avx512}) {
       setWideTierCap(tier);
       if (cpuWideTier() != tier) {
-        std::printf("%s: this CPU has no %s copy to compare\n", what.c_str(), tierName(tier));
+        std::printf("%s: this CPU has no %s copy to compare\n", what.c_str(), wideTierName(tier));
         continue;
       }
       const std::vector<TestTensor> got = run(dtype);
@@ -68,7 +59,7 @@ void expectTierIndependent(const std::string &what, const Run &run) {
         for (int64_t i = 0; i < got[k].size(); ++i)
           ASSERT_EQ(got[k].getBits(i), reference[k].getBits(i))
               << what << " (" << dtypeName(dtype) << ") output " << k << " element " << i
-              << " under " << tierName(tier);
+              << " under " << wideTierName(tier);
       }
     }
   }

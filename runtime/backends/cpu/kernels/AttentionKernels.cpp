@@ -5,33 +5,41 @@
 // walks each query row's keys in tiles of kAttentionKeyTile with an online
 // softmax (running max and sum, the accumulated output rescaled when the
 // max grows) and saves only the output and the row's log-sum-exp; the
-// backward recomputes each probability from the log-sum-exp, in one pass
-// over key rows for dk and dv and one over query rows for dq, or, when
-// there are enough (batch, kv head) tasks for the threads, in one pass that
-// adds each pair's dq term on the way in the dq pass's order; every result
-// element is written by one task in a fixed order: no atomics, and the
-// bits do not depend on the thread count or on which way ran. Compute is in f32 (f64 for
-// f64), 16-bit operands widened exactly; as torch's CPU flash kernel does,
-// the probabilities that multiply the values are rounded to the operand
-// dtype first; dropout (dropout_p) multiplies those by nn.dropout's keep
-// factor, drawn again in the backward. A row whose every key is masked gives zeros and lse -inf,
-// as torch >= 2.5 (its "safe" softmax; checked with torch 2.15: math and
-// flash backends both give 0).
+// backward recomputes each probability from the log-sum-exp. Compute is in
+// f32 (f64 for f64), 16-bit operands widened exactly; as torch's CPU flash
+// kernel does, the probabilities that multiply the values are rounded to
+// the operand dtype first; dropout (dropout_p) multiplies those by
+// nn.dropout's keep factor, drawn again in the backward. A row whose every
+// key is masked gives zeros and lse -inf, as torch >= 2.5 (its "safe"
+// softmax; checked with torch 2.15: math and flash backends both give 0).
 //
 // Each element's arithmetic is the plain loops' (a dot product summed from
 // +0 in increasing feature order, then scaled and masked; accumulations in
-// increasing key, or head then query, order; AttentionShape.h's formulas),
-// which the CUDA twin (cuda/kernels/AttentionKernels.cu) runs one thread
-// per row. Speed comes from doing many independent elements at once, never
-// from reordering one: a task owns a tile of 64 query rows (forward, dq) or
-// keys (dk, dv) and packs the other side's tile widened to C, transposed
-// for the dot products so that 64 of them advance together along the
-// features (vectorized across keys or queries), and row-major for the
-// accumulations (vectorized along the features, eight rows a pass). The
-// loops run compiled for AVX2 and FMA where the CPU has them (runWideFma);
-// every sum of products is an explicit fused multiply-add (multiplyAdd)
-// and the file is built with -ffp-contract=off, so nothing else is fused
-// on any target and the bits are the CUDA build's (-fmad=false).
+// increasing key, or head then query, order, a pair whose backward
+// probability is 0 skipped; AttentionShape.h's formulas), which the CUDA
+// twin (cuda/kernels/AttentionKernels.cu) runs one thread per row. Speed
+// comes from doing many independent elements at once, never from
+// reordering one. The work goes by blocks of a 64-row query tile and a
+// 64-key tile: the block's scores and dout·v products are computed
+// key-major (Sᵀ = K Qᵀ, dPᵀ = V dOᵀ), so that the per-query running
+// maximum and sum advance along the keys for 64 queries at once, and the
+// products with v, dout, q and k accumulate in register blocks of four
+// rows by up to 64 columns (dotBlock, accumulateRun: a small GEMM whose
+// every output keeps its own sequential sum), the block size chosen per
+// wide-loop copy (runWideFmaSized). Every sum of products is an explicit
+// fused multiply-add (multiplyAdd) and the file is built with
+// -ffp-contract=off, so nothing else is fused on any target and the bits
+// are the CUDA build's (-fmad=false). Operands are packed widened to C,
+// rows padded to 64 bytes, once per (batch, kv head) where a task walks
+// a whole head, so the packing is not repeated per block.
+//
+// The backward runs as one task per (batch, kv head) when those keep the
+// threads evenly busy: its heads in order, each walking its key tiles in
+// order, so each pair's dot products are computed once for dq, dk and dv;
+// otherwise one pass over key tiles for dk and dv and one over query tiles
+// for dq, which recomputes the block terms. Every result element is written
+// by one task in a fixed order: no atomics, and the bits depend neither on
+// the thread count nor on which way ran.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,145 +52,271 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace fsdp::rt::cpu {
 namespace {
 
-/// Columns of a transposed pack, and rows of a task: the forward's key
-/// tile (part of the bits) and, elsewhere, a size for speed only.
+/// Rows of a tile: the forward's key tile (part of the bits) and the query
+/// tile of a block (a size for speed only).
 constexpr int64_t kTile = kAttentionKeyTile;
 
-/// out[u] = Σ_x a[x] · bt[x · kTile + u] for every u < kTile, each sum from
-/// +0 in increasing x: kTile dot products in the scalar loop's order, the
-/// accumulators of a block of columns kept in registers across x.
-template <typename C> FSDP_HD_INLINE void dotsAcross(const C *a, const C *bt, int64_t d, C *out) {
-  constexpr int kBlock = 256 / sizeof(C); // eight AVX2 registers
-  for (int u0 = 0; u0 < kTile; u0 += kBlock) {
-    C acc[kBlock] = {};
-    for (int64_t x = 0; x < d; ++x) {
-      const C ax = a[x];
-      const C *row = bt + x * kTile + u0;
-      for (int u = 0; u < kBlock; ++u)
-        acc[u] = multiplyAdd(ax, row[u], acc[u]);
+/// A pair's flag (kept or not), 32 bits wide so that its stores alias no
+/// float (a byte's would stop the element loops from vectorizing).
+using Flag = uint32_t;
+
+/// Rows of a register block: every block kernel advances four rows.
+constexpr int kBlockRows = 4;
+
+inline int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/// Tiles of kTile covering `len` rows.
+inline int64_t tilesOf(int64_t len) { return (len + kTile - 1) / kTile; }
+
+/// Register blocking of the copy whose vectors are Bytes wide, for compute
+/// type C: packed rows are padded to kUnit elements (64 bytes), and a block
+/// spans up to kUnits of them (four AVX-512 registers a row; one unit, two
+/// AVX2 registers, where there are 16 registers for 4 rows).
+template <typename C, int Bytes> struct Blocking {
+  static constexpr int kUnit = 64 / static_cast<int>(sizeof(C));
+  static constexpr int kUnits = Bytes == 64 ? 4 : 1;
+
+  /// f(c0, std::integral_constant<int, W>) for column chunks [c0, c0 + W)
+  /// covering [0, width), width a multiple of kUnit.
+  template <typename F> static FSDP_HD_INLINE void chunks(int64_t width, F f) {
+    constexpr int kMax = kUnits * kUnit;
+    int64_t c0 = 0;
+    for (; c0 + kMax <= width; c0 += kMax)
+      f(c0, std::integral_constant<int, kMax>{});
+    if constexpr (kUnits == 4) {
+      switch ((width - c0) / kUnit) {
+      case 3: return f(c0, std::integral_constant<int, 3 * kUnit>{});
+      case 2: return f(c0, std::integral_constant<int, 2 * kUnit>{});
+      case 1: return f(c0, std::integral_constant<int, kUnit>{});
+      default: return;
+      }
     }
-    for (int u = 0; u < kBlock; ++u)
-      out[u0 + u] = acc[u];
-  }
-}
-
-/// acc[x] += w[c] · rows[c][x] for c = 0, 1, ... in order, for every
-/// x < n: the sequential accumulation, eight (then four) rows per pass
-/// over acc.
-template <typename C>
-FSDP_HD_INLINE void accumulateRows(C *acc, int64_t n, const C *w, const C *const *rows,
-                                   int64_t count) {
-  int64_t c = 0;
-  for (; c + 8 <= count; c += 8) {
-    const C *r[8];
-    C wc[8];
-    for (int e = 0; e < 8; ++e) {
-      r[e] = rows[c + e];
-      wc[e] = w[c + e];
-    }
-    for (int64_t x = 0; x < n; ++x) {
-      C a = acc[x];
-      a = multiplyAdd(wc[0], r[0][x], a);
-      a = multiplyAdd(wc[1], r[1][x], a);
-      a = multiplyAdd(wc[2], r[2][x], a);
-      a = multiplyAdd(wc[3], r[3][x], a);
-      a = multiplyAdd(wc[4], r[4][x], a);
-      a = multiplyAdd(wc[5], r[5][x], a);
-      a = multiplyAdd(wc[6], r[6][x], a);
-      a = multiplyAdd(wc[7], r[7][x], a);
-      acc[x] = a;
-    }
-  }
-  for (; c + 4 <= count; c += 4) {
-    const C w0 = w[c], w1 = w[c + 1], w2 = w[c + 2], w3 = w[c + 3];
-    const C *r0 = rows[c], *r1 = rows[c + 1], *r2 = rows[c + 2], *r3 = rows[c + 3];
-    for (int64_t x = 0; x < n; ++x) {
-      C a = acc[x];
-      a = multiplyAdd(w0, r0[x], a);
-      a = multiplyAdd(w1, r1[x], a);
-      a = multiplyAdd(w2, r2[x], a);
-      a = multiplyAdd(w3, r3[x], a);
-      acc[x] = a;
-    }
-  }
-  for (; c < count; ++c)
-    for (int64_t x = 0; x < n; ++x)
-      acc[x] = multiplyAdd(w[c], rows[c][x], acc[x]);
-}
-
-/// Widens rows [first, first + count) of a [*, width] tensor into C:
-/// row-major into `rows` (width per row) and, when `columns` is set,
-/// transposed into columns[x · kTile + r], zero past `count`.
-template <typename T, typename C>
-FSDP_HD_INLINE void packRows(const T *src, int64_t first, int64_t count, int64_t width, C *rows,
-                             C *columns) {
-  for (int64_t r = 0; r < count; ++r)
-    for (int64_t x = 0; x < width; ++x)
-      rows[r * width + x] = load(src + (first + r) * width + x);
-  if (!columns)
-    return;
-  for (int64_t x = 0; x < width; ++x) {
-    for (int64_t r = 0; r < count; ++r)
-      columns[x * kTile + r] = rows[r * width + x];
-    for (int64_t r = count; r < kTile; ++r)
-      columns[x * kTile + r] = C(0);
-  }
-}
-
-/// Query rows whose sequential chains (running maximum, sum) advance
-/// together in the forward.
-constexpr int kGroup = 4;
-
-/// step(e, u) for u < count[e], for each e < kGroup, in increasing u for
-/// each e, the kGroup sequences interleaved (step e's u-th after every
-/// sequence's (u-1)-th) so the CPU overlaps their latencies.
-template <typename Step> FSDP_HD_INLINE void interleaved(const int64_t *count, Step step) {
-  int64_t common = 0;
-  for (int e = 0; e < kGroup; ++e)
-    if (count[e] > 0)
-      common = common == 0 ? count[e] : std::min(common, count[e]);
-  int64_t u = 0;
-  for (; u < common; ++u)
-    for (int e = 0; e < kGroup; ++e)
-      if (count[e] > 0)
-        step(e, u);
-  for (int e = 0; e < kGroup; ++e)
-    for (int64_t v = u; v < count[e]; ++v)
-      step(e, v);
-}
-
-/// A task's widened tiles and per-row values, allocated once per chunk of
-/// tasks: its own rows (A, B), the other side's tile row-major and
-/// transposed, its accumulators, and per-column lists.
-template <typename C> struct Scratch {
-  std::vector<C> ownA, ownB, rowsA, rowsB, colsA, colsB, accA, accB;
-  std::vector<C> s, dp, wA, wB, m, l;
-  std::vector<const C *> listA, listB;
-  /// The single-pass backward's ds of a query tile × key tile, query-major,
-  /// and whether each pair contributes (p != 0).
-  std::vector<C> dsT;
-  std::vector<uint8_t> keptT;
-
-  explicit Scratch(const AttentionShape &n) {
-    const size_t tile = kTile * static_cast<size_t>(std::max<int64_t>({n.d, n.dv, 1}));
-    for (std::vector<C> *b : {&ownA, &ownB, &rowsA, &rowsB, &colsA, &colsB, &accA, &accB})
-      b->resize(tile);
-    for (std::vector<C> *b : {&s, &dp, &wA, &wB, &m, &l})
-      b->resize(kTile * kGroup);
-    listA.resize(kTile);
-    listB.resize(kTile);
-    dsT.resize(kTile * kTile);
-    keptT.resize(kTile * kTile);
   }
 };
 
-/// The tasks' bodies are FSDP_HD_INLINE (always inline) so that they are
-/// compiled into runWideFma's AVX2 copy, not called from it.
+/// out[r·ldo + u] = Σ_c a[r·lda + c] · b[c·ldb + u] for r < kBlockRows,
+/// u < W: each sum from +0 in increasing c (a dot product in the plain
+/// loops' order), the kBlockRows × W sums kept in registers across c.
+template <int W, typename C>
+FSDP_HD_INLINE void dotBlock(const C *a, int64_t lda, const C *b, int64_t ldb, int64_t n, C *out,
+                             int64_t ldo) {
+  C acc[kBlockRows][W] = {};
+  for (int64_t c = 0; c < n; ++c) {
+    const C *row = b + c * ldb;
+    for (int r = 0; r < kBlockRows; ++r) {
+      const C ar = a[r * lda + c];
+      for (int u = 0; u < W; ++u)
+        acc[r][u] = multiplyAdd(ar, row[u], acc[r][u]);
+    }
+  }
+  for (int r = 0; r < kBlockRows; ++r)
+    for (int u = 0; u < W; ++u)
+      out[r * ldo + u] = acc[r][u];
+}
+
+/// A weight matrix read through strides: weight (r, c) of a block is
+/// w[r · rowStride + c · colStride], its kept flag kept[the same].
+template <typename C> struct Weights {
+  const C *w;
+  const Flag *kept;
+  int64_t rowStride, colStride;
+
+  FSDP_HD_INLINE Weights at(int64_t r0) const {
+    return {w + r0 * rowStride, kept + r0 * rowStride, rowStride, colStride};
+  }
+  FSDP_HD_INLINE bool keeps(int r, int64_t c) const {
+    return kept[r * rowStride + c * colStride] != 0;
+  }
+  FSDP_HD_INLINE bool keepsAll(int64_t c) const {
+    const Flag *k = kept + c * colStride;
+    return (k[0] & k[rowStride] & k[2 * rowStride] & k[3 * rowStride]) != 0;
+  }
+  FSDP_HD_INLINE C operator()(int r, int64_t c) const { return w[r * rowStride + c * colStride]; }
+};
+
+/// acc[r·lda + u] += wt(r, c) · b[c·ldb + u] for c = c0 .. c1-1 in order,
+/// r < kBlockRows, u < W: the accumulators in registers across the run.
+template <int W, typename C>
+FSDP_HD_INLINE void accumulateRun(C *acc, int64_t lda, const Weights<C> &wt, const C *b,
+                                  int64_t ldb, int64_t c0, int64_t c1) {
+  C a[kBlockRows][W];
+  for (int r = 0; r < kBlockRows; ++r)
+    for (int u = 0; u < W; ++u)
+      a[r][u] = acc[r * lda + u];
+  for (int64_t c = c0; c < c1; ++c) {
+    const C *row = b + c * ldb;
+    for (int r = 0; r < kBlockRows; ++r) {
+      const C x = wt(r, c);
+      for (int u = 0; u < W; ++u)
+        a[r][u] = multiplyAdd(x, row[u], a[r][u]);
+    }
+  }
+  for (int r = 0; r < kBlockRows; ++r)
+    for (int u = 0; u < W; ++u)
+      acc[r * lda + u] = a[r][u];
+}
+
+/// acc[r·lda + x] += wt(r, c) · b[c·ldb + x] for c = c0 .. c1-1 in order
+/// where wt keeps (r, c), x < width: runs of columns every row keeps go
+/// through accumulateRun, a column some row skips row by row.
+template <int Bytes, typename C>
+FSDP_HD_INLINE void accumulateBlock(C *acc, int64_t lda, int64_t width, const Weights<C> &wt,
+                                    const C *b, int64_t ldb, int64_t c0, int64_t c1) {
+  int64_t c = c0;
+  while (c < c1) {
+    int64_t e = c;
+    while (e < c1 && wt.keepsAll(e))
+      ++e;
+    if (e > c)
+      Blocking<C, Bytes>::chunks(width, [&](int64_t x0, auto w) __attribute__((always_inline)) {
+        accumulateRun<decltype(w)::value>(acc + x0, lda, wt, b + x0, ldb, c, e);
+      });
+    if (e == c1)
+      return;
+    for (int r = 0; r < kBlockRows; ++r) {
+      if (!wt.keeps(r, e))
+        continue;
+      const C x = wt(r, e);
+      C *out = acc + r * lda;
+      const C *row = b + e * ldb;
+      for (int64_t u = 0; u < width; ++u)
+        out[u] = multiplyAdd(x, row[u], out[u]);
+    }
+    c = e + 1;
+  }
+}
+
+/// Key row j's scores of a block, in place: scaled and masked for the
+/// queries ii in [first, rows) (those that see the key), -inf for the
+/// rest; seen[ii] says which. The mask's element of query ii is at
+/// offset + ii · step.
+template <typename T, typename C>
+FSDP_HD_INLINE void scoreRow(C *__restrict s, Flag *__restrict seen, int64_t first, int64_t rows,
+                             C scale, const AttentionMask &mask, int64_t offset, int64_t step) {
+  if (!mask.data) {
+    const AttentionMask none;
+    for (int64_t ii = 0; ii < kTile; ++ii) {
+      const bool sees = ii >= first && ii < rows;
+      s[ii] = sees ? maskedScore<T>(s[ii], scale, none, 0) : negativeInfinity<C>();
+      seen[ii] = sees;
+    }
+    return;
+  }
+  for (int64_t ii = 0; ii < kTile; ++ii) {
+    const bool sees = ii >= first && ii < rows;
+    s[ii] = sees ? maskedScore<T>(s[ii], scale, mask, offset + ii * step) : negativeInfinity<C>();
+    seen[ii] = sees;
+  }
+}
+
+/// The forward's running tile maxima over one key row's scores.
+template <typename C>
+FSDP_HD_INLINE void maxRow(const C *__restrict s, const Flag *__restrict seen, C *__restrict tm) {
+  for (int64_t ii = 0; ii < kTile; ++ii)
+    tm[ii] = seen[ii] ? maxOf(tm[ii], s[ii]) : tm[ii];
+}
+
+/// The forward's probabilities of one key row: p = exp(s - mNew) for the
+/// active queries (an unseen key's score is -inf: p = +0, which leaves the
+/// sum as it is), added to the row sums, rounded to T into pr; a query not
+/// active keeps nothing.
+template <typename T, typename C>
+FSDP_HD_INLINE void probabilityRow(const C *__restrict s, const C *__restrict mNew,
+                                   const Flag *__restrict active, C *__restrict sum,
+                                   C *__restrict pr, Flag *__restrict kept) {
+  for (int64_t ii = 0; ii < kTile; ++ii) {
+    const bool on = active[ii] != 0;
+    const C p = on ? expOf(s[ii] - mNew[ii]) : C(0);
+    sum[ii] += p;
+    pr[ii] = roundedProbability<T>(p);
+    kept[ii] = on ? kept[ii] : Flag(0);
+  }
+}
+
+/// The backward's terms of one key row without dropout: from the masked
+/// scores s and dp = dot(dout_i, v_j), the recomputed probability p, the
+/// rounded one dv multiplies (into pr), ds = p · (dp - delta) (into dp),
+/// and whether the pair counts (p != 0).
+template <typename T, typename C>
+FSDP_HD_INLINE void gradRow(const C *__restrict s, C *__restrict dp, C *__restrict pr,
+                            Flag *__restrict kept, const C *__restrict lse,
+                            const C *__restrict delta) {
+  for (int64_t ii = 0; ii < kTile; ++ii) {
+    const C p = recomputedProbability(s[ii], lse[ii]);
+    pr[ii] = roundedProbability<T>(p);
+    dp[ii] = p * (dp[ii] - delta[ii]);
+    kept[ii] = p != 0;
+  }
+}
+
+/// Rows [first, first + count) of a [*, width] tensor widened to C into
+/// dst[r · ld + x], ld >= width, zero in the padding columns and in rows
+/// [count, rows).
+template <typename T, typename C>
+void packRows(const T *src, int64_t first, int64_t count, int64_t width, int64_t ld,
+              int64_t rows, C *dst) {
+  for (int64_t r = 0; r < count; ++r) {
+    const T *s = src + (first + r) * width;
+    C *d = dst + r * ld;
+    for (int64_t x = 0; x < width; ++x)
+      d[x] = load(s + x);
+    std::fill(d + width, d + ld, C(0));
+  }
+  std::fill(dst + count * ld, dst + rows * ld, C(0));
+}
+
+/// The same rows transposed: dst[x · kTile + r] for x < width, r < kTile,
+/// zero for r >= count.
+template <typename T, typename C>
+void packColumns(const T *src, int64_t first, int64_t count, int64_t width, C *dst) {
+  for (int64_t x = 0; x < width; ++x) {
+    C *d = dst + x * kTile;
+    for (int64_t r = 0; r < count; ++r)
+      d[r] = load(src + (first + r) * width + x);
+    std::fill(d + count, d + kTile, C(0));
+  }
+}
+
+/// Per-block scratch: the key-major score and dout·v tiles and what the
+/// element passes make of them (probabilities, their rounded form, ds and
+/// whether a pair is kept), per-query values, and a transposed query tile.
+template <typename C> struct BlockScratch {
+  std::vector<C> s, dp, pr, cols;
+  std::vector<Flag> kept;
+  C m[kTile], l[kTile], tm[kTile], mNew[kTile], corr[kTile], sum[kTile];
+  Flag active[kTile];
+
+  explicit BlockScratch(int64_t width)
+      : s(kTile * kTile), dp(kTile * kTile), pr(kTile * kTile), cols(kTile * width),
+        kept(kTile * kTile) {}
+};
+
+/// A (batch, kv head)'s keys and values widened, rows padded; `packed`
+/// rows ready, for the consecutive tasks of one thread that read them.
+template <typename C> struct KeyValueRows {
+  std::vector<C> k, v;
+  int64_t bg = -1, packed = 0;
+};
+
+/// A query tile's operands for the backward: rows (q, dout) row-major and
+/// transposed, the rows' lse (-inf past `count`: nothing kept) and delta.
+template <typename C> struct QueryTile {
+  const C *q, *qCols, *dout, *doutCols, *lse, *delta;
+  int64_t first, count;
+};
+
+/// A key tile's rows, row-major.
+template <typename C> struct KeyTile {
+  const C *k, *v;
+  int64_t first, count;
+};
+
 template <typename T> struct Kernel {
   using C = ComputeType<T>;
   AttentionShape n;
@@ -190,126 +324,125 @@ template <typename T> struct Kernel {
   const T *q, *k, *v;
   /// nn.dropout's scale of a kept probability (used under n.dropout).
   C keepScale;
+  /// Packed row widths of q and k, and of v and dout.
+  int64_t dp, dvp;
+
+  Kernel(const AttentionShape &shape, C scale, const T *q, const T *k, const T *v, C keepScale)
+      : n(shape), scale(scale), q(q), k(k), v(v), keepScale(keepScale),
+        dp(roundUp(std::max<int64_t>(shape.d, 1), Blocking<C, 64>::kUnit)),
+        dvp(roundUp(std::max<int64_t>(shape.dv, 1), Blocking<C, 64>::kUnit)) {}
 
   /// The first row of (b, h)'s queries and of (b, g)'s keys.
   int64_t qBase(int64_t b, int64_t h) const { return (b * n.heads + h) * n.tq; }
   int64_t kBase(int64_t b, int64_t g) const { return (b * n.kvHeads + g) * n.tk; }
 
-  /// s[u] for u < count: the scores from their dot products, scaled and
-  /// masked (the mask at offset + u · step); a loop without the mask's
-  /// branches when there is none.
-  FSDP_HD_INLINE void scoresFromDots(C *s, int64_t count, int64_t offset, int64_t step) const {
-    if (!n.mask.data) {
-      for (int64_t u = 0; u < count; ++u)
-        s[u] = maskedScore<T>(s[u], scale, n.mask, 0);
-      return;
+  /// Key rows [0, rows) of (b, g) packed into kv (rows a multiple of kTile).
+  void packKeyValues(int64_t b, int64_t g, int64_t rows, KeyValueRows<C> &kv) const {
+    const int64_t bg = b * n.kvHeads + g, padded = roundUp(n.tk, kTile);
+    if (kv.bg != bg) {
+      kv.k.resize(padded * dp);
+      kv.v.resize(padded * dvp);
+      kv.bg = bg;
+      kv.packed = 0;
     }
-    for (int64_t u = 0; u < count; ++u)
-      s[u] = maskedScore<T>(s[u], scale, n.mask, offset + u * step);
+    rows = std::min(rows, padded);
+    if (kv.packed >= rows)
+      return;
+    const int64_t real = std::max<int64_t>(0, std::min(rows, n.tk) - kv.packed);
+    packRows(k + kBase(b, g) * n.d, kv.packed, real, n.d, dp, rows - kv.packed,
+             kv.k.data() + kv.packed * dp);
+    packRows(v + kBase(b, g) * n.dv, kv.packed, real, n.dv, dvp, rows - kv.packed,
+             kv.v.data() + kv.packed * dvp);
+    kv.packed = rows;
   }
 
-  /// For u < count, from the masked scores s, dp = dot(dout_i, v_j), and
-  /// the query rows' lse and delta: the probability p (recomputed), the
-  /// rounded one dv multiplies, and ds = p · (dp - delta). Where p is 0
-  /// the others are unused (the accumulations skip the pair). Under
-  /// dropout, with f = dropFactor(u) (keepScale or 0), dv's weight is the
-  /// rounded p · f and ds = p · (dp · f - delta): delta = dot(dout, out)
-  /// is still Σ_j p_j f_j dp_j, since out was formed from the dropped p.
-  template <typename LseOf, typename DeltaOf, typename DropOf>
-  FSDP_HD_INLINE void gradTerms(const C *s, const C *dp, LseOf lseOf, DeltaOf deltaOf,
-                                DropOf dropFactor, int64_t count, C *p, C *pr, C *ds) const {
-    if (!n.dropout) {
-      for (int64_t u = 0; u < count; ++u) {
-        p[u] = recomputedProbability(s[u], lseOf(u));
-        pr[u] = roundedProbability<T>(p[u]);
-        ds[u] = p[u] * (dp[u] - deltaOf(u));
-      }
-      return;
-    }
-    for (int64_t u = 0; u < count; ++u) {
-      const C f = dropFactor(u);
-      p[u] = recomputedProbability(s[u], lseOf(u));
-      pr[u] = roundedProbability<T>(p[u]) * f;
-      ds[u] = p[u] * (dp[u] * f - deltaOf(u));
-    }
+  /// st[jj · kTile + ii] = dot(a_jj, b_ii) for jj < rows (a multiple of
+  /// kBlockRows) and ii < kTile: a's rows row-major (ld lda), b's
+  /// transposed (bCols[x · kTile + ii]), n features.
+  template <int Bytes>
+  FSDP_HD_INLINE void keyMajorDots(const C *a, int64_t lda, const C *bCols, int64_t features,
+                                   int64_t rows, C *st) const {
+    for (int64_t jb = 0; jb < rows; jb += kBlockRows)
+      Blocking<C, Bytes>::chunks(kTile, [&](int64_t u0, auto w) __attribute__((always_inline)) {
+        dotBlock<decltype(w)::value>(a + jb * lda, lda, bCols + u0, kTile, features,
+                                     st + jb * kTile + u0, kTile);
+      });
   }
 
-  /// Query rows [i0, i0 + kTile) of (b, h): their out rows and lse. Rows
-  /// go kGroup at a time so that their sequential running maxima and sums
-  /// (each row's own order) are independent chains that overlap.
-  FSDP_HD_INLINE void forwardTile(int64_t b, int64_t h, int64_t i0, T *out, C *lse,
-                                  Scratch<C> &w) const {
-    const int64_t g = n.kvHead(h), rows = std::min(kTile, n.tq - i0);
-    C *qw = w.ownA.data(), *kCols = w.colsA.data(), *vw = w.rowsB.data(), *acc = w.accA.data();
-    C *m = w.m.data(), *l = w.l.data();
-    packRows(q + qBase(b, h) * n.d, i0, rows, n.d, qw, static_cast<C *>(nullptr));
-    std::fill(acc, acc + rows * n.dv, C(0));
-    std::fill(m, m + rows, negativeInfinity<C>());
-    std::fill(l, l + rows, C(0));
-    for (int64_t jj = 0; jj < kTile; ++jj)
-      w.listA[jj] = vw + jj * n.dv;
+  /// Query rows [i0, i0 + kTile) of (b, h): their out rows and lse, from
+  /// kv's keys (packed through the tile's last key).
+  template <int Bytes>
+  FSDP_HD_INLINE void forwardTile(int64_t b, int64_t h, int64_t i0, const KeyValueRows<C> &kv,
+                                  T *out, C *lse, std::vector<C> &acc,
+                                  BlockScratch<C> &w) const {
+    const int64_t rows = std::min(kTile, n.tq - i0);
+    C *qCols = w.cols.data(), *st = w.s.data(), *pt = w.pr.data();
+    Flag *kept = w.kept.data();
+    C *m = w.m, *l = w.l, *tm = w.tm, *mNew = w.mNew, *corr = w.corr, *sum = w.sum;
+    packColumns(q + qBase(b, h) * n.d, i0, rows, n.d, qCols);
+    std::fill(acc.begin(), acc.begin() + kTile * dvp, C(0));
+    for (int64_t ii = 0; ii < kTile; ++ii) {
+      m[ii] = negativeInfinity<C>();
+      l[ii] = 0;
+    }
     // keyEnd grows with i: the tile's last row sees the most keys.
     const int64_t tileEnd = n.keyEnd(i0 + rows - 1);
     for (int64_t t0 = 0; t0 < tileEnd; t0 += kTile) {
-      const int64_t keys = std::min(n.tk, t0 + kTile) - t0;
-      packRows(k + kBase(b, g) * n.d, t0, keys, n.d, w.rowsA.data(), kCols);
-      packRows(v + kBase(b, g) * n.dv, t0, keys, n.dv, vw, static_cast<C *>(nullptr));
-      for (int64_t r0 = 0; r0 < rows; r0 += kGroup) {
-        // count[e]: the keys of this tile row r0 + e sees (0: none).
-        int64_t count[kGroup];
-        C *s[kGroup], *p[kGroup];
-        for (int e = 0; e < kGroup; ++e) {
-          const int64_t r = r0 + e, i = i0 + r;
-          s[e] = w.s.data() + e * kTile;
-          p[e] = w.wA.data() + e * kTile;
-          count[e] = r < rows && t0 < n.keyEnd(i) ? std::min(n.keyEnd(i), t0 + kTile) - t0 : 0;
-          if (count[e] == 0)
-            continue;
-          dotsAcross(qw + r * n.d, kCols, n.d, s[e]);
-          scoresFromDots(s[e], count[e], n.mask.offset(b, h, i, t0), n.mask.stride[3]);
-        }
-        C tm[kGroup], sum[kGroup];
-        for (int e = 0; e < kGroup; ++e)
-          tm[e] = negativeInfinity<C>();
-        interleaved(count, [&](int e, int64_t jj) { tm[e] = maxOf(tm[e], s[e][jj]); });
-        C mNew[kGroup], corr[kGroup];
-        for (int e = 0; e < kGroup; ++e) {
-          if (count[e] == 0)
-            continue;
-          const int64_t r = r0 + e;
-          mNew[e] = maxOf(m[r], tm[e]);
-          if (mNew[e] == negativeInfinity<C>()) {
-            count[e] = 0; // every key so far masked: nothing changes
-            continue;
-          }
-          corr[e] = expOf(m[r] - mNew[e]);
-          C *accRow = acc + r * n.dv;
-          for (int64_t x = 0; x < n.dv; ++x)
-            accRow[x] *= corr[e];
-          for (int64_t jj = 0; jj < count[e]; ++jj)
-            p[e][jj] = expOf(s[e][jj] - mNew[e]);
-          sum[e] = 0;
-        }
-        interleaved(count, [&](int e, int64_t jj) { sum[e] += p[e][jj]; });
-        for (int e = 0; e < kGroup; ++e) {
-          if (count[e] == 0)
-            continue;
-          const int64_t r = r0 + e;
-          for (int64_t jj = 0; jj < count[e]; ++jj)
-            p[e][jj] = roundedProbability<T>(p[e][jj]);
-          if (n.dropout)
-            for (int64_t jj = 0; jj < count[e]; ++jj)
-              p[e][jj] *= dropoutFactor(n, keepScale, b, h, i0 + r, t0 + jj);
-          accumulateRows(acc + r * n.dv, n.dv, p[e], w.listA.data(), count[e]);
-          l[r] = l[r] * corr[e] + sum[e];
-          m[r] = mNew[e];
-        }
+      const int64_t keys = std::min(n.tk, t0 + kTile) - t0, keyRows = roundUp(keys, kBlockRows);
+      keyMajorDots<Bytes>(kv.k.data() + t0 * dp, dp, qCols, n.d, keyRows, st);
+      // Scores, masked; keys a row does not see (causal, past the tile's
+      // keys or rows) are -inf and not kept; the tile's maxima.
+      for (int64_t ii = 0; ii < kTile; ++ii)
+        tm[ii] = negativeInfinity<C>();
+      for (int64_t jj = 0; jj < keyRows; ++jj) {
+        const int64_t j = t0 + jj;
+        // Row ii sees key j iff ii < rows and j < keyEnd(i0 + ii).
+        const int64_t firstSeeing =
+            jj < keys ? std::min<int64_t>(kTile, std::max<int64_t>(0, n.firstQuery(j) - i0))
+                      : kTile;
+        scoreRow<T>(st + jj * kTile, kept + jj * kTile, firstSeeing, rows, scale, n.mask,
+                    n.mask.offset(b, h, i0, j), n.mask.stride[2]);
+        maxRow(st + jj * kTile, kept + jj * kTile, tm);
+      }
+      // A row with no key seen so far but masked ones changes nothing.
+      for (int64_t ii = 0; ii < kTile; ++ii) {
+        const bool seesTile = ii < rows && t0 < n.keyEnd(i0 + ii);
+        mNew[ii] = maxOf(m[ii], tm[ii]);
+        w.active[ii] = seesTile && mNew[ii] != negativeInfinity<C>();
+        corr[ii] = w.active[ii] ? expOf(m[ii] - mNew[ii]) : C(1);
+        sum[ii] = 0;
+      }
+      for (int64_t jj = 0; jj < keyRows; ++jj) {
+        C *pRow = pt + jj * kTile;
+        Flag *kRow = kept + jj * kTile;
+        probabilityRow<T>(st + jj * kTile, mNew, w.active, sum, pRow, kRow);
+        if (n.dropout)
+          for (int64_t ii = 0; ii < rows; ++ii)
+            if (kRow[ii])
+              pRow[ii] *= dropoutFactor(n, keepScale, b, h, i0 + ii, t0 + jj);
+      }
+      for (int64_t ii = 0; ii < rows; ++ii) {
+        if (!w.active[ii])
+          continue;
+        C *accRow = acc.data() + ii * dvp;
+        for (int64_t x = 0; x < dvp; ++x)
+          accRow[x] *= corr[ii];
+        l[ii] = l[ii] * corr[ii] + sum[ii];
+        m[ii] = mNew[ii];
+      }
+      // out rows += p · v over the keys, in key order.
+      const Weights<C> pw{pt, kept, 1, kTile};
+      for (int64_t ib = 0; ib < rows; ib += kBlockRows) {
+        const int64_t last = std::min(rows - 1, ib + kBlockRows - 1);
+        const int64_t end = std::min(keys, std::max<int64_t>(0, n.keyEnd(i0 + last) - t0));
+        accumulateBlock<Bytes>(acc.data() + ib * dvp, dvp, dvp, pw.at(ib),
+                               kv.v.data() + t0 * dvp, dvp, 0, end);
       }
     }
     for (int64_t r = 0; r < rows; ++r) {
       T *o = out + (qBase(b, h) + i0 + r) * n.dv;
       for (int64_t x = 0; x < n.dv; ++x)
-        store(o + x, l[r] > 0 ? acc[r * n.dv + x] / l[r] : C(0));
+        store(o + x, l[r] > 0 ? acc[r * dvp + x] / l[r] : C(0));
       lse[qBase(b, h) + i0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : negativeInfinity<C>();
     }
   }
@@ -321,140 +454,87 @@ template <typename T> struct Kernel {
     const C *lse, *delta;
   };
 
-  /// Keys [j0, j0 + kTile) of (b, g): their dk and dv rows, each summing
-  /// over the group's heads, then query rows, in order. With `dQ` (the
-  /// single pass), also these keys' terms of the group's dq rows, added to
-  /// dQ[((h - g · group) · Tq + i) · D] key by key in increasing order:
-  /// called for (b, g)'s key tiles in increasing order, that is
-  /// queryTileGrad's order, so dq gets its bits while each pair's two dot
-  /// products are computed once instead of twice.
-  FSDP_HD_INLINE void keyTileGrad(int64_t b, int64_t g, int64_t j0, const Grad &gr, T *dk, T *dv,
-                                  C *dQ, Scratch<C> &w) const {
-    const int64_t keys = std::min(kTile, n.tk - j0), group = n.heads / n.kvHeads;
-    C *kw = w.ownA.data(), *vw = w.ownB.data();
-    C *qw = w.rowsA.data(), *qCols = w.colsA.data(), *dow = w.rowsB.data(),
-      *doCols = w.colsB.data();
-    C *dK = w.accA.data(), *dV = w.accB.data(), *s = w.s.data(), *dp = w.dp.data();
-    C *pr = w.wA.data(), *ds = w.wB.data(), *p = w.m.data(), *rowLse = w.l.data();
-    C *rowDelta = w.l.data() + kTile;
-    packRows(k + kBase(b, g) * n.d, j0, keys, n.d, kw, static_cast<C *>(nullptr));
-    packRows(v + kBase(b, g) * n.dv, j0, keys, n.dv, vw, static_cast<C *>(nullptr));
-    std::fill(dK, dK + keys * n.d, C(0));
-    std::fill(dV, dV + keys * n.dv, C(0));
-    for (int64_t h = g * group; h < (g + 1) * group; ++h) {
-      const int64_t base = qBase(b, h);
-      for (int64_t i0 = n.firstQuery(j0) / kTile * kTile; i0 < n.tq; i0 += kTile) {
-        const int64_t rows = std::min(kTile, n.tq - i0);
-        packRows(q + base * n.d, i0, rows, n.d, qw, qCols);
-        packRows(gr.dout + base * n.dv, i0, rows, n.dv, dow, doCols);
-        for (int64_t ii = 0; ii < rows; ++ii) {
-          rowLse[ii] = gr.lse[base + i0 + ii];
-          rowDelta[ii] = gr.delta[base + i0 + ii];
-        }
-        for (int64_t jj = 0; jj < keys; ++jj) {
-          const int64_t j = j0 + jj, first = std::max<int64_t>(0, n.firstQuery(j) - i0);
-          dotsAcross(kw + jj * n.d, qCols, n.d, s);
-          dotsAcross(vw + jj * n.dv, doCols, n.dv, dp);
-          scoresFromDots(s + first, rows - first, n.mask.offset(b, h, i0 + first, j),
-                         n.mask.stride[2]);
-          gradTerms(
-              s + first, dp + first, [&](int64_t u) { return rowLse[first + u]; },
-              [&](int64_t u) { return rowDelta[first + u]; },
-              [&](int64_t u) { return dropoutFactor(n, keepScale, b, h, i0 + first + u, j); },
-              rows - first, p, pr, ds);
-          if (dQ)
-            for (int64_t ii = 0; ii < rows; ++ii) {
-              const bool kept = ii >= first && p[ii - first] != 0;
-              w.keptT[ii * kTile + jj] = kept;
-              w.dsT[ii * kTile + jj] = kept ? ds[ii - first] : C(0);
-            }
-          int64_t count = 0;
-          for (int64_t ii = first; ii < rows; ++ii) {
-            if (p[ii - first] == 0)
-              continue;
-            pr[count] = pr[ii - first];
-            ds[count] = ds[ii - first];
-            w.listA[count] = dow + ii * n.dv;
-            w.listB[count] = qw + ii * n.d;
-            ++count;
-          }
-          accumulateRows(dV + jj * n.dv, n.dv, pr, w.listA.data(), count);
-          accumulateRows(dK + jj * n.d, n.d, ds, w.listB.data(), count);
-        }
-        if (dQ)
-          for (int64_t ii = 0; ii < rows; ++ii) {
-            int64_t used = 0;
-            for (int64_t jj = 0; jj < keys; ++jj) {
-              if (!w.keptT[ii * kTile + jj])
-                continue;
-              ds[used] = w.dsT[ii * kTile + jj];
-              w.listA[used] = kw + jj * n.d;
-              ++used;
-            }
-            accumulateRows(dQ + ((h - g * group) * n.tq + i0 + ii) * n.d, n.d, ds,
-                           w.listA.data(), used);
-          }
-      }
-    }
-    for (int64_t jj = 0; jj < keys; ++jj) {
-      T *dkj = dk + (kBase(b, g) + j0 + jj) * n.d, *dvj = dv + (kBase(b, g) + j0 + jj) * n.dv;
-      for (int64_t x = 0; x < n.d; ++x)
-        store(dkj + x, dK[jj * n.d + x] * scale);
-      for (int64_t x = 0; x < n.dv; ++x)
-        store(dvj + x, dV[jj * n.dv + x]);
+  /// Query tile [i0, i0 + kTile) of (b, h) packed: rows into q and dout
+  /// (kTile rows of dp, dvp), transposed into qCols and doutCols, lse and
+  /// delta into lse and delta (kTile each).
+  void packQueryTile(int64_t b, int64_t h, int64_t i0, const Grad &gr, C *qRows, C *qCols,
+                     C *doRows, C *doCols, C *lse, C *delta) const {
+    const int64_t rows = std::min(kTile, n.tq - i0), base = qBase(b, h);
+    packRows(q + base * n.d, i0, rows, n.d, dp, kTile, qRows);
+    packColumns(q + base * n.d, i0, rows, n.d, qCols);
+    packRows(gr.dout + base * n.dv, i0, rows, n.dv, dvp, kTile, doRows);
+    packColumns(gr.dout + base * n.dv, i0, rows, n.dv, doCols);
+    for (int64_t ii = 0; ii < kTile; ++ii) {
+      lse[ii] = ii < rows ? gr.lse[base + i0 + ii] : negativeInfinity<C>();
+      delta[ii] = ii < rows ? gr.delta[base + i0 + ii] : C(0);
     }
   }
 
-  /// Query rows [i0, i0 + kTile) of (b, h): their dq rows, keys in order.
-  FSDP_HD_INLINE void queryTileGrad(int64_t b, int64_t h, int64_t i0, const Grad &gr, T *dq,
-                     Scratch<C> &w) const {
-    const int64_t g = n.kvHead(h), rows = std::min(kTile, n.tq - i0), base = qBase(b, h);
-    C *qw = w.ownA.data(), *dow = w.ownB.data();
-    C *kw = w.rowsA.data(), *kCols = w.colsA.data(), *vCols = w.colsB.data();
-    C *dQ = w.accA.data(), *s = w.s.data(), *dp = w.dp.data(), *ds = w.wA.data();
-    C *pr = w.wB.data(), *p = w.m.data();
-    packRows(q + base * n.d, i0, rows, n.d, qw, static_cast<C *>(nullptr));
-    packRows(gr.dout + base * n.dv, i0, rows, n.dv, dow, static_cast<C *>(nullptr));
-    std::fill(dQ, dQ + rows * n.d, C(0));
-    const int64_t tileEnd = n.keyEnd(i0 + rows - 1);
-    for (int64_t t0 = 0; t0 < tileEnd; t0 += kTile) {
-      const int64_t keys = std::min(n.tk, t0 + kTile) - t0;
-      packRows(k + kBase(b, g) * n.d, t0, keys, n.d, kw, kCols);
-      packRows(v + kBase(b, g) * n.dv, t0, keys, n.dv, w.rowsB.data(), vCols);
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t i = i0 + r, end = n.keyEnd(i);
-        const C lseI = gr.lse[base + i], deltaI = gr.delta[base + i];
-        if (t0 >= end || lseI == negativeInfinity<C>())
-          continue;
-        const int64_t count = std::min(end, t0 + kTile) - t0;
-        dotsAcross(qw + r * n.d, kCols, n.d, s);
-        dotsAcross(dow + r * n.dv, vCols, n.dv, dp);
-        scoresFromDots(s, count, n.mask.offset(b, h, i, t0), n.mask.stride[3]);
-        gradTerms(
-            s, dp, [&](int64_t) { return lseI; }, [&](int64_t) { return deltaI; },
-            [&](int64_t u) { return dropoutFactor(n, keepScale, b, h, i, t0 + u); }, count, p,
-            pr, ds);
-        int64_t used = 0;
-        for (int64_t jj = 0; jj < count; ++jj) {
-          if (p[jj] == 0)
-            continue;
-          ds[used] = ds[jj];
-          w.listA[used] = kw + jj * n.d;
-          ++used;
-        }
-        accumulateRows(dQ + r * n.d, n.d, ds, w.listA.data(), used);
+  /// One query tile × key tile block of (b, h)'s backward: each pair's
+  /// recomputed probability p, the rounded one dv multiplies and ds, then
+  /// dv and dk rows += (with dK, dV: the key tile's accumulators) and dq
+  /// rows += (with dQ: the query tile's), pairs with p = 0 skipped. Under
+  /// dropout, with f its factor (keepScale or 0), dv's weight is the
+  /// rounded p · f and ds = p · (dp · f - delta): delta = dot(dout, out) is
+  /// still Σ_j p_j f_j dp_j, since out was formed from the dropped p.
+  template <int Bytes>
+  FSDP_HD_INLINE void blockGrad(int64_t b, int64_t h, const QueryTile<C> &qt,
+                                const KeyTile<C> &kt, C *dK, C *dV, C *dQ,
+                                BlockScratch<C> &w) const {
+    const int64_t i0 = qt.first, rows = qt.count, t0 = kt.first, keys = kt.count;
+    const int64_t keyRows = roundUp(keys, kBlockRows);
+    C *st = w.s.data(), *dpt = w.dp.data(), *prt = w.pr.data();
+    Flag *kept = w.kept.data();
+    keyMajorDots<Bytes>(kt.k, dp, qt.qCols, n.d, keyRows, st);
+    keyMajorDots<Bytes>(kt.v, dvp, qt.doutCols, n.dv, keyRows, dpt);
+    for (int64_t jj = 0; jj < keyRows; ++jj) {
+      const int64_t j = t0 + jj;
+      C *sRow = st + jj * kTile, *dRow = dpt + jj * kTile, *prRow = prt + jj * kTile;
+      Flag *kRow = kept + jj * kTile;
+      const int64_t firstSeeing =
+          jj < keys ? std::min<int64_t>(kTile, std::max<int64_t>(0, n.firstQuery(j) - i0)) : kTile;
+      scoreRow<T>(sRow, kRow, firstSeeing, rows, scale, n.mask, n.mask.offset(b, h, i0, j),
+                  n.mask.stride[2]);
+      if (!n.dropout) {
+        gradRow<T>(sRow, dRow, prRow, kRow, qt.lse, qt.delta);
+        continue;
+      }
+      for (int64_t ii = 0; ii < kTile; ++ii) {
+        const C p = recomputedProbability(sRow[ii], qt.lse[ii]);
+        const C f = p != 0 ? dropoutFactor(n, keepScale, b, h, i0 + ii, j) : C(0);
+        prRow[ii] = roundedProbability<T>(p) * f;
+        dRow[ii] = p * (dRow[ii] * f - qt.delta[ii]);
+        kRow[ii] = p != 0;
       }
     }
-    for (int64_t r = 0; r < rows; ++r) {
-      T *dqi = dq + (base + i0 + r) * n.d;
-      for (int64_t x = 0; x < n.d; ++x)
-        store(dqi + x, dQ[r * n.d + x] * scale);
+    if (dK) {
+      // dv, dk rows (keys) += weight · dout, q rows over the queries.
+      const Weights<C> prw{prt, kept, kTile, 1}, dsw{dpt, kept, kTile, 1};
+      for (int64_t jb = 0; jb < keyRows; jb += kBlockRows) {
+        const int64_t from = std::min(rows, std::max<int64_t>(0, n.firstQuery(t0 + jb) - i0));
+        accumulateBlock<Bytes>(dV + jb * dvp, dvp, dvp, prw.at(jb), qt.dout, dvp, from, rows);
+        accumulateBlock<Bytes>(dK + jb * dp, dp, dp, dsw.at(jb), qt.q, dp, from, rows);
+      }
+    }
+    if (dQ) {
+      // dq rows (queries) += ds · k over the keys.
+      const Weights<C> dsw{dpt, kept, 1, kTile};
+      for (int64_t ib = 0; ib < rows; ib += kBlockRows) {
+        const int64_t last = std::min(rows - 1, ib + kBlockRows - 1);
+        const int64_t end = std::min(keys, std::max<int64_t>(0, n.keyEnd(i0 + last) - t0));
+        accumulateBlock<Bytes>(dQ + ib * dp, dp, dp, dsw.at(ib), kt.k, dp, 0, end);
+      }
     }
   }
+
+  /// The first query tile any of key tile [t0, t0 + kTile)'s keys sees.
+  int64_t firstQueryTile(int64_t t0) const { return n.firstQuery(t0) / kTile * kTile; }
 };
 
-/// Tiles of kTile covering `len` rows.
-inline int64_t tilesOf(int64_t len) { return (len + kTile - 1) / kTile; }
+/// Scratch of a backward task: packed query tiles and accumulators.
+template <typename C> struct GradScratch {
+  std::vector<C> q, qCols, dout, doutCols, lse, delta, dK, dV, dQ;
+};
 
 template <typename T>
 Status runForward(const Kernel<T> &kern, const TensorRef &out, const TensorRef &lse) {
@@ -462,12 +542,16 @@ Status runForward(const Kernel<T> &kern, const TensorRef &out, const TensorRef &
   const AttentionShape &n = kern.n;
   const int64_t tiles = tilesOf(n.tq);
   return parallelFor(0, n.batch * n.heads * tiles, 1, [&](int64_t begin, int64_t end) {
-    Scratch<C> w(n);
-    runWideFma([&]() __attribute__((always_inline)) {
+    BlockScratch<C> w(std::max<int64_t>(n.d, 1));
+    KeyValueRows<C> kv;
+    std::vector<C> acc(kTile * kern.dvp);
+    runWideFmaSized([&](auto bytes) __attribute__((always_inline)) {
       for (int64_t task = begin; task < end; ++task) {
-        const int64_t bh = task / tiles;
-        kern.forwardTile(bh / n.heads, bh % n.heads, task % tiles * kTile, out.as<T>(),
-                         lse.as<C>(), w);
+        const int64_t bh = task / tiles, b = bh / n.heads, h = bh % n.heads;
+        const int64_t i0 = task % tiles * kTile, rows = std::min(kTile, n.tq - i0);
+        kern.packKeyValues(b, n.kvHead(h), roundUp(n.keyEnd(i0 + rows - 1), kTile), kv);
+        kern.template forwardTile<decltype(bytes)::value>(b, h, i0, kv, out.as<T>(),
+                                                          lse.as<C>(), acc, w);
       }
     });
   });
@@ -475,7 +559,7 @@ Status runForward(const Kernel<T> &kern, const TensorRef &out, const TensorRef &
 
 /// Whether the backward runs as one pass over (b, g) tasks instead of a
 /// pass over key tiles and one over query tiles. Both give the same bits
-/// (the single pass adds dq's terms in queryTileGrad's order); the single
+/// (the single pass adds dq's terms in the query pass's order); the single
 /// pass computes each pair's two dot products once instead of twice but
 /// has only B · Hkv tasks, so it is taken when those keep the rank's
 /// threads evenly busy.
@@ -484,6 +568,135 @@ inline bool singlePass(int64_t groups) {
   const int64_t threads = pool ? pool->size() : 1;
   return groups % threads == 0 || groups >= 4 * threads;
 }
+
+template <typename T> struct Backward {
+  using C = ComputeType<T>;
+  const Kernel<T> &kern;
+  const typename Kernel<T>::Grad &grad;
+  T *dq, *dk, *dv;
+
+  const AttentionShape &n() const { return kern.n; }
+
+  /// Query tile `tile` of (b, h) packed into the tile-th slot of g's
+  /// buffers.
+  QueryTile<C> packQueries(int64_t b, int64_t h, int64_t tile, GradScratch<C> &g) const {
+    const int64_t i0 = tile * kTile;
+    kern.packQueryTile(b, h, i0, grad, g.q.data() + i0 * kern.dp,
+                       g.qCols.data() + tile * kTile * n().d, g.dout.data() + i0 * kern.dvp,
+                       g.doutCols.data() + tile * kTile * n().dv, g.lse.data() + i0,
+                       g.delta.data() + i0);
+    return view(tile, g);
+  }
+  QueryTile<C> view(int64_t tile, const GradScratch<C> &g) const {
+    const int64_t i0 = tile * kTile;
+    return {g.q.data() + i0 * kern.dp, g.qCols.data() + tile * kTile * n().d,
+            g.dout.data() + i0 * kern.dvp, g.doutCols.data() + tile * kTile * n().dv,
+            g.lse.data() + i0, g.delta.data() + i0, i0, std::min(kTile, n().tq - i0)};
+  }
+  /// Query tile [i0, i0 + kTile) of (b, h) packed into g's one slot.
+  QueryTile<C> packOne(int64_t b, int64_t h, int64_t i0, GradScratch<C> &g) const {
+    kern.packQueryTile(b, h, i0, grad, g.q.data(), g.qCols.data(), g.dout.data(),
+                       g.doutCols.data(), g.lse.data(), g.delta.data());
+    QueryTile<C> qt = view(0, g);
+    qt.first = i0;
+    qt.count = std::min(kTile, n().tq - i0);
+    return qt;
+  }
+  static void reserve(GradScratch<C> &g, int64_t queryTiles, const Kernel<T> &kern,
+                      int64_t keyRows, int64_t dqRows) {
+    const int64_t rows = queryTiles * kTile;
+    g.q.resize(rows * kern.dp);
+    g.qCols.resize(rows * std::max<int64_t>(kern.n.d, 1));
+    g.dout.resize(rows * kern.dvp);
+    g.doutCols.resize(rows * std::max<int64_t>(kern.n.dv, 1));
+    g.lse.resize(rows);
+    g.delta.resize(rows);
+    g.dK.resize(keyRows * kern.dp);
+    g.dV.resize(keyRows * kern.dvp);
+    g.dQ.resize(dqRows * kern.dp);
+  }
+
+  void storeKeys(int64_t b, int64_t g, int64_t j0, int64_t count, const GradScratch<C> &s) const {
+    for (int64_t jj = 0; jj < count; ++jj) {
+      const int64_t row = kern.kBase(b, g) + j0 + jj;
+      for (int64_t x = 0; x < n().d; ++x)
+        store(dk + row * n().d + x, s.dK[jj * kern.dp + x] * kern.scale);
+      for (int64_t x = 0; x < n().dv; ++x)
+        store(dv + row * n().dv + x, s.dV[jj * kern.dvp + x]);
+    }
+  }
+  void storeQueries(int64_t b, int64_t h, int64_t i0, int64_t count, const C *dQ) const {
+    for (int64_t ii = 0; ii < count; ++ii) {
+      T *row = dq + (kern.qBase(b, h) + i0 + ii) * n().d;
+      for (int64_t x = 0; x < n().d; ++x)
+        store(row + x, dQ[ii * kern.dp + x] * kern.scale);
+    }
+  }
+
+  /// (b, g)'s whole backward: its keys packed once; each head's queries
+  /// packed once, its key tiles in order, dq accumulated on the way.
+  template <int Bytes>
+  FSDP_HD_INLINE void group(int64_t b, int64_t g, KeyValueRows<C> &kv, GradScratch<C> &s,
+                            BlockScratch<C> &w) const {
+    const int64_t keyTiles = tilesOf(n().tk), queryTiles = tilesOf(n().tq);
+    const int64_t heads = n().heads / n().kvHeads;
+    kern.packKeyValues(b, g, keyTiles * kTile, kv);
+    std::fill(s.dK.begin(), s.dK.end(), C(0));
+    std::fill(s.dV.begin(), s.dV.end(), C(0));
+    for (int64_t h = g * heads; h < (g + 1) * heads; ++h) {
+      for (int64_t t = 0; t < queryTiles; ++t)
+        packQueries(b, h, t, s);
+      std::fill(s.dQ.begin(), s.dQ.end(), C(0));
+      for (int64_t t = 0; t < keyTiles; ++t) {
+        const int64_t t0 = t * kTile;
+        const KeyTile<C> kt{kv.k.data() + t0 * kern.dp, kv.v.data() + t0 * kern.dvp, t0,
+                            std::min(kTile, n().tk - t0)};
+        for (int64_t i0 = kern.firstQueryTile(t0); i0 < n().tq; i0 += kTile)
+          kern.template blockGrad<Bytes>(b, h, view(i0 / kTile, s), kt,
+                                         s.dK.data() + t0 * kern.dp, s.dV.data() + t0 * kern.dvp,
+                                         s.dQ.data() + i0 * kern.dp, w);
+      }
+      storeQueries(b, h, 0, n().tq, s.dQ.data());
+    }
+    storeKeys(b, g, 0, n().tk, s);
+  }
+
+  /// Key tile [t0, t0 + kTile) of (b, g): its dk and dv rows, over the
+  /// group's heads, then query tiles, in order.
+  template <int Bytes>
+  FSDP_HD_INLINE void keyTile(int64_t b, int64_t g, int64_t t0, KeyValueRows<C> &kv,
+                              GradScratch<C> &s, BlockScratch<C> &w) const {
+    const int64_t heads = n().heads / n().kvHeads, count = std::min(kTile, n().tk - t0);
+    kern.packKeyValues(b, g, t0 + kTile, kv);
+    const KeyTile<C> kt{kv.k.data() + t0 * kern.dp, kv.v.data() + t0 * kern.dvp, t0, count};
+    std::fill(s.dK.begin(), s.dK.end(), C(0));
+    std::fill(s.dV.begin(), s.dV.end(), C(0));
+    for (int64_t h = g * heads; h < (g + 1) * heads; ++h)
+      for (int64_t i0 = kern.firstQueryTile(t0); i0 < n().tq; i0 += kTile) {
+        kern.template blockGrad<Bytes>(b, h, packOne(b, h, i0, s), kt, s.dK.data(),
+                                       s.dV.data(), static_cast<C *>(nullptr), w);
+      }
+    storeKeys(b, g, t0, count, s);
+  }
+
+  /// Query tile [i0, i0 + kTile) of (b, h): its dq rows, key tiles in order.
+  template <int Bytes>
+  FSDP_HD_INLINE void queryTile(int64_t b, int64_t h, int64_t i0, KeyValueRows<C> &kv,
+                                GradScratch<C> &s, BlockScratch<C> &w) const {
+    const int64_t rows = std::min(kTile, n().tq - i0);
+    const int64_t tileEnd = n().keyEnd(i0 + rows - 1);
+    kern.packKeyValues(b, n().kvHead(h), roundUp(tileEnd, kTile), kv);
+    const QueryTile<C> qt = packOne(b, h, i0, s);
+    std::fill(s.dQ.begin(), s.dQ.end(), C(0));
+    for (int64_t t0 = 0; t0 < tileEnd; t0 += kTile) {
+      const KeyTile<C> kt{kv.k.data() + t0 * kern.dp, kv.v.data() + t0 * kern.dvp, t0,
+                          std::min(kTile, n().tk - t0)};
+      kern.template blockGrad<Bytes>(b, h, qt, kt, static_cast<C *>(nullptr),
+                                     static_cast<C *>(nullptr), s.dQ.data(), w);
+    }
+    storeQueries(b, h, i0, rows, s.dQ.data());
+  }
+};
 
 template <typename T>
 Status runBackward(const Kernel<T> &kern, const TensorRef &out, const TensorRef &lse,
@@ -506,43 +719,44 @@ Status runBackward(const Kernel<T> &kern, const TensorRef &out, const TensorRef 
         });
       }));
   const typename Kernel<T>::Grad grad{dO, lse.as<C>(), delta.data()};
+  const Backward<T> pass{kern, grad, dq.as<T>(), dk.as<T>(), dv.as<T>()};
   const int64_t keyTiles = tilesOf(n.tk), queryTiles = tilesOf(n.tq);
-  const int64_t groups = n.batch * n.kvHeads, group = n.heads / n.kvHeads;
-  if (singlePass(groups)) {
-    // One task per (b, g): its key tiles in order, dq accumulated on the way.
+  const int64_t groups = n.batch * n.kvHeads;
+  const int64_t width = std::max<int64_t>({n.d, n.dv, 1});
+  if (singlePass(groups))
     return parallelFor(0, groups, 1, [&](int64_t begin, int64_t end) {
-      Scratch<C> w(n);
-      std::vector<C> dQ(static_cast<size_t>(group * n.tq * n.d));
-      runWideFma([&]() __attribute__((always_inline)) {
-        for (int64_t bg = begin; bg < end; ++bg) {
-          const int64_t b = bg / n.kvHeads, g = bg % n.kvHeads;
-          std::fill(dQ.begin(), dQ.end(), C(0));
-          for (int64_t t = 0; t < keyTiles; ++t)
-            kern.keyTileGrad(b, g, t * kTile, grad, dk.as<T>(), dv.as<T>(), dQ.data(), w);
-          T *dqGroup = dq.as<T>() + kern.qBase(b, g * group) * n.d;
-          for (size_t e = 0; e < dQ.size(); ++e)
-            store(dqGroup + e, dQ[e] * kern.scale);
-        }
+      BlockScratch<C> w(width);
+      KeyValueRows<C> kv;
+      GradScratch<C> s;
+      Backward<T>::reserve(s, queryTiles, kern, keyTiles * kTile, queryTiles * kTile);
+      runWideFmaSized([&](auto bytes) __attribute__((always_inline)) {
+        for (int64_t bg = begin; bg < end; ++bg)
+          pass.template group<decltype(bytes)::value>(bg / n.kvHeads, bg % n.kvHeads, kv, s, w);
       });
     });
-  }
   FSDP_RETURN_IF_ERROR(parallelFor(0, groups * keyTiles, 1, [&](int64_t begin, int64_t end) {
-    Scratch<C> w(n);
-    runWideFma([&]() __attribute__((always_inline)) {
+    BlockScratch<C> w(width);
+    KeyValueRows<C> kv;
+    GradScratch<C> s;
+    Backward<T>::reserve(s, 1, kern, kTile, 0);
+    runWideFmaSized([&](auto bytes) __attribute__((always_inline)) {
       for (int64_t task = begin; task < end; ++task) {
         const int64_t bg = task / keyTiles;
-        kern.keyTileGrad(bg / n.kvHeads, bg % n.kvHeads, task % keyTiles * kTile, grad,
-                         dk.as<T>(), dv.as<T>(), static_cast<C *>(nullptr), w);
+        pass.template keyTile<decltype(bytes)::value>(bg / n.kvHeads, bg % n.kvHeads,
+                                                      task % keyTiles * kTile, kv, s, w);
       }
     });
   }));
   return parallelFor(0, n.batch * n.heads * queryTiles, 1, [&](int64_t begin, int64_t end) {
-    Scratch<C> w(n);
-    runWideFma([&]() __attribute__((always_inline)) {
+    BlockScratch<C> w(width);
+    KeyValueRows<C> kv;
+    GradScratch<C> s;
+    Backward<T>::reserve(s, 1, kern, 0, kTile);
+    runWideFmaSized([&](auto bytes) __attribute__((always_inline)) {
       for (int64_t task = begin; task < end; ++task) {
         const int64_t bh = task / queryTiles;
-        kern.queryTileGrad(bh / n.heads, bh % n.heads, task % queryTiles * kTile, grad,
-                           dq.as<T>(), w);
+        pass.template queryTile<decltype(bytes)::value>(bh / n.heads, bh % n.heads,
+                                                        task % queryTiles * kTile, kv, s, w);
       }
     });
   });
@@ -562,8 +776,8 @@ Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v, con
       [&](auto tag) {
         using T = decltype(tag);
         using C = ComputeType<T>;
-        const Kernel<T> kern{shape, static_cast<C>(scale), q.as<T>(), k.as<T>(), v.as<T>(),
-                             dropoutKeepScale<C>(dropout.p)};
+        const Kernel<T> kern(shape, static_cast<C>(scale), q.as<T>(), k.as<T>(), v.as<T>(),
+                             dropoutKeepScale<C>(dropout.p));
         status = runForward(kern, out, lse);
       },
       "attention"));
@@ -585,8 +799,8 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
       [&](auto tag) {
         using T = decltype(tag);
         using C = ComputeType<T>;
-        const Kernel<T> kern{shape, static_cast<C>(scale), q.as<T>(), k.as<T>(), v.as<T>(),
-                             dropoutKeepScale<C>(dropout.p)};
+        const Kernel<T> kern(shape, static_cast<C>(scale), q.as<T>(), k.as<T>(), v.as<T>(),
+                             dropoutKeepScale<C>(dropout.p));
         status = runBackward(kern, out, lse, dout, dq, dk, dv);
       },
       "attention_grad"));

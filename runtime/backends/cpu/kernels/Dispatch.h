@@ -214,6 +214,30 @@ template <typename Loop> void runWideFma(const Loop &loop) {
   loop();
 }
 
+/// The vector register width, in bytes, of the copy a runWideFmaSized loop
+/// runs in.
+template <int Bytes> using VectorBytes = std::integral_constant<int, Bytes>;
+
+/// runWideFma for loops that block their work into registers:
+/// loop(VectorBytes<N>{}) with N the copy's vector width (64 AVX-512, 32
+/// AVX2, 16 baseline), so that each copy picks its own register blocking.
+/// The blocking may change how many elements advance together, never the
+/// operations one element goes through, so the bits stay the same.
+template <typename Loop> void runWideFmaSized(const Loop &loop) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  switch (cpuWideTier()) {
+  case WideTier::Avx512:
+    return runWithAvx512([&]() __attribute__((always_inline)) { loop(VectorBytes<64>{}); });
+  case WideTier::Avx2:
+    if (cpuHasFma())
+      return runWithAvx2Fma([&]() __attribute__((always_inline)) { loop(VectorBytes<32>{}); });
+    break;
+  case WideTier::Baseline: break;
+  }
+#endif
+  loop(VectorBytes<16>{});
+}
+
 // --- Strided iteration -------------------------------------------------------------
 
 // StridedLayout, broadcastLayout and sliceLayout: runtime/math/StridedLayout.h.

@@ -19,6 +19,11 @@
 # the torch 2.x virtual environment (scripts/setup.sh):
 #
 #   .venv/bin/python bench/attention.py --build build [--T 512 1024 2048] [--runs 3]
+#                                       [--dtype bf16]
+#
+# --dtype bf16 compiles both plans with --param-dtype=bf16 (bf16 compute,
+# f32 master weights) and trains torch's model cast to bf16 (its SDPA then
+# runs its bf16 flash kernel).
 
 import argparse
 import json
@@ -55,6 +60,8 @@ def parser():
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--vocab", type=int, default=64)
+    p.add_argument("--dtype", choices=("f32", "bf16"), default="f32",
+                   help="compute dtype of both sides")
     # Internal: train torch's side for one T in this process, print JSON.
     p.add_argument("--torch-worker", type=int, help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
@@ -86,6 +93,8 @@ def torch_worker(args):
     torch.set_num_threads(args.threads)
     model = build(args, T)
     model.load_state_dict(torch.load(os.path.join(args.workdir, f"init-{T}.pt")))
+    if args.dtype == "bf16":
+        model = model.to(torch.bfloat16)
     tokens = numpy.fromfile(os.path.join(args.workdir, "tokens.bin"), dtype="<u2")
     steps = WARMUP + args.runs
     idx, tgt = windows(tokens, steps, args.batch, T)
@@ -113,6 +122,8 @@ def fsdp_side(args, onnx_path, tmp, T, fuse):
     tool = lambda name: os.path.join(args.build, "bin", name)  # noqa: E731
     plan = os.path.join(tmp, f"{fuse}-{T}.plan")
     flags = ["--optimizer=sgd", f"--lr={LR}", f"--fuse-attention={fuse}"]
+    if args.dtype == "bf16":
+        flags.append("--param-dtype=bf16")
     subprocess.run([tool("fsdp-opt"), onnx_path, "-o", plan] + flags, check=True,
                    stdout=subprocess.DEVNULL)
     report = subprocess.run([tool("fsdp-opt"), onnx_path, "--emit=report",
@@ -140,7 +151,7 @@ def main():
         tokens = rng.integers(0, args.vocab, max(args.T) * args.batch * 4 + 7)
         tokens.astype("<u2").tofile(os.path.join(tmp, "tokens.bin"))
         print(f"nanoGPT with SDPA(is_causal): layers {args.layers}, d {args.d}, heads "
-              f"{args.heads}, batch {args.batch}, SGD; median of {args.runs} steps after "
+              f"{args.heads}, batch {args.batch}, SGD, {args.dtype}; median of {args.runs} steps after "
               f"{WARMUP}; {args.threads} thread(s)")
         print(f"{'T':>5} {'fused ms':>9} {'unfused ms':>10} {'torch ms':>9} {'unf/fused':>9} "
               f"{'torch/fused':>11} {'fused MiB':>9} {'unfused MiB':>11} {'torch RSS MiB':>13} "
@@ -159,7 +170,7 @@ def main():
                                      f"--workdir={tmp}"] +
                                     [f"--{k}={getattr(args, k)}" for k in
                                      ("runs", "threads", "layers", "d", "heads", "batch",
-                                      "vocab")],
+                                      "vocab", "dtype")],
                                     env=thread_env(args.threads), capture_output=True, text=True)
             if worker.returncode != 0:
                 sys.exit(f"torch worker failed:\n{worker.stderr}")

@@ -126,9 +126,13 @@ template <typename C> struct Weights {
   const C *w;
   const Flag *kept;
   int64_t rowStride, colStride;
+  /// Every pair of the block's real rows and columns is kept: no flag need
+  /// be read (the padding rows' weights are 0 and their sums unused).
+  bool everyKept;
 
   FSDP_HD_INLINE Weights at(int64_t r0) const {
-    return {w + r0 * rowStride, kept + r0 * rowStride, rowStride, colStride};
+    return {w + r0 * rowStride, kept ? kept + r0 * rowStride : nullptr, rowStride, colStride,
+            everyKept};
   }
   FSDP_HD_INLINE bool keeps(int r, int64_t c) const {
     return kept[r * rowStride + c * colStride] != 0;
@@ -168,6 +172,13 @@ FSDP_HD_INLINE void accumulateRun(C *acc, int64_t lda, const Weights<C> &wt, con
 template <int Bytes, typename C>
 FSDP_HD_INLINE void accumulateBlock(C *acc, int64_t lda, int64_t width, const Weights<C> &wt,
                                     const C *b, int64_t ldb, int64_t c0, int64_t c1) {
+  if (wt.everyKept) {
+    if (c1 > c0)
+      Blocking<C, Bytes>::chunks(width, [&](int64_t x0, auto w) __attribute__((always_inline)) {
+        accumulateRun<decltype(w)::value>(acc + x0, lda, wt, b + x0, ldb, c0, c1);
+      });
+    return;
+  }
   int64_t c = c0;
   while (c < c1) {
     int64_t e = c;
@@ -190,6 +201,30 @@ FSDP_HD_INLINE void accumulateBlock(C *acc, int64_t lda, int64_t width, const We
     }
     c = e + 1;
   }
+}
+
+/// acc[r·lda + x] += wt(r, c) · b[c·ldb + x] for c < count[r] in order,
+/// x < width (= lda): the columns every row of the block takes through
+/// accumulateRun, the rest row by row. Rows past the tile's have count 0.
+template <int Bytes, typename C>
+FSDP_HD_INLINE void accumulatePrefixes(C *acc, int64_t lda, const Weights<C> &wt,
+                                       const int64_t *count, const C *b, int64_t ldb) {
+  const int64_t common = std::min({count[0], count[1], count[2], count[3]});
+  const int64_t most = std::max({count[0], count[1], count[2], count[3]});
+  if (common > 0)
+    Blocking<C, Bytes>::chunks(lda, [&](int64_t x0, auto w) __attribute__((always_inline)) {
+      accumulateRun<decltype(w)::value>(acc + x0, lda, wt, b + x0, ldb, 0, common);
+    });
+  for (int64_t c = common; c < most; ++c)
+    for (int r = 0; r < kBlockRows; ++r) {
+      if (c >= count[r])
+        continue;
+      const C x = wt(r, c);
+      C *out = acc + r * lda;
+      const C *row = b + c * ldb;
+      for (int64_t u = 0; u < lda; ++u)
+        out[u] = multiplyAdd(x, row[u], out[u]);
+    }
 }
 
 /// Key row j's scores of a block, in place: scaled and masked for the
@@ -215,27 +250,41 @@ FSDP_HD_INLINE void scoreRow(C *__restrict s, Flag *__restrict seen, int64_t fir
   }
 }
 
-/// The forward's running tile maxima over one key row's scores.
-template <typename C>
-FSDP_HD_INLINE void maxRow(const C *__restrict s, const Flag *__restrict seen, C *__restrict tm) {
-  for (int64_t ii = 0; ii < kTile; ++ii)
-    tm[ii] = seen[ii] ? maxOf(tm[ii], s[ii]) : tm[ii];
+/// The forward's scores of key row j of a block, in place (as scoreRow,
+/// without flags), and the running tile maxima of the queries that see it.
+template <typename T, typename C>
+FSDP_HD_INLINE void forwardScoreRow(C *__restrict s, C *__restrict tm, int64_t first, int64_t rows,
+                                    C scale, const AttentionMask &mask, int64_t offset,
+                                    int64_t step) {
+  if (!mask.data) {
+    const AttentionMask none;
+    for (int64_t ii = 0; ii < kTile; ++ii) {
+      const bool sees = ii >= first && ii < rows;
+      const C x = maskedScore<T>(s[ii], scale, none, 0);
+      s[ii] = sees ? x : negativeInfinity<C>();
+      tm[ii] = sees ? maxOf(tm[ii], x) : tm[ii];
+    }
+    return;
+  }
+  for (int64_t ii = 0; ii < kTile; ++ii) {
+    const bool sees = ii >= first && ii < rows;
+    const C x = sees ? maskedScore<T>(s[ii], scale, mask, offset + ii * step) : negativeInfinity<C>();
+    s[ii] = x;
+    tm[ii] = sees ? maxOf(tm[ii], x) : tm[ii];
+  }
 }
 
 /// The forward's probabilities of one key row: p = exp(s - mNew) for the
 /// active queries (an unseen key's score is -inf: p = +0, which leaves the
-/// sum as it is), added to the row sums, rounded to T into pr; a query not
-/// active keeps nothing.
+/// sum as it is), added to the row sums, rounded to T into pr.
 template <typename T, typename C>
 FSDP_HD_INLINE void probabilityRow(const C *__restrict s, const C *__restrict mNew,
                                    const Flag *__restrict active, C *__restrict sum,
-                                   C *__restrict pr, Flag *__restrict kept) {
+                                   C *__restrict pr) {
   for (int64_t ii = 0; ii < kTile; ++ii) {
-    const bool on = active[ii] != 0;
-    const C p = on ? expOf(s[ii] - mNew[ii]) : C(0);
+    const C p = active[ii] ? expOf(s[ii] - mNew[ii]) : C(0);
     sum[ii] += p;
     pr[ii] = roundedProbability<T>(p);
-    kept[ii] = on ? kept[ii] : Flag(0);
   }
 }
 
@@ -243,16 +292,21 @@ FSDP_HD_INLINE void probabilityRow(const C *__restrict s, const C *__restrict mN
 /// scores s and dp = dot(dout_i, v_j), the recomputed probability p, the
 /// rounded one dv multiplies (into pr), ds = p · (dp - delta) (into dp),
 /// and whether the pair counts (p != 0).
+/// Returns whether every query ii < rows keeps the pair.
 template <typename T, typename C>
-FSDP_HD_INLINE void gradRow(const C *__restrict s, C *__restrict dp, C *__restrict pr,
+FSDP_HD_INLINE bool gradRow(const C *__restrict s, C *__restrict dp, C *__restrict pr,
                             Flag *__restrict kept, const C *__restrict lse,
-                            const C *__restrict delta) {
+                            const C *__restrict delta, int64_t rows) {
+  Flag dropped = 0;
   for (int64_t ii = 0; ii < kTile; ++ii) {
     const C p = recomputedProbability(s[ii], lse[ii]);
+    const Flag keep = p != 0;
     pr[ii] = roundedProbability<T>(p);
     dp[ii] = p * (dp[ii] - delta[ii]);
-    kept[ii] = p != 0;
+    kept[ii] = keep;
+    dropped |= ii < rows ? keep ^ 1 : 0;
   }
+  return dropped == 0;
 }
 
 /// Rows [first, first + count) of a [*, width] tensor widened to C into
@@ -377,8 +431,9 @@ template <typename T> struct Kernel {
                                   BlockScratch<C> &w) const {
     const int64_t rows = std::min(kTile, n.tq - i0);
     C *qCols = w.cols.data(), *st = w.s.data(), *pt = w.pr.data();
-    Flag *kept = w.kept.data();
     C *m = w.m, *l = w.l, *tm = w.tm, *mNew = w.mNew, *corr = w.corr, *sum = w.sum;
+    // The keys of the tile each query sees: a prefix (0 once inactive).
+    int64_t seen[kTile];
     packColumns(q + qBase(b, h) * n.d, i0, rows, n.d, qCols);
     std::fill(acc.begin(), acc.begin() + kTile * dvp, C(0));
     for (int64_t ii = 0; ii < kTile; ++ii) {
@@ -390,35 +445,35 @@ template <typename T> struct Kernel {
     for (int64_t t0 = 0; t0 < tileEnd; t0 += kTile) {
       const int64_t keys = std::min(n.tk, t0 + kTile) - t0, keyRows = roundUp(keys, kBlockRows);
       keyMajorDots<Bytes>(kv.k.data() + t0 * dp, dp, qCols, n.d, keyRows, st);
-      // Scores, masked; keys a row does not see (causal, past the tile's
-      // keys or rows) are -inf and not kept; the tile's maxima.
+      // Scores, masked; keys a query does not see (causal, past the tile's
+      // keys or rows) are -inf; the tile's maxima.
       for (int64_t ii = 0; ii < kTile; ++ii)
         tm[ii] = negativeInfinity<C>();
       for (int64_t jj = 0; jj < keyRows; ++jj) {
         const int64_t j = t0 + jj;
-        // Row ii sees key j iff ii < rows and j < keyEnd(i0 + ii).
+        // Query ii sees key j iff ii < rows and j < keyEnd(i0 + ii).
         const int64_t firstSeeing =
             jj < keys ? std::min<int64_t>(kTile, std::max<int64_t>(0, n.firstQuery(j) - i0))
                       : kTile;
-        scoreRow<T>(st + jj * kTile, kept + jj * kTile, firstSeeing, rows, scale, n.mask,
-                    n.mask.offset(b, h, i0, j), n.mask.stride[2]);
-        maxRow(st + jj * kTile, kept + jj * kTile, tm);
+        forwardScoreRow<T>(st + jj * kTile, tm, firstSeeing, rows, scale, n.mask,
+                           n.mask.offset(b, h, i0, j), n.mask.stride[2]);
       }
-      // A row with no key seen so far but masked ones changes nothing.
+      // A query with no key seen so far but masked ones changes nothing.
       for (int64_t ii = 0; ii < kTile; ++ii) {
-        const bool seesTile = ii < rows && t0 < n.keyEnd(i0 + ii);
+        const int64_t count =
+            ii < rows ? std::min(keys, std::max<int64_t>(0, n.keyEnd(i0 + ii) - t0)) : 0;
         mNew[ii] = maxOf(m[ii], tm[ii]);
-        w.active[ii] = seesTile && mNew[ii] != negativeInfinity<C>();
+        w.active[ii] = count > 0 && mNew[ii] != negativeInfinity<C>();
+        seen[ii] = w.active[ii] ? count : 0;
         corr[ii] = w.active[ii] ? expOf(m[ii] - mNew[ii]) : C(1);
         sum[ii] = 0;
       }
       for (int64_t jj = 0; jj < keyRows; ++jj) {
         C *pRow = pt + jj * kTile;
-        Flag *kRow = kept + jj * kTile;
-        probabilityRow<T>(st + jj * kTile, mNew, w.active, sum, pRow, kRow);
+        probabilityRow<T>(st + jj * kTile, mNew, w.active, sum, pRow);
         if (n.dropout)
           for (int64_t ii = 0; ii < rows; ++ii)
-            if (kRow[ii])
+            if (jj < seen[ii])
               pRow[ii] *= dropoutFactor(n, keepScale, b, h, i0 + ii, t0 + jj);
       }
       for (int64_t ii = 0; ii < rows; ++ii) {
@@ -430,14 +485,11 @@ template <typename T> struct Kernel {
         l[ii] = l[ii] * corr[ii] + sum[ii];
         m[ii] = mNew[ii];
       }
-      // out rows += p · v over the keys, in key order.
-      const Weights<C> pw{pt, kept, 1, kTile};
-      for (int64_t ib = 0; ib < rows; ib += kBlockRows) {
-        const int64_t last = std::min(rows - 1, ib + kBlockRows - 1);
-        const int64_t end = std::min(keys, std::max<int64_t>(0, n.keyEnd(i0 + last) - t0));
-        accumulateBlock<Bytes>(acc.data() + ib * dvp, dvp, dvp, pw.at(ib),
-                               kv.v.data() + t0 * dvp, dvp, 0, end);
-      }
+      // out rows += p · v over each query's seen keys, in key order.
+      const Weights<C> pw{pt, nullptr, 1, kTile, true};
+      for (int64_t ib = 0; ib < rows; ib += kBlockRows)
+        accumulatePrefixes<Bytes>(acc.data() + ib * dvp, dvp, pw.at(ib), seen + ib,
+                                  kv.v.data() + t0 * dvp, dvp);
     }
     for (int64_t r = 0; r < rows; ++r) {
       T *o = out + (qBase(b, h) + i0 + r) * n.dv;
@@ -487,6 +539,8 @@ template <typename T> struct Kernel {
     Flag *kept = w.kept.data();
     keyMajorDots<Bytes>(kt.k, dp, qt.qCols, n.d, keyRows, st);
     keyMajorDots<Bytes>(kt.v, dvp, qt.doutCols, n.dv, keyRows, dpt);
+    // Whether every pair of the block's real keys and queries is kept.
+    bool every = true;
     for (int64_t jj = 0; jj < keyRows; ++jj) {
       const int64_t j = t0 + jj;
       C *sRow = st + jj * kTile, *dRow = dpt + jj * kTile, *prRow = prt + jj * kTile;
@@ -496,7 +550,8 @@ template <typename T> struct Kernel {
       scoreRow<T>(sRow, kRow, firstSeeing, rows, scale, n.mask, n.mask.offset(b, h, i0, j),
                   n.mask.stride[2]);
       if (!n.dropout) {
-        gradRow<T>(sRow, dRow, prRow, kRow, qt.lse, qt.delta);
+        const bool all = gradRow<T>(sRow, dRow, prRow, kRow, qt.lse, qt.delta, rows);
+        every = every && (jj >= keys || all);
         continue;
       }
       for (int64_t ii = 0; ii < kTile; ++ii) {
@@ -505,11 +560,12 @@ template <typename T> struct Kernel {
         prRow[ii] = roundedProbability<T>(p) * f;
         dRow[ii] = p * (dRow[ii] * f - qt.delta[ii]);
         kRow[ii] = p != 0;
+        every = every && (jj >= keys || ii >= rows || p != 0);
       }
     }
     if (dK) {
       // dv, dk rows (keys) += weight · dout, q rows over the queries.
-      const Weights<C> prw{prt, kept, kTile, 1}, dsw{dpt, kept, kTile, 1};
+      const Weights<C> prw{prt, kept, kTile, 1, every}, dsw{dpt, kept, kTile, 1, every};
       for (int64_t jb = 0; jb < keyRows; jb += kBlockRows) {
         const int64_t from = std::min(rows, std::max<int64_t>(0, n.firstQuery(t0 + jb) - i0));
         accumulateBlock<Bytes>(dV + jb * dvp, dvp, dvp, prw.at(jb), qt.dout, dvp, from, rows);
@@ -518,7 +574,7 @@ template <typename T> struct Kernel {
     }
     if (dQ) {
       // dq rows (queries) += ds · k over the keys.
-      const Weights<C> dsw{dpt, kept, 1, kTile};
+      const Weights<C> dsw{dpt, kept, 1, kTile, every};
       for (int64_t ib = 0; ib < rows; ib += kBlockRows) {
         const int64_t last = std::min(rows - 1, ib + kBlockRows - 1);
         const int64_t end = std::min(keys, std::max<int64_t>(0, n.keyEnd(i0 + last) - t0));

@@ -102,6 +102,6 @@ func.func @forward(%w0: tensor<4x4xf32> {nn.param = "layers.0.w"}, %b0: tensor<4
 
 // fsdp-train-pipeline runs the pass after the shard stage, before the
 // schedule stage puts every collective (micro-batch 1's too) on its stream.
-// PIPELINE: fsdp.accumulation = {layers.0 = "last", layers.1 = "last", root = "last"}, fsdp.grad_accum = 2 : i64
+// PIPELINE: fsdp.accumulation = {layers.0 = "last", layers.1 = "last", root = "last"}, {{.*}}fsdp.grad_accum = 2 : i64
 // PIPELINE: fsdp.all_gather {{.*}}fsdp.micro_batch = 1 : i64{{.*}}fsdp.stream = 1
 // PIPELINE: fsdp.reduce_scatter {{.*}}fsdp.stream = 1

@@ -24,7 +24,7 @@
 // key-major (Sᵀ = K Qᵀ, dPᵀ = V dOᵀ), so that the per-query running
 // maximum and sum advance along the keys for 64 queries at once, and the
 // products with v, dout, q and k accumulate in register blocks of four
-// rows by up to 64 columns (dotBlock, accumulateRun: a small GEMM whose
+// rows by up to 64 columns (BlockKernels.h's dot and run: a small GEMM whose
 // every output keeps its own sequential sum), the block size chosen per
 // wide-loop copy (runWideFmaSized). Every sum of products is an explicit
 // fused multiply-add (multiplyAdd) and the file is built with
@@ -47,6 +47,7 @@
 
 #include "runtime/backends/AttentionShape.h"
 #include "runtime/backends/cpu/KernelThreads.h"
+#include "runtime/backends/cpu/kernels/BlockKernels.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/math/FastMath.h"
 
@@ -66,8 +67,8 @@ constexpr int64_t kTile = kAttentionKeyTile;
 /// float (a byte's would stop the element loops from vectorizing).
 using Flag = uint32_t;
 
-/// Rows of a register block: every block kernel advances four rows.
-constexpr int kBlockRows = 4;
+/// Rows of a register block (BlockKernels.h).
+constexpr int kBlockRows = blocks::kRows;
 
 inline int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -100,26 +101,6 @@ template <typename C, int Bytes> struct Blocking {
   }
 };
 
-/// out[r·ldo + u] = Σ_c a[r·lda + c] · b[c·ldb + u] for r < kBlockRows,
-/// u < W: each sum from +0 in increasing c (a dot product in the plain
-/// loops' order), the kBlockRows × W sums kept in registers across c.
-template <int W, typename C>
-FSDP_HD_INLINE void dotBlock(const C *a, int64_t lda, const C *b, int64_t ldb, int64_t n, C *out,
-                             int64_t ldo) {
-  C acc[kBlockRows][W] = {};
-  for (int64_t c = 0; c < n; ++c) {
-    const C *row = b + c * ldb;
-    for (int r = 0; r < kBlockRows; ++r) {
-      const C ar = a[r * lda + c];
-      for (int u = 0; u < W; ++u)
-        acc[r][u] = multiplyAdd(ar, row[u], acc[r][u]);
-    }
-  }
-  for (int r = 0; r < kBlockRows; ++r)
-    for (int u = 0; u < W; ++u)
-      out[r * ldo + u] = acc[r][u];
-}
-
 /// A weight matrix read through strides: weight (r, c) of a block is
 /// w[r · rowStride + c · colStride], its kept flag kept[the same].
 template <typename C> struct Weights {
@@ -144,38 +125,17 @@ template <typename C> struct Weights {
   FSDP_HD_INLINE C operator()(int r, int64_t c) const { return w[r * rowStride + c * colStride]; }
 };
 
-/// acc[r·lda + u] += wt(r, c) · b[c·ldb + u] for c = c0 .. c1-1 in order,
-/// r < kBlockRows, u < W: the accumulators in registers across the run.
-template <int W, typename C>
-FSDP_HD_INLINE void accumulateRun(C *acc, int64_t lda, const Weights<C> &wt, const C *b,
-                                  int64_t ldb, int64_t c0, int64_t c1) {
-  C a[kBlockRows][W];
-  for (int r = 0; r < kBlockRows; ++r)
-    for (int u = 0; u < W; ++u)
-      a[r][u] = acc[r * lda + u];
-  for (int64_t c = c0; c < c1; ++c) {
-    const C *row = b + c * ldb;
-    for (int r = 0; r < kBlockRows; ++r) {
-      const C x = wt(r, c);
-      for (int u = 0; u < W; ++u)
-        a[r][u] = multiplyAdd(x, row[u], a[r][u]);
-    }
-  }
-  for (int r = 0; r < kBlockRows; ++r)
-    for (int u = 0; u < W; ++u)
-      acc[r * lda + u] = a[r][u];
-}
-
 /// acc[r·lda + x] += wt(r, c) · b[c·ldb + x] for c = c0 .. c1-1 in order
 /// where wt keeps (r, c), x < width: runs of columns every row keeps go
-/// through accumulateRun, a column some row skips row by row.
+/// through blocks::run, a column some row skips row by row.
 template <int Bytes, typename C>
 FSDP_HD_INLINE void accumulateBlock(C *acc, int64_t lda, int64_t width, const Weights<C> &wt,
                                     const C *b, int64_t ldb, int64_t c0, int64_t c1) {
   if (wt.everyKept) {
     if (c1 > c0)
       Blocking<C, Bytes>::chunks(width, [&](int64_t x0, auto w) __attribute__((always_inline)) {
-        accumulateRun<decltype(w)::value>(acc + x0, lda, wt, b + x0, ldb, c0, c1);
+        blocks::run<Bytes, decltype(w)::value>(acc + x0, lda, wt.w, wt.rowStride, wt.colStride,
+                                                b + x0, ldb, c0, c1);
       });
     return;
   }
@@ -186,7 +146,8 @@ FSDP_HD_INLINE void accumulateBlock(C *acc, int64_t lda, int64_t width, const We
       ++e;
     if (e > c)
       Blocking<C, Bytes>::chunks(width, [&](int64_t x0, auto w) __attribute__((always_inline)) {
-        accumulateRun<decltype(w)::value>(acc + x0, lda, wt, b + x0, ldb, c, e);
+        blocks::run<Bytes, decltype(w)::value>(acc + x0, lda, wt.w, wt.rowStride, wt.colStride,
+                                                b + x0, ldb, c, e);
       });
     if (e == c1)
       return;
@@ -205,7 +166,7 @@ FSDP_HD_INLINE void accumulateBlock(C *acc, int64_t lda, int64_t width, const We
 
 /// acc[r·lda + x] += wt(r, c) · b[c·ldb + x] for c < count[r] in order,
 /// x < width (= lda): the columns every row of the block takes through
-/// accumulateRun, the rest row by row. Rows past the tile's have count 0.
+/// blocks::run, the rest row by row. Rows past the tile's have count 0.
 template <int Bytes, typename C>
 FSDP_HD_INLINE void accumulatePrefixes(C *acc, int64_t lda, const Weights<C> &wt,
                                        const int64_t *count, const C *b, int64_t ldb) {
@@ -213,7 +174,8 @@ FSDP_HD_INLINE void accumulatePrefixes(C *acc, int64_t lda, const Weights<C> &wt
   const int64_t most = std::max({count[0], count[1], count[2], count[3]});
   if (common > 0)
     Blocking<C, Bytes>::chunks(lda, [&](int64_t x0, auto w) __attribute__((always_inline)) {
-      accumulateRun<decltype(w)::value>(acc + x0, lda, wt, b + x0, ldb, 0, common);
+      blocks::run<Bytes, decltype(w)::value>(acc + x0, lda, wt.w, wt.rowStride, wt.colStride,
+                                                b + x0, ldb, 0, common);
     });
   for (int64_t c = common; c < most; ++c)
     for (int r = 0; r < kBlockRows; ++r) {
@@ -418,8 +380,8 @@ template <typename T> struct Kernel {
                                    int64_t rows, C *st) const {
     for (int64_t jb = 0; jb < rows; jb += kBlockRows)
       Blocking<C, Bytes>::chunks(kTile, [&](int64_t u0, auto w) __attribute__((always_inline)) {
-        dotBlock<decltype(w)::value>(a + jb * lda, lda, bCols + u0, kTile, features,
-                                     st + jb * kTile + u0, kTile);
+        blocks::dot<Bytes, decltype(w)::value>(a + jb * lda, lda, bCols + u0, kTile, features,
+                                               st + jb * kTile + u0, kTile);
       });
   }
 

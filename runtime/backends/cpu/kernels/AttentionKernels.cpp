@@ -125,6 +125,13 @@ template <typename C> struct Weights {
   FSDP_HD_INLINE C operator()(int r, int64_t c) const { return w[r * rowStride + c * colStride]; }
 };
 
+/// out[u] += x · row[u] for u < width: one row's term of one column.
+template <typename C>
+FSDP_HD_INLINE void accumulateOne(C *out, int64_t width, C x, const C *row) {
+  for (int64_t u = 0; u < width; ++u)
+    out[u] = multiplyAdd(x, row[u], out[u]);
+}
+
 /// acc[r·lda + x] += wt(r, c) · b[c·ldb + x] for c = c0 .. c1-1 in order
 /// where wt keeps (r, c), x < width: runs of columns every row keeps go
 /// through blocks::run, a column some row skips row by row.
@@ -151,15 +158,9 @@ FSDP_HD_INLINE void accumulateBlock(C *acc, int64_t lda, int64_t width, const We
       });
     if (e == c1)
       return;
-    for (int r = 0; r < kBlockRows; ++r) {
-      if (!wt.keeps(r, e))
-        continue;
-      const C x = wt(r, e);
-      C *out = acc + r * lda;
-      const C *row = b + e * ldb;
-      for (int64_t u = 0; u < width; ++u)
-        out[u] = multiplyAdd(x, row[u], out[u]);
-    }
+    for (int r = 0; r < kBlockRows; ++r)
+      if (wt.keeps(r, e))
+        accumulateOne(acc + r * lda, width, wt(r, e), b + e * ldb);
     c = e + 1;
   }
 }
@@ -178,15 +179,9 @@ FSDP_HD_INLINE void accumulatePrefixes(C *acc, int64_t lda, const Weights<C> &wt
                                                 b + x0, ldb, 0, common);
     });
   for (int64_t c = common; c < most; ++c)
-    for (int r = 0; r < kBlockRows; ++r) {
-      if (c >= count[r])
-        continue;
-      const C x = wt(r, c);
-      C *out = acc + r * lda;
-      const C *row = b + c * ldb;
-      for (int64_t u = 0; u < lda; ++u)
-        out[u] = multiplyAdd(x, row[u], out[u]);
-    }
+    for (int r = 0; r < kBlockRows; ++r)
+      if (c < count[r])
+        accumulateOne(acc + r * lda, lda, wt(r, c), b + c * ldb);
 }
 
 /// Key row j's scores of a block, in place: scaled and masked for the

@@ -110,7 +110,7 @@ void addMixedPrecision(mlir::OpPassManager &pm, const CompileOptions &opts) {
 /// mixed precision retypes the fused op and autodiff differentiates it.
 void addAttentionFusion(mlir::OpPassManager &pm, const CompileOptions &opts) {
   if (opts.fuseAttention == OnOff::On)
-    pm.addPass(createFuseAttentionPass());
+    pm.addPass(createFuseAttentionPass({opts.freezeRegex, opts.mode == Mode::Train}));
 }
 
 /// The train, checkpoint, shard and schedule stages.

@@ -37,9 +37,11 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Regex.h"
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 using namespace mlir;
 
@@ -78,16 +80,39 @@ Fill fillOf(Value v, ConstantValues &values) {
   return Fill::None;
 }
 
-/// Whether a float block argument (a parameter, or a float model input)
-/// reaches `v`: such a mask would need a gradient, which nn.attention does
-/// not give.
-bool dependsOnFloatArgument(Value v) {
+/// Which float block arguments (parameters, float model inputs) a mask
+/// cannot be computed from: those that may get a gradient, which
+/// nn.attention does not give its mask.
+class GradientArguments {
+public:
+  explicit GradientArguments(const AttentionFusionOptions &options) : gradients(options.gradients) {
+    if (!options.freeze.empty())
+      freeze.emplace(options.freeze, llvm::Regex::NoFlags);
+  }
+
+  bool mayNeedOne(BlockArgument arg) const {
+    if (!gradients || !isa<FloatType>(cast<ShapedType>(arg.getType()).getElementType()))
+      return false;
+    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    auto name = func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nn.param")
+                     : StringAttr();
+    // A frozen parameter is a buffer (BuildTrainStep.cpp matches the same way).
+    return !(name && freeze && freeze->match(name.getValue()));
+  }
+
+private:
+  bool gradients;
+  std::optional<llvm::Regex> freeze;
+};
+
+/// Whether a block argument that may get a gradient reaches `v`.
+bool dependsOnGradientArgument(Value v, const GradientArguments &arguments) {
   llvm::SetVector<Value> work;
   work.insert(v);
   for (size_t i = 0; i < work.size(); ++i) {
     Value cur = work[i];
-    if (isa<BlockArgument>(cur)) {
-      if (isa<FloatType>(cast<ShapedType>(cur.getType()).getElementType()))
+    if (auto arg = dyn_cast<BlockArgument>(cur)) {
+      if (arguments.mayNeedOne(arg))
         return true;
       continue;
     }
@@ -294,7 +319,8 @@ llvm::SmallVector<int64_t, 4> lifted(ArrayRef<int64_t> shape, bool lift) {
 
 class Recognizer {
 public:
-  Recognizer(nn::MatMulOp pv, ConstantValues &values) : pv(pv), values(values) {}
+  Recognizer(nn::MatMulOp pv, ConstantValues &values, const GradientArguments &arguments)
+      : pv(pv), values(values), arguments(arguments) {}
 
   /// Recognizes the chain ending at `pv`; false with `why` set when it is a
   /// near miss, false with `why` empty when `pv` is no attention at all.
@@ -307,6 +333,7 @@ private:
   }
   nn::MatMulOp pv;
   ConstantValues &values;
+  const GradientArguments &arguments;
 };
 
 bool Recognizer::run(Recognized &out, std::string &why) {
@@ -396,9 +423,9 @@ bool Recognizer::run(Recognized &out, std::string &why) {
     if (mask.size() > static_cast<size_t>(rank) || !nn::broadcastsTo(mask, scores))
       return fail(why, "a mask of shape " + nn::formatShape(mask) +
                            " that does not broadcast to the scores " + nn::formatShape(scores));
-    if (dependsOnFloatArgument(out.mask))
+    if (dependsOnGradientArgument(out.mask, arguments))
       return fail(why, "the mask is computed from a parameter or float input (it would need a "
-                       "gradient)");
+                       "gradient; --freeze the parameter if it is a buffer)");
   }
 
   // The scale and the product of queries and transposed keys.
@@ -490,15 +517,16 @@ Value buildAttention(nn::MatMulOp pv, const Recognized &r) {
 
 } // namespace
 
-AttentionFusion fuseAttention(func::FuncOp func) {
+AttentionFusion fuseAttention(func::FuncOp func, const AttentionFusionOptions &options) {
   AttentionFusion result;
   ConstantValues values;
+  const GradientArguments arguments(options);
   llvm::SmallVector<nn::MatMulOp> products;
   func.walk([&](nn::MatMulOp op) { products.push_back(op); });
   for (nn::MatMulOp pv : products) {
     Recognized r;
     std::string why;
-    if (!Recognizer(pv, values).run(r, why)) {
+    if (!Recognizer(pv, values, arguments).run(r, why)) {
       if (!why.empty())
         result.unfused.push_back({pv.getLoc(), why});
       continue;
@@ -538,7 +566,7 @@ struct FuseAttentionPass : impl::FuseAttentionPassBase<FuseAttentionPass> {
     auto forward = module.lookupSymbol<func::FuncOp>("forward");
     if (!forward)
       return;
-    AttentionFusion fusion = fuseAttention(forward);
+    AttentionFusion fusion = fuseAttention(forward, {freeze, gradients});
     Builder b(module.getContext());
     llvm::SmallVector<Attribute> unfused;
     for (const auto &[loc, why] : fusion.unfused)

@@ -27,8 +27,19 @@ struct AttentionFusion {
   std::vector<std::pair<mlir::Location, std::string>> unfused;
 };
 
+/// What a mask may be computed from. nn.attention gives its mask no
+/// gradient, so a mask computed from a parameter that gets one is a near
+/// miss; a frozen parameter (--freeze), or any value in a plan without a
+/// backward (--mode=forward), needs none.
+struct AttentionFusionOptions {
+  /// The --freeze regex: the parameters it matches get no gradient.
+  std::string freeze;
+  /// Whether the plan has a backward at all.
+  bool gradients = true;
+};
+
 /// Fuses in `func`.
-AttentionFusion fuseAttention(mlir::func::FuncOp func);
+AttentionFusion fuseAttention(mlir::func::FuncOp func, const AttentionFusionOptions &options = {});
 
 } // namespace fsdp
 

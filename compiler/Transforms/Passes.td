@@ -38,7 +38,8 @@ def FuseAttentionPass : Pass<"fsdp-fuse-attention", "::mlir::ModuleOp"> {
     A constant mask equal to the causal triangle becomes `is_causal`. A
     chain it cannot prove means the same function (dropout, a softmax over
     another axis, probabilities read elsewhere, a mask computed from a
-    parameter, shapes that broadcast) stays as it is; the module attribute
+    parameter that gets a gradient (one `freeze` matches gets none, and in
+    a plan without `gradients` none does), shapes that broadcast) stays as it is; the module attribute
     `fsdp.attention_fusion` records how many were fused and why the others
     were not. It runs first, before mixed precision and autodiff, so the
     backward is nn.attention_grad and no score tensor is saved.
@@ -57,6 +58,12 @@ def FuseAttentionPass : Pass<"fsdp-fuse-attention", "::mlir::ModuleOp"> {
         -> (tensor<1x2x8x4xf32>, tensor<1x2x8xf32>)
     ```
   }];
+  let options = [
+    Option<"freeze", "freeze", "std::string", /*default=*/"::fsdp::defaults::freezeRegex",
+           "parameters matching this regex are buffers: a mask may be computed from them">,
+    Option<"gradients", "gradients", "bool", /*default=*/"true",
+           "whether the plan has a backward (false: a mask may be computed from anything)">,
+  ];
   let dependentDialects = ["::fsdp::nn::NNDialect"];
 }
 

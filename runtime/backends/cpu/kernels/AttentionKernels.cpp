@@ -26,7 +26,8 @@
 // products with v, dout, q and k accumulate in register blocks of four
 // rows by up to 64 columns (BlockKernels.h's dot and run: a small GEMM whose
 // every output keeps its own sequential sum), the block size chosen per
-// wide-loop copy (runWideFmaSized). Every sum of products is an explicit
+// wide-loop copy (runWideFmaSized); a block's element passes, weights and
+// packing are AttentionBlocks.h's. Every sum of products is an explicit
 // fused multiply-add (multiplyAdd) and the file is built with
 // -ffp-contract=off, so nothing else is fused on any target and the bits
 // are the CUDA build's (-fmad=false). Operands are packed widened to C,
@@ -47,252 +48,19 @@
 
 #include "runtime/backends/AttentionShape.h"
 #include "runtime/backends/cpu/KernelThreads.h"
+#include "runtime/backends/cpu/kernels/AttentionBlocks.h"
 #include "runtime/backends/cpu/kernels/BlockKernels.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/math/FastMath.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 namespace fsdp::rt::cpu {
 namespace {
 
-/// Rows of a tile: the forward's key tile (part of the bits) and the query
-/// tile of a block (a size for speed only).
-constexpr int64_t kTile = kAttentionKeyTile;
-
-/// A pair's flag (kept or not), 32 bits wide so that its stores alias no
-/// float (a byte's would stop the element loops from vectorizing).
-using Flag = uint32_t;
-
-/// Rows of a register block (BlockKernels.h).
-constexpr int kBlockRows = blocks::kRows;
-
-inline int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-/// Tiles of kTile covering `len` rows.
-inline int64_t tilesOf(int64_t len) { return (len + kTile - 1) / kTile; }
-
-/// Register blocking of the copy whose vectors are Bytes wide, for compute
-/// type C: packed rows are padded to kUnit elements (64 bytes), and a block
-/// spans up to kUnits of them (four AVX-512 registers a row; one unit, two
-/// AVX2 registers, where there are 16 registers for 4 rows).
-template <typename C, int Bytes> struct Blocking {
-  static constexpr int kUnit = 64 / static_cast<int>(sizeof(C));
-  static constexpr int kUnits = Bytes == 64 ? 4 : 1;
-
-  /// f(c0, std::integral_constant<int, W>) for column chunks [c0, c0 + W)
-  /// covering [0, width), width a multiple of kUnit.
-  template <typename F> static FSDP_HD_INLINE void chunks(int64_t width, F f) {
-    constexpr int kMax = kUnits * kUnit;
-    int64_t c0 = 0;
-    for (; c0 + kMax <= width; c0 += kMax)
-      f(c0, std::integral_constant<int, kMax>{});
-    if constexpr (kUnits == 4) {
-      switch ((width - c0) / kUnit) {
-      case 3: return f(c0, std::integral_constant<int, 3 * kUnit>{});
-      case 2: return f(c0, std::integral_constant<int, 2 * kUnit>{});
-      case 1: return f(c0, std::integral_constant<int, kUnit>{});
-      default: return;
-      }
-    }
-  }
-};
-
-/// A weight matrix read through strides: weight (r, c) of a block is
-/// w[r · rowStride + c · colStride], its kept flag kept[the same].
-template <typename C> struct Weights {
-  const C *w;
-  const Flag *kept;
-  int64_t rowStride, colStride;
-  /// Every pair of the block's real rows and columns is kept: no flag need
-  /// be read (the padding rows' weights are 0 and their sums unused).
-  bool everyKept;
-
-  FSDP_HD_INLINE Weights at(int64_t r0) const {
-    return {w + r0 * rowStride, kept ? kept + r0 * rowStride : nullptr, rowStride, colStride,
-            everyKept};
-  }
-  FSDP_HD_INLINE bool keeps(int r, int64_t c) const {
-    return kept[r * rowStride + c * colStride] != 0;
-  }
-  FSDP_HD_INLINE bool keepsAll(int64_t c) const {
-    const Flag *k = kept + c * colStride;
-    return (k[0] & k[rowStride] & k[2 * rowStride] & k[3 * rowStride]) != 0;
-  }
-  FSDP_HD_INLINE C operator()(int r, int64_t c) const { return w[r * rowStride + c * colStride]; }
-};
-
-/// out[u] += x · row[u] for u < width: one row's term of one column.
-template <typename C>
-FSDP_HD_INLINE void accumulateOne(C *out, int64_t width, C x, const C *row) {
-  for (int64_t u = 0; u < width; ++u)
-    out[u] = multiplyAdd(x, row[u], out[u]);
-}
-
-/// acc[r·lda + x] += wt(r, c) · b[c·ldb + x] for c = c0 .. c1-1 in order
-/// where wt keeps (r, c), x < width: runs of columns every row keeps go
-/// through blocks::run, a column some row skips row by row.
-template <int Bytes, typename C>
-FSDP_HD_INLINE void accumulateBlock(C *acc, int64_t lda, int64_t width, const Weights<C> &wt,
-                                    const C *b, int64_t ldb, int64_t c0, int64_t c1) {
-  if (wt.everyKept) {
-    if (c1 > c0)
-      Blocking<C, Bytes>::chunks(width, [&](int64_t x0, auto w) __attribute__((always_inline)) {
-        blocks::run<Bytes, decltype(w)::value>(acc + x0, lda, wt.w, wt.rowStride, wt.colStride,
-                                                b + x0, ldb, c0, c1);
-      });
-    return;
-  }
-  int64_t c = c0;
-  while (c < c1) {
-    int64_t e = c;
-    while (e < c1 && wt.keepsAll(e))
-      ++e;
-    if (e > c)
-      Blocking<C, Bytes>::chunks(width, [&](int64_t x0, auto w) __attribute__((always_inline)) {
-        blocks::run<Bytes, decltype(w)::value>(acc + x0, lda, wt.w, wt.rowStride, wt.colStride,
-                                                b + x0, ldb, c, e);
-      });
-    if (e == c1)
-      return;
-    for (int r = 0; r < kBlockRows; ++r)
-      if (wt.keeps(r, e))
-        accumulateOne(acc + r * lda, width, wt(r, e), b + e * ldb);
-    c = e + 1;
-  }
-}
-
-/// acc[r·lda + x] += wt(r, c) · b[c·ldb + x] for c < count[r] in order,
-/// x < width (= lda): the columns every row of the block takes through
-/// blocks::run, the rest row by row. Rows past the tile's have count 0.
-template <int Bytes, typename C>
-FSDP_HD_INLINE void accumulatePrefixes(C *acc, int64_t lda, const Weights<C> &wt,
-                                       const int64_t *count, const C *b, int64_t ldb) {
-  const int64_t common = std::min({count[0], count[1], count[2], count[3]});
-  const int64_t most = std::max({count[0], count[1], count[2], count[3]});
-  if (common > 0)
-    Blocking<C, Bytes>::chunks(lda, [&](int64_t x0, auto w) __attribute__((always_inline)) {
-      blocks::run<Bytes, decltype(w)::value>(acc + x0, lda, wt.w, wt.rowStride, wt.colStride,
-                                                b + x0, ldb, 0, common);
-    });
-  for (int64_t c = common; c < most; ++c)
-    for (int r = 0; r < kBlockRows; ++r)
-      if (c < count[r])
-        accumulateOne(acc + r * lda, lda, wt(r, c), b + c * ldb);
-}
-
-/// Key row j's scores of a block, in place: scaled and masked for the
-/// queries ii in [first, rows) (those that see the key), -inf for the
-/// rest; seen[ii] says which. The mask's element of query ii is at
-/// offset + ii · step.
-template <typename T, typename C>
-FSDP_HD_INLINE void scoreRow(C *__restrict s, Flag *__restrict seen, int64_t first, int64_t rows,
-                             C scale, const AttentionMask &mask, int64_t offset, int64_t step) {
-  if (!mask.data) {
-    const AttentionMask none;
-    for (int64_t ii = 0; ii < kTile; ++ii) {
-      const bool sees = ii >= first && ii < rows;
-      s[ii] = sees ? maskedScore<T>(s[ii], scale, none, 0) : negativeInfinity<C>();
-      seen[ii] = sees;
-    }
-    return;
-  }
-  for (int64_t ii = 0; ii < kTile; ++ii) {
-    const bool sees = ii >= first && ii < rows;
-    s[ii] = sees ? maskedScore<T>(s[ii], scale, mask, offset + ii * step) : negativeInfinity<C>();
-    seen[ii] = sees;
-  }
-}
-
-/// The forward's scores of key row j of a block, in place (as scoreRow,
-/// without flags), and the running tile maxima of the queries that see it.
-template <typename T, typename C>
-FSDP_HD_INLINE void forwardScoreRow(C *__restrict s, C *__restrict tm, int64_t first, int64_t rows,
-                                    C scale, const AttentionMask &mask, int64_t offset,
-                                    int64_t step) {
-  if (!mask.data) {
-    const AttentionMask none;
-    for (int64_t ii = 0; ii < kTile; ++ii) {
-      const bool sees = ii >= first && ii < rows;
-      const C x = maskedScore<T>(s[ii], scale, none, 0);
-      s[ii] = sees ? x : negativeInfinity<C>();
-      tm[ii] = sees ? maxOf(tm[ii], x) : tm[ii];
-    }
-    return;
-  }
-  for (int64_t ii = 0; ii < kTile; ++ii) {
-    const bool sees = ii >= first && ii < rows;
-    const C x = sees ? maskedScore<T>(s[ii], scale, mask, offset + ii * step) : negativeInfinity<C>();
-    s[ii] = x;
-    tm[ii] = sees ? maxOf(tm[ii], x) : tm[ii];
-  }
-}
-
-/// The forward's probabilities of one key row: p = exp(s - mNew) for the
-/// active queries (an unseen key's score is -inf: p = +0, which leaves the
-/// sum as it is), added to the row sums, rounded to T into pr.
-template <typename T, typename C>
-FSDP_HD_INLINE void probabilityRow(const C *__restrict s, const C *__restrict mNew,
-                                   const Flag *__restrict active, C *__restrict sum,
-                                   C *__restrict pr) {
-  for (int64_t ii = 0; ii < kTile; ++ii) {
-    const C p = active[ii] ? expOf(s[ii] - mNew[ii]) : C(0);
-    sum[ii] += p;
-    pr[ii] = roundedProbability<T>(p);
-  }
-}
-
-/// The backward's terms of one key row without dropout: from the masked
-/// scores s and dp = dot(dout_i, v_j), the recomputed probability p, the
-/// rounded one dv multiplies (into pr), ds = p · (dp - delta) (into dp),
-/// and whether the pair counts (p != 0).
-/// Returns whether every query ii < rows keeps the pair.
-template <typename T, typename C>
-FSDP_HD_INLINE bool gradRow(const C *__restrict s, C *__restrict dp, C *__restrict pr,
-                            Flag *__restrict kept, const C *__restrict lse,
-                            const C *__restrict delta, int64_t rows) {
-  Flag dropped = 0;
-  for (int64_t ii = 0; ii < kTile; ++ii) {
-    const C p = recomputedProbability(s[ii], lse[ii]);
-    const Flag keep = p != 0;
-    pr[ii] = roundedProbability<T>(p);
-    dp[ii] = p * (dp[ii] - delta[ii]);
-    kept[ii] = keep;
-    dropped |= ii < rows ? keep ^ 1 : 0;
-  }
-  return dropped == 0;
-}
-
-/// Rows [first, first + count) of a [*, width] tensor widened to C into
-/// dst[r · ld + x], ld >= width, zero in the padding columns and in rows
-/// [count, rows).
-template <typename T, typename C>
-void packRows(const T *src, int64_t first, int64_t count, int64_t width, int64_t ld,
-              int64_t rows, C *dst) {
-  for (int64_t r = 0; r < count; ++r) {
-    const T *s = src + (first + r) * width;
-    C *d = dst + r * ld;
-    for (int64_t x = 0; x < width; ++x)
-      d[x] = load(s + x);
-    std::fill(d + width, d + ld, C(0));
-  }
-  std::fill(dst + count * ld, dst + rows * ld, C(0));
-}
-
-/// The same rows transposed: dst[x · kTile + r] for x < width, r < kTile,
-/// zero for r >= count.
-template <typename T, typename C>
-void packColumns(const T *src, int64_t first, int64_t count, int64_t width, C *dst) {
-  for (int64_t x = 0; x < width; ++x) {
-    C *d = dst + x * kTile;
-    for (int64_t r = 0; r < count; ++r)
-      d[r] = load(src + (first + r) * width + x);
-    std::fill(d + count, d + kTile, C(0));
-  }
-}
+using namespace attentionblock;
 
 /// Per-block scratch: the key-major score and dout·v tiles and what the
 /// element passes make of them (probabilities, their rounded form, ds and

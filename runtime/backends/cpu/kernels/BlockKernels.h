@@ -38,44 +38,24 @@ constexpr int kRows = 4;
 #define FSDP_LANES_AVX2 __attribute__((always_inline, target(FSDP_AVX2_TARGET))) static inline
 
 /// A vector register of C of one tier: load, store, broadcast, zero and
-/// the fused multiply-add a · b + c rounded once.
+/// the fused multiply-add a · b + c rounded once; one specialization per
+/// (type, width), from the intrinsics named PREFIX_op_SUFFIX.
 template <typename C, int Bytes> struct Lanes;
-template <> struct Lanes<float, 64> {
-  using V = __m512;
-  static constexpr int kCount = 16;
-  FSDP_LANES_AVX512 V zero() { return _mm512_setzero_ps(); }
-  FSDP_LANES_AVX512 V load(const float *p) { return _mm512_loadu_ps(p); }
-  FSDP_LANES_AVX512 V broadcast(float x) { return _mm512_set1_ps(x); }
-  FSDP_LANES_AVX512 V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  FSDP_LANES_AVX512 void store(float *p, V v) { _mm512_storeu_ps(p, v); }
-};
-template <> struct Lanes<double, 64> {
-  using V = __m512d;
-  static constexpr int kCount = 8;
-  FSDP_LANES_AVX512 V zero() { return _mm512_setzero_pd(); }
-  FSDP_LANES_AVX512 V load(const double *p) { return _mm512_loadu_pd(p); }
-  FSDP_LANES_AVX512 V broadcast(double x) { return _mm512_set1_pd(x); }
-  FSDP_LANES_AVX512 V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
-  FSDP_LANES_AVX512 void store(double *p, V v) { _mm512_storeu_pd(p, v); }
-};
-template <> struct Lanes<float, 32> {
-  using V = __m256;
-  static constexpr int kCount = 8;
-  FSDP_LANES_AVX2 V zero() { return _mm256_setzero_ps(); }
-  FSDP_LANES_AVX2 V load(const float *p) { return _mm256_loadu_ps(p); }
-  FSDP_LANES_AVX2 V broadcast(float x) { return _mm256_set1_ps(x); }
-  FSDP_LANES_AVX2 V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  FSDP_LANES_AVX2 void store(float *p, V v) { _mm256_storeu_ps(p, v); }
-};
-template <> struct Lanes<double, 32> {
-  using V = __m256d;
-  static constexpr int kCount = 4;
-  FSDP_LANES_AVX2 V zero() { return _mm256_setzero_pd(); }
-  FSDP_LANES_AVX2 V load(const double *p) { return _mm256_loadu_pd(p); }
-  FSDP_LANES_AVX2 V broadcast(double x) { return _mm256_set1_pd(x); }
-  FSDP_LANES_AVX2 V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
-  FSDP_LANES_AVX2 void store(double *p, V v) { _mm256_storeu_pd(p, v); }
-};
+#define FSDP_LANES(TYPE, BYTES, VECTOR, PREFIX, SUFFIX, FN)                                     \
+  template <> struct Lanes<TYPE, BYTES> {                                                      \
+    using V = VECTOR;                                                                          \
+    static constexpr int kCount = BYTES / static_cast<int>(sizeof(TYPE));                     \
+    FN V zero() { return PREFIX##_setzero_##SUFFIX(); }                                        \
+    FN V load(const TYPE *p) { return PREFIX##_loadu_##SUFFIX(p); }                            \
+    FN V broadcast(TYPE x) { return PREFIX##_set1_##SUFFIX(x); }                               \
+    FN V fma(V a, V b, V c) { return PREFIX##_fmadd_##SUFFIX(a, b, c); }                       \
+    FN void store(TYPE *p, V v) { PREFIX##_storeu_##SUFFIX(p, v); }                            \
+  };
+FSDP_LANES(float, 64, __m512, _mm512, ps, FSDP_LANES_AVX512)
+FSDP_LANES(double, 64, __m512d, _mm512, pd, FSDP_LANES_AVX512)
+FSDP_LANES(float, 32, __m256, _mm256, ps, FSDP_LANES_AVX2)
+FSDP_LANES(double, 32, __m256d, _mm256, pd, FSDP_LANES_AVX2)
+#undef FSDP_LANES
 
 // The vector copies' bodies, one per target (a function's target cannot
 // depend on a template argument): out = a · b from +0 (dot), and acc +=

@@ -34,8 +34,10 @@ constexpr int64_t kTile = kAttentionKeyTile;
 /// float (a byte's would stop the element loops from vectorizing).
 using Flag = uint32_t;
 
-/// Rows of a register block (BlockKernels.h).
+/// Rows of a register block (BlockKernels.h); keepsAll and
+/// accumulatePrefixes read a block's four rows by hand.
 constexpr int kBlockRows = blocks::kRows;
+static_assert(kBlockRows == 4, "a block's flags and counts are read four at a time");
 
 inline int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 

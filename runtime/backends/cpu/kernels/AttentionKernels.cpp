@@ -358,30 +358,22 @@ template <typename T> struct Backward {
 
   const AttentionShape &n() const { return kern.n; }
 
-  /// Query tile `tile` of (b, h) packed into the tile-th slot of g's
-  /// buffers.
-  QueryTile<C> packQueries(int64_t b, int64_t h, int64_t tile, GradScratch<C> &g) const {
-    const int64_t i0 = tile * kTile;
-    kern.packQueryTile(b, h, i0, grad, g.q.data() + i0 * kern.dp,
-                       g.qCols.data() + tile * kTile * n().d, g.dout.data() + i0 * kern.dvp,
-                       g.doutCols.data() + tile * kTile * n().dv, g.lse.data() + i0,
-                       g.delta.data() + i0);
-    return view(tile, g);
+  /// Slot `slot` of g's packed query buffers, seen as query tile
+  /// [i0, i0 + kTile).
+  QueryTile<C> view(int64_t slot, int64_t i0, GradScratch<C> &g) const {
+    const int64_t row = slot * kTile;
+    return {g.q.data() + row * kern.dp,     g.qCols.data() + row * n().d,
+            g.dout.data() + row * kern.dvp, g.doutCols.data() + row * n().dv,
+            g.lse.data() + row,             g.delta.data() + row,
+            i0,                             std::min(kTile, n().tq - i0)};
   }
-  QueryTile<C> view(int64_t tile, const GradScratch<C> &g) const {
-    const int64_t i0 = tile * kTile;
-    return {g.q.data() + i0 * kern.dp, g.qCols.data() + tile * kTile * n().d,
-            g.dout.data() + i0 * kern.dvp, g.doutCols.data() + tile * kTile * n().dv,
-            g.lse.data() + i0, g.delta.data() + i0, i0, std::min(kTile, n().tq - i0)};
-  }
-  /// Query tile [i0, i0 + kTile) of (b, h) packed into g's one slot.
-  QueryTile<C> packOne(int64_t b, int64_t h, int64_t i0, GradScratch<C> &g) const {
-    kern.packQueryTile(b, h, i0, grad, g.q.data(), g.qCols.data(), g.dout.data(),
-                       g.doutCols.data(), g.lse.data(), g.delta.data());
-    QueryTile<C> qt = view(0, g);
-    qt.first = i0;
-    qt.count = std::min(kTile, n().tq - i0);
-    return qt;
+  /// Query tile [i0, i0 + kTile) of (b, h) packed into slot `slot`.
+  QueryTile<C> pack(int64_t b, int64_t h, int64_t i0, int64_t slot, GradScratch<C> &g) const {
+    const int64_t row = slot * kTile;
+    kern.packQueryTile(b, h, i0, grad, g.q.data() + row * kern.dp, g.qCols.data() + row * n().d,
+                       g.dout.data() + row * kern.dvp, g.doutCols.data() + row * n().dv,
+                       g.lse.data() + row, g.delta.data() + row);
+    return view(slot, i0, g);
   }
   static void reserve(GradScratch<C> &g, int64_t queryTiles, const Kernel<T> &kern,
                       int64_t keyRows, int64_t dqRows) {
@@ -426,14 +418,14 @@ template <typename T> struct Backward {
     std::fill(s.dV.begin(), s.dV.end(), C(0));
     for (int64_t h = g * heads; h < (g + 1) * heads; ++h) {
       for (int64_t t = 0; t < queryTiles; ++t)
-        packQueries(b, h, t, s);
+        pack(b, h, t * kTile, t, s);
       std::fill(s.dQ.begin(), s.dQ.end(), C(0));
       for (int64_t t = 0; t < keyTiles; ++t) {
         const int64_t t0 = t * kTile;
         const KeyTile<C> kt{kv.k.data() + t0 * kern.dp, kv.v.data() + t0 * kern.dvp, t0,
                             std::min(kTile, n().tk - t0)};
         for (int64_t i0 = kern.firstQueryTile(t0); i0 < n().tq; i0 += kTile)
-          kern.template blockGrad<Bytes>(b, h, view(i0 / kTile, s), kt,
+          kern.template blockGrad<Bytes>(b, h, view(i0 / kTile, i0, s), kt,
                                          s.dK.data() + t0 * kern.dp, s.dV.data() + t0 * kern.dvp,
                                          s.dQ.data() + i0 * kern.dp, w);
       }
@@ -453,10 +445,9 @@ template <typename T> struct Backward {
     std::fill(s.dK.begin(), s.dK.end(), C(0));
     std::fill(s.dV.begin(), s.dV.end(), C(0));
     for (int64_t h = g * heads; h < (g + 1) * heads; ++h)
-      for (int64_t i0 = kern.firstQueryTile(t0); i0 < n().tq; i0 += kTile) {
-        kern.template blockGrad<Bytes>(b, h, packOne(b, h, i0, s), kt, s.dK.data(),
-                                       s.dV.data(), static_cast<C *>(nullptr), w);
-      }
+      for (int64_t i0 = kern.firstQueryTile(t0); i0 < n().tq; i0 += kTile)
+        kern.template blockGrad<Bytes>(b, h, pack(b, h, i0, 0, s), kt, s.dK.data(), s.dV.data(),
+                                       static_cast<C *>(nullptr), w);
     storeKeys(b, g, t0, count, s);
   }
 
@@ -467,7 +458,7 @@ template <typename T> struct Backward {
     const int64_t rows = std::min(kTile, n().tq - i0);
     const int64_t tileEnd = n().keyEnd(i0 + rows - 1);
     kern.packKeyValues(b, n().kvHead(h), roundUp(tileEnd, kTile), kv);
-    const QueryTile<C> qt = packOne(b, h, i0, s);
+    const QueryTile<C> qt = pack(b, h, i0, 0, s);
     std::fill(s.dQ.begin(), s.dQ.end(), C(0));
     for (int64_t t0 = 0; t0 < tileEnd; t0 += kTile) {
       const KeyTile<C> kt{kv.k.data() + t0 * kern.dp, kv.v.data() + t0 * kern.dvp, t0,

@@ -101,30 +101,29 @@ FSDP_HD_INLINE void accumulateOne(C *out, int64_t width, C x, const C *row) {
     out[u] = multiplyAdd(x, row[u], out[u]);
 }
 
+/// acc[r·lda + x] += wt(r, c) · b[c·ldb + x] for c = c0 .. c1-1 in order,
+/// every row, x < width: blocks::run over the row's column chunks.
+template <int Bytes, typename C>
+FSDP_HD_INLINE void runColumns(C *acc, int64_t lda, int64_t width, const Weights<C> &wt,
+                               const C *b, int64_t ldb, int64_t c0, int64_t c1) {
+  Blocking<C, Bytes>::chunks(width, [&](int64_t x0, auto w) __attribute__((always_inline)) {
+    blocks::run<Bytes, decltype(w)::value>(acc + x0, lda, wt.w, wt.rowStride, wt.colStride,
+                                            b + x0, ldb, c0, c1);
+  });
+}
+
 /// acc[r·lda + x] += wt(r, c) · b[c·ldb + x] for c = c0 .. c1-1 in order
 /// where wt keeps (r, c), x < width: runs of columns every row keeps go
-/// through blocks::run, a column some row skips row by row.
+/// through runColumns, a column some row skips row by row.
 template <int Bytes, typename C>
 FSDP_HD_INLINE void accumulateBlock(C *acc, int64_t lda, int64_t width, const Weights<C> &wt,
                                     const C *b, int64_t ldb, int64_t c0, int64_t c1) {
-  if (wt.everyKept) {
-    if (c1 > c0)
-      Blocking<C, Bytes>::chunks(width, [&](int64_t x0, auto w) __attribute__((always_inline)) {
-        blocks::run<Bytes, decltype(w)::value>(acc + x0, lda, wt.w, wt.rowStride, wt.colStride,
-                                                b + x0, ldb, c0, c1);
-      });
-    return;
-  }
-  int64_t c = c0;
-  while (c < c1) {
+  for (int64_t c = c0; c < c1;) {
     int64_t e = c;
-    while (e < c1 && wt.keepsAll(e))
+    while (e < c1 && (wt.everyKept || wt.keepsAll(e)))
       ++e;
     if (e > c)
-      Blocking<C, Bytes>::chunks(width, [&](int64_t x0, auto w) __attribute__((always_inline)) {
-        blocks::run<Bytes, decltype(w)::value>(acc + x0, lda, wt.w, wt.rowStride, wt.colStride,
-                                                b + x0, ldb, c, e);
-      });
+      runColumns<Bytes>(acc, lda, width, wt, b, ldb, c, e);
     if (e == c1)
       return;
     for (int r = 0; r < kBlockRows; ++r)
@@ -136,17 +135,14 @@ FSDP_HD_INLINE void accumulateBlock(C *acc, int64_t lda, int64_t width, const We
 
 /// acc[r·lda + x] += wt(r, c) · b[c·ldb + x] for c < count[r] in order,
 /// x < width (= lda): the columns every row of the block takes through
-/// blocks::run, the rest row by row. Rows past the tile's have count 0.
+/// runColumns, the rest row by row. Rows past the tile's have count 0.
 template <int Bytes, typename C>
 FSDP_HD_INLINE void accumulatePrefixes(C *acc, int64_t lda, const Weights<C> &wt,
                                        const int64_t *count, const C *b, int64_t ldb) {
   const int64_t common = std::min({count[0], count[1], count[2], count[3]});
   const int64_t most = std::max({count[0], count[1], count[2], count[3]});
   if (common > 0)
-    Blocking<C, Bytes>::chunks(lda, [&](int64_t x0, auto w) __attribute__((always_inline)) {
-      blocks::run<Bytes, decltype(w)::value>(acc + x0, lda, wt.w, wt.rowStride, wt.colStride,
-                                                b + x0, ldb, 0, common);
-    });
+    runColumns<Bytes>(acc, lda, lda, wt, b, ldb, 0, common);
   for (int64_t c = common; c < most; ++c)
     for (int r = 0; r < kBlockRows; ++r)
       if (c < count[r])
@@ -155,40 +151,20 @@ FSDP_HD_INLINE void accumulatePrefixes(C *acc, int64_t lda, const Weights<C> &wt
 
 /// Key row j's scores of a block, in place: scaled and masked for the
 /// queries ii in [first, rows) (those that see the key), -inf for the
-/// rest; seen[ii] says which. The mask's element of query ii is at
-/// offset + ii · step.
-template <typename T, typename C>
-FSDP_HD_INLINE void scoreRow(C *__restrict s, Flag *__restrict seen, int64_t first, int64_t rows,
+/// rest. The mask's element of query ii is at offset + ii · step. With
+/// Maxima, also the forward's running tile maxima tm of the queries that
+/// see the key.
+template <typename T, bool Maxima, typename C>
+FSDP_HD_INLINE void scoreRow(C *__restrict s, C *__restrict tm, int64_t first, int64_t rows,
                              C scale, const AttentionMask &mask, int64_t offset, int64_t step) {
-  if (!mask.data) {
-    const AttentionMask none;
-    for (int64_t ii = 0; ii < kTile; ++ii) {
-      const bool sees = ii >= first && ii < rows;
-      s[ii] = sees ? maskedScore<T>(s[ii], scale, none, 0) : negativeInfinity<C>();
-      seen[ii] = sees;
-    }
-    return;
-  }
-  for (int64_t ii = 0; ii < kTile; ++ii) {
-    const bool sees = ii >= first && ii < rows;
-    s[ii] = sees ? maskedScore<T>(s[ii], scale, mask, offset + ii * step) : negativeInfinity<C>();
-    seen[ii] = sees;
-  }
-}
-
-/// The forward's scores of key row j of a block, in place (as scoreRow,
-/// without flags), and the running tile maxima of the queries that see it.
-template <typename T, typename C>
-FSDP_HD_INLINE void forwardScoreRow(C *__restrict s, C *__restrict tm, int64_t first, int64_t rows,
-                                    C scale, const AttentionMask &mask, int64_t offset,
-                                    int64_t step) {
   if (!mask.data) {
     const AttentionMask none;
     for (int64_t ii = 0; ii < kTile; ++ii) {
       const bool sees = ii >= first && ii < rows;
       const C x = maskedScore<T>(s[ii], scale, none, 0);
       s[ii] = sees ? x : negativeInfinity<C>();
-      tm[ii] = sees ? maxOf(tm[ii], x) : tm[ii];
+      if constexpr (Maxima)
+        tm[ii] = sees ? maxOf(tm[ii], x) : tm[ii];
     }
     return;
   }
@@ -196,7 +172,8 @@ FSDP_HD_INLINE void forwardScoreRow(C *__restrict s, C *__restrict tm, int64_t f
     const bool sees = ii >= first && ii < rows;
     const C x = sees ? maskedScore<T>(s[ii], scale, mask, offset + ii * step) : negativeInfinity<C>();
     s[ii] = x;
-    tm[ii] = sees ? maxOf(tm[ii], x) : tm[ii];
+    if constexpr (Maxima)
+      tm[ii] = sees ? maxOf(tm[ii], x) : tm[ii];
   }
 }
 

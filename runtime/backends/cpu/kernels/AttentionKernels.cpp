@@ -135,6 +135,13 @@ template <typename T> struct Kernel {
     kv.packed = rows;
   }
 
+  /// The first query of the tile at i0 that sees key j (kTile when none
+  /// does, or when j is a padding row): query ii sees it iff ii < the
+  /// tile's rows and j < keyEnd(i0 + ii).
+  int64_t firstSeeing(int64_t j, bool real, int64_t i0) const {
+    return real ? std::min<int64_t>(kTile, std::max<int64_t>(0, n.firstQuery(j) - i0)) : kTile;
+  }
+
   /// st[jj · kTile + ii] = dot(a_jj, b_ii) for jj < rows (a multiple of
   /// kBlockRows) and ii < kTile: a's rows row-major (ld lda), b's
   /// transposed (bCols[x · kTile + ii]), n features.
@@ -176,12 +183,8 @@ template <typename T> struct Kernel {
         tm[ii] = negativeInfinity<C>();
       for (int64_t jj = 0; jj < keyRows; ++jj) {
         const int64_t j = t0 + jj;
-        // Query ii sees key j iff ii < rows and j < keyEnd(i0 + ii).
-        const int64_t firstSeeing =
-            jj < keys ? std::min<int64_t>(kTile, std::max<int64_t>(0, n.firstQuery(j) - i0))
-                      : kTile;
-        forwardScoreRow<T>(st + jj * kTile, tm, firstSeeing, rows, scale, n.mask,
-                           n.mask.offset(b, h, i0, j), n.mask.stride[2]);
+        scoreRow<T, true>(st + jj * kTile, tm, firstSeeing(j, jj < keys, i0), rows, scale, n.mask,
+                          n.mask.offset(b, h, i0, j), n.mask.stride[2]);
       }
       // A query with no key seen so far but masked ones changes nothing.
       for (int64_t ii = 0; ii < kTile; ++ii) {
@@ -270,10 +273,8 @@ template <typename T> struct Kernel {
       const int64_t j = t0 + jj;
       C *sRow = st + jj * kTile, *dRow = dpt + jj * kTile, *prRow = prt + jj * kTile;
       Flag *kRow = kept + jj * kTile;
-      const int64_t firstSeeing =
-          jj < keys ? std::min<int64_t>(kTile, std::max<int64_t>(0, n.firstQuery(j) - i0)) : kTile;
-      scoreRow<T>(sRow, kRow, firstSeeing, rows, scale, n.mask, n.mask.offset(b, h, i0, j),
-                  n.mask.stride[2]);
+      scoreRow<T, false>(sRow, static_cast<C *>(nullptr), firstSeeing(j, jj < keys, i0), rows,
+                         scale, n.mask, n.mask.offset(b, h, i0, j), n.mask.stride[2]);
       if (!n.dropout) {
         const bool all = gradRow<T>(sRow, dRow, prRow, kRow, qt.lse, qt.delta, rows);
         every = every && (jj >= keys || all);

@@ -10,7 +10,9 @@
 // differ from each other in summation order only (within the numerics
 // contract, not bitwise). FSDP_CPU_GEMM chooses another 16-bit route for
 // testing and comparison: `widen` (f32 operands through OpenBLAS) or
-// `naive` (the reference loop); unset or `onednn` is the default. This
+// `naive` (the reference loop); unset or `onednn` is the default. The
+// same variable routes 16-bit attention (kernels/AttentionGemm.h): oneDNN's
+// block products by default, the exact kernels under `widen` or `naive`. This
 // header names the route and the libraries in use, for fsdp-run --help.
 //
 //===----------------------------------------------------------------------===//

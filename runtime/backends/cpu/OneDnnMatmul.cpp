@@ -37,17 +37,18 @@ namespace {
 
 using dnnl::memory;
 
-/// One piece's primitive: `rows` rows of the product, a's leading
-/// dimension `lda` (the whole product's m when a is transposed).
+/// One piece's primitive: `rows` rows of the product, the leading
+/// dimensions of a, b and out (a's is the whole product's m when a is
+/// transposed), the operands' type and the result's.
 struct Key {
-  int64_t rows, n, k, lda;
+  int64_t rows, n, k, lda, ldb, ldc;
   bool transA, transB;
-  DType dtype;
+  DType dtype, outDtype;
   uint32_t alphaBits, betaBits;
   bool operator<(const Key &o) const {
-    return std::tie(rows, n, k, lda, transA, transB, dtype, alphaBits, betaBits) <
-           std::tie(o.rows, o.n, o.k, o.lda, o.transA, o.transB, o.dtype, o.alphaBits,
-                    o.betaBits);
+    return std::tie(rows, n, k, lda, ldb, ldc, transA, transB, dtype, outDtype, alphaBits,
+                    betaBits) < std::tie(o.rows, o.n, o.k, o.lda, o.ldb, o.ldc, o.transA,
+                                         o.transB, o.dtype, o.outDtype, o.alphaBits, o.betaBits);
   }
 };
 
@@ -100,13 +101,14 @@ bool bf16Native() {
 std::unique_ptr<Entry> createEntry(const Key &key, float alpha, float beta) {
   auto e = std::make_unique<Entry>();
   e->rows = key.rows;
-  memory::data_type t;
-  if (!dnnlType(key.dtype, t) || (key.dtype == DType::BF16 && !bf16Native()))
+  memory::data_type t, outType;
+  if (!dnnlType(key.dtype, t) || !dnnlType(key.outDtype, outType) ||
+      (key.dtype == DType::BF16 && !bf16Native()))
     return e;
   const memory::dim m = key.rows, n = key.n, k = key.k;
   e->a = memory::desc({m, k}, t, key.transA ? memory::dims{1, key.lda} : memory::dims{key.lda, 1});
-  e->b = memory::desc({k, n}, t, key.transB ? memory::dims{1, k} : memory::dims{n, 1});
-  e->out = memory::desc({m, n}, t, memory::dims{n, 1});
+  e->b = memory::desc({k, n}, t, key.transB ? memory::dims{1, key.ldb} : memory::dims{key.ldb, 1});
+  e->out = memory::desc({m, n}, outType, memory::dims{key.ldc, 1});
   try {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -145,8 +147,19 @@ const Entry &entryFor(const Key &key, float alpha, float beta) {
 }
 
 Key keyOf(const ProductShape &s, int64_t rows, DType dtype, float alpha, float beta) {
-  return Key{rows,   s.n,   s.k,           s.transA ? s.m : s.k, s.transA,
-             s.transB, dtype, bitsOf(alpha), bitsOf(beta)};
+  Key key{};
+  key.rows = rows;
+  key.n = s.n;
+  key.k = s.k;
+  key.lda = s.transA ? s.m : s.k;
+  key.ldb = s.transB ? s.k : s.n;
+  key.ldc = s.n;
+  key.transA = s.transA;
+  key.transB = s.transB;
+  key.dtype = key.outDtype = dtype;
+  key.alphaBits = bitsOf(alpha);
+  key.betaBits = bitsOf(beta);
+  return key;
 }
 
 /// The pieces a product's rows split into: the rank's kernel threads, so
@@ -198,6 +211,40 @@ ThreadState &threadState() {
   return state;
 }
 
+/// Runs entry e on this thread over the operands at a, b and out.
+Status execute(const Entry &e, const void *a, const void *b, void *out) {
+  ThreadState &state = threadState();
+  // oneDNN on this thread alone: no OpenMP team beside the rank's pool.
+  omp_set_num_threads(1);
+  void *scratch = state.scratchOf(e.scratch.get_size());
+  if (!scratch && e.scratch.get_size() > 0)
+    return Status::error("oneDNN matmul: no memory for its scratchpad");
+  ThreadState::Bound &bound = state.boundFor(e);
+  bound.a.set_data_handle(const_cast<void *>(a));
+  bound.b.set_data_handle(const_cast<void *>(b));
+  bound.out.set_data_handle(out);
+  bound.scratch.set_data_handle(scratch);
+  // The C API's argument array: the C++ one takes a map.
+  const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, bound.a.get()},
+                                  {DNNL_ARG_WEIGHTS, bound.b.get()},
+                                  {DNNL_ARG_DST, bound.out.get()},
+                                  {DNNL_ARG_SCRATCHPAD, bound.scratch.get()}};
+  if (dnnl_primitive_execute(e.primitive.get(), state.stream.get(), 4, args) != dnnl_success)
+    return Status::error("oneDNN matmul: execution failed");
+  state.stream.wait();
+  return Status::ok();
+}
+
+/// Execution cannot fail for the descriptors the primitives were created
+/// with, given their scratchpad; were it to, the result is incomplete and
+/// no fallback could redo it (beta has been applied to some rows).
+void abortOn(const Status &status) {
+  if (status)
+    return;
+  std::fprintf(stderr, "fsdp: %s\n", status.message().c_str());
+  std::abort();
+}
+
 const char *isaName(dnnl::cpu_isa isa) {
   switch (isa) {
   case dnnl::cpu_isa::sse41: return "sse41";
@@ -230,40 +277,39 @@ bool oneDnnProduct(const ProductShape &s, DType dtype, const void *a, const void
   }
   const size_t size = dtypeSize(dtype);
   auto run = [&](int64_t begin, int64_t end) -> Status {
-    ThreadState &state = threadState();
-    // oneDNN on this thread alone: no OpenMP team beside the rank's pool.
-    omp_set_num_threads(1);
     for (int64_t i = begin; i < end; ++i) {
-      const Entry &e = *entries[i];
       const int64_t row = pieceBegin(s, pieces, static_cast<int>(i));
-      void *scratch = state.scratchOf(e.scratch.get_size());
-      if (!scratch && e.scratch.get_size() > 0)
-        return Status::error("oneDNN matmul: no memory for its scratchpad");
-      ThreadState::Bound &bound = state.boundFor(e);
       // Row `row` of op(a): a column of a stored transposed.
       const int64_t aOffset = s.transA ? row : row * s.k;
-      bound.a.set_data_handle(const_cast<char *>(static_cast<const char *>(a)) + aOffset * size);
-      bound.b.set_data_handle(const_cast<void *>(b));
-      bound.out.set_data_handle(static_cast<char *>(out) + row * s.n * size);
-      bound.scratch.set_data_handle(scratch);
-      // The C API's argument array: the C++ one takes a map.
-      const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, bound.a.get()},
-                                      {DNNL_ARG_WEIGHTS, bound.b.get()},
-                                      {DNNL_ARG_DST, bound.out.get()},
-                                      {DNNL_ARG_SCRATCHPAD, bound.scratch.get()}};
-      if (dnnl_primitive_execute(e.primitive.get(), state.stream.get(), 4, args) != dnnl_success)
-        return Status::error("oneDNN matmul: execution failed");
-      state.stream.wait();
+      FSDP_RETURN_IF_ERROR(execute(*entries[i], static_cast<const char *>(a) + aOffset * size, b,
+                                   static_cast<char *>(out) + row * s.n * size));
     }
     return Status::ok();
   };
-  // Execution cannot fail for the descriptors the primitives were created
-  // with, given their scratchpad; were it to, the result is incomplete and
-  // no fallback could redo it (beta has been applied to some rows).
-  if (Status status = parallelFor(0, pieces, 1, run); !status) {
-    std::fprintf(stderr, "fsdp: %s\n", status.message().c_str());
-    std::abort();
-  }
+  abortOn(parallelFor(0, pieces, 1, run));
+  return true;
+}
+
+bool oneDnnStridedProduct(const StridedProduct &s, DType dtype, const void *a, const void *b,
+                          float *out, bool accumulate) {
+  Key key{};
+  key.rows = s.m;
+  key.n = s.n;
+  key.k = s.k;
+  key.lda = s.lda;
+  key.ldb = s.ldb;
+  key.ldc = s.ldc;
+  key.transA = s.transA;
+  key.transB = s.transB;
+  key.dtype = dtype;
+  key.outDtype = DType::F32;
+  const float beta = accumulate ? 1.0f : 0.0f;
+  key.alphaBits = bitsOf(1.0f);
+  key.betaBits = bitsOf(beta);
+  const Entry &e = entryFor(key, 1.0f, beta);
+  if (!e.ok)
+    return false;
+  abortOn(execute(e, a, b, out));
   return true;
 }
 

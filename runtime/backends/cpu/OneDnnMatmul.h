@@ -1,7 +1,8 @@
 //===- OneDnnMatmul.h - bf16/f16 matrix products through oneDNN -----------===//
 //
 // out = alpha * op(a) @ op(b) + beta * out (ProductShape's contract) for
-// bf16 and f16 operands and result, by oneDNN's matmul primitive: f32
+// bf16 and f16 operands and result (and, for attention's blocks, strided
+// 16-bit products into an f32 result), by oneDNN's matmul primitive: f32
 // accumulation, alpha as its output scale and beta as a sum post-op, so
 // alpha * acc + beta * out is formed in f32 and rounded once to the
 // result type (round to nearest even). The transposes are strides of the
@@ -47,6 +48,22 @@ namespace fsdp::rt::cpu {
 /// k must be positive.
 bool oneDnnProduct(const ProductShape &s, DType dtype, const void *a, const void *b, void *out,
                    float alpha, float beta);
+
+/// A product with leading dimensions, for kernels that tile their own work
+/// (attention's blocks, kernels/AttentionGemmKernels.cpp): op(a) is m x k,
+/// op(b) k x n, out m x n, each row-major with its own leading dimension
+/// (a stored k x lda when transA, likewise b).
+struct StridedProduct {
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+  bool transA = false, transB = false;
+};
+
+/// out = op(a) @ op(b), plus out when `accumulate`: a and b in `dtype`
+/// (bf16 or f16), out f32, f32 accumulation; one primitive run whole on
+/// the calling thread (its bits depend on the shape alone, not on any
+/// thread count). False, having done nothing, when oneDNN refuses it.
+bool oneDnnStridedProduct(const StridedProduct &s, DType dtype, const void *a, const void *b,
+                          float *out, bool accumulate);
 
 /// Whether oneDNN runs `dtype` products on this CPU (asked once, with a
 /// small product).

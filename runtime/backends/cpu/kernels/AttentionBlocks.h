@@ -17,12 +17,14 @@
 
 #include "runtime/backends/AttentionShape.h"
 #include "runtime/backends/cpu/kernels/BlockKernels.h"
+#include "runtime/backends/cpu/KernelThreads.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/math/FastMath.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 namespace fsdp::rt::cpu::attentionblock {
 
@@ -238,6 +240,36 @@ void packColumns(const T *src, int64_t first, int64_t count, int64_t width, C *d
       d[r] = load(src + (first + r) * width + x);
     std::fill(d + count, d + kTile, C(0));
   }
+}
+
+/// Whether the backward runs as one pass over (b, g) tasks instead of a
+/// pass over key tiles and one over query tiles. Both give the same bits
+/// (the single pass adds dq's terms in the query pass's order); the single
+/// pass computes each pair's two dot products once instead of twice but
+/// has only B · Hkv tasks, so it is taken when those keep the rank's
+/// threads evenly busy.
+inline bool singlePass(int64_t groups) {
+  const KernelThreads *pool = KernelThreads::current();
+  const int64_t threads = pool ? pool->size() : 1;
+  return groups % threads == 0 || groups >= 4 * threads;
+}
+
+/// delta_i = dot(dout_i, out_i) of every query row, in feature order.
+template <typename T>
+Status rowDeltas(const AttentionShape &n, const T *dout, const T *out,
+                 std::vector<ComputeType<T>> &delta) {
+  using C = ComputeType<T>;
+  delta.assign(static_cast<size_t>(n.batch * n.heads * n.tq), C(0));
+  return parallelFor(0, n.batch * n.heads * n.tq, rowGrain(n.dv), [&](int64_t begin, int64_t end) {
+    runWideFma([&] {
+      for (int64_t r = begin; r < end; ++r) {
+        C acc = 0;
+        for (int64_t x = 0; x < n.dv; ++x)
+          acc = multiplyAdd(load(dout + r * n.dv + x), load(out + r * n.dv + x), acc);
+        delta[r] = acc;
+      }
+    });
+  });
 }
 
 } // namespace fsdp::rt::cpu::attentionblock

@@ -34,6 +34,11 @@
 // rows padded to 64 bytes, once per (batch, kv head) where a task walks
 // a whole head, so the packing is not repeated per block.
 //
+// These are the exact kernels: every f32 and f64 attention, and 16-bit
+// attention under FSDP_CPU_GEMM=widen|naive, with dropout, or where oneDNN
+// does not take the type; otherwise 16-bit attention runs its products
+// through oneDNN (AttentionGemm.h, within tolerance of these).
+//
 // The backward runs as one task per (batch, kv head) when those keep the
 // threads evenly busy: its heads in order, each walking its key tiles in
 // order, so each pair's dot products are computed once for dq, dk and dv;
@@ -49,6 +54,7 @@
 #include "runtime/backends/AttentionShape.h"
 #include "runtime/backends/cpu/KernelThreads.h"
 #include "runtime/backends/cpu/kernels/AttentionBlocks.h"
+#include "runtime/backends/cpu/kernels/AttentionGemm.h"
 #include "runtime/backends/cpu/kernels/BlockKernels.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/math/FastMath.h"
@@ -339,18 +345,6 @@ Status runForward(const Kernel<T> &kern, const TensorRef &out, const TensorRef &
   });
 }
 
-/// Whether the backward runs as one pass over (b, g) tasks instead of a
-/// pass over key tiles and one over query tiles. Both give the same bits
-/// (the single pass adds dq's terms in the query pass's order); the single
-/// pass computes each pair's two dot products once instead of twice but
-/// has only B · Hkv tasks, so it is taken when those keep the rank's
-/// threads evenly busy.
-inline bool singlePass(int64_t groups) {
-  const KernelThreads *pool = KernelThreads::current();
-  const int64_t threads = pool ? pool->size() : 1;
-  return groups % threads == 0 || groups >= 4 * threads;
-}
-
 template <typename T> struct Backward {
   using C = ComputeType<T>;
   const Kernel<T> &kern;
@@ -477,20 +471,9 @@ Status runBackward(const Kernel<T> &kern, const TensorRef &out, const TensorRef 
                    const TensorRef &dv) {
   using C = ComputeType<T>;
   const AttentionShape &n = kern.n;
-  const T *O = out.as<T>(), *dO = dout.as<T>();
-  // delta_i = dot(dout_i, out_i), once per query row, in feature order.
-  std::vector<C> delta(static_cast<size_t>(n.batch * n.heads * n.tq));
-  FSDP_RETURN_IF_ERROR(
-      parallelFor(0, n.batch * n.heads * n.tq, rowGrain(n.dv), [&](int64_t begin, int64_t end) {
-        runWideFma([&] {
-          for (int64_t r = begin; r < end; ++r) {
-            C acc = 0;
-            for (int64_t x = 0; x < n.dv; ++x)
-              acc = multiplyAdd(load(dO + r * n.dv + x), load(O + r * n.dv + x), acc);
-            delta[r] = acc;
-          }
-        });
-      }));
+  const T *dO = dout.as<T>();
+  std::vector<C> delta;
+  FSDP_RETURN_IF_ERROR(rowDeltas(n, dO, out.as<T>(), delta));
   const typename Kernel<T>::Grad grad{dO, lse.as<C>(), delta.data()};
   const Backward<T> pass{kern, grad, dq.as<T>(), dk.as<T>(), dv.as<T>()};
   const int64_t keyTiles = tilesOf(n.tk), queryTiles = tilesOf(n.tq);
@@ -543,12 +526,20 @@ Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v, con
   AttentionShape shape;
   FSDP_RETURN_IF_ERROR(attentionShape(q, k, v, mask, causal, out, lse, shape));
   FSDP_RETURN_IF_ERROR(attentionDropout("attention", dropout, shape));
+  bool gemms = false;
+  FSDP_RETURN_IF_ERROR(attentionTakesGemms(q.dtype, shape, gemms));
   Status status = Status::ok();
   FSDP_RETURN_IF_ERROR(dispatchFloat(
       q.dtype,
       [&](auto tag) {
         using T = decltype(tag);
         using C = ComputeType<T>;
+        if constexpr (std::is_same_v<T, BF16> || std::is_same_v<T, F16>)
+          if (gemms) {
+            status = attentionByGemms(shape, scale, q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
+                                      lse.as<float>());
+            return;
+          }
         const Kernel<T> kern(shape, static_cast<C>(scale), q.as<T>(), k.as<T>(), v.as<T>(),
                              dropoutKeepScale<C>(dropout.p));
         status = runForward(kern, out, lse);
@@ -566,12 +557,21 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
   FSDP_RETURN_IF_ERROR(
       attentionGradShape(q, k, v, mask, out, lse, dout, causal, dq, dk, dv, shape));
   FSDP_RETURN_IF_ERROR(attentionDropout("attention_grad", dropout, shape));
+  bool gemms = false;
+  FSDP_RETURN_IF_ERROR(attentionTakesGemms(q.dtype, shape, gemms));
   Status status = Status::ok();
   FSDP_RETURN_IF_ERROR(dispatchFloat(
       q.dtype,
       [&](auto tag) {
         using T = decltype(tag);
         using C = ComputeType<T>;
+        if constexpr (std::is_same_v<T, BF16> || std::is_same_v<T, F16>)
+          if (gemms) {
+            status = attentionGradByGemms(shape, scale, q.as<T>(), k.as<T>(), v.as<T>(),
+                                          out.as<T>(), lse.as<float>(), dout.as<T>(), dq.as<T>(),
+                                          dk.as<T>(), dv.as<T>());
+            return;
+          }
         const Kernel<T> kern(shape, static_cast<C>(scale), q.as<T>(), k.as<T>(), v.as<T>(),
                              dropoutKeepScale<C>(dropout.p));
         status = runBackward(kern, out, lse, dout, dq, dk, dv);

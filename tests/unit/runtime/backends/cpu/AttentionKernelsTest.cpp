@@ -5,8 +5,9 @@
 // gradient), over f32, f64, bf16 and f16, causal and masked (bool and
 // additive, broadcast), grouped-query heads, Tq != Tk, sizes that are not
 // a multiple of the 64-key tile, and fully masked rows (zeros, lse -inf,
-// zero gradients); the bits do not depend on the kernel thread count; bad
-// operands are errors.
+// zero gradients); 16-bit types by both routes (oneDNN's block products
+// and the exact kernels, FSDP_CPU_GEMM); the bits do not depend on the
+// kernel thread count; bad operands are errors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 
 #include "runtime/backends/cpu/KernelThreads.h"
 
+#include <cstdlib>
 #include <limits>
 #include <optional>
 
@@ -168,6 +170,32 @@ TEST(CpuAttention, MatchesThePlainComputation) {
       checkCase(dtype, c);
 }
 
+/// FSDP_CPU_GEMM=value while in scope (unset after).
+struct ScopedRoute {
+  explicit ScopedRoute(const char *value) { setenv("FSDP_CPU_GEMM", value, 1); }
+  ~ScopedRoute() { unsetenv("FSDP_CPU_GEMM"); }
+};
+
+// 16-bit attention by default goes through oneDNN's block products where
+// oneDNN takes the type (AttentionGemm.h), and FSDP_CPU_GEMM=naive keeps the
+// exact kernels: both against the reference, on sizes whose queries and
+// keys span several of the oneDNN route's 256-row spans (causal and not,
+// grouped heads, both masks, Tq != Tk both ways).
+TEST(CpuAttention, BothSixteenBitRoutesMatchThePlainComputation) {
+  const Case cases[] = {
+      {1, 2, 1, 300, 330, 16, 8, true, 2},
+      {1, 2, 2, 520, 260, 8, 8, false, 1},
+      {2, 2, 1, 260, 600, 12, 20, false, 0},
+  };
+  for (const char *route : {"onednn", "naive"}) {
+    SCOPED_TRACE(route);
+    const ScopedRoute scoped(route);
+    for (DType dtype : {DType::BF16, DType::F16})
+      for (const Case &c : cases)
+        checkCase(dtype, c);
+  }
+}
+
 TEST(CpuAttention, FullyMaskedRowsAreZero) {
   const Case c{1, 1, 1, 3, 4, 4, 4, false, 1};
   TestTensor q(DType::F32, {1, 1, 3, 4}), k(DType::F32, {1, 1, 4, 4}), v(DType::F32, {1, 1, 4, 4}),
@@ -191,23 +219,31 @@ TEST(CpuAttention, FullyMaskedRowsAreZero) {
 // B · Hkv = 4 tasks: one thread runs the single-pass backward, three the
 // two passes (4 is not a multiple of 3 and under 4 · 3), so this also
 // checks that both ways give the same bits.
+// The 16-bit cases run both routes (the oneDNN one's queries in two
+// spans at 300 rows).
 TEST(CpuAttention, BitsDoNotDependOnTheThreadCount) {
-  const Case c{2, 4, 2, 67, 67, 8, 8, true, 0};
-  TestTensor q(DType::BF16, {2, 4, 67, 8}), k(DType::BF16, {2, 2, 67, 8}),
-      v(DType::BF16, {2, 2, 67, 8}), dout(DType::BF16, {2, 4, 67, 8});
-  q.fillUniform(1, -1, 1);
-  k.fillUniform(2, -1, 1);
-  v.fillUniform(3, -1, 1);
-  dout.fillUniform(4, -1, 1);
-  Results one = runKernels(DType::BF16, c, q, k, v, nullptr, dout, 0.35f);
-  KernelThreads pool(3);
-  KernelThreads::Scope scope(&pool);
-  Results two = runKernels(DType::BF16, c, q, k, v, nullptr, dout, 0.35f);
-  EXPECT_GT(pool.jobsRun(), 0u);
-  EXPECT_EQ(one.out.storage, two.out.storage);
-  EXPECT_EQ(one.dq.storage, two.dq.storage);
-  EXPECT_EQ(one.dk.storage, two.dk.storage);
-  EXPECT_EQ(one.dv.storage, two.dv.storage);
+  for (const char *route : {"onednn", "naive"})
+    for (DType dtype : {DType::BF16, DType::F32})
+      for (int64_t t : {67, 300}) {
+        SCOPED_TRACE(testing::Message() << route << " " << dtypeName(dtype) << " T" << t);
+        const ScopedRoute scoped(route);
+        const Case c{2, 4, 2, t, t, 8, 8, true, 0};
+        TestTensor q(dtype, {2, 4, t, 8}), k(dtype, {2, 2, t, 8}), v(dtype, {2, 2, t, 8}),
+            dout(dtype, {2, 4, t, 8});
+        q.fillUniform(1, -1, 1);
+        k.fillUniform(2, -1, 1);
+        v.fillUniform(3, -1, 1);
+        dout.fillUniform(4, -1, 1);
+        Results one = runKernels(dtype, c, q, k, v, nullptr, dout, 0.35f);
+        KernelThreads pool(3);
+        KernelThreads::Scope scope(&pool);
+        Results two = runKernels(dtype, c, q, k, v, nullptr, dout, 0.35f);
+        EXPECT_GT(pool.jobsRun(), 0u);
+        EXPECT_EQ(one.out.storage, two.out.storage);
+        EXPECT_EQ(one.dq.storage, two.dq.storage);
+        EXPECT_EQ(one.dk.storage, two.dk.storage);
+        EXPECT_EQ(one.dv.storage, two.dv.storage);
+      }
 }
 
 TEST(CpuAttention, BadOperandsAreErrors) {

@@ -10,8 +10,11 @@
 // and rows that span several tiles; an input whose every row is masked.
 // The forward's out and lse and the gradient's dq, dk and dv must be the
 // CPU's bits (the gradient is given the CPU forward's out and lse, as a
-// plan would give it the forward's results). Bad operands are refused by
-// both.
+// plan would give it the forward's results). The CPU side runs its exact
+// kernels (FSDP_CPU_GEMM=naive), the ones the CUDA twin follows: by
+// default 16-bit attention goes through oneDNN's products
+// (cpu/kernels/AttentionGemm.h), within tolerance of them, not their bits.
+// Bad operands are refused by both.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +22,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 
+#include <cstdlib>
 #include <limits>
 
 namespace fsdp::rt::cuda::simttest {
@@ -60,7 +64,14 @@ std::optional<TestTensor> maskFor(DType t, const Case &c) {
   }
 }
 
+/// FSDP_CPU_GEMM=naive while in scope: the CPU's exact attention kernels.
+struct ExactCpuRoute {
+  ExactCpuRoute() { setenv("FSDP_CPU_GEMM", "naive", 1); }
+  ~ExactCpuRoute() { unsetenv("FSDP_CPU_GEMM"); }
+};
+
 void checkCase(DType t, const Case &c) {
+  const ExactCpuRoute exact;
   SCOPED_TRACE(testing::Message() << dtypeName(t) << " B" << c.b << " H" << c.h << "/" << c.hkv
                                   << " Tq" << c.tq << " Tk" << c.tk << " D" << c.d << "/" << c.dv
                                   << " causal " << c.causal << " mask " << c.mask << " dropout "

@@ -11,7 +11,7 @@
 // contract, not bitwise). FSDP_CPU_GEMM chooses another 16-bit route for
 // testing and comparison: `widen` (f32 operands through OpenBLAS) or
 // `naive` (the reference loop); unset or `onednn` is the default. The
-// same variable routes 16-bit attention (kernels/AttentionGemm.h): oneDNN's
+// same variable routes 16-bit attention (kernels/AttentionGemms.h): oneDNN's
 // block products by default, the exact kernels under `widen` or `naive`. This
 // header names the route and the libraries in use, for fsdp-run --help.
 //

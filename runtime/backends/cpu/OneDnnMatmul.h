@@ -50,7 +50,7 @@ bool oneDnnProduct(const ProductShape &s, DType dtype, const void *a, const void
                    float alpha, float beta);
 
 /// A product with leading dimensions, for kernels that tile their own work
-/// (attention's blocks, kernels/AttentionGemmKernels.cpp): op(a) is m x k,
+/// (attention's blocks, kernels/AttentionGemms.cpp): op(a) is m x k,
 /// op(b) k x n, out m x n, each row-major with its own leading dimension
 /// (a stored k x lda when transA, likewise b).
 struct StridedProduct {

@@ -37,7 +37,7 @@
 // These are the exact kernels: every f32 and f64 attention, and 16-bit
 // attention under FSDP_CPU_GEMM=widen|naive, with dropout, or where oneDNN
 // does not take the type; otherwise 16-bit attention runs its products
-// through oneDNN (AttentionGemm.h, within tolerance of these).
+// through oneDNN (AttentionGemms.h, within tolerance of these).
 //
 // The backward runs as one task per (batch, kv head) when those keep the
 // threads evenly busy: its heads in order, each walking its key tiles in
@@ -54,7 +54,7 @@
 #include "runtime/backends/AttentionShape.h"
 #include "runtime/backends/cpu/KernelThreads.h"
 #include "runtime/backends/cpu/kernels/AttentionBlocks.h"
-#include "runtime/backends/cpu/kernels/AttentionGemm.h"
+#include "runtime/backends/cpu/kernels/AttentionGemms.h"
 #include "runtime/backends/cpu/kernels/BlockKernels.h"
 #include "runtime/backends/cpu/kernels/Dispatch.h"
 #include "runtime/math/FastMath.h"

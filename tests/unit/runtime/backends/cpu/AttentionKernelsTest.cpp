@@ -177,7 +177,7 @@ struct ScopedRoute {
 };
 
 // 16-bit attention by default goes through oneDNN's block products where
-// oneDNN takes the type (AttentionGemm.h), and FSDP_CPU_GEMM=naive keeps the
+// oneDNN takes the type (AttentionGemms.h), and FSDP_CPU_GEMM=naive keeps the
 // exact kernels: both against the reference, on sizes whose queries and
 // keys span several of the oneDNN route's 256-row spans (causal and not,
 // grouped heads, both masks, Tq != Tk both ways).

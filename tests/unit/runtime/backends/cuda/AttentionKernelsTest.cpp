@@ -13,7 +13,7 @@
 // plan would give it the forward's results). The CPU side runs its exact
 // kernels (FSDP_CPU_GEMM=naive), the ones the CUDA twin follows: by
 // default 16-bit attention goes through oneDNN's products
-// (cpu/kernels/AttentionGemm.h), within tolerance of them, not their bits.
+// (cpu/kernels/AttentionGemms.h), within tolerance of them, not their bits.
 // Bad operands are refused by both.
 //
 //===----------------------------------------------------------------------===//

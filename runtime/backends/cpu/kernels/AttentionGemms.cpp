@@ -1,6 +1,6 @@
-//===- AttentionGemmKernels.cpp - 16-bit attention by oneDNN block products ===//
+//===- AttentionGemms.cpp - 16-bit attention by oneDNN block products -----===//
 //
-// AttentionGemm.h's route. The forward takes a 64-query tile at a time and
+// AttentionGemms.h's route. The forward takes a 64-query tile at a time and
 // walks its keys in spans of kSpan: one product gives the span's key-major
 // scores (Sᵀ = K Qᵀ, as the exact kernels lay them out, so the same
 // element passes of AttentionBlocks.h mask them and form the online
@@ -19,7 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/backends/cpu/kernels/AttentionGemm.h"
+#include "runtime/backends/cpu/kernels/AttentionGemms.h"
 
 #include "runtime/backends/cpu/GemmLibrary.h"
 #include "runtime/backends/cpu/KernelThreads.h"

@@ -1,7 +1,7 @@
-//===- AttentionGemm.h - 16-bit attention through oneDNN's block products -===//
+//===- AttentionGemms.h - 16-bit attention through oneDNN block products --===//
 //
 // The route nn.attention's CPU kernels take for bf16 and f16 operands
-// (AttentionGemmKernels.cpp): the same flash-style tiling as the exact
+// (AttentionGemms.cpp): the same flash-style tiling as the exact
 // kernels of AttentionKernels.cpp, but each block's five products (scores,
 // dout·v, and the p·v, dv, dk, dq accumulations) run as oneDNN matmuls on
 // 16-bit operands with f32 accumulation, as torch's CPU flash kernel runs
@@ -17,8 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_RUNTIME_BACKENDS_CPU_KERNELS_ATTENTIONGEMM_H
-#define FSDP_RUNTIME_BACKENDS_CPU_KERNELS_ATTENTIONGEMM_H
+#ifndef FSDP_RUNTIME_BACKENDS_CPU_KERNELS_ATTENTIONGEMMS_H
+#define FSDP_RUNTIME_BACKENDS_CPU_KERNELS_ATTENTIONGEMMS_H
 
 #include "runtime/backends/AttentionShape.h"
 #include "runtime/support/DType.h"
@@ -45,4 +45,4 @@ Status attentionGradByGemms(const AttentionShape &n, float scale, const T *q, co
 
 } // namespace fsdp::rt::cpu
 
-#endif // FSDP_RUNTIME_BACKENDS_CPU_KERNELS_ATTENTIONGEMM_H
+#endif // FSDP_RUNTIME_BACKENDS_CPU_KERNELS_ATTENTIONGEMMS_H

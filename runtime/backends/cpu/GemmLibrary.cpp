@@ -2,7 +2,8 @@
 //
 // FSDP_CPU_GEMM is read at each matmul/gemm kernel call (one getenv beside
 // a product), so a test can switch routes within one process. The
-// description also names the wide loops' copy (kernels/Dispatch.h).
+// description also names 16-bit attention's route and the wide loops'
+// copy (kernels/Dispatch.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,8 +42,13 @@ std::string gemmLibraries() {
       return "oneDNN";
     return "OpenBLAS (widened)";
   };
+  // 16-bit attention takes oneDNN's products exactly where the GEMMs do
+  // (kernels/AttentionGemms.h), else the exact kernels.
+  auto attention = [&](DType t) { return half(t) == "oneDNN" ? "oneDNN" : "exact"; };
   return cat("CPU GEMMs: f32/f64 OpenBLAS, bf16 ", half(DType::BF16), ", f16 ", half(DType::F16),
-             ";\noneDNN's ISA ", oneDnnIsa(), " (FSDP_CPU_GEMM=widen|naive: another 16-bit route)",
+             ";\n16-bit attention: bf16 ", attention(DType::BF16), ", f16 ",
+             attention(DType::F16), ";\noneDNN's ISA ", oneDnnIsa(),
+             " (FSDP_CPU_GEMM=widen|naive: another 16-bit route)",
              ";\nkernels' wide loops: ", wideTierName(cpuWideTier()), " (FSDP_CPU_WIDE=avx2|baseline: the same bits)");
 }
 

@@ -45,9 +45,9 @@ enum class HalfGemmRoute {
 /// value when it is none of onednn, widen, naive.
 Status halfGemmRoute(HalfGemmRoute &route);
 
-/// The library per dtype, oneDNN's ISA on this machine and the variable
-/// that changes the 16-bit route, then the wide loops' copy
-/// (kernels/Dispatch.h), in three lines of at most 80 columns for
+/// The library per dtype, 16-bit attention's route, oneDNN's ISA on this
+/// machine and the variable that changes the 16-bit route, then the wide
+/// loops' copy (kernels/Dispatch.h), in four lines of at most 80 columns for
 /// fsdp-run --help, e.g. "CPU GEMMs: f32/f64 OpenBLAS, bf16 oneDNN, f16
 /// OpenBLAS (widened);\noneDNN's ISA avx512_core_bf16 (...);\nkernels' wide
 /// loops: AVX-512 (...)".

@@ -384,11 +384,12 @@ class Session:
             raise self._plans[key]
         return self._plans[key]
 
-    def train(self, spec, mpi=False, data=None):
+    def train(self, spec, mpi=False, data=None, gemm=None):
         """(metrics records, saved weights) of one fsdp-run of spec's plan on
         the world size's data set (or --data=FILE); `mpi` runs it under
-        `mpirun -np N` instead of N in-process ranks."""
-        key = (spec.name(), mpi, data)
+        `mpirun -np N` instead of N in-process ranks; `gemm` sets
+        FSDP_CPU_GEMM (the CPU's GEMM route)."""
+        key = (spec.name(), mpi, data, gemm)
         if key not in self._runs:
             try:
                 plan = self.plan(spec)
@@ -403,11 +404,11 @@ class Session:
                 else:
                     inputs = self.dataset(spec.model, spec.world or 1)[1]
                     command += [f"--input={n}={f}" for n, f in inputs.items()]
-                env = None
+                env = dict(os.environ, FSDP_CPU_GEMM=gemm) if gemm else None
                 if mpi:
                     if not self.args.mpirun:
                         raise Failure("no mpirun on PATH (pass --mpirun)")
-                    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+                    env = dict(env or os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
                     command = [self.args.mpirun, "-np", str(spec.world), "--oversubscribe",
                                "--bind-to", "none"] + command

@@ -17,14 +17,14 @@
 
 namespace fsdp::rt::cpu {
 
-Status halfGemmRoute(HalfGemmRoute &route) {
+Status gemmRoute(GemmRoute &route) {
   const char *value = std::getenv("FSDP_CPU_GEMM");
   if (!value || !*value || std::strcmp(value, "onednn") == 0)
-    route = HalfGemmRoute::OneDnn;
+    route = GemmRoute::OneDnn;
   else if (std::strcmp(value, "widen") == 0)
-    route = HalfGemmRoute::Widen;
+    route = GemmRoute::Widen;
   else if (std::strcmp(value, "naive") == 0)
-    route = HalfGemmRoute::Naive;
+    route = GemmRoute::Naive;
   else
     return Status::error(cat("FSDP_CPU_GEMM='", value,
                              "' is not a CPU GEMM route (onednn, widen or naive)"));
@@ -32,23 +32,24 @@ Status halfGemmRoute(HalfGemmRoute &route) {
 }
 
 std::string gemmLibraries() {
-  HalfGemmRoute route;
-  if (Status s = halfGemmRoute(route); !s)
+  GemmRoute route;
+  if (Status s = gemmRoute(route); !s)
     return s.message();
   auto half = [&](DType t) -> std::string {
-    if (route == HalfGemmRoute::Naive)
+    if (route == GemmRoute::Naive)
       return "naive loop";
-    if (route == HalfGemmRoute::OneDnn && oneDnnTakes(t))
+    if (route == GemmRoute::OneDnn && oneDnnTakes(t))
       return "oneDNN";
     return "OpenBLAS (widened)";
   };
   // 16-bit attention takes oneDNN's products exactly where the GEMMs do
   // (kernels/AttentionGemms.h), else the exact kernels.
   auto attention = [&](DType t) { return half(t) == "oneDNN" ? "oneDNN" : "exact"; };
-  return cat("CPU GEMMs: f32/f64 OpenBLAS, bf16 ", half(DType::BF16), ", f16 ", half(DType::F16),
-             ";\n16-bit attention: bf16 ", attention(DType::BF16), ", f16 ",
+  const char *f32 = route == GemmRoute::OneDnn && oneDnnTakes(DType::F32) ? "oneDNN" : "OpenBLAS";
+  return cat("CPU GEMMs: f32 ", f32, ", f64 OpenBLAS, bf16 ", half(DType::BF16), ", f16 ",
+             half(DType::F16), ";\n16-bit attention: bf16 ", attention(DType::BF16), ", f16 ",
              attention(DType::F16), ";\noneDNN's ISA ", oneDnnIsa(),
-             " (FSDP_CPU_GEMM=widen|naive: another 16-bit route)",
+             " (FSDP_CPU_GEMM=widen|naive: another route)",
              ";\nkernels' wide loops: ", wideTierName(cpuWideTier()), " (FSDP_CPU_WIDE=avx2|baseline: the same bits)");
 }
 

@@ -2,15 +2,17 @@
 //
 // The CPU kernels' matrix products (kernels/LinearAlgebraKernels.cpp) all
 // reduce to one row-major product, ProductShape's contract, and each
-// element type has a library for it: OpenBLAS for f32 and f64, oneDNN's
-// matmul for bf16 and f16 where this CPU and oneDNN take the type
-// (OneDnnMatmul.h), else the operands widened to f32 and OpenBLAS's sgemm,
-// and a naive loop for integers. The 16-bit routes all accumulate in f32
-// and round once to the result type, as torch's CPU matmul does; they
-// differ from each other in summation order only (within the numerics
-// contract, not bitwise). FSDP_CPU_GEMM chooses another 16-bit route for
-// testing and comparison: `widen` (f32 operands through OpenBLAS) or
-// `naive` (the reference loop); unset or `onednn` is the default. The
+// element type has a library for it: oneDNN's matmul for f32, bf16 and f16
+// where this CPU and oneDNN take the type (OneDnnMatmul.h), else OpenBLAS's
+// sgemm (16-bit operands widened to f32); OpenBLAS for f64 and a naive loop
+// for integers. Why oneDNN for f32: in the training step its products took
+// half OpenBLAS's time on an AMD EPYC and 13% less on an Intel Xeon
+// (docs/benchmarks.md). The routes all accumulate in f32 and round once to
+// the result type, as torch's CPU matmul does; they differ from each other
+// in summation order only (within the numerics contract, not bitwise).
+// FSDP_CPU_GEMM chooses another route for testing and comparison: `widen`
+// (OpenBLAS, 16-bit operands widened) or `naive` (f32 by OpenBLAS, 16-bit by
+// the reference loop); unset or `onednn` is the default. The
 // same variable routes 16-bit attention (kernels/AttentionGemms.h): oneDNN's
 // block products by default, the exact kernels under `widen` or `naive`. This
 // header names the route and the libraries in use, for fsdp-run --help.
@@ -34,16 +36,17 @@ struct ProductShape {
   bool transA = false, transB = false;
 };
 
-/// How bf16 and f16 products run (FSDP_CPU_GEMM).
-enum class HalfGemmRoute {
+/// How f32, bf16 and f16 products run (FSDP_CPU_GEMM).
+enum class GemmRoute {
   OneDnn, ///< oneDNN where it takes the type, else Widen (the default)
-  Widen,  ///< operands widened to f32, OpenBLAS's sgemm, one rounding
-  Naive,  ///< the naive loop (float accumulator, k in increasing order)
+  Widen,  ///< OpenBLAS's sgemm; 16-bit operands widened to f32, one rounding
+  Naive,  ///< f32 as Widen; 16-bit by the naive loop (float accumulator,
+          ///< k in increasing order)
 };
 
 /// The route FSDP_CPU_GEMM asks for; an error naming the variable and its
 /// value when it is none of onednn, widen, naive.
-Status halfGemmRoute(HalfGemmRoute &route);
+Status gemmRoute(GemmRoute &route);
 
 /// The library per dtype, 16-bit attention's route, oneDNN's ISA on this
 /// machine and the variable that changes the 16-bit route, then the wide

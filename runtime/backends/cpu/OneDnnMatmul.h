@@ -1,4 +1,4 @@
-//===- OneDnnMatmul.h - bf16/f16 matrix products through oneDNN -----------===//
+//===- OneDnnMatmul.h - f32/bf16/f16 matrix products through oneDNN -------===//
 //
 // out = alpha * op(a) @ op(b) + beta * out (ProductShape's contract) for
 // bf16 and f16 operands and result (and, for attention's blocks, strided
@@ -6,9 +6,8 @@
 // accumulation, alpha as its output scale and beta as a sum post-op, so
 // alpha * acc + beta * out is formed in f32 and rounded once to the
 // result type (round to nearest even). The transposes are strides of the
-// memory descriptors, never copies. f32 runs the same way (for the GEMM
-// bench, bench/cpu_gemm.py; the kernels' f32 stays OpenBLAS's, which
-// oneDNN's did not beat by 5% there: docs/benchmarks.md).
+// memory descriptors, never copies. f32 runs the same way (the kernels'
+// f32 products by default: GemmLibrary.h says why).
 //
 // A primitive is created once per (rows, shape, dtype, transposes, alpha,
 // beta) and cached process-wide behind a mutex: creating one JITs code

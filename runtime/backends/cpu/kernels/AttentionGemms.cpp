@@ -284,9 +284,9 @@ template <typename T> struct GemmBackward {
 } // namespace
 
 Status attentionTakesGemms(DType dtype, const AttentionShape &n, bool &gemms) {
-  HalfGemmRoute route;
-  FSDP_RETURN_IF_ERROR(halfGemmRoute(route));
-  gemms = (dtype == DType::BF16 || dtype == DType::F16) && route == HalfGemmRoute::OneDnn &&
+  GemmRoute route;
+  FSDP_RETURN_IF_ERROR(gemmRoute(route));
+  gemms = (dtype == DType::BF16 || dtype == DType::F16) && route == GemmRoute::OneDnn &&
           !n.dropout && oneDnnTakes(dtype);
   return Status::ok();
 }

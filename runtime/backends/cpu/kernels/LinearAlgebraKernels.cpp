@@ -4,10 +4,10 @@
 // broadcast, 1-D operands promoted) and nn.gemm (alpha, beta, transposes and
 // a broadcast bias). Everything funnels into one routine computing
 // `out = alpha * op(a) @ op(b) + beta * out` on one matrix, BLAS-style, in
-// the library GemmLibrary.h names: f32 and f64 call OpenBLAS; bf16 and f16
-// call oneDNN (OneDnnMatmul.h), or where it refuses the type, widen their
-// operands to f32 for OpenBLAS's sgemm, both with f32 accumulation and one
-// rounding; integers (and 16-bit floats under FSDP_CPU_GEMM=naive) run a
+// the library GemmLibrary.h names: f32, bf16 and f16 call oneDNN
+// (OneDnnMatmul.h), or where it refuses the type, OpenBLAS (16-bit operands
+// widened to f32 for its sgemm), all with f32 accumulation and one
+// rounding; f64 calls OpenBLAS; integers (and 16-bit floats under FSDP_CPU_GEMM=naive) run a
 // naive loop whose accumulator is float for f16/bf16 and a wrapping 64-bit
 // integer for integers. A batched matmul is a loop of such calls over the
 // broadcast batch index, pointing into the operands without copying; when
@@ -123,19 +123,23 @@ void widenedProduct(const ProductShape &s, const T *a, const T *b, T *out, doubl
 /// needs no leading-dimension special cases).
 template <typename T>
 void product(const ProductShape &s, const T *a, const T *b, T *out, double alpha, double beta,
-             HalfGemmRoute route) {
+             GemmRoute route) {
   if (s.m == 0 || s.n == 0)
     return;
   if (s.k > 0 && fitsBlasInt(s)) {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if (std::is_same_v<T, float> && route == GemmRoute::OneDnn &&
+          oneDnnProduct(s, DType::F32, a, b, out, static_cast<float>(alpha),
+                        static_cast<float>(beta)))
+        return;
       blasProduct(s, a, b, out, alpha, beta);
       return;
     } else if constexpr (std::is_same_v<T, BF16> || std::is_same_v<T, F16>) {
-      if (route == HalfGemmRoute::OneDnn &&
+      if (route == GemmRoute::OneDnn &&
           oneDnnProduct(s, dtypeOf<T>(), a, b, out, static_cast<float>(alpha),
                         static_cast<float>(beta)))
         return;
-      if (route != HalfGemmRoute::Naive) {
+      if (route != GemmRoute::Naive) {
         widenedProduct(s, a, b, out, alpha, beta);
         return;
       }
@@ -154,7 +158,7 @@ Status checkSameDType(const char *op, const TensorRef &a, const TensorRef &b,
 
 template <typename T>
 void batchedMatmul(const TensorRef &a, const TensorRef &b, const TensorRef &out,
-                   const MatMulShape &shape, HalfGemmRoute route) {
+                   const MatMulShape &shape, GemmRoute route) {
   const StridedLayout<3> layout = matmulBatchLayout(a, b, out, shape);
   ProductShape s;
   s.m = shape.m;
@@ -173,16 +177,15 @@ void batchedMatmul(const TensorRef &a, const TensorRef &b, const TensorRef &out,
     product(folded, aData, bData, outData, 1.0, 0.0, route);
     return;
   }
-  // oneDNN's 16-bit products of a batch (attention's per-head ones, too
-  // small to split by rows well) go across the rank's threads a batch
-  // entry each; a product's row pieces depend on the thread count alone
+  // oneDNN's products of a batch (attention's per-head ones, too small to
+  // split by rows well) go across the rank's threads a batch entry each; a product's row pieces depend on the thread count alone
   // (OneDnnMatmul.h) and run inline on the entry's thread, so the bits are
   // those of the entries run one after another.
-  if constexpr (std::is_same_v<T, BF16> || std::is_same_v<T, F16>) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BF16> || std::is_same_v<T, F16>) {
     constexpr int64_t kMaxSpreadEntries = 1024; // offsets listed on the stack
     const int64_t entries = layout.numElements();
     if (entries > 1 && entries <= kMaxSpreadEntries && rankKernelThreads() > 1 &&
-        route == HalfGemmRoute::OneDnn && oneDnnTakes(dtypeOf<T>())) {
+        route == GemmRoute::OneDnn && oneDnnTakes(dtypeOf<T>())) {
       int64_t offsetsOf[kMaxSpreadEntries][3];
       int64_t n = 0;
       forEachRow(layout, [&](const int64_t *offsets, int64_t count, const int64_t *steps) {
@@ -212,8 +215,8 @@ Status matmul(const TensorRef &a, const TensorRef &b, const TensorRef &out, bool
   FSDP_RETURN_IF_ERROR(checkSameDType("matmul", a, b, out));
   MatMulShape shape;
   FSDP_RETURN_IF_ERROR(matmulShape(a, b, out, transA, transB, shape));
-  HalfGemmRoute route;
-  if (Status s = halfGemmRoute(route); !s)
+  GemmRoute route;
+  if (Status s = gemmRoute(route); !s)
     return Status::error("matmul: " + s.message());
   return dispatchNumeric(
       out.dtype, [&](auto tag) { batchedMatmul<decltype(tag)>(a, b, out, shape, route); },
@@ -227,8 +230,8 @@ Status gemm(const TensorRef &a, const TensorRef &b, const TensorRef *c, float al
     return Status::error("gemm: bias must have the result's element type");
   MatMulShape shape;
   FSDP_RETURN_IF_ERROR(gemmShape(a, b, c, out, transA, transB, shape));
-  HalfGemmRoute route;
-  if (Status status = halfGemmRoute(route); !status)
+  GemmRoute route;
+  if (Status status = gemmRoute(route); !status)
     return Status::error("gemm: " + status.message());
   ProductShape s;
   s.transA = transA;

@@ -65,8 +65,12 @@ KernelCase matmulCase(DType t, const Shape &s) {
 TEST(CudaLinearAlgebra, MatMulThroughTheMappingMatches) {
   for (const Shape &s : kShapes) {
     // cblas column-major with swapped operands is OpenBLAS's own row-major
-    // path: the same bits.
+    // path: the CPU's OpenBLAS route (FSDP_CPU_GEMM=widen) to 1e-6; its
+    // default f32 route, oneDNN's, sums in another order.
+    expectSameAsCpu(matmulCase(DType::F32, s), Match::Close, 1e-5);
+    setenv("FSDP_CPU_GEMM", "widen", 1);
     expectSameAsCpu(matmulCase(DType::F32, s), Match::Close, 1e-6);
+    unsetenv("FSDP_CPU_GEMM");
     expectSameAsCpu(matmulCase(DType::F64, s), Match::Close, 1e-14);
     for (DType t : {DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8})
       expectProductAsCpu(matmulCase(t, s), t, Match::Bits);

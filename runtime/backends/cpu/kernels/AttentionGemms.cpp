@@ -89,7 +89,7 @@ template <typename T> struct Gemms {
     std::vector<T> pr;
     float m[kTile], l[kTile], tm[kTile], mNew[kTile], sum[kTile];
     Flag active[kTile];
-    ForwardScratch(int64_t dv)
+    explicit ForwardScratch(int64_t dv)
         : s(kSpan * kTile), p(kSpan * kTile), acc(kTile * std::max<int64_t>(dv, 1)),
           pr(kSpan * kTile) {}
   };

@@ -7,9 +7,9 @@
 // the library GemmLibrary.h names: f32, bf16 and f16 call oneDNN
 // (OneDnnMatmul.h), or where it refuses the type, OpenBLAS (16-bit operands
 // widened to f32 for its sgemm), all with f32 accumulation and one
-// rounding; f64 calls OpenBLAS; integers (and 16-bit floats under FSDP_CPU_GEMM=naive) run a
-// naive loop whose accumulator is float for f16/bf16 and a wrapping 64-bit
-// integer for integers. A batched matmul is a loop of such calls over the
+// rounding; f64 calls OpenBLAS; integers (and 16-bit floats under
+// FSDP_CPU_GEMM=naive) run a naive loop whose accumulator is float for
+// f16/bf16 and a wrapping 64-bit integer for integers. A batched matmul is a loop of such calls over the
 // broadcast batch index, pointing into the operands without copying; when
 // the right operand is shared by the whole batch and the left one is
 // contiguous, the batch folds into the rows of a single call.

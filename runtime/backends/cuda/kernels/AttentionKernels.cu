@@ -12,13 +12,19 @@
 // product is summed from +0 in feature order with the CPU pass's operand
 // order, every sum of products is an explicit fused multiply-add as the
 // CPU's (multiplyAdd), no atomics, and the build contracts nothing else
-// (-fmad=false), so nothing depends on the launch geometry. The CUDA backend has no scratch
-// memory, so each dk/dv thread recomputes delta_i = dot(dout_i, out_i) where
-// it needs it (the CPU's sum, the same bits). Accumulators live in each
-// thread's local memory, so head dims are capped at kMaxHeadDim here. This
-// is the correctness-first twin, proven under SIMT, not yet run or tuned
-// on a real GPU; on one, std::log in the lse is the device library's
-// (within an ulp of glibc's, as log-softmax's). Dropout draws each
+// (-fmad=false), so nothing depends on the launch geometry. A block is a
+// tile of 64 such rows; the rows all its threads read (keys and values
+// for the forward and dq, queries and dout for dk and dv) are staged
+// through shared memory kStageRows at a time, so each is read from global
+// memory once per tile rather than once per thread, and a staged query's
+// delta_i = dot(dout_i, out_i) is computed once per tile (the CPU's sum,
+// the same bits; the backend has no scratch memory to keep it in).
+// Accumulators live in each thread's local memory, so head dims are
+// capped at kMaxHeadDim here. This is the correctness-first twin, proven
+// under SIMT, not yet run or tuned on a real GPU (nor is the staging,
+// which changes no bit: its speed is unmeasured); on one, std::log in the
+// lse is the device library's (within an ulp of glibc's, as
+// log-softmax's). Dropout draws each
 // probability's keep bit from (seed, the device's step word, its index),
 // as the dropout kernel does, in the forward and again in both backward
 // kernels.
@@ -76,50 +82,94 @@ template <typename T> __device__ inline ComputeType<T> dot(const T *a, const T *
   return acc;
 }
 
+/// Threads of a block: a tile of query rows (forward, dq) or key rows (dk,
+/// dv), one thread each, that stage the rows they all read through shared
+/// memory kStageRows at a time, so each key (or query) row is read from
+/// global memory once per tile instead of once per thread.
+constexpr int kTileThreads = 64;
+constexpr int64_t kStageRows = 8;
+
+/// Rows [first, first + count) of a [*, width] tensor into stage (row r at
+/// r · kMaxHeadDim), the block's threads sharing the copy.
+template <typename T>
+__device__ inline void stageRows(const T *src, int64_t first, int64_t count, int64_t width,
+                                 T *stage) {
+  for (int64_t e = threadIdx.x; e < count * width; e += blockDim.x)
+    stage[e / width * kMaxHeadDim + e % width] = src[(first + e / width) * width + e % width];
+}
+
+/// Blocks of kTileThreads rows covering `rows` rows of each of `groups`.
+inline dim3 tileGrid(int64_t groups, int64_t rows) {
+  return dim3(static_cast<unsigned>(groups * ((rows + kTileThreads - 1) / kTileThreads)));
+}
+
+/// One thread per query row of a block's tile; the tile's keys staged.
 template <typename T>
 __global__ void attentionForwardKernel(AttentionArgs<T> a, T *out, ComputeType<T> *lse) {
   using C = ComputeType<T>;
+  __shared__ T ks[kStageRows * kMaxHeadDim], vs[kStageRows * kMaxHeadDim];
   const AttentionShape n = withStep(a);
-  FSDP_GRID_STRIDE(row, n.batch * n.heads * n.tq) {
-    const int64_t i = row % n.tq, bh = row / n.tq, b = bh / n.heads, h = bh % n.heads;
-    const int64_t kRow0 = (b * n.kvHeads + n.kvHead(h)) * n.tk;
-    const T *qi = rowOf(a.q, row, n.d);
-    C acc[kMaxHeadDim], s[kAttentionKeyTile];
-    for (int64_t x = 0; x < n.dv; ++x)
-      acc[x] = 0;
-    C m = negativeInfinity<C>(), l = 0;
-    const int64_t end = n.keyEnd(i);
-    for (int64_t t0 = 0; t0 < end; t0 += kAttentionKeyTile) {
-      const int64_t count = (end < t0 + kAttentionKeyTile ? end : t0 + kAttentionKeyTile) - t0;
-      C tm = negativeInfinity<C>();
-      for (int64_t jj = 0; jj < count; ++jj) {
-        s[jj] = maskedScore<T>(dot(qi, rowOf(a.k, kRow0 + t0 + jj, n.d), n.d), a.scale, n.mask,
+  const int64_t tiles = (n.tq + kTileThreads - 1) / kTileThreads;
+  const int64_t bh = blockIdx.x / tiles, b = bh / n.heads, h = bh % n.heads;
+  const int64_t i0 = blockIdx.x % tiles * kTileThreads, i = i0 + threadIdx.x;
+  const bool real = i < n.tq;
+  const int64_t row = bh * n.tq + i;
+  const int64_t kRow0 = (b * n.kvHeads + n.kvHead(h)) * n.tk;
+  const T *qi = real ? rowOf(a.q, row, n.d) : a.q;
+  C acc[kMaxHeadDim], s[kAttentionKeyTile];
+  for (int64_t x = 0; x < n.dv; ++x)
+    acc[x] = 0;
+  C m = negativeInfinity<C>(), l = 0;
+  const int64_t last = (n.tq < i0 + kTileThreads ? n.tq : i0 + kTileThreads) - 1;
+  const int64_t end = real ? n.keyEnd(i) : 0, blockEnd = n.keyEnd(last);
+  for (int64_t t0 = 0; t0 < blockEnd; t0 += kAttentionKeyTile) {
+    const int64_t tileEnd = blockEnd < t0 + kAttentionKeyTile ? blockEnd : t0 + kAttentionKeyTile;
+    const int64_t count = t0 < end ? (end < tileEnd ? end : tileEnd) - t0 : 0;
+    C tm = negativeInfinity<C>();
+    for (int64_t c0 = 0; t0 + c0 < tileEnd; c0 += kStageRows) {
+      const int64_t staged = tileEnd - t0 - c0 < kStageRows ? tileEnd - t0 - c0 : kStageRows;
+      __syncthreads();
+      stageRows(a.k, kRow0 + t0 + c0, staged, n.d, ks);
+      __syncthreads();
+      for (int64_t jj = c0; jj < c0 + staged && jj < count; ++jj) {
+        s[jj] = maskedScore<T>(dot(qi, ks + (jj - c0) * kMaxHeadDim, n.d), a.scale, n.mask,
                                n.mask.offset(b, h, i, t0 + jj));
         tm = maxOf(tm, s[jj]);
       }
-      const C mNew = maxOf(m, tm);
-      if (mNew == negativeInfinity<C>())
-        continue;
-      const C corr = expOf(m - mNew);
+    }
+    const C mNew = maxOf(m, tm);
+    // A row past its keys, or with none seen but masked ones, changes nothing.
+    const bool active = count > 0 && mNew != negativeInfinity<C>();
+    const C corr = active ? expOf(m - mNew) : C(1);
+    if (active)
       for (int64_t x = 0; x < n.dv; ++x)
         acc[x] *= corr;
-      C sum = 0;
-      for (int64_t jj = 0; jj < count; ++jj) {
+    C sum = 0;
+    for (int64_t c0 = 0; t0 + c0 < tileEnd; c0 += kStageRows) {
+      const int64_t staged = tileEnd - t0 - c0 < kStageRows ? tileEnd - t0 - c0 : kStageRows;
+      __syncthreads();
+      stageRows(a.v, kRow0 + t0 + c0, staged, n.dv, vs);
+      __syncthreads();
+      for (int64_t jj = c0; active && jj < c0 + staged && jj < count; ++jj) {
         const C p = expOf(s[jj] - mNew);
         sum += p;
         const C pr = roundedProbability<T>(p) * factorOf(n, a.keepScale, b, h, i, t0 + jj);
-        const T *vj = rowOf(a.v, kRow0 + t0 + jj, n.dv);
+        const T *vj = vs + (jj - c0) * kMaxHeadDim;
         for (int64_t x = 0; x < n.dv; ++x)
           acc[x] = multiplyAdd(pr, load(vj + x), acc[x]);
       }
+    }
+    if (active) {
       l = l * corr + sum;
       m = mNew;
     }
-    T *o = out + row * n.dv;
-    for (int64_t x = 0; x < n.dv; ++x)
-      store(o + x, l > 0 ? acc[x] / l : C(0));
-    lse[row] = l > 0 ? m + std::log(l) : negativeInfinity<C>();
   }
+  if (!real)
+    return;
+  T *o = out + row * n.dv;
+  for (int64_t x = 0; x < n.dv; ++x)
+    store(o + x, l > 0 ? acc[x] / l : C(0));
+  lse[row] = l > 0 ? m + std::log(l) : negativeInfinity<C>();
 }
 
 /// What the backward reads besides q, k, v.
@@ -130,76 +180,118 @@ template <typename T> struct GradArgs {
 
 /// dk and dv of key row (b, g, j): over the group's heads, then query
 /// rows from the first that sees j, in order (the CPU's dk/dv pass: its
-/// products are k·q and v·dout).
+/// products are k·q and v·dout); one thread per row of a block's tile of
+/// key rows, the query rows, their dout, lse and delta staged (a staged
+/// row's delta = dot(dout_i, out_i) computed once, the CPU's sum).
 template <typename T>
 __global__ void attentionKeyGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *dk, T *dv) {
   using C = ComputeType<T>;
+  __shared__ T qs[kStageRows * kMaxHeadDim], dos[kStageRows * kMaxHeadDim];
+  __shared__ C lses[kStageRows], deltas[kStageRows];
   const AttentionShape n = withStep(a);
   const int64_t group = n.heads / n.kvHeads;
-  FSDP_GRID_STRIDE(row, n.batch * n.kvHeads * n.tk) {
-    const int64_t j = row % n.tk, bg = row / n.tk, b = bg / n.kvHeads, kvh = bg % n.kvHeads;
-    const T *kj = rowOf(a.k, row, n.d), *vj = rowOf(a.v, row, n.dv);
-    C dkAcc[kMaxHeadDim], dvAcc[kMaxHeadDim];
-    for (int64_t x = 0; x < n.d; ++x)
-      dkAcc[x] = 0;
-    for (int64_t x = 0; x < n.dv; ++x)
-      dvAcc[x] = 0;
-    for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
-      for (int64_t i = n.firstQuery(j); i < n.tq; ++i) {
-        const int64_t qRow = (b * n.heads + h) * n.tq + i;
-        const T *qi = rowOf(a.q, qRow, n.d), *doi = rowOf(g.dout, qRow, n.dv);
+  const int64_t tiles = (n.tk + kTileThreads - 1) / kTileThreads;
+  const int64_t bg = blockIdx.x / tiles, b = bg / n.kvHeads, kvh = bg % n.kvHeads;
+  const int64_t j0 = blockIdx.x % tiles * kTileThreads, j = j0 + threadIdx.x;
+  const bool real = j < n.tk;
+  const int64_t row = bg * n.tk + (real ? j : 0);
+  const T *kj = rowOf(a.k, row, n.d), *vj = rowOf(a.v, row, n.dv);
+  C dkAcc[kMaxHeadDim], dvAcc[kMaxHeadDim];
+  for (int64_t x = 0; x < n.d; ++x)
+    dkAcc[x] = 0;
+  for (int64_t x = 0; x < n.dv; ++x)
+    dvAcc[x] = 0;
+  const int64_t first = real ? n.firstQuery(j) : n.tq, blockFirst = n.firstQuery(j0);
+  for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+    const int64_t qRow0 = (b * n.heads + h) * n.tq;
+    for (int64_t c0 = blockFirst; c0 < n.tq; c0 += kStageRows) {
+      const int64_t staged = n.tq - c0 < kStageRows ? n.tq - c0 : kStageRows;
+      __syncthreads();
+      stageRows(a.q, qRow0 + c0, staged, n.d, qs);
+      stageRows(g.dout, qRow0 + c0, staged, n.dv, dos);
+      if (threadIdx.x < staged) {
+        const int64_t qRow = qRow0 + c0 + threadIdx.x;
+        lses[threadIdx.x] = g.lse[qRow];
+        deltas[threadIdx.x] =
+            dot(rowOf(g.dout, qRow, n.dv), rowOf(g.out, qRow, n.dv), n.dv);
+      }
+      __syncthreads();
+      for (int64_t ii = 0; ii < staged; ++ii) {
+        const int64_t i = c0 + ii;
+        if (i < first)
+          continue;
+        const T *qi = qs + ii * kMaxHeadDim, *doi = dos + ii * kMaxHeadDim;
         const C p = recomputedProbability(
             maskedScore<T>(dot(kj, qi, n.d), a.scale, n.mask, n.mask.offset(b, h, i, j)),
-            g.lse[qRow]);
+            lses[ii]);
         if (p == 0)
           continue;
-        const C delta = dot(doi, rowOf(g.out, qRow, n.dv), n.dv);
         // Dropout: dv's weight is the rounded p times its factor f, and
         // ds = p · (dp · f - delta) (the CPU's gradTerms).
         const C f = factorOf(n, a.keepScale, b, h, i, j);
-        const C ds = p * (dot(vj, doi, n.dv) * f - delta);
+        const C ds = p * (dot(vj, doi, n.dv) * f - deltas[ii]);
         const C pr = roundedProbability<T>(p) * f;
         for (int64_t x = 0; x < n.dv; ++x)
           dvAcc[x] = multiplyAdd(pr, load(doi + x), dvAcc[x]);
         for (int64_t x = 0; x < n.d; ++x)
           dkAcc[x] = multiplyAdd(ds, load(qi + x), dkAcc[x]);
       }
-    for (int64_t x = 0; x < n.d; ++x)
-      store(dk + row * n.d + x, dkAcc[x] * a.scale);
-    for (int64_t x = 0; x < n.dv; ++x)
-      store(dv + row * n.dv + x, dvAcc[x]);
+    }
   }
+  if (!real)
+    return;
+  for (int64_t x = 0; x < n.d; ++x)
+    store(dk + row * n.d + x, dkAcc[x] * a.scale);
+  for (int64_t x = 0; x < n.dv; ++x)
+    store(dv + row * n.dv + x, dvAcc[x]);
 }
 
 /// dq of query row (b, h, i): its keys in order (the CPU's dq pass: its
-/// products are q·k and dout·v).
+/// products are q·k and dout·v); one thread per row of a block's tile of
+/// query rows, the keys and values staged.
 template <typename T>
 __global__ void attentionQueryGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *dq) {
   using C = ComputeType<T>;
+  __shared__ T ks[kStageRows * kMaxHeadDim], vs[kStageRows * kMaxHeadDim];
   const AttentionShape n = withStep(a);
-  FSDP_GRID_STRIDE(row, n.batch * n.heads * n.tq) {
-    const int64_t i = row % n.tq, bh = row / n.tq, b = bh / n.heads, h = bh % n.heads;
-    const int64_t kRow0 = (b * n.kvHeads + n.kvHead(h)) * n.tk;
-    const T *qi = rowOf(a.q, row, n.d), *doi = rowOf(g.dout, row, n.dv);
-    const C delta = dot(doi, rowOf(g.out, row, n.dv), n.dv), rowLse = g.lse[row];
-    C dqAcc[kMaxHeadDim];
-    for (int64_t x = 0; x < n.d; ++x)
-      dqAcc[x] = 0;
-    for (int64_t j = 0; j < n.keyEnd(i); ++j) {
-      const T *kj = rowOf(a.k, kRow0 + j, n.d);
+  const int64_t tiles = (n.tq + kTileThreads - 1) / kTileThreads;
+  const int64_t bh = blockIdx.x / tiles, b = bh / n.heads, h = bh % n.heads;
+  const int64_t i0 = blockIdx.x % tiles * kTileThreads, i = i0 + threadIdx.x;
+  const bool real = i < n.tq;
+  const int64_t row = bh * n.tq + (real ? i : 0);
+  const int64_t kRow0 = (b * n.kvHeads + n.kvHead(h)) * n.tk;
+  const T *qi = rowOf(a.q, row, n.d), *doi = rowOf(g.dout, row, n.dv);
+  const C delta = real ? dot(doi, rowOf(g.out, row, n.dv), n.dv) : C(0);
+  const C rowLse = g.lse[row];
+  C dqAcc[kMaxHeadDim];
+  for (int64_t x = 0; x < n.d; ++x)
+    dqAcc[x] = 0;
+  const int64_t last = (n.tq < i0 + kTileThreads ? n.tq : i0 + kTileThreads) - 1;
+  const int64_t end = real ? n.keyEnd(i) : 0, blockEnd = n.keyEnd(last);
+  for (int64_t j0 = 0; j0 < blockEnd; j0 += kStageRows) {
+    const int64_t staged = blockEnd - j0 < kStageRows ? blockEnd - j0 : kStageRows;
+    __syncthreads();
+    stageRows(a.k, kRow0 + j0, staged, n.d, ks);
+    stageRows(a.v, kRow0 + j0, staged, n.dv, vs);
+    __syncthreads();
+    for (int64_t jj = 0; jj < staged && j0 + jj < end; ++jj) {
+      const int64_t j = j0 + jj;
+      const T *kj = ks + jj * kMaxHeadDim;
       const C p = recomputedProbability(
           maskedScore<T>(dot(qi, kj, n.d), a.scale, n.mask, n.mask.offset(b, h, i, j)), rowLse);
       if (p == 0)
         continue;
-      const C ds = p * (dot(doi, rowOf(a.v, kRow0 + j, n.dv), n.dv) *
+      const C ds = p * (dot(doi, vs + jj * kMaxHeadDim, n.dv) *
                             factorOf(n, a.keepScale, b, h, i, j) -
                         delta);
       for (int64_t x = 0; x < n.d; ++x)
         dqAcc[x] = multiplyAdd(ds, load(kj + x), dqAcc[x]);
     }
-    for (int64_t x = 0; x < n.d; ++x)
-      store(dq + row * n.d + x, dqAcc[x] * a.scale);
   }
+  if (!real)
+    return;
+  for (int64_t x = 0; x < n.d; ++x)
+    store(dq + row * n.d + x, dqAcc[x] * a.scale);
 }
 
 Status checkHeadDims(const char *op, const AttentionShape &n) {
@@ -243,8 +335,11 @@ Status attention(const KernelContext &ctx, const TensorRef &q, const TensorRef &
         using T = decltype(tag);
         using C = ComputeType<T>;
         const AttentionArgs<T> args = argsOf<T>(ctx, shape, scale, dropout, q, k, v);
-        return launchElementwise(ctx, "attention", shape.batch * shape.heads * shape.tq,
-                                 attentionForwardKernel<T>, args, out.as<T>(), lse.as<C>());
+        if (shape.batch * shape.heads * shape.tq == 0)
+          return Status::ok();
+        return launch(ctx, "attention", attentionForwardKernel<T>,
+                      tileGrid(shape.batch * shape.heads, shape.tq), dim3(kTileThreads), args,
+                      out.as<T>(), lse.as<C>());
       },
       "attention");
 }
@@ -266,12 +361,15 @@ Status attentionGrad(const KernelContext &ctx, const TensorRef &q, const TensorR
         using C = ComputeType<T>;
         const AttentionArgs<T> args = argsOf<T>(ctx, shape, scale, dropout, q, k, v);
         const GradArgs<T> grad{out.as<const T>(), dout.as<const T>(), lse.as<const C>()};
-        FSDP_RETURN_IF_ERROR(launchElementwise(ctx, "attention_grad",
-                                               shape.batch * shape.kvHeads * shape.tk,
-                                               attentionKeyGradKernel<T>, args, grad, dk.as<T>(),
-                                               dv.as<T>()));
-        return launchElementwise(ctx, "attention_grad", shape.batch * shape.heads * shape.tq,
-                                 attentionQueryGradKernel<T>, args, grad, dq.as<T>());
+        if (shape.batch * shape.kvHeads * shape.tk > 0)
+          FSDP_RETURN_IF_ERROR(launch(ctx, "attention_grad", attentionKeyGradKernel<T>,
+                                      tileGrid(shape.batch * shape.kvHeads, shape.tk),
+                                      dim3(kTileThreads), args, grad, dk.as<T>(), dv.as<T>()));
+        if (shape.batch * shape.heads * shape.tq == 0)
+          return Status::ok();
+        return launch(ctx, "attention_grad", attentionQueryGradKernel<T>,
+                      tileGrid(shape.batch * shape.heads, shape.tq), dim3(kTileThreads), args,
+                      grad, dq.as<T>());
       },
       "attention_grad");
 }

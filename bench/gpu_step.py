@@ -20,7 +20,10 @@
 # torch.compile in fp32 and, for the gpt, the same under torch.autocast
 # (bf16) with the f32 model, and eager with the model cast to bf16. Each
 # precision ends with fsdp-run's tokens/s (graphs on) over torch eager's
-# in it (bf16: under autocast).
+# in it (bf16: under autocast). The gpt's fsdp-run rows also run with
+# --fuse-attention=off (fused attention is the default: its CUDA kernels
+# are the flash-style twin, the unfused plan's products cuBLAS GEMMs), so
+# at --T 2048 the two attention paths sit side by side.
 # Columns: the median step time over --runs steps after the warm-up steps (fsdp-run's step_time_s from --metrics;
 # CUDA events around zero_grad/forward/backward/step for torch), tokens/s,
 # model TFLOP/s and MFU, the planned device bytes (fsdp-opt --emit=report
@@ -34,6 +37,7 @@
 # there its rows say so. No GPU: a "no GPU" line and exit 2, no numbers.
 #
 #   /usr/bin/python3 bench/gpu_step.py --build build [--models gpt 1b] [--runs 20]
+#   /usr/bin/python3 bench/gpu_step.py --models gpt --T 2048 --batch 2   # attention at T 2048
 #   /usr/bin/python3 bench/gpu_step.py --models 1b --depth 8 --runs 5
 
 import argparse
@@ -177,6 +181,11 @@ def bench_model(args, which, peak, tmp):
     bf16 = cfg["family"] in BF16_FAMILIES
     if bf16:
         configs.append(("fsdp-run --param-dtype=bf16", base + ["--param-dtype=bf16"]))
+    if cfg["family"] == "gpt":
+        # Attention is fused by default (nn.attention: the CUDA flash-style
+        # twin); the unfused plan runs its products as cuBLAS GEMMs.
+        configs += [(label + " --fuse-attention=off", flags + ["--fuse-attention=off"])
+                    for label, flags in list(configs) if "offload" not in label]
     speeds = {}
     for label, flags in configs:
         plan = os.path.join(work, label.replace(" ", "_").replace("=", "-") + ".plan")

@@ -23,7 +23,8 @@
 #     loss_scale and skipped the CPU's exactly, steps 1, 5 and 9 skipped);
 #     the Transformer with dropout (the masks come from the shared counter
 #     RNG, so they are the CPU's bit for bit); the MLP with SGD + Nesterov
-#     momentum;
+#     momentum; the GPT's attention fused (nn.attention, f32 and bf16: the
+#     plan's summary must show it fused) and with --fuse-attention=off;
 #   - a real training run (issue 19): the GPT with --clip-grad-norm (2-norm
 #     and inf, clipping every step; grad_norm compared too), with
 #     --grad-accum=2 (each and last), and with validation (--eval-input:
@@ -534,6 +535,25 @@ def train_case(model, flags):
     return case
 
 
+def attention_case(model, flags):
+    """Training with the model's attention fused (fsdp-opt's default: one
+    nn.attention per layer, the device's flash-style kernels), which the
+    plan's summary must show, against the CPU; the same plan compiled
+    --fuse-attention=off is the train_case row beside it."""
+    def case(t, device):
+        # Fusion is a stage-free rewrite: the summary takes no training flag.
+        summary = t.call([t.args.fsdp_opt, t.models.get(model)["onnx"],
+                          "--emit=summary"]).stdout
+        fused = re.search(r"attention:\s+(\d+) fused into nn.attention.*", summary)
+        result = train_case(model, flags)(t, device)
+        if not fused or int(fused.group(1)) == 0:
+            result.problems.append(f"no attention fused: {summary.strip()[-300:]}")
+        else:
+            result.notes.append(fused.group(0).strip())
+        return result
+    return case
+
+
 def loss_scaling_case(model, flags):
     """A --param-dtype=f16 training comparison that also requires each
     step's loss scale and whether it skipped its update to be the CPU's
@@ -928,12 +948,14 @@ CASES = [
                                      "--output-dtype=f32"])),
     Case("forward gpt (loss) --param-dtype=f16",
          forward_case("gpt-eval", ["--mode=forward", "--param-dtype=f16"])),
-    Case("train gpt adamw", train_case("gpt-train", ADAMW)),
+    Case("train gpt adamw (attention fused)", attention_case("gpt-train", ADAMW)),
     Case("train gpt --shard=full (world size 1)",
          train_case("gpt-train", ADAMW + ["--world-size=1", "--shard=full", "--wrap=blocks"])),
     Case("train gpt --offload=cpu", train_case("gpt-train", ADAMW + ["--offload=cpu"])),
     Case("train gpt --ckpt=blocks", train_case("gpt-train", ADAMW + ["--ckpt=blocks"])),
-    Case("train gpt --param-dtype=bf16", train_case("gpt-train", BF16)),
+    Case("train gpt --fuse-attention=off", train_case("gpt-train",
+                                                       ADAMW + ["--fuse-attention=off"])),
+    Case("train gpt --param-dtype=bf16 (attention fused)", attention_case("gpt-train", BF16)),
     Case("train gpt --param-dtype=bf16 sharded, ckpt",
          train_case("gpt-train", BF16 + ["--shard=full", "--wrap=blocks", "--ckpt=blocks",
                                          "--reduce-dtype=bf16"])),

@@ -186,6 +186,9 @@ TEST(CpuAttention, BothSixteenBitRoutesMatchThePlainComputation) {
       {1, 2, 1, 300, 330, 16, 8, true, 2},
       {1, 2, 2, 520, 260, 8, 8, false, 1},
       {2, 2, 1, 260, 600, 12, 20, false, 0},
+      // One-element heads and rows: oneDNN products with k or n of 1.
+      {1, 1, 1, 1, 1, 1, 1, false, 0},
+      {1, 2, 1, 3, 700, 1, 3, true, 2},
   };
   for (const char *route : {"onednn", "naive"}) {
     SCOPED_TRACE(route);

@@ -3,9 +3,9 @@
 // torch.optim.AdamW and SGD with the CPU kernels' formulas and roundings
 // (runtime/math/OptimizerUpdate.h), one thread per element. lr (f64) and
 // step (i64) are device scalars the executor writes before each step, so
-// every thread computes the step's scalars from them in the kernel (a few
-// double operations; nothing is read back to the host, and a captured
-// graph replays unchanged). Hyperparameters are the decimal doubles the
+// the kernel computes the step's scalars from them (two double pows, once
+// per block into shared memory; nothing is read back to the host, and a
+// captured graph replays unchanged). Hyperparameters are the decimal doubles the
 // CPU kernel uses, computed on the host. In place: results may be their
 // operands' buffers. A step below 1 (which the CPU refuses; the executor
 // never writes one) is a StepOutOfRange fault and the kernel writes
@@ -46,7 +46,13 @@ __global__ void adamwKernel(AdamWHyper hyper, const double *lr, const int64_t *s
     }
     return;
   }
-  const AdamWScalars<T> s = adamwScalars<T>(hyper, *lr, stepNumber);
+  // The step's scalars (two double pows) once per block, not per thread.
+  // Every thread took the same branches above: the barrier is uniform.
+  __shared__ AdamWScalars<T> scalars;
+  if (threadIdx.x == 0)
+    scalars = adamwScalars<T>(hyper, *lr, stepNumber);
+  __syncthreads();
+  const AdamWScalars<T> s = scalars;
   FSDP_GRID_STRIDE(i, n) { adamwElement(s, p[i], g[i], m[i], v[i], pOut[i], mOut[i], vOut[i]); }
 }
 

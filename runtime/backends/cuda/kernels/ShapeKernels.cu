@@ -8,7 +8,8 @@
 // except a transpose that moves the innermost dim, which goes through
 // shared-memory tiles as the CPU's goes through cache-sized tiles.
 // Concat and split copy each part's rows in one launch per part; flatten
-// zeroes the flat buffer and copies each input to its offset; gather and
+// copies each input to its offset and zeroes only the gaps between them
+// (everything first when the inputs are out of order); gather and
 // trilu compute each output element's source. A gather index out of range
 // is an IndexOutOfRange fault and leaves its element unwritten (checked
 // even when the output is empty, as the CPU checks every index first).
@@ -199,6 +200,7 @@ Status copy(const KernelContext &ctx, const TensorRef &in, const TensorRef &out)
 Status flatten(const KernelContext &ctx, const TensorRef *inputs, const int64_t *offsets,
                int count, const TensorRef &out) {
   const int64_t total = out.numElements();
+  bool ascending = true; // inputs in offset order, none overlapping the next
   for (int i = 0; i < count; ++i) {
     const TensorRef &in = inputs[i];
     const int64_t n = in.numElements();
@@ -206,19 +208,34 @@ Status flatten(const KernelContext &ctx, const TensorRef *inputs, const int64_t 
       return Status::error(cat("flatten: operand ", i, " (", n, " x ", dtypeName(in.dtype),
                                " at ", offsets[i], ") does not fit in ", total, " x ",
                                dtypeName(out.dtype)));
+    if (i > 0 && offsets[i] < offsets[i - 1] + inputs[i - 1].numElements())
+      ascending = false;
   }
+  // As the CPU's: the compiler lays a unit's parameters out in order, so
+  // normally every element is written once (the gaps and the end padding
+  // zeroed, the inputs copied); any other order zeroes everything first.
   return dispatchBySize(
       out.dtype,
       [&](auto unit) -> Status {
         using U = decltype(unit);
-        FSDP_RETURN_IF_ERROR(
-            launchElementwise(ctx, "flatten", total, zeroKernel<U>, out.as<U>(), total));
-        for (int i = 0; i < count; ++i)
-          FSDP_RETURN_IF_ERROR(launchElementwise(ctx, "flatten", inputs[i].numElements(),
-                                                 copyKernel<U>, out.as<U>() + offsets[i],
-                                                 inputs[i].as<const U>(),
-                                                 inputs[i].numElements()));
-        return Status::ok();
+        U *dst = out.as<U>();
+        auto zero = [&](int64_t begin, int64_t end) {
+          return begin < end ? launchElementwise(ctx, "flatten", end - begin, zeroKernel<U>,
+                                                 dst + begin, end - begin)
+                             : Status::ok();
+        };
+        if (!ascending)
+          FSDP_RETURN_IF_ERROR(zero(0, total));
+        int64_t done = 0; // elements of out already written
+        for (int i = 0; i < count; ++i) {
+          const int64_t n = inputs[i].numElements();
+          if (ascending)
+            FSDP_RETURN_IF_ERROR(zero(done, offsets[i]));
+          FSDP_RETURN_IF_ERROR(launchElementwise(ctx, "flatten", n, copyKernel<U>,
+                                                 dst + offsets[i], inputs[i].as<const U>(), n));
+          done = offsets[i] + n;
+        }
+        return ascending ? zero(done, total) : Status::ok();
       },
       "flatten");
 }

@@ -7,9 +7,10 @@
 //   contiguous runs in order, each in pieces of 1024 elements folded in the
 //   CPU's 16-lane order (LaneFold.cuh); the piece values join the total
 //   one after another;
-// - innermost dim kept: one thread per output adds its terms in row-major
-//   order of the reduced indices into a partial flushed to the total every
-//   64 terms.
+// - innermost dim kept: each output's terms, in row-major order of the
+//   reduced indices, form partials of 64 terms joined to the total one
+//   after another; kLanes threads per output compute the partials in
+//   parallel and one joins them in order.
 // The accumulator, identity and NaN rule are the CPU's (runtime/math/
 // Reducer.h, the same code). No atomics: every output has one owner.
 //
@@ -60,27 +61,49 @@ __global__ void reduceRunsKernel(const T *in, T *out, StridedLayout<1> kept,
   }
 }
 
-/// Innermost dim kept: a thread per output.
+/// Innermost dim kept: a block per tile of kColumns outputs with kLanes
+/// lanes each. The CPU's order is a partial of every 64 terms (in
+/// row-major order of the reduced indices; the last partial the rest,
+/// possibly none) joined to the total one after another; lane l computes
+/// the partials of every kLanes-th 64-term chunk, staged in shared memory
+/// kLanes at a time, and lane 0 joins them in chunk order: the CPU's bits,
+/// with chains kLanes times shorter than one thread per output walking all
+/// its terms. Adjacent threads of a warp read adjacent outputs (the kept
+/// innermost dim), so the loads coalesce.
+constexpr int kColumns = 32, kLanes = 8;
+static_assert(kColumns * kLanes == kBlockThreads, "gridFor(outputs * kLanes) counts the tiles");
+
 template <ReduceKind Kind, typename T>
 __global__ void reduceColumnsKernel(const T *in, T *out, StridedLayout<1> kept,
                                     StridedLayout<1> reduced, int64_t outputs, int64_t count) {
   using R = Reducer<Kind, T>;
   using Acc = typename R::Acc;
-  const int64_t terms = reduced.numElements();
-  FSDP_GRID_STRIDE(o, outputs) {
-    const T *base = in + kept.offset(0, o);
-    Acc total = R::identity(), partial = R::identity();
-    int64_t inBlock = 0;
-    for (int64_t t = 0; t < terms; ++t) {
-      partial = R::combine(partial, R::read(base + reduced.offset(0, t)));
-      if (++inBlock == kBlockRows) {
-        total = R::combine(total, partial);
-        partial = R::identity();
-        inBlock = 0;
+  __shared__ Acc partials[kLanes * kColumns];
+  const int64_t terms = reduced.numElements(), chunks = terms / kBlockRows + 1;
+  const int64_t column = threadIdx.x % kColumns, lane = threadIdx.x / kColumns;
+  // Every thread of the block runs the same iterations: the barriers are uniform.
+  for (int64_t tile = blockIdx.x; tile * kColumns < outputs; tile += gridDim.x) {
+    const int64_t o = tile * kColumns + column;
+    const bool active = o < outputs;
+    const T *base = in + (active ? kept.offset(0, o) : 0);
+    Acc total = R::identity();
+    for (int64_t c0 = 0; c0 < chunks; c0 += kLanes) {
+      const int64_t c = c0 + lane;
+      Acc partial = R::identity();
+      if (active && c < chunks) {
+        const int64_t end = terms < (c + 1) * kBlockRows ? terms : (c + 1) * kBlockRows;
+        for (int64_t t = c * kBlockRows; t < end; ++t)
+          partial = R::combine(partial, R::read(base + reduced.offset(0, t)));
       }
+      partials[lane * kColumns + column] = partial;
+      __syncthreads();
+      if (lane == 0)
+        for (int64_t l = 0; l < kLanes && c0 + l < chunks; ++l)
+          total = R::combine(total, partials[l * kColumns + column]);
+      __syncthreads();
     }
-    total = R::combine(total, partial);
-    R::finish(out + o, total, count);
+    if (active && lane == 0)
+      R::finish(out + o, total, count);
   }
 }
 
@@ -111,8 +134,10 @@ Status reduce(const KernelContext &ctx, ReduceKind kind, const TensorRef &in, co
       return launch(ctx, "reduce", reduceRunsKernel<Kind, T>, gridForRows(outputs),
                     dim3(kBlockThreads), in.as<const T>(), out.as<T>(), kept, red, outputs,
                     reducedCount);
-    return launchElementwise(ctx, "reduce", outputs, reduceColumnsKernel<Kind, T>,
-                             in.as<const T>(), out.as<T>(), kept, red, outputs, reducedCount);
+    // A block of kColumns x kLanes threads per kColumns outputs.
+    return launch(ctx, "reduce", reduceColumnsKernel<Kind, T>, gridFor(outputs * kLanes),
+                  dim3(kColumns * kLanes), in.as<const T>(), out.as<T>(), kept, red, outputs,
+                  reducedCount);
   };
   return dispatchNumeric(
       in.dtype,

@@ -146,20 +146,18 @@ const Entry &entryFor(const Key &key, float alpha, float beta) {
   return *slot;
 }
 
+/// The key of `rows` rows of a strided product from `dtype` to `outDtype`.
+Key keyOf(const StridedProduct &s, int64_t rows, DType dtype, DType outDtype, float alpha,
+          float beta) {
+  return Key{rows,     s.n,      s.k,   s.lda,    s.ldb,         s.ldc,
+             s.transA, s.transB, dtype, outDtype, bitsOf(alpha), bitsOf(beta)};
+}
+
+/// A contiguous product's key: its leading dimensions are its sizes.
 Key keyOf(const ProductShape &s, int64_t rows, DType dtype, float alpha, float beta) {
-  Key key{};
-  key.rows = rows;
-  key.n = s.n;
-  key.k = s.k;
-  key.lda = s.transA ? s.m : s.k;
-  key.ldb = s.transB ? s.k : s.n;
-  key.ldc = s.n;
-  key.transA = s.transA;
-  key.transB = s.transB;
-  key.dtype = key.outDtype = dtype;
-  key.alphaBits = bitsOf(alpha);
-  key.betaBits = bitsOf(beta);
-  return key;
+  const int64_t lda = s.transA ? s.m : s.k, ldb = s.transB ? s.k : s.n;
+  const StridedProduct strided{s.m, s.n, s.k, lda, ldb, s.n, s.transA, s.transB};
+  return keyOf(strided, rows, dtype, dtype, alpha, beta);
 }
 
 /// The pieces a product's rows split into: the rank's kernel threads, so
@@ -292,20 +290,8 @@ bool oneDnnProduct(const ProductShape &s, DType dtype, const void *a, const void
 
 bool oneDnnStridedProduct(const StridedProduct &s, DType dtype, const void *a, const void *b,
                           float *out, bool accumulate) {
-  Key key{};
-  key.rows = s.m;
-  key.n = s.n;
-  key.k = s.k;
-  key.lda = s.lda;
-  key.ldb = s.ldb;
-  key.ldc = s.ldc;
-  key.transA = s.transA;
-  key.transB = s.transB;
-  key.dtype = dtype;
-  key.outDtype = DType::F32;
   const float beta = accumulate ? 1.0f : 0.0f;
-  key.alphaBits = bitsOf(1.0f);
-  key.betaBits = bitsOf(beta);
+  const Key key = keyOf(s, s.m, dtype, DType::F32, 1.0f, beta);
   const Entry &e = entryFor(key, 1.0f, beta);
   if (!e.ok)
     return false;

@@ -8,7 +8,8 @@
 // for every transpose, batched and broadcast operands, k not a multiple of
 // 16, alpha and beta through gemm's bias, each FSDP_CPU_GEMM route; rows
 // split into pieces over a kernel pool, with the same bits as the pieces
-// run inline; the same bits run to run and from another thread; a bad
+// run inline; strided products into f32 (attention's blocks); the same
+// bits run to run and from another thread; a bad
 // FSDP_CPU_GEMM is an error naming it. On a CPU where oneDNN refuses a type the kernels widen
 // to sgemm, and the same bounds hold.
 //
@@ -164,6 +165,54 @@ TEST(OneDnnMatmul, EveryTransposeWithinOneUlp) {
         EXPECT_GE(withinOneUlp(reference(p.shape, p.a, p.b), out), 0.99)
             << dtypeName(t) << " transA " << transA << " transB " << transB;
       }
+  }
+}
+
+// The strided product attention's blocks use (AttentionGemms.cpp): 16-bit
+// operands in wider rows than the product reads, an f32 result in wider
+// rows, written or accumulated; the padding of out is left alone. The f32
+// sum of exact products is within 1e-5 of the f64 one at these sizes.
+TEST(OneDnnMatmul, StridedProductsIntoF32) {
+  const int64_t m = 37, n = 29, k = 70, pad = 11;
+  for (DType t : {DType::BF16, DType::F16}) {
+    if (!oneDnnTakes(t))
+      continue;
+    for (bool transA : {false, true})
+      for (bool transB : {false, true})
+        for (bool accumulate : {false, true}) {
+          SCOPED_TRACE(testing::Message() << dtypeName(t) << " transA " << transA << " transB "
+                                          << transB << " accumulate " << accumulate);
+          StridedProduct s;
+          s.m = m;
+          s.n = n;
+          s.k = k;
+          s.transA = transA;
+          s.transB = transB;
+          s.lda = (transA ? m : k) + pad;
+          s.ldb = (transB ? k : n) + pad;
+          s.ldc = n + pad;
+          const TestTensor a = uniform(t, {transA ? k : m, s.lda}, 3);
+          const TestTensor b = uniform(t, {transB ? n : k, s.ldb}, 4);
+          std::vector<float> out(m * s.ldc);
+          for (size_t i = 0; i < out.size(); ++i)
+            out[i] = 0.25f * static_cast<float>(i % 7);
+          const std::vector<float> before = out;
+          ASSERT_TRUE(oneDnnStridedProduct(s, t, a.ref().data, b.ref().data, out.data(),
+                                           accumulate));
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < s.ldc; ++j) {
+              const float got = out[i * s.ldc + j], old = before[i * s.ldc + j];
+              if (j >= n) {
+                EXPECT_EQ(got, old) << "padding at " << i << ", " << j;
+                continue;
+              }
+              double want = accumulate ? old : 0.0;
+              for (int64_t l = 0; l < k; ++l)
+                want += a.get(transA ? l * s.lda + i : i * s.lda + l) *
+                        b.get(transB ? j * s.ldb + l : l * s.ldb + j);
+              EXPECT_NEAR(got, want, 1e-5 * std::max(1.0, std::abs(want))) << i << ", " << j;
+            }
+        }
   }
 }
 

@@ -182,15 +182,8 @@ TEST(OneDnnMatmul, StridedProductsIntoF32) {
         for (bool accumulate : {false, true}) {
           SCOPED_TRACE(testing::Message() << dtypeName(t) << " transA " << transA << " transB "
                                           << transB << " accumulate " << accumulate);
-          StridedProduct s;
-          s.m = m;
-          s.n = n;
-          s.k = k;
-          s.transA = transA;
-          s.transB = transB;
-          s.lda = (transA ? m : k) + pad;
-          s.ldb = (transB ? k : n) + pad;
-          s.ldc = n + pad;
+          const int64_t lda = (transA ? m : k) + pad, ldb = (transB ? k : n) + pad;
+          const StridedProduct s{m, n, k, lda, ldb, n + pad, transA, transB};
           const TestTensor a = uniform(t, {transA ? k : m, s.lda}, 3);
           const TestTensor b = uniform(t, {transB ? n : k, s.ldb}, 4);
           std::vector<float> out(m * s.ldc);

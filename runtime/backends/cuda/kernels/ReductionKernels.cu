@@ -6,7 +6,8 @@
 // - innermost dim reduced: a 16-thread segment per output walks its
 //   contiguous runs in order, each in pieces of 1024 elements folded in the
 //   CPU's 16-lane order (LaneFold.cuh); the piece values join the total
-//   one after another;
+//   one after another; an output of 16 pieces or more gets a block whose
+//   segments fold 16 pieces at once, joined in the same order;
 // - innermost dim kept: each output's terms, in row-major order of the
 //   reduced indices, form partials of 64 terms joined to the total one
 //   after another; kLanes threads per output compute the partials in
@@ -20,6 +21,7 @@
 #include "runtime/backends/ReductionSpace.h"
 #include "runtime/math/Reducer.h"
 
+#include <algorithm>
 #include <limits>
 #include <type_traits>
 
@@ -57,6 +59,52 @@ __global__ void reduceRunsKernel(const T *in, T *out, StridedLayout<1> kept,
       }
     }
     if (active && lane == 0)
+      R::finish(out + o, total, count);
+  }
+}
+
+/// Innermost dim reduced, outputs of at least kSegments pieces each (a
+/// clip-norm or loss sum over a whole tensor): a block per output whose
+/// 16-thread segments fold kSegments pieces at once, staged in shared
+/// memory and joined in piece order by one thread: the same pieces, the
+/// same order, so the bits of reduceRunsKernel, with kSegments times more
+/// threads on each output.
+constexpr int kSegments = kBlockThreads / kFoldLanes;
+
+template <ReduceKind Kind, typename T>
+__global__ void reduceLongRunsKernel(const T *in, T *out, StridedLayout<1> kept,
+                                     StridedLayout<1> reduced, int64_t outputs, int64_t count) {
+  using R = Reducer<Kind, T>;
+  using Acc = typename R::Acc;
+  __shared__ Acc pieces[kSegments];
+  const int lane = static_cast<int>(threadIdx.x % kFoldLanes);
+  const int segment = static_cast<int>(threadIdx.x / kFoldLanes);
+  const int64_t runLength = reduced.dims[reduced.rank - 1];
+  const int64_t runs = runLength == 0 ? 0 : reduced.numElements() / runLength;
+  const int64_t perRun = (runLength + kPiece - 1) / kPiece, all = runs * perRun;
+  // Every thread of the block runs the same iterations: the barriers and
+  // the folds' shuffles are uniform.
+  for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
+    const T *base = in + kept.offset(0, o);
+    Acc total = R::identity();
+    for (int64_t p0 = 0; p0 < all; p0 += kSegments) {
+      const int64_t p = p0 + segment;
+      const bool has = p < all;
+      const int64_t start = has ? p % perRun * kPiece : 0;
+      const int64_t rest = has ? (runLength - start < kPiece ? runLength - start : kPiece) : 0;
+      const T *run = has ? base + reduced.offset(0, p / perRun * runLength) : base;
+      const Acc piece = laneFold(
+          lane, rest, R::identity(), [&](int64_t i) { return R::read(run + start + i); },
+          Combine<R>{});
+      if (lane == 0)
+        pieces[segment] = piece;
+      __syncthreads();
+      if (threadIdx.x == 0)
+        for (int64_t q = 0; q < kSegments && p0 + q < all; ++q)
+          total = R::combine(total, pieces[q]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0)
       R::finish(out + o, total, count);
   }
 }
@@ -130,6 +178,14 @@ Status reduce(const KernelContext &ctx, ReduceKind kind, const TensorRef &in, co
     // CPU refuses an empty bool tensor too.
     if (outputs == 0)
       return Status::ok();
+    const int64_t runLength = red.dims[red.rank - 1];
+    const int64_t pieces =
+        runLength == 0 ? 0 : red.numElements() / runLength * ((runLength + kPiece - 1) / kPiece);
+    if (runsInnermost && pieces >= kSegments)
+      return launch(ctx, "reduce", reduceLongRunsKernel<Kind, T>,
+                    dim3(static_cast<unsigned>(std::min<int64_t>(outputs, kMaxBlocks))),
+                    dim3(kBlockThreads), in.as<const T>(), out.as<T>(), kept, red, outputs,
+                    reducedCount);
     if (runsInnermost)
       return launch(ctx, "reduce", reduceRunsKernel<Kind, T>, gridForRows(outputs),
                     dim3(kBlockThreads), in.as<const T>(), out.as<T>(), kept, red, outputs,

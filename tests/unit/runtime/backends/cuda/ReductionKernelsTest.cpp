@@ -61,11 +61,15 @@ TEST(CudaReduction, NarrowAndWideIntegers) {
 TEST(CudaReduction, ManyOutputsAndLongRuns) {
   // Several blocks of outputs (segments and threads), runs of several
   // pieces with a partial last one, more kept columns than the CPU's
-  // 256-column chunk, size-1 dims that coalesce away, and runs of length 1.
+  // 256-column chunk, size-1 dims that coalesce away, runs of length 1, and
+  // outputs of 16 pieces or more (the block-per-output kernel).
   const Case cases[] = {
       {{1, 4099}, {1}, {1}},        {{2100, 3}, {1}, {2100}},    {{3, 300, 7}, {0, 2}, {300}},
       {{65, 1030}, {0}, {1030}},     {{2, 1, 5, 1}, {1, 3}, {2, 5}}, {{7, 1}, {1}, {7}},
-      {{1, 1, 1}, {0, 1, 2}, {}},    {{9, 2, 140}, {0, 1}, {140}}};
+      {{1, 1, 1}, {0, 1, 2}, {}},    {{9, 2, 140}, {0, 1}, {140}},
+      // 16 pieces or more an output: a block per output, pieces in rounds
+      // of 16 with a partial last round and a partial last piece.
+      {{40000}, {0}, {}},            {{3, 17, 1030}, {1, 2}, {3}}, {{2, 16 * 1024}, {1}, {2}}};
   for (Kernel kind : {Kernel::ReduceSum, Kernel::ReduceMax, Kernel::ReduceMean})
     for (DType t : {DType::F32, DType::F64, DType::BF16, DType::I32})
       for (const Case &k : cases) {

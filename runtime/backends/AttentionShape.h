@@ -70,6 +70,10 @@ struct AttentionShape {
   FSDP_HD_INLINE int64_t firstQuery(int64_t j) const { return causal ? (j < tq ? j : tq) : 0; }
   /// The key head query head h reads (grouped-query attention).
   FSDP_HD_INLINE int64_t kvHead(int64_t h) const { return h / (heads / kvHeads); }
+  /// The first row of (b, h)'s queries in q, out, dout and lse, and of
+  /// (b, g)'s keys in k and v (all [B, heads, T, D] contiguous).
+  FSDP_HD_INLINE int64_t queryRow0(int64_t b, int64_t h) const { return (b * heads + h) * tq; }
+  FSDP_HD_INLINE int64_t keyRow0(int64_t b, int64_t g) const { return (b * kvHeads + g) * tk; }
   /// Whether dropout keeps probability (b, h, i, j).
   FSDP_HD_INLINE bool keeps(int64_t b, int64_t h, int64_t i, int64_t j) const {
     const int64_t index = ((b * heads + h) * tq + i) * tk + j;

@@ -35,17 +35,14 @@ std::string gemmLibraries() {
   GemmRoute route;
   if (Status s = gemmRoute(route); !s)
     return s.message();
-  auto half = [&](DType t) -> std::string {
-    if (route == GemmRoute::Naive)
-      return "naive loop";
-    if (route == GemmRoute::OneDnn && oneDnnTakes(t))
-      return "oneDNN";
-    return "OpenBLAS (widened)";
+  auto oneDnn = [&](DType t) { return route == GemmRoute::OneDnn && oneDnnTakes(t); };
+  auto half = [&](DType t) {
+    return route == GemmRoute::Naive ? "naive loop" : oneDnn(t) ? "oneDNN" : "OpenBLAS (widened)";
   };
   // 16-bit attention takes oneDNN's products exactly where the GEMMs do
   // (kernels/AttentionGemms.h), else the exact kernels.
-  auto attention = [&](DType t) { return half(t) == "oneDNN" ? "oneDNN" : "exact"; };
-  const char *f32 = route == GemmRoute::OneDnn && oneDnnTakes(DType::F32) ? "oneDNN" : "OpenBLAS";
+  auto attention = [&](DType t) { return oneDnn(t) ? "oneDNN" : "exact"; };
+  const char *f32 = oneDnn(DType::F32) ? "oneDNN" : "OpenBLAS";
   return cat("CPU GEMMs: f32 ", f32, ", f64 OpenBLAS, bf16 ", half(DType::BF16), ", f16 ",
              half(DType::F16), ";\n16-bit attention: bf16 ", attention(DType::BF16), ", f16 ",
              attention(DType::F16), ";\noneDNN's ISA ", oneDnnIsa(),

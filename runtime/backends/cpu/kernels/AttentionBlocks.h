@@ -151,6 +151,13 @@ FSDP_HD_INLINE void accumulatePrefixes(C *acc, int64_t lda, const Weights<C> &wt
         accumulateOne(acc + r * lda, lda, wt(r, c), b + c * ldb);
 }
 
+/// The first query of the 64-row group at i0 that sees key j: kTile when
+/// none does, or when j is a padding row (not `real`). Query ii sees it
+/// iff ii < the group's rows and j < keyEnd(i0 + ii).
+inline int64_t firstSeeing(const AttentionShape &n, int64_t j, bool real, int64_t i0) {
+  return real ? std::min<int64_t>(kTile, std::max<int64_t>(0, n.firstQuery(j) - i0)) : kTile;
+}
+
 /// Key row j's scores of a block, in place: scaled and masked for the
 /// queries ii in [first, rows) (those that see the key), -inf for the
 /// rest. The mask's element of query ii is at offset + ii · step. With

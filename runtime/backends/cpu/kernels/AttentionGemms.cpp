@@ -56,13 +56,6 @@ void product(const StridedProduct &s, const T *a, const T *b, float *out, bool a
     }
 }
 
-/// The product of a rows-by-k block of row-major operands: a rows × k
-/// (lda), b k × cols (ldb), or transposed where asked.
-StridedProduct shape(int64_t m, int64_t n, int64_t k, int64_t lda, bool transA, int64_t ldb,
-                     bool transB, int64_t ldc) {
-  return StridedProduct{m, n, k, lda, ldb, ldc, transA, transB};
-}
-
 /// rows × cols f32 values (ld ld) rounded to T, row-major (ld ld).
 template <typename T>
 void rounded(const float *src, int64_t rows, int64_t cols, int64_t ld, T *dst) {
@@ -75,14 +68,6 @@ template <typename T> struct Gemms {
   const AttentionShape &n;
   float scale;
   const T *q, *k, *v;
-
-  int64_t qBase(int64_t b, int64_t h) const { return (b * n.heads + h) * n.tq; }
-  int64_t kBase(int64_t b, int64_t g) const { return (b * n.kvHeads + g) * n.tk; }
-  /// The first query of the 64-row group at i0 that sees key j (kTile
-  /// when none does).
-  int64_t firstSeeing(int64_t j, int64_t i0) const {
-    return std::min<int64_t>(kTile, std::max<int64_t>(0, n.firstQuery(j) - i0));
-  }
 
   struct ForwardScratch {
     std::vector<float> s, p, acc;
@@ -98,7 +83,7 @@ template <typename T> struct Gemms {
   void forwardTile(int64_t b, int64_t h, int64_t i0, T *out, float *lse,
                    ForwardScratch &w) const {
     const int64_t rows = std::min(kTile, n.tq - i0), g = n.kvHead(h);
-    const T *qt = q + (qBase(b, h) + i0) * n.d;
+    const T *qt = q + (n.queryRow0(b, h) + i0) * n.d;
     float *st = w.s.data(), *pt = w.p.data(), *acc = w.acc.data();
     std::fill(w.acc.begin(), w.acc.end(), 0.0f);
     for (int64_t ii = 0; ii < kTile; ++ii) {
@@ -108,14 +93,14 @@ template <typename T> struct Gemms {
     const int64_t tileEnd = n.keyEnd(i0 + rows - 1);
     for (int64_t t0 = 0; t0 < tileEnd; t0 += kSpan) {
       const int64_t keys = std::min(tileEnd, t0 + kSpan) - t0;
-      const T *kt = k + (kBase(b, g) + t0) * n.d, *vt = v + (kBase(b, g) + t0) * n.dv;
+      const T *kt = k + (n.keyRow0(b, g) + t0) * n.d, *vt = v + (n.keyRow0(b, g) + t0) * n.dv;
       // Sᵀ: keys × rows, ld kTile.
-      product(shape(keys, rows, n.d, n.d, false, n.d, true, kTile), kt, qt, st, false);
+      product(StridedProduct{keys, rows, n.d, n.d, n.d, kTile, false, true}, kt, qt, st, false);
       for (int64_t ii = 0; ii < kTile; ++ii)
         w.tm[ii] = negativeInfinity<float>();
       for (int64_t jj = 0; jj < keys; ++jj) {
         const int64_t j = t0 + jj;
-        scoreRow<T, true>(st + jj * kTile, w.tm, firstSeeing(j, i0), rows, scale, n.mask,
+        scoreRow<T, true>(st + jj * kTile, w.tm, firstSeeing(n, j, true, i0), rows, scale, n.mask,
                           n.mask.offset(b, h, i0, j), n.mask.stride[2]);
       }
       float corr[kTile];
@@ -139,14 +124,14 @@ template <typename T> struct Gemms {
         w.m[ii] = w.mNew[ii];
       }
       // acc (rows × dv) += P (Pᵀ stored keys × kTile) · V.
-      product(shape(rows, n.dv, keys, kTile, true, n.dv, false, n.dv), w.pr.data(), vt, acc,
-              true);
+      product(StridedProduct{rows, n.dv, keys, kTile, n.dv, n.dv, true, false}, w.pr.data(), vt,
+              acc, true);
     }
     for (int64_t r = 0; r < rows; ++r) {
-      T *o = out + (qBase(b, h) + i0 + r) * n.dv;
+      T *o = out + (n.queryRow0(b, h) + i0 + r) * n.dv;
       for (int64_t x = 0; x < n.dv; ++x)
         store(o + x, w.l[r] > 0 ? acc[r * n.dv + x] / w.l[r] : 0.0f);
-      lse[qBase(b, h) + i0 + r] =
+      lse[n.queryRow0(b, h) + i0 + r] =
           w.l[r] > 0 ? w.m[r] + std::log(w.l[r]) : negativeInfinity<float>();
     }
   }
@@ -156,13 +141,17 @@ template <typename T> struct Gemms {
 template <typename T> struct GemmBackward {
   const Gemms<T> &f;
   const T *dout;
+  /// Every (b, h)'s lse and delta, rows padded with -inf and 0 to whole
+  /// 64-row groups (paddedRows each), so a block's element passes read
+  /// kTile of them past any span's end.
   const float *lse, *delta;
+  int64_t paddedRows;
   T *dq, *dk, *dv;
 
   const AttentionShape &n() const { return f.n; }
 
   struct Scratch {
-    std::vector<float> s, dp, p, dK, dV, dQ, lse, delta;
+    std::vector<float> s, dp, p, dK, dV, dQ;
     std::vector<T> pr, ds;
     std::vector<Flag> kept;
     Scratch() : s(kTile * kSpan), dp(kTile * kSpan), p(kTile * kSpan), pr(kTile * kSpan),
@@ -176,15 +165,6 @@ template <typename T> struct GemmBackward {
   }
   int64_t spans() const { return (n().tq + kSpan - 1) / kSpan; }
 
-  /// (b, h)'s lse and delta padded with -inf and 0 to whole 64-row groups.
-  void padRows(int64_t b, int64_t h, Scratch &w) const {
-    const int64_t padded = roundUp(n().tq, kTile), base = f.qBase(b, h);
-    w.lse.assign(padded, negativeInfinity<float>());
-    w.delta.assign(padded, 0.0f);
-    std::copy(lse + base, lse + base + n().tq, w.lse.begin());
-    std::copy(delta + base, delta + base + n().tq, w.delta.begin());
-  }
-
   /// Key tile [t0, t0 + keys) × queries [i0, i1) of (b, h): dv and dk rows
   /// += (dK, dV: the tile's accumulators, ld d and dv) and dq rows +=
   /// (dQ: query i0's accumulator row, ld d), where not null.
@@ -192,30 +172,35 @@ template <typename T> struct GemmBackward {
              float *dV, float *dQ, Scratch &w) const {
     const AttentionShape &s = n();
     const int64_t g = s.kvHead(h), qs = i1 - i0;
-    const T *kt = f.k + (f.kBase(b, g) + t0) * s.d, *vt = f.v + (f.kBase(b, g) + t0) * s.dv;
-    const T *qt = f.q + (f.qBase(b, h) + i0) * s.d, *dot = dout + (f.qBase(b, h) + i0) * s.dv;
+    const int64_t kRow = s.keyRow0(b, g) + t0, qRow = s.queryRow0(b, h) + i0;
+    const T *kt = f.k + kRow * s.d, *vt = f.v + kRow * s.dv;
+    const T *qt = f.q + qRow * s.d, *dot = dout + qRow * s.dv;
     float *st = w.s.data(), *dpt = w.dp.data(), *pt = w.p.data();
-    product(shape(keys, qs, s.d, s.d, false, s.d, true, kSpan), kt, qt, st, false);
-    product(shape(keys, qs, s.dv, s.dv, false, s.dv, true, kSpan), vt, dot, dpt, false);
+    const int64_t padded = (b * s.heads + h) * paddedRows + i0; // lse and delta of query i0
+    product(StridedProduct{keys, qs, s.d, s.d, s.d, kSpan, false, true}, kt, qt, st, false);
+    product(StridedProduct{keys, qs, s.dv, s.dv, s.dv, kSpan, false, true}, vt, dot, dpt, false);
     for (int64_t jj = 0; jj < keys; ++jj) {
       const int64_t j = t0 + jj, row = jj * kSpan;
       for (int64_t c0 = 0; c0 < qs; c0 += kTile) {
         const int64_t rows = std::min(kTile, qs - c0);
         scoreRow<T, false>(st + row + c0, static_cast<float *>(nullptr),
-                           f.firstSeeing(j, i0 + c0), rows, f.scale, s.mask,
+                           firstSeeing(s, j, true, i0 + c0), rows, f.scale, s.mask,
                            s.mask.offset(b, h, i0 + c0, j), s.mask.stride[2]);
         (void)gradRow<T>(st + row + c0, dpt + row + c0, pt + row + c0, w.kept.data() + row + c0,
-                         w.lse.data() + i0 + c0, w.delta.data() + i0 + c0, rows);
+                         lse + padded + c0, delta + padded + c0, rows);
       }
     }
     rounded(pt, keys, qs, kSpan, w.pr.data());
     rounded(dpt, keys, qs, kSpan, w.ds.data());
     if (dK) {
-      product(shape(keys, s.dv, qs, kSpan, false, s.dv, false, s.dv), w.pr.data(), dot, dV, true);
-      product(shape(keys, s.d, qs, kSpan, false, s.d, false, s.d), w.ds.data(), qt, dK, true);
+      product(StridedProduct{keys, s.dv, qs, kSpan, s.dv, s.dv, false, false}, w.pr.data(), dot,
+              dV, true);
+      product(StridedProduct{keys, s.d, qs, kSpan, s.d, s.d, false, false}, w.ds.data(), qt, dK,
+              true);
     }
     if (dQ)
-      product(shape(qs, s.d, keys, kSpan, true, s.d, false, s.d), w.ds.data(), kt, dQ, true);
+      product(StridedProduct{qs, s.d, keys, kSpan, s.d, s.d, true, false}, w.ds.data(), kt, dQ,
+              true);
   }
 
   void storeRows(const float *acc, int64_t rows, int64_t width, float by, T *dst) const {
@@ -230,7 +215,6 @@ template <typename T> struct GemmBackward {
     w.dK.assign(s.tk * s.d, 0.0f);
     w.dV.assign(s.tk * s.dv, 0.0f);
     for (int64_t h = g * heads; h < (g + 1) * heads; ++h) {
-      padRows(b, h, w);
       w.dQ.assign(s.tq * s.d, 0.0f);
       for (int64_t t0 = 0; t0 < s.tk; t0 += kTile) {
         const int64_t keys = std::min(kTile, s.tk - t0);
@@ -241,10 +225,10 @@ template <typename T> struct GemmBackward {
                   w.dQ.data() + i0 * s.d, w);
         }
       }
-      storeRows(w.dQ.data(), s.tq, s.d, f.scale, dq + f.qBase(b, h) * s.d);
+      storeRows(w.dQ.data(), s.tq, s.d, f.scale, dq + f.n.queryRow0(b, h) * s.d);
     }
-    storeRows(w.dK.data(), s.tk, s.d, f.scale, dk + f.kBase(b, g) * s.d);
-    storeRows(w.dV.data(), s.tk, s.dv, 1.0f, dv + f.kBase(b, g) * s.dv);
+    storeRows(w.dK.data(), s.tk, s.d, f.scale, dk + f.n.keyRow0(b, g) * s.d);
+    storeRows(w.dV.data(), s.tk, s.dv, 1.0f, dv + f.n.keyRow0(b, g) * s.dv);
   }
 
   /// Key tile t0 of (b, g): its dk and dv rows over the heads, then spans.
@@ -254,22 +238,20 @@ template <typename T> struct GemmBackward {
     w.dK.assign(keys * s.d, 0.0f);
     w.dV.assign(keys * s.dv, 0.0f);
     for (int64_t h = g * heads; h < (g + 1) * heads; ++h) {
-      padRows(b, h, w);
       for (int64_t sp = 0; sp < spans(); ++sp) {
         const auto [i0, i1] = spanFor(sp, t0);
         if (i0 < i1)
           block(b, h, t0, keys, i0, i1, w.dK.data(), w.dV.data(), nullptr, w);
       }
     }
-    storeRows(w.dK.data(), keys, s.d, f.scale, dk + (f.kBase(b, g) + t0) * s.d);
-    storeRows(w.dV.data(), keys, s.dv, 1.0f, dv + (f.kBase(b, g) + t0) * s.dv);
+    storeRows(w.dK.data(), keys, s.d, f.scale, dk + (f.n.keyRow0(b, g) + t0) * s.d);
+    storeRows(w.dV.data(), keys, s.dv, 1.0f, dv + (f.n.keyRow0(b, g) + t0) * s.dv);
   }
 
   /// Span sp of (b, h): its dq rows over the key tiles in order.
   void querySpan(int64_t b, int64_t h, int64_t sp, Scratch &w) const {
     const AttentionShape &s = n();
     const int64_t first = sp * kSpan, end = std::min(first + kSpan, s.tq);
-    padRows(b, h, w);
     w.dQ.assign((end - first) * s.d, 0.0f);
     for (int64_t t0 = 0; t0 < s.keyEnd(end - 1); t0 += kTile) {
       const auto [i0, i1] = spanFor(sp, t0);
@@ -277,7 +259,7 @@ template <typename T> struct GemmBackward {
         block(b, h, t0, std::min(kTile, s.tk - t0), i0, i1, nullptr, nullptr,
               w.dQ.data() + (i0 - first) * s.d, w);
     }
-    storeRows(w.dQ.data(), end - first, s.d, f.scale, dq + (f.qBase(b, h) + first) * s.d);
+    storeRows(w.dQ.data(), end - first, s.d, f.scale, dq + (f.n.queryRow0(b, h) + first) * s.d);
   }
 };
 
@@ -313,8 +295,17 @@ Status attentionGradByGemms(const AttentionShape &n, float scale, const T *q, co
                             T *dk, T *dv) {
   std::vector<float> delta;
   FSDP_RETURN_IF_ERROR(rowDeltas(n, dout, out, delta));
+  // lse and delta padded per (b, h) once, read by every block.
+  const int64_t padded = roundUp(n.tq, kTile), heads = n.batch * n.heads;
+  std::vector<float> lsePadded(heads * padded, negativeInfinity<float>());
+  std::vector<float> deltaPadded(heads * padded, 0.0f);
+  for (int64_t bh = 0; bh < heads; ++bh) {
+    std::copy(lse + bh * n.tq, lse + (bh + 1) * n.tq, lsePadded.begin() + bh * padded);
+    std::copy(delta.begin() + bh * n.tq, delta.begin() + (bh + 1) * n.tq,
+              deltaPadded.begin() + bh * padded);
+  }
   const Gemms<T> f{n, scale, q, k, v};
-  const GemmBackward<T> pass{f, dout, lse, delta.data(), dq, dk, dv};
+  const GemmBackward<T> pass{f, dout, lsePadded.data(), deltaPadded.data(), padded, dq, dk, dv};
   using Scratch = typename GemmBackward<T>::Scratch;
   const int64_t groups = n.batch * n.kvHeads, keyTiles = tilesOf(n.tk);
   if (singlePass(groups))

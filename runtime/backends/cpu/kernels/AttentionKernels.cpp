@@ -117,9 +117,6 @@ template <typename T> struct Kernel {
         dp(roundUp(std::max<int64_t>(shape.d, 1), Blocking<C, 64>::kUnit)),
         dvp(roundUp(std::max<int64_t>(shape.dv, 1), Blocking<C, 64>::kUnit)) {}
 
-  /// The first row of (b, h)'s queries and of (b, g)'s keys.
-  int64_t qBase(int64_t b, int64_t h) const { return (b * n.heads + h) * n.tq; }
-  int64_t kBase(int64_t b, int64_t g) const { return (b * n.kvHeads + g) * n.tk; }
 
   /// Key rows [0, rows) of (b, g) packed into kv (rows a multiple of kTile).
   void packKeyValues(int64_t b, int64_t g, int64_t rows, KeyValueRows<C> &kv) const {
@@ -134,19 +131,13 @@ template <typename T> struct Kernel {
     if (kv.packed >= rows)
       return;
     const int64_t real = std::max<int64_t>(0, std::min(rows, n.tk) - kv.packed);
-    packRows(k + kBase(b, g) * n.d, kv.packed, real, n.d, dp, rows - kv.packed,
+    packRows(k + n.keyRow0(b, g) * n.d, kv.packed, real, n.d, dp, rows - kv.packed,
              kv.k.data() + kv.packed * dp);
-    packRows(v + kBase(b, g) * n.dv, kv.packed, real, n.dv, dvp, rows - kv.packed,
+    packRows(v + n.keyRow0(b, g) * n.dv, kv.packed, real, n.dv, dvp, rows - kv.packed,
              kv.v.data() + kv.packed * dvp);
     kv.packed = rows;
   }
 
-  /// The first query of the tile at i0 that sees key j (kTile when none
-  /// does, or when j is a padding row): query ii sees it iff ii < the
-  /// tile's rows and j < keyEnd(i0 + ii).
-  int64_t firstSeeing(int64_t j, bool real, int64_t i0) const {
-    return real ? std::min<int64_t>(kTile, std::max<int64_t>(0, n.firstQuery(j) - i0)) : kTile;
-  }
 
   /// st[jj · kTile + ii] = dot(a_jj, b_ii) for jj < rows (a multiple of
   /// kBlockRows) and ii < kTile: a's rows row-major (ld lda), b's
@@ -172,7 +163,7 @@ template <typename T> struct Kernel {
     C *m = w.m, *l = w.l, *tm = w.tm, *mNew = w.mNew, *corr = w.corr, *sum = w.sum;
     // The keys of the tile each query sees: a prefix (0 once inactive).
     int64_t seen[kTile];
-    packColumns(q + qBase(b, h) * n.d, i0, rows, n.d, qCols);
+    packColumns(q + n.queryRow0(b, h) * n.d, i0, rows, n.d, qCols);
     std::fill(acc.begin(), acc.begin() + kTile * dvp, C(0));
     for (int64_t ii = 0; ii < kTile; ++ii) {
       m[ii] = negativeInfinity<C>();
@@ -189,8 +180,8 @@ template <typename T> struct Kernel {
         tm[ii] = negativeInfinity<C>();
       for (int64_t jj = 0; jj < keyRows; ++jj) {
         const int64_t j = t0 + jj;
-        scoreRow<T, true>(st + jj * kTile, tm, firstSeeing(j, jj < keys, i0), rows, scale, n.mask,
-                          n.mask.offset(b, h, i0, j), n.mask.stride[2]);
+        scoreRow<T, true>(st + jj * kTile, tm, firstSeeing(n, j, jj < keys, i0), rows, scale,
+                          n.mask, n.mask.offset(b, h, i0, j), n.mask.stride[2]);
       }
       // A query with no key seen so far but masked ones changes nothing.
       for (int64_t ii = 0; ii < kTile; ++ii) {
@@ -226,10 +217,10 @@ template <typename T> struct Kernel {
                                   kv.v.data() + t0 * dvp, dvp);
     }
     for (int64_t r = 0; r < rows; ++r) {
-      T *o = out + (qBase(b, h) + i0 + r) * n.dv;
+      T *o = out + (n.queryRow0(b, h) + i0 + r) * n.dv;
       for (int64_t x = 0; x < n.dv; ++x)
         store(o + x, l[r] > 0 ? acc[r * dvp + x] / l[r] : C(0));
-      lse[qBase(b, h) + i0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : negativeInfinity<C>();
+      lse[n.queryRow0(b, h) + i0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : negativeInfinity<C>();
     }
   }
 
@@ -245,7 +236,7 @@ template <typename T> struct Kernel {
   /// delta into lse and delta (kTile each).
   void packQueryTile(int64_t b, int64_t h, int64_t i0, const Grad &gr, C *qRows, C *qCols,
                      C *doRows, C *doCols, C *lse, C *delta) const {
-    const int64_t rows = std::min(kTile, n.tq - i0), base = qBase(b, h);
+    const int64_t rows = std::min(kTile, n.tq - i0), base = n.queryRow0(b, h);
     packRows(q + base * n.d, i0, rows, n.d, dp, kTile, qRows);
     packColumns(q + base * n.d, i0, rows, n.d, qCols);
     packRows(gr.dout + base * n.dv, i0, rows, n.dv, dvp, kTile, doRows);
@@ -279,8 +270,8 @@ template <typename T> struct Kernel {
       const int64_t j = t0 + jj;
       C *sRow = st + jj * kTile, *dRow = dpt + jj * kTile, *prRow = prt + jj * kTile;
       Flag *kRow = kept + jj * kTile;
-      scoreRow<T, false>(sRow, static_cast<C *>(nullptr), firstSeeing(j, jj < keys, i0), rows,
-                         scale, n.mask, n.mask.offset(b, h, i0, j), n.mask.stride[2]);
+      scoreRow<T, false>(sRow, static_cast<C *>(nullptr), firstSeeing(n, j, jj < keys, i0),
+                         rows, scale, n.mask, n.mask.offset(b, h, i0, j), n.mask.stride[2]);
       if (!n.dropout) {
         const bool all = gradRow<T>(sRow, dRow, prRow, kRow, qt.lse, qt.delta, rows);
         every = every && (jj >= keys || all);
@@ -386,7 +377,7 @@ template <typename T> struct Backward {
 
   void storeKeys(int64_t b, int64_t g, int64_t j0, int64_t count, const GradScratch<C> &s) const {
     for (int64_t jj = 0; jj < count; ++jj) {
-      const int64_t row = kern.kBase(b, g) + j0 + jj;
+      const int64_t row = kern.n.keyRow0(b, g) + j0 + jj;
       for (int64_t x = 0; x < n().d; ++x)
         store(dk + row * n().d + x, s.dK[jj * kern.dp + x] * kern.scale);
       for (int64_t x = 0; x < n().dv; ++x)
@@ -395,7 +386,7 @@ template <typename T> struct Backward {
   }
   void storeQueries(int64_t b, int64_t h, int64_t i0, int64_t count, const C *dQ) const {
     for (int64_t ii = 0; ii < count; ++ii) {
-      T *row = dq + (kern.qBase(b, h) + i0 + ii) * n().d;
+      T *row = dq + (kern.n.queryRow0(b, h) + i0 + ii) * n().d;
       for (int64_t x = 0; x < n().d; ++x)
         store(row + x, dQ[ii * kern.dp + x] * kern.scale);
     }

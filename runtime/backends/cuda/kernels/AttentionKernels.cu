@@ -103,25 +103,41 @@ inline dim3 tileGrid(int64_t groups, int64_t rows) {
   return dim3(static_cast<unsigned>(groups * ((rows + kTileThreads - 1) / kTileThreads)));
 }
 
+/// A block's place in tileGrid(groups, rows): its group (a (b, h) or
+/// (b, g)), its tile's first and last rows, and this thread's row, which
+/// is past the group's rows (not `real`) in a partial last tile.
+struct RowTile {
+  int64_t group, first, last, row;
+  bool real;
+};
+__device__ inline RowTile rowTile(int64_t rows) {
+  const int64_t tiles = (rows + kTileThreads - 1) / kTileThreads;
+  RowTile t;
+  t.group = blockIdx.x / tiles;
+  t.first = blockIdx.x % tiles * kTileThreads;
+  t.last = (rows < t.first + kTileThreads ? rows : t.first + kTileThreads) - 1;
+  t.row = t.first + threadIdx.x;
+  t.real = t.row < rows;
+  return t;
+}
+
 /// One thread per query row of a block's tile; the tile's keys staged.
 template <typename T>
 __global__ void attentionForwardKernel(AttentionArgs<T> a, T *out, ComputeType<T> *lse) {
   using C = ComputeType<T>;
   __shared__ T ks[kStageRows * kMaxHeadDim], vs[kStageRows * kMaxHeadDim];
   const AttentionShape n = withStep(a);
-  const int64_t tiles = (n.tq + kTileThreads - 1) / kTileThreads;
-  const int64_t bh = blockIdx.x / tiles, b = bh / n.heads, h = bh % n.heads;
-  const int64_t i0 = blockIdx.x % tiles * kTileThreads, i = i0 + threadIdx.x;
-  const bool real = i < n.tq;
-  const int64_t row = bh * n.tq + i;
-  const int64_t kRow0 = (b * n.kvHeads + n.kvHead(h)) * n.tk;
-  const T *qi = real ? rowOf(a.q, row, n.d) : a.q;
+  const RowTile tile = rowTile(n.tq);
+  const int64_t bh = tile.group, b = bh / n.heads, h = bh % n.heads, i = tile.row;
+  const bool real = tile.real;
+  const int64_t row = bh * n.tq + (real ? i : 0);
+  const int64_t kRow0 = n.keyRow0(b, n.kvHead(h));
+  const T *qi = rowOf(a.q, row, n.d);
   C acc[kMaxHeadDim], s[kAttentionKeyTile];
   for (int64_t x = 0; x < n.dv; ++x)
     acc[x] = 0;
   C m = negativeInfinity<C>(), l = 0;
-  const int64_t last = (n.tq < i0 + kTileThreads ? n.tq : i0 + kTileThreads) - 1;
-  const int64_t end = real ? n.keyEnd(i) : 0, blockEnd = n.keyEnd(last);
+  const int64_t end = real ? n.keyEnd(i) : 0, blockEnd = n.keyEnd(tile.last);
   for (int64_t t0 = 0; t0 < blockEnd; t0 += kAttentionKeyTile) {
     const int64_t tileEnd = blockEnd < t0 + kAttentionKeyTile ? blockEnd : t0 + kAttentionKeyTile;
     const int64_t count = t0 < end ? (end < tileEnd ? end : tileEnd) - t0 : 0;
@@ -190,10 +206,9 @@ __global__ void attentionKeyGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *dk,
   __shared__ C lses[kStageRows], deltas[kStageRows];
   const AttentionShape n = withStep(a);
   const int64_t group = n.heads / n.kvHeads;
-  const int64_t tiles = (n.tk + kTileThreads - 1) / kTileThreads;
-  const int64_t bg = blockIdx.x / tiles, b = bg / n.kvHeads, kvh = bg % n.kvHeads;
-  const int64_t j0 = blockIdx.x % tiles * kTileThreads, j = j0 + threadIdx.x;
-  const bool real = j < n.tk;
+  const RowTile tile = rowTile(n.tk);
+  const int64_t bg = tile.group, b = bg / n.kvHeads, kvh = bg % n.kvHeads, j = tile.row;
+  const bool real = tile.real;
   const int64_t row = bg * n.tk + (real ? j : 0);
   const T *kj = rowOf(a.k, row, n.d), *vj = rowOf(a.v, row, n.dv);
   C dkAcc[kMaxHeadDim], dvAcc[kMaxHeadDim];
@@ -201,9 +216,9 @@ __global__ void attentionKeyGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *dk,
     dkAcc[x] = 0;
   for (int64_t x = 0; x < n.dv; ++x)
     dvAcc[x] = 0;
-  const int64_t first = real ? n.firstQuery(j) : n.tq, blockFirst = n.firstQuery(j0);
+  const int64_t first = real ? n.firstQuery(j) : n.tq, blockFirst = n.firstQuery(tile.first);
   for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
-    const int64_t qRow0 = (b * n.heads + h) * n.tq;
+    const int64_t qRow0 = n.queryRow0(b, h);
     for (int64_t c0 = blockFirst; c0 < n.tq; c0 += kStageRows) {
       const int64_t staged = n.tq - c0 < kStageRows ? n.tq - c0 : kStageRows;
       __syncthreads();
@@ -254,20 +269,18 @@ __global__ void attentionQueryGradKernel(AttentionArgs<T> a, GradArgs<T> g, T *d
   using C = ComputeType<T>;
   __shared__ T ks[kStageRows * kMaxHeadDim], vs[kStageRows * kMaxHeadDim];
   const AttentionShape n = withStep(a);
-  const int64_t tiles = (n.tq + kTileThreads - 1) / kTileThreads;
-  const int64_t bh = blockIdx.x / tiles, b = bh / n.heads, h = bh % n.heads;
-  const int64_t i0 = blockIdx.x % tiles * kTileThreads, i = i0 + threadIdx.x;
-  const bool real = i < n.tq;
+  const RowTile tile = rowTile(n.tq);
+  const int64_t bh = tile.group, b = bh / n.heads, h = bh % n.heads, i = tile.row;
+  const bool real = tile.real;
   const int64_t row = bh * n.tq + (real ? i : 0);
-  const int64_t kRow0 = (b * n.kvHeads + n.kvHead(h)) * n.tk;
+  const int64_t kRow0 = n.keyRow0(b, n.kvHead(h));
   const T *qi = rowOf(a.q, row, n.d), *doi = rowOf(g.dout, row, n.dv);
   const C delta = real ? dot(doi, rowOf(g.out, row, n.dv), n.dv) : C(0);
   const C rowLse = g.lse[row];
   C dqAcc[kMaxHeadDim];
   for (int64_t x = 0; x < n.d; ++x)
     dqAcc[x] = 0;
-  const int64_t last = (n.tq < i0 + kTileThreads ? n.tq : i0 + kTileThreads) - 1;
-  const int64_t end = real ? n.keyEnd(i) : 0, blockEnd = n.keyEnd(last);
+  const int64_t end = real ? n.keyEnd(i) : 0, blockEnd = n.keyEnd(tile.last);
   for (int64_t j0 = 0; j0 < blockEnd; j0 += kStageRows) {
     const int64_t staged = blockEnd - j0 < kStageRows ? blockEnd - j0 : kStageRows;
     __syncthreads();
